@@ -1,0 +1,32 @@
+#pragma once
+// How a subcommand joins the `autotune` executable: a cmd_<name>.cpp file
+// defines one static CommandRegistration. Its `setup` declares the options on
+// the CLI11 subcommand and returns the action to run when that subcommand is
+// chosen. The action returns the process exit code; misuse is reported by
+// throwing autotune::UserError (main prints it as one line, exit code 2).
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace autotune::cli {
+
+using CommandAction = std::function<int()>;
+using CommandSetup = std::function<CommandAction(CLI::App& subcommand)>;
+
+struct Command {
+  std::string name;
+  std::string description;
+  CommandSetup setup;
+};
+
+std::vector<Command>& registered_commands();
+
+struct CommandRegistration {
+  CommandRegistration(std::string name, std::string description, CommandSetup setup) {
+    registered_commands().push_back({std::move(name), std::move(description), std::move(setup)});
+  }
+};
+
+}  // namespace autotune::cli

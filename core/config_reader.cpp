@@ -1,0 +1,95 @@
+#include "core/config_reader.hpp"
+
+namespace autotune {
+
+YAML::Node load_yaml_file(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) throw UserError(path.string() + ": file not found");
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::ParserException& e) {
+    throw UserError(path.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw UserError(path.string() + ": cannot read: " + e.msg);
+  }
+}
+
+ConfigReader::ConfigReader(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw UserError(location(node_) + ": " + (path_.empty() ? std::string("document") : path_) +
+                    ": expected a mapping of keys to values");
+  }
+}
+
+std::string ConfigReader::location(const YAML::Node& at) const {
+  std::string out = file_;
+  if (at && at.Mark().line >= 0) out += ":" + std::to_string(at.Mark().line + 1);
+  return out;
+}
+
+std::string ConfigReader::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+YAML::Node ConfigReader::lookup(const std::string& key) const {
+  if (!node_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& entry : node_) {
+    if (entry.first.Scalar() == key) return entry.second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool ConfigReader::has(const std::string& key) const {
+  YAML::Node value = lookup(key);
+  return value && !value.IsNull();
+}
+
+YAML::Node ConfigReader::raw(const std::string& key) const {
+  read_keys_.insert(key);
+  return lookup(key);
+}
+
+void ConfigReader::fail(const std::string& key, const std::string& message, const YAML::Node* at) const {
+  const YAML::Node& where = at != nullptr ? *at : node_;
+  throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
+}
+
+ConfigReader ConfigReader::child(const std::string& key) {
+  read_keys_.insert(key);
+  YAML::Node value = lookup(key);
+  if (!value) fail(key, "missing required section");
+  if (!value.IsMap()) fail(key, "expected a mapping of keys to values", &value);
+  return ConfigReader(value, file_, key_path(key));
+}
+
+std::optional<ConfigReader> ConfigReader::maybe_child(const std::string& key) {
+  read_keys_.insert(key);
+  YAML::Node value = lookup(key);
+  if (!value || value.IsNull()) return std::nullopt;
+  if (!value.IsMap()) fail(key, "expected a mapping of keys to values", &value);
+  return ConfigReader(value, file_, key_path(key));
+}
+
+std::vector<std::string> ConfigReader::keys() {
+  std::vector<std::string> out;
+  if (!node_ || !node_.IsMap()) return out;
+  for (const auto& entry : node_) {
+    out.push_back(entry.first.Scalar());
+    read_keys_.insert(entry.first.Scalar());
+  }
+  return out;
+}
+
+void ConfigReader::finish(const std::vector<std::string>& accepted) const {
+  if (!node_ || !node_.IsMap()) return;
+  for (const auto& entry : node_) {
+    const std::string& key = entry.first.Scalar();
+    if (read_keys_.count(key)) continue;
+    std::string list;
+    for (const auto& name : accepted) list += (list.empty() ? "" : ", ") + name;
+    throw UserError(location(entry.first) + ": " + key_path(key) + ": unknown key" +
+                    (list.empty() ? "" : "; accepted: " + list));
+  }
+}
+
+}  // namespace autotune

@@ -1,0 +1,120 @@
+#pragma once
+// Typed, strict reading of YAML configuration (targets, goals, search spaces).
+//
+// A ConfigReader wraps one YAML mapping. Each key is read exactly through
+// required<T>() / optional<T>() / child(); finish() then rejects every key that
+// was not read, so a typo is an error rather than a silently ignored setting.
+// Every error is a UserError of one line: "<file>:<line>: <key path>: <what is
+// wrong>; <what is accepted>".
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace autotune {
+
+// Loads a YAML file; a missing file or a syntax error is a UserError naming it.
+YAML::Node load_yaml_file(const std::filesystem::path& path);
+
+class ConfigReader {
+ public:
+  // `path` is the dotted key path of `node` inside `file` ("" at the top).
+  ConfigReader(YAML::Node node, std::string file, std::string path = "");
+
+  bool has(const std::string& key) const;
+  YAML::Node raw(const std::string& key) const;  // marks the key as read
+
+  template <class T>
+  T required(const std::string& key, const std::string& accepted = "");
+  template <class T>
+  T optional(const std::string& key, T fallback, const std::string& accepted = "");
+  template <class T>
+  std::optional<T> maybe(const std::string& key, const std::string& accepted = "");
+
+  // A nested mapping; throws if `key` is absent or not a mapping.
+  ConfigReader child(const std::string& key);
+  std::optional<ConfigReader> maybe_child(const std::string& key);
+
+  // Keys of this mapping in file order (for open-ended mappings such as a
+  // parameter space); all are marked as read.
+  std::vector<std::string> keys();
+
+  // Rejects keys never read. `accepted` lists the keys this mapping accepts.
+  void finish(const std::vector<std::string>& accepted = {}) const;
+
+  const std::string& file() const { return file_; }
+  std::string key_path(const std::string& key) const;
+  const YAML::Node& node() const { return node_; }
+
+  // A UserError located at `node` (or this mapping when null).
+  [[noreturn]] void fail(const std::string& key, const std::string& message,
+                         const YAML::Node* at = nullptr) const;
+  std::string location(const YAML::Node& at) const;
+
+ private:
+  YAML::Node lookup(const std::string& key) const;
+  template <class T>
+  T convert(const YAML::Node& value, const std::string& key, const std::string& accepted) const;
+
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  mutable std::set<std::string> read_keys_;
+};
+
+// Names for diagnostics: "an integer", "a string", ...
+template <class T>
+constexpr const char* yaml_type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_integral_v<T>) return "an integer";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else return "a list";
+}
+
+template <class T>
+T ConfigReader::convert(const YAML::Node& value, const std::string& key, const std::string& accepted) const {
+  const std::string expected = accepted.empty() ? std::string("expected ") + yaml_type_name<T>() : accepted;
+  if constexpr (std::is_same_v<T, std::string> || std::is_arithmetic_v<T>) {
+    if (!value.IsScalar()) fail(key, std::string("expected ") + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted), &value);
+  }
+  try {
+    return value.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(key, "'" + (value.IsScalar() ? value.Scalar() : std::string("<") + (value.IsSequence() ? "list" : "mapping") + ">") +
+                  "' is not " + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted),
+         &value);
+  }
+  (void)expected;
+}
+
+template <class T>
+T ConfigReader::required(const std::string& key, const std::string& accepted) {
+  read_keys_.insert(key);
+  YAML::Node value = lookup(key);
+  if (!value) fail(key, std::string("missing required key") + (accepted.empty() ? "" : "; accepted: " + accepted));
+  return convert<T>(value, key, accepted);
+}
+
+template <class T>
+T ConfigReader::optional(const std::string& key, T fallback, const std::string& accepted) {
+  read_keys_.insert(key);
+  YAML::Node value = lookup(key);
+  if (!value || value.IsNull()) return fallback;
+  return convert<T>(value, key, accepted);
+}
+
+template <class T>
+std::optional<T> ConfigReader::maybe(const std::string& key, const std::string& accepted) {
+  read_keys_.insert(key);
+  YAML::Node value = lookup(key);
+  if (!value || value.IsNull()) return std::nullopt;
+  return convert<T>(value, key, accepted);
+}
+
+}  // namespace autotune

@@ -1,0 +1,49 @@
+#pragma once
+// A name-keyed registry for an extension point (kernel families, targets,
+// strategies, skills). `autotune kernels|targets|skills` list a registry, so
+// what the CLI shows is generated from what is registered.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace autotune {
+
+template <class Entry>
+class Registry {
+ public:
+  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+
+  void add(const std::string& name, Entry entry) {
+    if (!entries_.emplace(name, std::move(entry)).second)
+      throw InternalError(kind_ + " '" + name + "' registered twice");
+  }
+  bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+
+  // Throws a UserError naming what is accepted when `name` is unknown.
+  const Entry& get(const std::string& name) const {
+    auto it = entries_.find(name);
+    if (it == entries_.end())
+      throw UserError("unknown " + kind_ + " '" + name + "' (accepted: " + joined_names() + ")");
+    return it->second;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, entry] : entries_) out.push_back(name);
+    return out;
+  }
+  std::string joined_names() const {
+    std::string out;
+    for (const auto& [name, entry] : entries_) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace autotune

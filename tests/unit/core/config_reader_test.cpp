@@ -1,0 +1,47 @@
+#include <doctest/doctest.h>
+
+#include "core/config_reader.hpp"
+#include "core/registry.hpp"
+#include "core/rng.hpp"
+
+using namespace autotune;
+
+TEST_CASE("config reader reads typed keys and rejects unknown ones with file and line") {
+  YAML::Node node = YAML::Load("a: 3\nb: hello\nc: {d: 2.5}\ntypo: 1\n");
+  ConfigReader reader(node, "goal.yaml");
+  CHECK(reader.required<int>("a") == 3);
+  CHECK(reader.optional<std::string>("b", "x") == "hello");
+  CHECK(reader.optional<int>("missing", 7) == 7);
+  auto child = reader.child("c");
+  CHECK(child.required<double>("d") == doctest::Approx(2.5));
+  child.finish();
+  try {
+    reader.finish({"a", "b", "c"});
+    FAIL("unknown key accepted");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "goal.yaml:4: typo: unknown key; accepted: a, b, c");
+  }
+}
+
+TEST_CASE("config reader names the key path and the expected type on a wrong type") {
+  YAML::Node node = YAML::Load("outer:\n  n: [1, 2]\n");
+  ConfigReader reader(node, "f.yaml");
+  auto outer = reader.child("outer");
+  CHECK_THROWS_WITH_AS(outer.required<int>("n"), "f.yaml:2: outer.n: expected an integer", UserError);
+  CHECK_THROWS_WITH_AS(reader.required<int>("absent"), "f.yaml:1: absent: missing required key", UserError);
+}
+
+TEST_CASE("registry lists names and rejects unknown names with what is accepted") {
+  Registry<int> registry("kernel");
+  registry.add("gemm", 1);
+  registry.add("exp", 2);
+  CHECK(registry.get("gemm") == 1);
+  CHECK_THROWS_WITH_AS(registry.get("conv"), "unknown kernel 'conv' (accepted: exp, gemm)", UserError);
+}
+
+TEST_CASE("rng forks are deterministic and independent") {
+  Rng a(42), b(42);
+  CHECK(a.fork("search")() == b.fork("search")());
+  CHECK(a.fork("search")() != a.fork("runner")());
+  CHECK(a.fork(1)() != a.fork(2)());
+}
