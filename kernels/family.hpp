@@ -1,0 +1,103 @@
+#pragma once
+// A kernel family: one computation (GEMM, exp, a normalisation, attention)
+// with several structurally different variants, each a C++ template tuned by
+// named integer parameters.
+//
+// The family declares everything the tools around it need and nothing about
+// how to tune it: its shape arguments, its variants and their parameter
+// domains and constraints, a host reference computed in double, and its FLOP
+// and byte counts for the roofline. The built-in families are listed in
+// kernels/families/builtin.cpp and registered on the first use of
+// family_registry(); `autotune kernels` lists that registry.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "kernels/api/kernel.hpp"
+
+namespace autotune::kernels {
+
+// Shape arguments by name, e.g. {M: 4096, N: 8192, K: 8192}.
+using Shape = std::map<std::string, std::int64_t>;
+// Parameter values by name, e.g. {tile_size: 128, pipeline_depth: 2}.
+using ParamValues = std::map<std::string, std::int64_t>;
+
+struct ParamSpec {
+  std::string name;
+  std::string description;
+  // The ordered domain. Ranges are expanded: domains stay small (tens of values).
+  std::vector<std::int64_t> values;
+  std::int64_t default_value = 0;
+};
+
+struct VariantSpec {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  // Constraints in the search library's expression syntax over the
+  // parameters, the shape arguments and the target constants (e.g.
+  // "tile_m * pipeline_depth * 2 <= sbuf_bytes_per_partition"). They prune
+  // the search space; a configuration that passes them may still be
+  // rejected by the simulator (SBUF overflow etc.), which is data.
+  std::vector<std::string> constraints;
+  // Traces the variant for `shape` and `dtype` with the given parameters
+  // (every declared parameter present) into the kernel's program. Declares
+  // the HBM inputs then outputs, in the order of FamilySpec::inputs/outputs.
+  std::function<void(Kernel&, const Shape&, Dtype, const ParamValues&)> trace;
+  // For `autotune export`: the header that defines the variant's template and
+  // the C++ expression that instantiates it (see kernels/export.hpp).
+  std::string header;
+  std::string template_name;
+};
+
+struct TensorSpec {
+  std::string name;
+  // [rows, cols] of the tensor for a shape.
+  std::function<std::pair<std::int64_t, std::int64_t>(const Shape&)> dims;
+  // Inputs are drawn uniformly from [low, high] (never all zeros).
+  double low = -1.0, high = 1.0;
+};
+
+// Host-side tensors in row-major order, as doubles.
+using HostTensors = std::vector<std::vector<double>>;
+
+struct FamilySpec {
+  std::string name;
+  std::string description;
+  std::vector<std::string> shape_args;  // in the order the CLI prints them
+  Shape default_shape;                  // what `run` tunes when a goal names none
+  Shape verification_shape;             // small, exercises the same code paths incl. ragged tiles
+  std::vector<Dtype> dtypes;            // accepted; the first is the default
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<VariantSpec> variants;
+  std::string baseline_variant;  // the naive starting point of a tuning run
+  // A shape is invalid (UserError-worthy) if this returns a reason.
+  std::function<std::string(const Shape&)> check_shape;
+  // The reference: outputs computed in double from the inputs.
+  std::function<HostTensors(const Shape&, const HostTensors& inputs)> reference;
+  // Work and traffic for the roofline (MACs count as 2 FLOPs; bytes are the
+  // compulsory HBM traffic: inputs read once, outputs written once).
+  std::function<double(const Shape&)> flops;
+  std::function<double(const Shape&, Dtype)> hbm_bytes;
+  // Whether the FLOPs run on the tensor engine (matmul-class) or on the
+  // vector/scalar engines; picks the peak used by the roofline.
+  bool tensor_engine_bound = false;
+  // Relative tolerance of the output check per dtype (max relative error
+  // against the reference, measured as |a - r| / max(|r|, atol_scale)).
+  std::map<Dtype, double> tolerance;
+
+  const VariantSpec& variant(const std::string& name) const;  // UserError listing accepted names
+};
+
+// All known families, the built-ins registered on first use. (Explicit
+// registration rather than static registrars: objects of a static library
+// that nothing references are dropped by the linker.)
+Registry<FamilySpec>& family_registry();
+
+// Defined in kernels/families/builtin.cpp: adds every built-in family.
+void register_builtin_families(Registry<FamilySpec>& registry);
+
+}  // namespace autotune::kernels
