@@ -1,0 +1,503 @@
+#include "store/sqlite_store.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "core/error.hpp"
+#include "store/schema.hpp"
+
+namespace autotune::store {
+namespace {
+
+using sqlite::Statement;
+
+constexpr const char* kRunColumns =
+    "id, created, updated, goal_name, goal_yaml, kernel, target, seed, simulator_version, status, "
+    "stop_reason, goal_met, baseline_trial, best_trial, summary";
+
+Run read_run(const Statement& row) {
+  Run run;
+  run.id = row.int64(0);
+  run.created = row.text(1);
+  run.updated = row.text(2);
+  run.goal_name = row.text(3);
+  run.goal_yaml = row.text(4);
+  run.kernel = row.text(5);
+  run.target = row.text(6);
+  run.seed = static_cast<uint64_t>(row.int64(7));
+  run.simulator_version = row.text(8);
+  run.status = parse_run_status(row.text(9));
+  run.stop_reason = row.text(10);
+  run.goal_met = row.int64(11) != 0;
+  run.baseline_trial = row.optional_int64(12);
+  run.best_trial = row.optional_int64(13);
+  run.summary = row.json(14);
+  return run;
+}
+
+constexpr const char* kDecisionColumns =
+    "run, seq, iteration, skill, action, proposer, inputs, evidence, alternatives, rationale, outcome, "
+    "duration_ms, created";
+
+Decision read_decision(const Statement& row) {
+  Decision decision;
+  decision.run = row.int64(0);
+  decision.seq = row.int64(1);
+  decision.iteration = static_cast<int>(row.int64(2));
+  decision.skill = row.text(3);
+  decision.action = row.text(4);
+  decision.proposer = row.text(5);
+  decision.inputs = row.json(6);
+  decision.evidence = row.json(7);
+  decision.alternatives = row.json(8);
+  decision.rationale = row.text(9);
+  decision.outcome = row.text(10);
+  decision.duration_ms = row.real(11);
+  decision.created = row.text(12);
+  return decision;
+}
+
+constexpr const char* kTrialColumns =
+    "id, run, iteration, decision_seq, variant, params, config_hash, cache_key, status, metrics, repeats, "
+    "error, verification, cache_hit, created, duration_ms";
+
+Trial read_trial(const Statement& row) {
+  Trial trial;
+  trial.id = row.int64(0);
+  trial.run = row.int64(1);
+  trial.iteration = static_cast<int>(row.int64(2));
+  trial.decision_seq = row.optional_int64(3);
+  trial.variant = row.text(4);
+  trial.params = row.json(5);
+  trial.config_hash = row.text(6);
+  trial.cache_key = row.text(7);
+  trial.status = parse_trial_status(row.text(8));
+  trial.metrics = row.json(9);
+  trial.repeats = row.json(10);
+  trial.error = row.text(11);
+  trial.verification = row.json(12);
+  trial.cache_hit = row.int64(13) != 0;
+  trial.created = row.text(14);
+  trial.duration_ms = row.real(15);
+  return trial;
+}
+
+constexpr const char* kLlmCallColumns =
+    "id, run, created, prompt_hash, model, latency_ms, prompt_tokens, completion_tokens, request, response, "
+    "accepted, reject_reason";
+
+LlmCall read_llm_call(const Statement& row) {
+  LlmCall call;
+  call.id = row.int64(0);
+  call.run = row.int64(1);
+  call.created = row.text(2);
+  call.prompt_hash = row.text(3);
+  call.model = row.text(4);
+  call.latency_ms = row.real(5);
+  call.prompt_tokens = row.int64(6);
+  call.completion_tokens = row.int64(7);
+  call.request = row.json(8);
+  call.response = row.text(9);
+  call.accepted = row.int64(10) != 0;
+  call.reject_reason = row.text(11);
+  return call;
+}
+
+std::string sql(std::initializer_list<std::string_view> parts) {
+  std::string text;
+  for (auto part : parts) text += part;
+  return text;
+}
+
+// The JSON path of a ranking metric. Restricted to plain names so a metric
+// from a goal file can never reach into the SQL text or a nested path.
+std::string metric_path(const std::string& metric) {
+  const bool plain = !metric.empty() && std::all_of(metric.begin(), metric.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_';
+  });
+  if (!plain) {
+    throw UserError("ranking metric '" + metric + "' is not a plain name; accepted: letters, digits and '_'");
+  }
+  return "$." + metric;
+}
+
+bool is_credential_key(std::string key) {
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  constexpr std::array<std::string_view, 6> kMarkers{"authorization", "api_key", "api-key", "apikey", "secret",
+                                                     "password"};
+  return std::any_of(kMarkers.begin(), kMarkers.end(),
+                     [&](std::string_view marker) { return key.find(marker) != std::string::npos; });
+}
+
+Json redact_credentials(const Json& value) {
+  if (value.is_object()) {
+    Json out = Json::object();
+    for (const auto& [key, item] : value.items()) {
+      out[key] = is_credential_key(key) ? Json("<redacted>") : redact_credentials(item);
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (const auto& item : value) out.push_back(redact_credentials(item));
+    return out;
+  }
+  return value;
+}
+
+std::string or_now(const std::string& timestamp) { return timestamp.empty() ? utc_now() : timestamp; }
+
+}  // namespace
+
+SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
+    : connection_(path, mode == OpenMode::create) {
+  connection_.execute("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs));
+  connection_.execute("PRAGMA foreign_keys = ON");
+  // Changing to WAL needs a moment of exclusive access; the busy timeout
+  // covers a concurrent opener. The mode is persistent in the file.
+  const std::string journal = connection_.query_text("PRAGMA journal_mode = WAL");
+  AUTOTUNE_CHECK(journal == "wal" || journal == "memory", "database " + connection_.path() +
+                                                              " refused WAL mode (journal_mode=" + journal + ")");
+  connection_.execute("PRAGMA synchronous = NORMAL");
+  schema::migrate(connection_);
+}
+
+std::string SqliteStore::location() const { return connection_.path(); }
+
+std::string SqliteStore::journal_mode() {
+  std::lock_guard lock(mutex_);
+  return connection_.query_text("PRAGMA journal_mode");
+}
+
+int SqliteStore::schema_version() {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(connection_.query_int("PRAGMA user_version"));
+}
+
+// ---- runs
+
+int64_t SqliteStore::create_run(const Run& run) {
+  std::lock_guard lock(mutex_);
+  const std::string created = or_now(run.created);
+  Statement insert(connection_,
+                   "INSERT INTO runs (created, updated, goal_name, goal_yaml, kernel, target, seed, "
+                   "simulator_version, status, stop_reason, goal_met, baseline_trial, best_trial, summary) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, created)
+      .bind(2, run.updated.empty() ? created : run.updated)
+      .bind(3, run.goal_name)
+      .bind(4, run.goal_yaml)
+      .bind(5, run.kernel)
+      .bind(6, run.target)
+      .bind(7, static_cast<int64_t>(run.seed))
+      .bind(8, run.simulator_version)
+      .bind(9, to_string(run.status))
+      .bind(10, run.stop_reason)
+      .bind(11, run.goal_met)
+      .bind(12, run.baseline_trial)
+      .bind(13, run.best_trial)
+      .bind(14, run.summary);
+  insert.run();
+  return connection_.last_insert_id();
+}
+
+void SqliteStore::update_run(const Run& run) {
+  std::lock_guard lock(mutex_);
+  Statement update(connection_,
+                   "UPDATE runs SET updated = ?, goal_name = ?, goal_yaml = ?, kernel = ?, target = ?, seed = ?, "
+                   "simulator_version = ?, status = ?, stop_reason = ?, goal_met = ?, baseline_trial = ?, "
+                   "best_trial = ?, summary = ? WHERE id = ?");
+  update.bind(1, utc_now())
+      .bind(2, run.goal_name)
+      .bind(3, run.goal_yaml)
+      .bind(4, run.kernel)
+      .bind(5, run.target)
+      .bind(6, static_cast<int64_t>(run.seed))
+      .bind(7, run.simulator_version)
+      .bind(8, to_string(run.status))
+      .bind(9, run.stop_reason)
+      .bind(10, run.goal_met)
+      .bind(11, run.baseline_trial)
+      .bind(12, run.best_trial)
+      .bind(13, run.summary)
+      .bind(14, run.id);
+  update.run();
+  AUTOTUNE_CHECK(connection_.changes() == 1, "update_run: no run " + std::to_string(run.id));
+}
+
+std::optional<Run> SqliteStore::run(int64_t id) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kRunColumns, " FROM runs WHERE id = ?"}));
+  select.bind(1, id);
+  if (!select.step()) return std::nullopt;
+  return read_run(select);
+}
+
+std::vector<Run> SqliteStore::runs() {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kRunColumns, " FROM runs ORDER BY id"}));
+  std::vector<Run> out;
+  while (select.step()) out.push_back(read_run(select));
+  return out;
+}
+
+// ---- decisions
+
+int64_t SqliteStore::append_decision(Decision& decision) {
+  std::lock_guard lock(mutex_);
+  const std::string created = or_now(decision.created);
+  // The seq is computed inside the INSERT, which is atomic under SQLite's
+  // write lock, so two writers can never take the same number.
+  Statement insert(connection_,
+                   "INSERT INTO decisions (run, seq, iteration, skill, action, proposer, inputs, evidence, "
+                   "alternatives, rationale, outcome, duration_ms, created) "
+                   "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM decisions WHERE run = ?1), "
+                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING seq");
+  insert.bind(1, decision.run)
+      .bind(2, decision.iteration)
+      .bind(3, decision.skill)
+      .bind(4, decision.action)
+      .bind(5, decision.proposer)
+      .bind(6, decision.inputs)
+      .bind(7, decision.evidence)
+      .bind(8, decision.alternatives)
+      .bind(9, decision.rationale)
+      .bind(10, decision.outcome)
+      .bind(11, decision.duration_ms)
+      .bind(12, created);
+  AUTOTUNE_CHECK(insert.step(), "INSERT ... RETURNING gave no row");
+  const int64_t seq = insert.int64(0);
+  insert.run();
+  decision.seq = seq;
+  decision.created = created;
+  return seq;
+}
+
+void SqliteStore::set_decision_outcome(int64_t run, int64_t seq, const std::string& outcome) {
+  std::lock_guard lock(mutex_);
+  Statement update(connection_, "UPDATE decisions SET outcome = ? WHERE run = ? AND seq = ?");
+  update.bind(1, outcome).bind(2, run).bind(3, seq);
+  update.run();
+  AUTOTUNE_CHECK(connection_.changes() == 1,
+                 "set_decision_outcome: no decision " + std::to_string(seq) + " in run " + std::to_string(run));
+}
+
+std::vector<Decision> SqliteStore::decisions(int64_t run, const std::optional<std::string>& skill) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kDecisionColumns,
+                                     " FROM decisions WHERE run = ?1 AND (?2 IS NULL OR skill = ?2) ORDER BY seq"}));
+  select.bind(1, run);
+  if (skill) select.bind(2, *skill);
+  std::vector<Decision> out;
+  while (select.step()) out.push_back(read_decision(select));
+  return out;
+}
+
+std::optional<Decision> SqliteStore::decision(int64_t run, int64_t seq) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kDecisionColumns, " FROM decisions WHERE run = ? AND seq = ?"}));
+  select.bind(1, run).bind(2, seq);
+  if (!select.step()) return std::nullopt;
+  return read_decision(select);
+}
+
+int64_t SqliteStore::last_decision_seq(int64_t run) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, "SELECT COALESCE(MAX(seq), 0) FROM decisions WHERE run = ?");
+  select.bind(1, run);
+  AUTOTUNE_CHECK(select.step(), "aggregate gave no row");
+  return select.int64(0);
+}
+
+// ---- trials
+
+void SqliteStore::commit_trials(std::vector<Trial>& trials) {
+  if (trials.empty()) return;
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<int64_t, std::string>> assigned;  // written back only after COMMIT
+  assigned.reserve(trials.size());
+  sqlite::Transaction transaction(connection_);
+  Statement insert(connection_,
+                   "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, cache_key, "
+                   "status, metrics, repeats, error, verification, cache_hit, created, duration_ms) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const Trial& trial : trials) {
+    const std::string created = or_now(trial.created);
+    insert.reset();
+    insert.bind(1, trial.run)
+        .bind(2, trial.iteration)
+        .bind(3, trial.decision_seq)
+        .bind(4, trial.variant)
+        .bind(5, trial.params)
+        .bind(6, trial.config_hash)
+        .bind(7, trial.cache_key)
+        .bind(8, to_string(trial.status))
+        .bind(9, trial.metrics)
+        .bind(10, trial.repeats)
+        .bind(11, trial.error)
+        .bind(12, trial.verification)
+        .bind(13, trial.cache_hit)
+        .bind(14, created)
+        .bind(15, trial.duration_ms);
+    insert.run();
+    assigned.emplace_back(connection_.last_insert_id(), created);
+  }
+  transaction.commit();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    trials[i].id = assigned[i].first;
+    trials[i].created = assigned[i].second;
+  }
+}
+
+std::vector<Trial> SqliteStore::trials(int64_t run, std::optional<int> top_k, const Ranking& ranking) {
+  std::lock_guard lock(mutex_);
+  std::vector<Trial> out;
+  if (!top_k) {
+    Statement select(connection_, sql({"SELECT ", kTrialColumns, " FROM trials WHERE run = ? ORDER BY id"}));
+    select.bind(1, run);
+    while (select.step()) out.push_back(read_trial(select));
+    return out;
+  }
+  AUTOTUNE_CHECK(*top_k >= 0, "top_k must not be negative");
+  const std::string path = metric_path(ranking.metric);
+  Statement select(connection_,
+                   sql({"SELECT ", kTrialColumns,
+                        " FROM trials WHERE run = ?1 AND status IN ('ok', 'cached') "
+                        "AND json_type(metrics, ?2) IN ('integer', 'real') ORDER BY json_extract(metrics, ?2) ",
+                        ranking.lower_is_better ? "ASC" : "DESC", ", id LIMIT ?3"}));
+  select.bind(1, run).bind(2, path).bind(3, *top_k);
+  while (select.step()) out.push_back(read_trial(select));
+  return out;
+}
+
+std::optional<Trial> SqliteStore::trial(int64_t run, int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kTrialColumns, " FROM trials WHERE id = ? AND run = ?"}));
+  select.bind(1, trial_id).bind(2, run);
+  if (!select.step()) return std::nullopt;
+  return read_trial(select);
+}
+
+TrialCounts SqliteStore::trial_counts(int64_t run) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_,
+                   "SELECT COUNT(*), "
+                   "COALESCE(SUM(status IN ('ok', 'cached')), 0), COALESCE(SUM(status = 'invalid'), 0), "
+                   "COALESCE(SUM(status = 'wrong_answer'), 0), COALESCE(SUM(status = 'failed'), 0), "
+                   "COALESCE(SUM(status = 'timeout'), 0), COALESCE(SUM(cache_hit), 0) "
+                   "FROM trials WHERE run = ?");
+  select.bind(1, run);
+  AUTOTUNE_CHECK(select.step(), "aggregate gave no row");
+  return TrialCounts{select.int64(0), select.int64(1), select.int64(2), select.int64(3),
+                     select.int64(4), select.int64(5), select.int64(6)};
+}
+
+std::optional<Trial> SqliteStore::cached_trial(const std::string& cache_key) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_,
+                   sql({"SELECT ", kTrialColumns,
+                        " FROM trials WHERE cache_key = ? AND status IN ('ok', 'invalid', 'wrong_answer') "
+                        "ORDER BY id DESC LIMIT 1"}));
+  select.bind(1, cache_key);
+  if (!select.step()) return std::nullopt;
+  return read_trial(select);
+}
+
+// ---- profiles
+
+void SqliteStore::save_profile(const Profile& profile) {
+  std::lock_guard lock(mutex_);
+  Statement upsert(connection_,
+                   "INSERT INTO profiles (trial, summary, timeline, created) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (trial) DO UPDATE SET summary = excluded.summary, timeline = excluded.timeline, "
+                   "created = excluded.created");
+  upsert.bind(1, profile.trial).bind(2, profile.summary).bind(4, or_now(profile.created));
+  if (profile.timeline) {
+    // A present timeline is stored even when it is JSON null.
+    upsert.bind(3, std::string_view(profile.timeline->dump(-1, ' ', false, Json::error_handler_t::replace)));
+  } else {
+    upsert.bind_null(3);
+  }
+  upsert.run();
+}
+
+std::optional<Profile> SqliteStore::profile(int64_t trial) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, "SELECT trial, summary, timeline, created FROM profiles WHERE trial = ?");
+  select.bind(1, trial);
+  if (!select.step()) return std::nullopt;
+  Profile profile;
+  profile.trial = select.int64(0);
+  profile.summary = select.json(1);
+  if (!select.is_null(2)) profile.timeline = select.json(2);
+  profile.created = select.text(3);
+  return profile;
+}
+
+// ---- LLM calls
+
+int64_t SqliteStore::append_llm_call(const LlmCall& call) {
+  std::lock_guard lock(mutex_);
+  Statement insert(connection_,
+                   "INSERT INTO llm_calls (run, created, prompt_hash, model, latency_ms, prompt_tokens, "
+                   "completion_tokens, request, response, accepted, reject_reason) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, call.run)
+      .bind(2, or_now(call.created))
+      .bind(3, call.prompt_hash)
+      .bind(4, call.model)
+      .bind(5, call.latency_ms)
+      .bind(6, call.prompt_tokens)
+      .bind(7, call.completion_tokens)
+      .bind(8, redact_credentials(call.request))
+      .bind(9, call.response)
+      .bind(10, call.accepted)
+      .bind(11, call.reject_reason);
+  insert.run();
+  return connection_.last_insert_id();
+}
+
+std::vector<LlmCall> SqliteStore::llm_calls(int64_t run) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kLlmCallColumns, " FROM llm_calls WHERE run = ? ORDER BY id"}));
+  select.bind(1, run);
+  std::vector<LlmCall> out;
+  while (select.step()) out.push_back(read_llm_call(select));
+  return out;
+}
+
+std::optional<LlmCall> SqliteStore::cached_llm_response(const std::string& prompt_hash) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, sql({"SELECT ", kLlmCallColumns,
+                                     " FROM llm_calls WHERE prompt_hash = ? AND response <> '' "
+                                     "ORDER BY id DESC LIMIT 1"}));
+  select.bind(1, prompt_hash);
+  if (!select.step()) return std::nullopt;
+  return read_llm_call(select);
+}
+
+// ---- free functions of store.hpp
+
+std::optional<Trial> Store::best_trial(int64_t run, const Ranking& ranking) {
+  auto best = trials(run, 1, ranking);
+  if (best.empty()) return std::nullopt;
+  return best.front();
+}
+
+std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode) {
+  if (path == ":memory:") return std::make_unique<MemoryStore>();
+  return std::make_unique<SqliteStore>(path, mode);
+}
+
+std::string resolve_database_path(const std::optional<std::string>& flag, const char* environment) {
+  if (flag && !flag->empty()) return *flag;
+  if (environment != nullptr && *environment != '\0') return environment;
+  return "autotune.db";
+}
+
+std::string resolve_database_path(const std::optional<std::string>& flag) {
+  return resolve_database_path(flag, std::getenv("AUTOTUNE_DB"));
+}
+
+}  // namespace autotune::store

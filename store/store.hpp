@@ -1,0 +1,116 @@
+#pragma once
+// The decision store: everything a run did and why (DESIGN.md, "Decision
+// store"). Modelled on TVM MetaSchedule's Database: a narrow interface of
+// append-only records, top-k and best; every repeat is kept.
+//
+// Contract, for every implementation:
+//  - Runs are created once and updated in place (status, best, summary).
+//  - Decisions are appended; the store assigns `seq` (1, 2, ... per run).
+//    Only the outcome may be filled in later (set_decision_outcome).
+//  - Trials are committed in batches: one transaction per batch, all or
+//    nothing; the store assigns ids (unique across runs) and `created`.
+//    A trial's decision_seq, when set, must name a decision of the same run.
+//  - Readers see only committed data. Readers in other processes work while a
+//    run is writing (SQLite: WAL and a busy timeout).
+//  - Thread safety: a Store may be called from many threads at once; calls are
+//    serialised internally on one connection. Use one Store per process.
+//  - Misuse by the environment (unreadable file, database newer than this
+//    build, another writer holding the lock too long) is a UserError; a broken
+//    caller invariant (unknown run on update, dangling decision_seq) is an
+//    InternalError.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/records.hpp"
+
+namespace autotune::store {
+
+// How trials are ranked for top-k and best: by metrics[metric], among the
+// trials whose status is measured (ok, cached) and whose metric is a number.
+// Ties go to the earlier trial.
+struct Ranking {
+  std::string metric = "latency_s";  // letters, digits and '_' only
+  bool lower_is_better = true;
+};
+
+struct TrialCounts {
+  int64_t total = 0;
+  int64_t ok = 0;  // measured: ok or cached
+  int64_t invalid = 0;
+  int64_t wrong_answer = 0;
+  int64_t failed = 0;
+  int64_t timeout = 0;
+  int64_t cache_hits = 0;  // cache_hit set, any status
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Where the data lives (a file path, or ":memory:").
+  virtual std::string location() const = 0;
+
+  // Runs. create_run ignores run.id and returns the new id; an empty
+  // created/updated is set to now. update_run rewrites every field of the run
+  // with that id except `created`, and stamps `updated` with now.
+  virtual int64_t create_run(const Run& run) = 0;
+  virtual void update_run(const Run& run) = 0;
+  virtual std::optional<Run> run(int64_t id) = 0;
+  virtual std::vector<Run> runs() = 0;  // oldest first
+
+  // Decisions. Assigns decision.seq (and created when empty) and returns seq.
+  virtual int64_t append_decision(Decision& decision) = 0;
+  virtual void set_decision_outcome(int64_t run, int64_t seq, const std::string& outcome) = 0;
+  // In seq order; only those of `skill` when given.
+  virtual std::vector<Decision> decisions(int64_t run, const std::optional<std::string>& skill) = 0;
+  std::vector<Decision> decisions(int64_t run) { return decisions(run, std::nullopt); }
+  virtual std::optional<Decision> decision(int64_t run, int64_t seq) = 0;
+  // The highest seq of the run, 0 when it has none (what a resumed run continues from).
+  virtual int64_t last_decision_seq(int64_t run) = 0;
+
+  // Trials. One transaction for the whole batch; on success every trial gets
+  // its id (and created when empty); on failure none is stored or changed.
+  virtual void commit_trials(std::vector<Trial>& trials) = 0;
+  // Without top_k: every trial of the run in commit order (what a resumed run
+  // reloads). With top_k: the best k measured trials by `ranking`, best first.
+  virtual std::vector<Trial> trials(int64_t run, std::optional<int> top_k, const Ranking& ranking) = 0;
+  std::vector<Trial> trials(int64_t run) { return trials(run, std::nullopt, Ranking{}); }
+  std::optional<Trial> best_trial(int64_t run, const Ranking& ranking = {});
+  // The trial with that id if it belongs to `run`.
+  virtual std::optional<Trial> trial(int64_t run, int64_t trial_id) = 0;
+  virtual TrialCounts trial_counts(int64_t run) = 0;
+  // The latest trial with this cache key, across runs, whose status is a
+  // measurement worth re-using: ok, invalid or wrong_answer (failed and
+  // timeout may be transient, so they are never served from the cache).
+  virtual std::optional<Trial> cached_trial(const std::string& cache_key) = 0;
+
+  // Profiles, one per trial; saving again replaces it.
+  virtual void save_profile(const Profile& profile) = 0;
+  virtual std::optional<Profile> profile(int64_t trial) = 0;
+
+  // LLM calls. append_llm_call returns the new id.
+  virtual int64_t append_llm_call(const LlmCall& call) = 0;
+  virtual std::vector<LlmCall> llm_calls(int64_t run) = 0;
+  // The latest call with this prompt hash that got a response (accepted or
+  // not: replaying a rejected answer reproduces the rejection).
+  virtual std::optional<LlmCall> cached_llm_response(const std::string& prompt_hash) = 0;
+};
+
+enum class OpenMode {
+  create,    // create the database if it does not exist (writers)
+  existing,  // the file must exist; a missing file is a UserError (readers)
+};
+
+// A SqliteStore on `path`; ":memory:" gives the in-memory twin (MemoryStore).
+std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode = OpenMode::create);
+
+// The database a command uses: `flag` (--db) if given, else `environment`
+// (the value of AUTOTUNE_DB) if non-empty, else "autotune.db".
+std::string resolve_database_path(const std::optional<std::string>& flag, const char* environment);
+// The same with the process environment.
+std::string resolve_database_path(const std::optional<std::string>& flag);
+
+}  // namespace autotune::store
