@@ -1,0 +1,305 @@
+#include "orchestrator/llm/llm_client.hpp"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/subprocess.hpp"
+
+namespace autotune::llm {
+namespace {
+
+constexpr std::size_t kMaxResponseBytes = 8u << 20;
+constexpr std::size_t kKeptResponseBytes = 1u << 20;
+
+void initialise_curl_once() {
+  // curl_global_init is not thread-safe; every client goes through here first.
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct ResponseSink {
+  std::string body;
+  bool too_large = false;
+};
+
+size_t write_body(char* data, size_t size, size_t count, void* user) {
+  auto* sink = static_cast<ResponseSink*>(user);
+  const size_t bytes = size * count;
+  if (sink->body.size() + bytes > kMaxResponseBytes) {
+    sink->too_large = true;
+    return 0;  // aborts the transfer
+  }
+  sink->body.append(data, bytes);
+  return bytes;
+}
+
+class CurlHeaders {
+ public:
+  ~CurlHeaders() { curl_slist_free_all(list_); }
+  void add(const std::string& line) { list_ = curl_slist_append(list_, line.c_str()); }
+  curl_slist* get() const { return list_; }
+
+ private:
+  curl_slist* list_ = nullptr;
+};
+
+// A short, one-line excerpt of an error body: the OpenAI-style error.message
+// when present, otherwise the start of the body.
+std::string error_excerpt(const std::string& body) {
+  try {
+    auto parsed = nlohmann::json::parse(body);
+    if (parsed.is_object() && parsed.contains("error")) {
+      const auto& e = parsed["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string()) {
+        return one_line_tail(e["message"].get<std::string>().substr(0, 300), 300);
+      }
+      if (e.is_string()) return one_line_tail(e.get<std::string>().substr(0, 300), 300);
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return one_line_tail(body.substr(0, 200), 200);
+}
+
+std::string format_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string to_string(LlmErrorKind kind) {
+  switch (kind) {
+    case LlmErrorKind::none: return "none";
+    case LlmErrorKind::unreachable: return "unreachable";
+    case LlmErrorKind::timeout: return "timeout";
+    case LlmErrorKind::http_error: return "http_error";
+    case LlmErrorKind::malformed_response: return "malformed_response";
+    case LlmErrorKind::call_budget_exhausted: return "call_budget_exhausted";
+    case LlmErrorKind::missing_api_key: return "missing_api_key";
+  }
+  return "unknown";
+}
+
+LlmConfig parse_llm_config(ConfigReader& reader) {
+  LlmConfig config;
+  config.endpoint = reader.required<std::string>("endpoint", "a base URL such as http://127.0.0.1:8080/v1");
+  if (!config.endpoint.starts_with("http://") && !config.endpoint.starts_with("https://")) {
+    reader.fail("endpoint", "'" + config.endpoint + "' is not an http:// or https:// URL", nullptr);
+  }
+  config.model = reader.required<std::string>("model");
+  config.api_key_env = reader.optional<std::string>("api_key_env", "");
+  config.timeout_s = reader.optional<double>("timeout_s", config.timeout_s);
+  if (!(config.timeout_s > 0)) reader.fail("timeout_s", "must be a positive number of seconds");
+  config.max_calls = reader.optional<int>("max_calls", config.max_calls);
+  if (config.max_calls < 0) reader.fail("max_calls", "must be 0 or more");
+  config.temperature = reader.optional<double>("temperature", config.temperature);
+  if (config.temperature < 0 || config.temperature > 2) reader.fail("temperature", "must be between 0 and 2");
+  reader.finish({"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature"});
+  return config;
+}
+
+std::string prompt_hash(const std::string& model, double temperature, const std::vector<ChatMessage>& messages) {
+  nlohmann::json canonical = {{"model", model}, {"temperature", temperature}, {"messages", nlohmann::json::array()}};
+  for (const auto& m : messages) canonical["messages"].push_back({{"role", m.role}, {"content", m.content}});
+  const std::string text = canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+LlmClient::LlmClient(LlmConfig config) : config_(std::move(config)) { initialise_curl_once(); }
+
+LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
+  LlmReply reply;
+  reply.prompt_hash = prompt_hash(config_.model, config_.temperature, messages);
+  reply.request = {{"model", config_.model}, {"temperature", config_.temperature}, {"messages", nlohmann::json::array()}};
+  for (const auto& m : messages) reply.request["messages"].push_back({{"role", m.role}, {"content", m.content}});
+
+  auto fail = [&](LlmErrorKind kind, std::string reason) {
+    reply.error_kind = kind;
+    reply.error = std::move(reason);
+    return reply;
+  };
+
+  std::string authorization;
+  if (!config_.api_key_env.empty()) {
+    const char* key = std::getenv(config_.api_key_env.c_str());
+    if (key == nullptr || *key == '\0') {
+      return fail(LlmErrorKind::missing_api_key,
+                  "environment variable " + config_.api_key_env + " (api_key_env) is not set");
+    }
+    authorization = std::string("Authorization: Bearer ") + key;
+  }
+  if (calls_made_.fetch_add(1) >= config_.max_calls) {
+    calls_made_.fetch_sub(1);
+    return fail(LlmErrorKind::call_budget_exhausted,
+                "the budget of " + std::to_string(config_.max_calls) + " LLM calls is spent");
+  }
+
+  std::string url = config_.endpoint;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  url += "/chat/completions";
+  const std::string body = reply.request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return fail(LlmErrorKind::unreachable, "cannot create an HTTP client handle");
+  CurlHeaders headers;
+  headers.add("Content-Type: application/json");
+  headers.add("Accept: application/json");
+  headers.add("Expect:");  // no 100-continue round trip for large prompts
+  if (!authorization.empty()) headers.add(authorization);
+  // The key now lives only in libcurl's header list, freed after the call.
+  std::fill(authorization.begin(), authorization.end(), '\0');
+
+  ResponseSink sink;
+  char curl_error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // required for timeouts in multi-threaded programs
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.timeout_s * 1000.0));
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+
+  const auto start = std::chrono::steady_clock::now();
+  const CURLcode code = curl_easy_perform(curl);
+  reply.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.http_status);
+  curl_easy_cleanup(curl);
+  reply.response_body = sink.body.substr(0, kKeptResponseBytes);
+
+  const std::string where = " (" + url + ")";
+  if (code != CURLE_OK) {
+    const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
+    if (code == CURLE_OPERATION_TIMEDOUT) {
+      return fail(LlmErrorKind::timeout, "no reply within " + format_number(config_.timeout_s) + " s" + where);
+    }
+    if (code == CURLE_WRITE_ERROR && sink.too_large) {
+      return fail(LlmErrorKind::malformed_response,
+                  "the response is larger than " + std::to_string(kMaxResponseBytes >> 20) + " MiB" + where);
+    }
+    return fail(LlmErrorKind::unreachable, one_line_tail(detail, 300) + where);
+  }
+  if (reply.http_status < 200 || reply.http_status >= 300) {
+    const std::string excerpt = error_excerpt(sink.body);
+    return fail(LlmErrorKind::http_error,
+                "HTTP " + std::to_string(reply.http_status) + (excerpt.empty() ? "" : ": " + excerpt) + where);
+  }
+
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(sink.body);
+  } catch (const nlohmann::json::parse_error&) {
+    return fail(LlmErrorKind::malformed_response,
+                "the response body is not JSON: '" + one_line_tail(sink.body.substr(0, 120), 120) + "'");
+  }
+  const nlohmann::json* content = nullptr;
+  if (parsed.is_object() && parsed.contains("choices") && parsed["choices"].is_array() &&
+      !parsed["choices"].empty()) {
+    const auto& choice = parsed["choices"][0];
+    if (choice.is_object() && choice.contains("message") && choice["message"].is_object() &&
+        choice["message"].contains("content") && choice["message"]["content"].is_string()) {
+      content = &choice["message"]["content"];
+    }
+  }
+  if (content == nullptr) {
+    return fail(LlmErrorKind::malformed_response, "the response has no choices[0].message.content string");
+  }
+  reply.content = content->get<std::string>();
+  if (parsed.contains("usage") && parsed["usage"].is_object()) {
+    const auto& usage = parsed["usage"];
+    if (usage.contains("prompt_tokens") && usage["prompt_tokens"].is_number_integer()) {
+      reply.prompt_tokens = usage["prompt_tokens"].get<int>();
+    }
+    if (usage.contains("completion_tokens") && usage["completion_tokens"].is_number_integer()) {
+      reply.completion_tokens = usage["completion_tokens"].get<int>();
+    }
+  }
+  return reply;
+}
+
+ExtractedJson extract_json_object(const std::string& text) {
+  ExtractedJson out;
+  std::string first_parse_error;
+  bool saw_non_object = false;
+  auto attempt = [&](std::string_view candidate) {
+    try {
+      auto value = nlohmann::json::parse(candidate);
+      if (value.is_object()) {
+        out.object = std::move(value);
+        return true;
+      }
+      saw_non_object = true;
+    } catch (const nlohmann::json::parse_error& e) {
+      if (first_parse_error.empty()) first_parse_error = e.what();
+    }
+    return false;
+  };
+
+  const auto begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) {
+    out.error = "the reply is empty";
+    return out;
+  }
+  if (text[begin] == '{' && attempt(text)) return out;
+
+  // Fenced blocks: ``` or ```json (any info string) up to the closing ```.
+  for (std::size_t open = text.find("```"); open != std::string::npos;) {
+    const auto line_end = text.find('\n', open + 3);
+    if (line_end == std::string::npos) break;
+    const auto close = text.find("```", line_end + 1);
+    if (close == std::string::npos) break;
+    const std::string_view block(text.data() + line_end + 1, close - line_end - 1);
+    if (block.find('{') != std::string_view::npos && attempt(block)) return out;
+    open = text.find("```", close + 3);
+  }
+
+  // Balanced {...} spans; a failed span is retried from its next '{'.
+  int attempts = 0;
+  for (std::size_t start = text.find('{'); start != std::string::npos && attempts < 64;
+       start = text.find('{', start + 1)) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = start; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (c == '\\') escaped = true;
+        else if (c == '"') in_string = false;
+        continue;
+      }
+      if (c == '"') in_string = true;
+      else if (c == '{') ++depth;
+      else if (c == '}' && --depth == 0) {
+        ++attempts;
+        if (attempt(std::string_view(text.data() + start, i - start + 1))) return out;
+        break;
+      }
+    }
+  }
+
+  if (!first_parse_error.empty()) {
+    out.error = "the reply's JSON does not parse: " + one_line_tail(first_parse_error, 200);
+  } else if (saw_non_object) {
+    out.error = "the reply's JSON is not an object";
+  } else {
+    out.error = "the reply contains no JSON object";
+  }
+  return out;
+}
+
+}  // namespace autotune::llm
