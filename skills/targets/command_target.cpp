@@ -1,0 +1,300 @@
+#include "skills/targets/command_target.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/subprocess.hpp"
+
+namespace autotune {
+namespace {
+
+bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Text as the program should see a parameter value.
+std::string argument_text(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A program that runs: an executable file when `program` names a path
+// (relative to `workdir`), otherwise an executable found on PATH.
+bool program_exists(const std::string& program, const std::filesystem::path& workdir) {
+  if (program.find('/') != std::string::npos) {
+    std::filesystem::path path(program);
+    if (path.is_relative() && !workdir.empty()) path = workdir / path;
+    return ::access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path);
+  }
+  const char* search = std::getenv("PATH");
+  std::stringstream directories(search ? search : "/usr/bin:/bin");
+  std::string directory;
+  while (std::getline(directories, directory, ':')) {
+    const auto candidate = std::filesystem::path(directory.empty() ? "." : directory) / program;
+    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) return true;
+  }
+  return false;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+// The last non-empty line of `text` that parses as a JSON object.
+std::optional<nlohmann::json> last_json_object(const std::string& text) {
+  std::size_t end = text.size();
+  while (end > 0) {
+    const std::size_t start = text.rfind('\n', end - 1);
+    const std::size_t from = start == std::string::npos ? 0 : start + 1;
+    const std::string_view line(text.data() + from, end - from);
+    if (line.find('{') != std::string_view::npos) {
+      try {
+        auto value = nlohmann::json::parse(line);
+        if (value.is_object()) return value;
+      } catch (const nlohmann::json::parse_error&) {
+      }
+    }
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  return std::nullopt;
+}
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == '\r' || trimmed.back() == ' ')) {
+    trimmed.pop_back();
+  }
+  const auto newline = trimmed.rfind('\n');
+  return one_line_tail(newline == std::string::npos ? trimmed : trimmed.substr(newline + 1), 120);
+}
+
+}  // namespace
+
+std::string to_string(MeasurementStatus status) {
+  switch (status) {
+    case MeasurementStatus::ok: return "ok";
+    case MeasurementStatus::invalid: return "invalid";
+    case MeasurementStatus::failed: return "failed";
+    case MeasurementStatus::timeout: return "timeout";
+  }
+  return "unknown";
+}
+
+CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(config)) {
+  if (config_.argv.empty()) throw UserError("command target: argv is empty; give the program and its arguments");
+  for (std::size_t index = 0; index < config_.argv.size(); ++index) {
+    const std::string& text = config_.argv[index];
+    std::vector<Segment> segments;
+    std::string literal;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+        literal += c;  // {{ and }} are literal braces
+        ++i;
+        continue;
+      }
+      if (c != '{') {
+        literal += c;
+        continue;
+      }
+      std::size_t close = i + 1;
+      while (close < text.size() && is_name_char(text[close])) ++close;
+      if (close == i + 1 || !is_name_start(text[i + 1]) || close >= text.size() || text[close] != '}') {
+        throw UserError("argv[" + std::to_string(index) + "] '" + text + "': malformed placeholder at column " +
+                        std::to_string(i + 1) + "; write {parameter_name}, or {{ for a literal brace");
+      }
+      if (!literal.empty()) segments.push_back({false, std::move(literal)});
+      literal.clear();
+      segments.push_back({true, text.substr(i + 1, close - i - 1)});
+      i = close;
+    }
+    if (!literal.empty() || segments.empty()) segments.push_back({false, literal});
+    templates_.push_back(std::move(segments));
+  }
+}
+
+std::vector<std::string> CommandTarget::placeholders() const {
+  std::set<std::string> names;
+  for (const auto& segments : templates_) {
+    for (const auto& s : segments) {
+      if (s.placeholder) names.insert(s.text);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+std::optional<std::vector<std::string>> CommandTarget::expand(const nlohmann::json& params,
+                                                              std::string* error) const {
+  std::vector<std::string> argv;
+  for (const auto& segments : templates_) {
+    std::string argument;
+    for (const auto& s : segments) {
+      if (!s.placeholder) {
+        argument += s.text;
+      } else if (params.is_object() && params.contains(s.text)) {
+        argument += argument_text(params[s.text]);
+      } else {
+        if (error) *error = "argv uses {" + s.text + "} but the candidate has no parameter '" + s.text + "'";
+        return std::nullopt;
+      }
+    }
+    argv.push_back(std::move(argument));
+  }
+  return argv;
+}
+
+CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params) const {
+  CommandMeasurement measurement;
+  const auto start = std::chrono::steady_clock::now();
+  auto finish = [&](MeasurementStatus status, std::string error) {
+    measurement.status = status;
+    measurement.error = std::move(error);
+    measurement.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (status != MeasurementStatus::ok) measurement.metrics = nlohmann::json::object();
+    return measurement;
+  };
+
+  std::string expand_error;
+  auto argv = expand(params, &expand_error);
+  if (!argv) return finish(MeasurementStatus::failed, expand_error);
+  measurement.argv = *argv;
+
+  ProcessOptions options;
+  options.workdir = config_.workdir;
+  options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(config_.timeout_s * 1000.0)));
+  options.extra_env["AUTOTUNE_PARAMS"] = params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+
+  for (int repeat = 0; repeat < config_.repeats; ++repeat) {
+    const std::string which =
+        config_.repeats > 1 ? "run " + std::to_string(repeat + 1) + " of " + std::to_string(config_.repeats) + ": "
+                            : "";
+    options.extra_env["AUTOTUNE_REPEAT"] = std::to_string(repeat);
+    ProcessResult run = run_process(*argv, options);
+    if (run.timed_out()) return finish(MeasurementStatus::timeout, which + run.describe_failure());
+    if (!run.ok()) return finish(MeasurementStatus::failed, which + run.describe_failure());
+
+    auto output = last_json_object(run.stdout_text);
+    if (!output) {
+      std::string reason = which + "printed no JSON object on stdout";
+      const std::string tail = last_line(run.stdout_text);
+      reason += tail.empty() ? " (stdout is empty)" : " (last line: '" + tail + "')";
+      if (run.stdout_truncated) reason += " (stdout was cut at its size limit)";
+      const std::string err = one_line_tail(run.stderr_tail, 400);
+      if (!err.empty()) reason += "; stderr: " + err;
+      return finish(MeasurementStatus::failed, reason);
+    }
+    measurement.repeats.push_back(*output);
+    measurement.repeat_wall_s.push_back(run.wall_s);
+
+    if (output->contains("valid") && (*output)["valid"] == false) {
+      const auto& why = (*output).value("error", nlohmann::json());
+      return finish(MeasurementStatus::invalid,
+                    which + (why.is_string() ? one_line_tail(why.get<std::string>(), 600)
+                                             : std::string("the program reported the candidate invalid")));
+    }
+    if (!output->contains(config_.objective)) {
+      return finish(MeasurementStatus::failed,
+                    which + "the output has no objective metric '" + config_.objective + "': " +
+                        one_line_tail(output->dump(), 200));
+    }
+    const auto& objective = (*output)[config_.objective];
+    if (!objective.is_number() || !std::isfinite(objective.get<double>())) {
+      return finish(MeasurementStatus::failed,
+                    which + "the objective metric '" + config_.objective + "' is " + objective.dump() +
+                        ", not a finite number");
+    }
+    for (const auto& name : config_.metrics) {
+      if (!output->contains(name)) {
+        return finish(MeasurementStatus::failed, which + "the output has no metric '" + name + "' (listed in metrics)");
+      }
+    }
+  }
+
+  // Medians of numeric fields; everything else as the first run reported it.
+  std::map<std::string, std::vector<double>> numeric;
+  for (const auto& output : measurement.repeats) {
+    for (const auto& [key, value] : output.items()) {
+      if (key == "valid" || key == "error") continue;
+      if (value.is_number()) {
+        numeric[key].push_back(value.get<double>());
+      } else if (!measurement.metrics.contains(key)) {
+        measurement.metrics[key] = value;
+      }
+    }
+  }
+  for (auto& [key, values] : numeric) {
+    const bool all_integers = std::all_of(measurement.repeats.begin(), measurement.repeats.end(), [&](const auto& o) {
+      return !o.contains(key) || o[key].is_number_integer();
+    });
+    const double m = median(values);
+    if (all_integers && values.size() % 2 == 1) {
+      measurement.metrics[key] = static_cast<long long>(m);  // an odd count's median is one of the integers
+    } else {
+      measurement.metrics[key] = m;
+    }
+  }
+  return finish(MeasurementStatus::ok, "");
+}
+
+CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesystem::path& goal_dir,
+                                         const std::vector<std::string>* parameter_names) {
+  CommandTargetConfig config;
+  const auto kind = target.required<std::string>("kind", "command");
+  if (kind != "command") target.fail("kind", "'" + kind + "' is not the command target; accepted: command");
+  config.argv = target.required<std::vector<std::string>>("argv", "a list of strings: the program and its arguments");
+  if (config.argv.empty() || config.argv[0].empty()) {
+    target.fail("argv", "must name a program, e.g. [python3, bench.py, \"{tile_size}\"]");
+  }
+  config.timeout_s = target.optional<double>("timeout_s", config.timeout_s);
+  if (!(config.timeout_s > 0)) target.fail("timeout_s", "must be a positive number of seconds");
+  config.repeats = target.optional<int>("repeats", config.repeats);
+  if (config.repeats < 1) target.fail("repeats", "must be at least 1");
+  config.objective = target.optional<std::string>("objective", config.objective);
+  if (config.objective.empty()) target.fail("objective", "must name a metric the program prints");
+  config.metrics = target.optional<std::vector<std::string>>("metrics", {});
+  const auto workdir = target.maybe<std::string>("workdir");
+  config.workdir = goal_dir;
+  if (workdir) {
+    std::filesystem::path path(*workdir);
+    config.workdir = path.is_absolute() ? path : goal_dir / path;
+  }
+  if (!config.workdir.empty() && !std::filesystem::is_directory(config.workdir)) {
+    target.fail(workdir ? "workdir" : "", "working directory '" + config.workdir.string() + "' does not exist");
+  }
+  target.finish({"kind", "argv", "timeout_s", "repeats", "objective", "metrics", "workdir"});
+
+  std::optional<CommandTarget> parsed;
+  try {
+    parsed.emplace(config);
+  } catch (const UserError& e) {
+    target.fail("argv", e.what());
+  }
+  if (parameter_names) {
+    for (const auto& name : parsed->placeholders()) {
+      if (std::find(parameter_names->begin(), parameter_names->end(), name) == parameter_names->end()) {
+        std::string known;
+        for (const auto& p : *parameter_names) known += (known.empty() ? "" : ", ") + p;
+        target.fail("argv", "placeholder {" + name + "} names no parameter; parameters: " + known);
+      }
+    }
+  }
+  if (config.argv[0].find('{') == std::string::npos && !program_exists(config.argv[0], config.workdir)) {
+    target.fail("argv", "program '" + config.argv[0] + "' " +
+                            (config.argv[0].find('/') != std::string::npos
+                                 ? "is not an executable file (relative to " + config.workdir.string() + ")"
+                                 : "is not found on PATH"));
+  }
+  return config;
+}
+
+}  // namespace autotune

@@ -1,0 +1,108 @@
+#pragma once
+// The `command` measurement target: the bridge to real hardware. For each
+// candidate a user's program is run with the candidate's parameters placed in
+// its argv; it prints one JSON object of metrics on stdout.
+//
+// Goal syntax (the `target:` mapping):
+//   target:
+//     kind: command
+//     argv: [python3, bench.py, --tile, "{tile_size}", --unroll, "{unroll}"]
+//     timeout_s: 120          # per run, default 60
+//     repeats: 3              # runs per candidate, default 1; metrics are medians
+//     objective: latency_s    # metric to minimise, default latency_s
+//     metrics: [gflops]       # further metrics every run must report (optional)
+//     workdir: bench/         # relative to the goal file; default: the goal file's folder
+//
+// Placeholders: `{name}` in any argv element is replaced by the candidate's
+// parameter `name` (strings verbatim, numbers as JSON prints them, true/false);
+// `{{` and `}}` stand for literal braces. The argv is executed directly (never
+// through a shell), so an element with spaces or `;` reaches the program as
+// one argument. The program also finds all parameters as a JSON object in the
+// environment variable AUTOTUNE_PARAMS and the 0-based run index in
+// AUTOTUNE_REPEAT.
+//
+// The program's output: the last non-empty stdout line that parses as a JSON
+// object is used (so build logs before it are fine). It must hold the objective
+// as a number, and may hold `valid` (false: the candidate is invalid, with
+// `error` as the reason), any other metric, and profile fields.
+//
+// Outcomes (a candidate's failure is data, never an exception):
+//   ok       every run printed the objective; metrics are medians over runs
+//   invalid  a run reported valid: false (no further runs)
+//   failed   non-zero exit, crash, no JSON object, objective or an expected
+//            metric missing (no further runs); error holds the stderr tail
+//   timeout  a run exceeded timeout_s (its process group was killed)
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config_reader.hpp"
+
+namespace autotune {
+
+struct CommandTargetConfig {
+  std::vector<std::string> argv;  // templates with {name} placeholders
+  double timeout_s = 60.0;        // per run
+  int repeats = 1;
+  std::string objective = "latency_s";
+  std::vector<std::string> metrics;  // expected besides the objective
+  std::filesystem::path workdir;     // where the program runs; empty: the current directory
+};
+
+// Reads a goal's `target:` mapping (kind must be `command`; unknown keys are
+// rejected). `goal_dir` is the goal file's folder: workdir is resolved against
+// it and is the default workdir. When `parameter_names` is given, a
+// placeholder naming no parameter is a UserError here. A program (argv[0]
+// without placeholders) that cannot be found is a UserError too.
+CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesystem::path& goal_dir,
+                                         const std::vector<std::string>* parameter_names = nullptr);
+
+enum class MeasurementStatus { ok, invalid, failed, timeout };
+std::string to_string(MeasurementStatus status);
+
+struct CommandMeasurement {
+  MeasurementStatus status = MeasurementStatus::failed;
+  // Median over runs of every numeric field (over the runs that reported it);
+  // other fields (strings, objects: profile data) from the first run. `valid`
+  // and `error` are not metrics. Empty unless status is ok.
+  nlohmann::json metrics = nlohmann::json::object();
+  // Every run's parsed JSON object, in order, as printed (all repeats kept).
+  std::vector<nlohmann::json> repeats;
+  std::vector<double> repeat_wall_s;  // wall time of each run, parallel to `repeats`
+  std::string error;                  // one line when status is not ok
+  double wall_s = 0.0;                // all runs together
+  std::vector<std::string> argv;      // the command as run (placeholders substituted)
+
+  bool ok() const { return status == MeasurementStatus::ok; }
+};
+
+class CommandTarget {
+ public:
+  // Throws UserError when an argv element holds a malformed placeholder.
+  explicit CommandTarget(CommandTargetConfig config);
+
+  // Runs the program `repeats` times for one candidate. Never throws for
+  // anything the program does. Thread-safe: concurrent calls run separate
+  // processes.
+  CommandMeasurement evaluate(const nlohmann::json& params) const;
+
+  // The argv with placeholders replaced; nullopt and *error when `params`
+  // lacks a named parameter.
+  std::optional<std::vector<std::string>> expand(const nlohmann::json& params, std::string* error) const;
+
+  // Names used as placeholders, sorted, without duplicates.
+  std::vector<std::string> placeholders() const;
+  const CommandTargetConfig& config() const { return config_; }
+
+ private:
+  struct Segment {
+    bool placeholder;
+    std::string text;  // literal text, or the parameter name
+  };
+  CommandTargetConfig config_;
+  std::vector<std::vector<Segment>> templates_;
+};
+
+}  // namespace autotune

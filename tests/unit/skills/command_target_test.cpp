@@ -1,0 +1,175 @@
+#include "skills/targets/command_target.hpp"
+
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace autotune;
+using autotune::testing::TempDir;
+
+namespace {
+
+// A stand-in for a user's benchmark: its behaviour is chosen by argv[1].
+const char* kBenchProgram = R"(
+import json, os, sys, time
+mode = sys.argv[1]
+if mode == "ok":
+    tile = int(sys.argv[2])
+    print("compiling kernel ...")
+    print(json.dumps({"latency_s": 1.0 / tile, "gflops": tile * 2, "engine": "pe", "profile": {"busy": 0.5}}))
+elif mode == "sequence":
+    # Each run reports the next latency from argv[2:], using a counter file.
+    count = int(open("counter").read()) if os.path.exists("counter") else 0
+    open("counter", "w").write(str(count + 1))
+    print(json.dumps({"latency_s": float(sys.argv[2 + count]), "iterations": 10 + count}))
+elif mode == "fail":
+    sys.stderr.write("error: tile 300 does not divide 1024\n")
+    sys.exit(2)
+elif mode == "sleep":
+    time.sleep(30)
+elif mode == "garbage":
+    print("hello, no metrics here")
+elif mode == "invalid":
+    print(json.dumps({"valid": False, "error": "tile exceeds SBUF capacity"}))
+elif mode == "no-objective":
+    print(json.dumps({"gflops": 3}))
+elif mode == "echo":
+    print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
+)";
+
+CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1, double timeout_s = 10) {
+  const auto program = dir.python_script("bench.py", kBenchProgram);
+  CommandTargetConfig config;
+  config.argv = {program.string()};
+  config.argv.insert(config.argv.end(), args.begin(), args.end());
+  config.repeats = repeats;
+  config.timeout_s = timeout_s;
+  config.workdir = dir.path();
+  return CommandTarget(config);
+}
+
+}  // namespace
+
+TEST_CASE("command target measures a candidate from the last JSON line") {
+  TempDir dir;
+  auto target = target_for(dir, {"ok", "{tile}"});
+  auto m = target.evaluate({{"tile", 4}});
+  REQUIRE_MESSAGE(m.ok(), m.error);
+  CHECK(m.metrics["latency_s"] == doctest::Approx(0.25));
+  CHECK(m.metrics["gflops"] == 8);
+  CHECK(m.metrics["engine"] == "pe");
+  CHECK(m.metrics["profile"]["busy"] == doctest::Approx(0.5));
+  CHECK(m.repeats.size() == 1);
+  CHECK(m.argv.back() == "4");
+  CHECK(to_string(m.status) == "ok");
+}
+
+TEST_CASE("command target summarises repeats by their median and keeps every run") {
+  TempDir dir;
+  auto target = target_for(dir, {"sequence", "3.0", "1.0", "2.0"}, 3);
+  auto m = target.evaluate(nlohmann::json::object());
+  REQUIRE_MESSAGE(m.ok(), m.error);
+  CHECK(m.metrics["latency_s"] == doctest::Approx(2.0));
+  CHECK(m.metrics["iterations"] == 11);
+  REQUIRE(m.repeats.size() == 3);
+  CHECK(m.repeats[0]["latency_s"] == doctest::Approx(3.0));
+  CHECK(m.repeats[2]["latency_s"] == doctest::Approx(2.0));
+  CHECK(m.repeat_wall_s.size() == 3);
+
+  TempDir even_dir;
+  auto even = target_for(even_dir, {"sequence", "4.0", "1.0"}, 2).evaluate(nlohmann::json::object());
+  REQUIRE(even.ok());
+  CHECK(even.metrics["latency_s"] == doctest::Approx(2.5));
+}
+
+TEST_CASE("command target turns a non-zero exit into a failed measurement with the stderr tail") {
+  TempDir dir;
+  auto m = target_for(dir, {"fail"}).evaluate(nlohmann::json::object());
+  CHECK(m.status == MeasurementStatus::failed);
+  CHECK(m.error == "exited with code 2; stderr: error: tile 300 does not divide 1024");
+  CHECK(m.metrics.empty());
+}
+
+TEST_CASE("command target times out a run that does not finish") {
+  TempDir dir;
+  auto m = target_for(dir, {"sleep"}, 3, 0.5).evaluate(nlohmann::json::object());
+  CHECK(m.status == MeasurementStatus::timeout);
+  CHECK(m.error == "run 1 of 3: timed out after 0.5 s");
+  CHECK(m.repeats.empty());
+}
+
+TEST_CASE("command target rejects output without a JSON object or without the objective") {
+  TempDir dir;
+  auto garbage = target_for(dir, {"garbage"}).evaluate(nlohmann::json::object());
+  CHECK(garbage.status == MeasurementStatus::failed);
+  CHECK(garbage.error == "printed no JSON object on stdout (last line: 'hello, no metrics here')");
+  auto missing = target_for(dir, {"no-objective"}).evaluate(nlohmann::json::object());
+  CHECK(missing.status == MeasurementStatus::failed);
+  CHECK(missing.error == "the output has no objective metric 'latency_s': {\"gflops\":3}");
+}
+
+TEST_CASE("command target records a candidate the program declares invalid") {
+  TempDir dir;
+  auto m = target_for(dir, {"invalid"}, 3).evaluate(nlohmann::json::object());
+  CHECK(m.status == MeasurementStatus::invalid);
+  CHECK(m.error == "run 1 of 3: tile exceeds SBUF capacity");
+  CHECK(m.repeats.size() == 1);
+}
+
+TEST_CASE("command target substitutes placeholders into single argv elements, never through a shell") {
+  TempDir dir;
+  auto target = target_for(dir, {"echo", "--label={label}; echo pwned", "{tile}x{unroll}", "{{literal}}", "$HOME"});
+  CHECK(target.placeholders() == std::vector<std::string>{"label", "tile", "unroll"});
+  nlohmann::json params = {{"label", "a b"}, {"tile", 128}, {"unroll", 2.5}};
+  auto m = target.evaluate(params);
+  REQUIRE_MESSAGE(m.ok(), m.error);
+  CHECK(m.metrics["argv"] == nlohmann::json({"--label=a b; echo pwned", "128x2.5", "{literal}", "$HOME"}));
+  CHECK(m.metrics["params"] == params);
+
+  auto missing = target.evaluate({{"tile", 1}});
+  CHECK(missing.status == MeasurementStatus::failed);
+  CHECK(missing.error == "argv uses {label} but the candidate has no parameter 'label'");
+  CHECK_THROWS_AS(target_for(dir, {"{not closed"}), UserError);
+  CHECK_THROWS_AS(target_for(dir, {"{1abc}"}), UserError);
+}
+
+TEST_CASE("command target config is read strictly from a goal's target mapping") {
+  TempDir dir;
+  dir.python_script("bench.py", kBenchProgram);
+  std::filesystem::create_directories(dir.path() / "work");
+  const std::vector<std::string> params = {"tile", "unroll"};
+  auto parse = [&](const std::string& yaml, const std::vector<std::string>* names) {
+    ConfigReader goal(YAML::Load(yaml), "goal.yaml");
+    auto target = goal.child("target");
+    return parse_command_target(target, dir.path(), names);
+  };
+
+  auto config = parse(
+      "target:\n  kind: command\n  argv: [./bench.py, ok, '{tile}']\n  repeats: 3\n  timeout_s: 5\n"
+      "  metrics: [gflops]\n",
+      &params);
+  CHECK(config.argv == std::vector<std::string>{"./bench.py", "ok", "{tile}"});
+  CHECK(config.repeats == 3);
+  CHECK(config.objective == "latency_s");
+  CHECK(config.metrics == std::vector<std::string>{"gflops"});
+  CHECK(config.workdir == dir.path());
+  auto m = CommandTarget(config).evaluate({{"tile", 2}, {"unroll", 1}});  // ./bench.py resolved in the goal's folder
+  REQUIRE_MESSAGE(m.ok(), m.error);
+  CHECK(m.metrics["latency_s"] == doctest::Approx(0.5));
+
+  CHECK(parse("target: {kind: command, argv: [python3], workdir: work}\n", nullptr).workdir == dir.path() / "work");
+  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3], repeat: 3}\n", nullptr),
+                       "goal.yaml:1: target.repeat: unknown key; accepted: kind, argv, timeout_s, repeats, "
+                       "objective, metrics, workdir",
+                       UserError);
+  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3, '{tyle}']}\n", &params),
+                       "goal.yaml:1: target.argv: placeholder {tyle} names no parameter; parameters: tile, unroll",
+                       UserError);
+  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [autotune-no-such-program]}\n", nullptr),
+                       "goal.yaml:1: target.argv: program 'autotune-no-such-program' is not found on PATH",
+                       UserError);
+  CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], repeats: 0}\n", nullptr), UserError);
+  CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], workdir: nowhere}\n", nullptr), UserError);
+  CHECK_THROWS_AS(parse("target: {kind: command, argv: []}\n", nullptr), UserError);
+}
