@@ -1,0 +1,41 @@
+// autotune explain RUN TRIAL [--db F] [--json]: why a trial was proposed, what
+// it was compared with, and what came of it.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/store_options.hpp"
+#include "store/report.hpp"
+
+namespace autotune::cli {
+namespace {
+
+struct ExplainOptions {
+  DatabaseOption db;
+  int64_t run = 0;
+  int64_t trial = 0;
+  bool json = false;
+};
+
+const CommandRegistration registration{
+    "explain", "Explain one trial: who proposed it and why, what it was compared with, what came of it",
+    [](CLI::App& command) -> CommandAction {
+      auto options = std::make_shared<ExplainOptions>();
+      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("TRIAL", options->trial, "Trial id (see `autotune trials RUN`)")->required();
+      add_database_option(command, options->db);
+      command.add_flag("--json", options->json, "Print the explanation as one JSON object");
+      return [options] {
+        auto store = open_store_for_reading(options->db);
+        const auto explanation = store::report::explain(*store, options->run, options->trial);
+        if (options->json) {
+          std::cout << store::report::explanation_json(explanation).dump(2) << "\n";
+        } else {
+          std::cout << store::report::format_explanation(explanation);
+        }
+        return 0;
+      };
+    }};
+
+}  // namespace
+}  // namespace autotune::cli

@@ -1,0 +1,43 @@
+// autotune trials RUN [--top K] [--db F] [--json]: the trials of one run, in
+// commit order, or the best K first.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/store_options.hpp"
+#include "store/report.hpp"
+
+namespace autotune::cli {
+namespace {
+
+struct TrialsOptions {
+  DatabaseOption db;
+  int64_t run = 0;
+  std::optional<int> top;
+  bool json = false;
+};
+
+const CommandRegistration registration{
+    "trials", "List the trials of a run (best first with --top)", [](CLI::App& command) -> CommandAction {
+      auto options = std::make_shared<TrialsOptions>();
+      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("--top", options->top, "Only the K best measured trials, best first (by latency)")
+          ->check(CLI::Range(1, 1'000'000));
+      add_database_option(command, options->db);
+      command.add_flag("--json", options->json, "Print a JSON list of trials");
+      return [options] {
+        auto store = open_store_for_reading(options->db);
+        const auto run = store::report::require_run(*store, options->run);
+        const auto overview = store::report::overview(*store, run);
+        const auto trials = store->trials(run.id, options->top, store::Ranking{});
+        if (options->json) {
+          std::cout << store::report::trials_json(trials, overview.baseline_latency_s).dump(2) << "\n";
+        } else {
+          std::cout << store::report::format_trials(trials, overview.baseline_latency_s);
+        }
+        return 0;
+      };
+    }};
+
+}  // namespace
+}  // namespace autotune::cli

@@ -1,0 +1,204 @@
+// The text and JSON that `autotune runs | trials | log | explain` print.
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "store/report.hpp"
+#include "store_fixtures.hpp"
+
+using namespace autotune;
+using namespace autotune::store;
+using namespace autotune::store::testing;
+namespace report = autotune::store::report;
+
+TEST_CASE("report: seconds, improvements and compact JSON are human-readable") {
+  CHECK(report::format_seconds(3e-3) == "3.000 ms");
+  CHECK(report::format_seconds(1.5) == "1.500 s");
+  CHECK(report::format_seconds(2.5e-6) == "2.500 us");
+  CHECK(report::format_seconds(812e-9) == "812.000 ns");
+  CHECK(report::format_seconds(0.0) == "0.000 ns");
+  CHECK(report::format_improvement(1.0 / 3.0) == "+33.3%");
+  CHECK(report::format_improvement(-0.2) == "-20.0%");
+
+  CHECK(report::compact(Json{{"tile", 64}, {"unroll", 2}, {"name", "a b"}}) == "name=a b tile=64 unroll=2");
+  CHECK(report::compact(Json{{"x", 0.1234567}}) == "x=0.1235");
+  CHECK(report::compact(Json{{"list", Json::array({1, 2})}}) == "list=[1,2]");
+  CHECK(report::compact(nullptr).empty());
+  CHECK(report::compact("line one\nline two") == "line one line two");
+  CHECK(report::compact(Json{{"key", std::string(100, 'v')}}, 20) == "key=vvvvvvvvvvvvv...");
+}
+
+TEST_CASE("report: a run overview uses the recorded baseline and best") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  const auto overview = report::overview(store, *store.run(seeded.run));
+  REQUIRE(overview.baseline);
+  REQUIRE(overview.best);
+  CHECK(overview.baseline->id == seeded.baseline);
+  CHECK(overview.best->id == seeded.best);
+  CHECK(*overview.baseline_latency_s == doctest::Approx(4e-3));
+  CHECK(*overview.best_latency_s == doctest::Approx(3e-3));
+  CHECK(*overview.improvement == doctest::Approx(1.0 / 3.0));
+  CHECK(overview.counts.total == 4);
+}
+
+TEST_CASE("report: without a recorded baseline and best, the first measured and the fastest trial stand in") {
+  MemoryStore store;
+  const int64_t run = store.create_run(sample_run());
+  std::vector<Trial> batch{sample_trial(run, std::nullopt, "v", 1, TrialStatus::failed, std::nullopt),
+                           sample_trial(run, std::nullopt, "v", 2, TrialStatus::ok, 8e-3),
+                           sample_trial(run, std::nullopt, "v", 3, TrialStatus::ok, 2e-3)};
+  store.commit_trials(batch);
+  const auto overview = report::overview(store, *store.run(run));
+  REQUIRE(overview.baseline);
+  CHECK(overview.baseline->id == batch[1].id);
+  REQUIRE(overview.best);
+  CHECK(overview.best->id == batch[2].id);
+  CHECK(*overview.improvement == doctest::Approx(3.0));
+
+  const int64_t empty = store.create_run(sample_run("empty"));
+  const auto nothing = report::overview(store, *store.run(empty));
+  CHECK_FALSE(nothing.baseline);
+  CHECK_FALSE(nothing.improvement);
+  CHECK(report::format_runs({nothing}).find("  -  ") != std::string::npos);
+}
+
+TEST_CASE("report: the runs table") {
+  MemoryStore store;
+  seed_sample_run(store);
+  const std::string text = report::format_runs(report::overviews(store));
+  CHECK(text.rfind("id  created           goal          kernel  target  status                    best  "
+                   "improvement  evals\n",
+                   0) == 0);
+  CHECK(text.find("gemm-article  gemm    trn1    completed (goal met)  3.000 ms       +33.3%      4\n") !=
+        std::string::npos);
+  CHECK(report::format_runs({}) == "no runs yet\n");
+
+  const Json json = report::runs_json(report::overviews(store));
+  REQUIRE(json.size() == 1);
+  CHECK(json[0]["status"] == "completed");
+  CHECK(json[0]["evaluations"] == 4);
+  CHECK(json[0]["best_latency_s"].get<double>() == doctest::Approx(3e-3));
+  CHECK(json[0]["improvement"].get<double>() == doctest::Approx(1.0 / 3.0));
+}
+
+TEST_CASE("report: the trials table, in order and best first") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  const auto all = store.trials(seeded.run);
+  const std::string expected =
+      "id  iter  variant    params             status    latency  vs base  cache  error\n"
+      " 1     0  tiled      tile=32 unroll=2   ok       4.000 ms    +0.0%\n"
+      " 2     1  pipelined  tile=64 unroll=2   ok       3.000 ms   +33.3%\n"
+      " 3     1  pipelined  tile=256 unroll=2  invalid         -        -         SBUF overflow: tile needs 48 MiB\n"
+      " 4     1  pipelined  tile=16 unroll=2   ok       5.000 ms   -20.0%\n";
+  CHECK(report::format_trials(all, 4e-3) == expected);
+
+  const auto top = store.trials(seeded.run, 2, Ranking{});
+  const std::string top_text = report::format_trials(top, 4e-3);
+  CHECK(top_text.find(" 2     1") < top_text.find(" 1     0"));
+  CHECK(report::format_trials({}, std::nullopt) == "no trials\n");
+
+  const Json json = report::trials_json(all, 4e-3);
+  REQUIRE(json.size() == 4);
+  CHECK(json[1]["id"] == seeded.best);
+  CHECK(json[1]["params"]["tile"] == 64);
+  CHECK(json[1]["improvement"].get<double>() == doctest::Approx(1.0 / 3.0));
+  CHECK(json[2]["improvement"].is_null());
+  CHECK(json[2]["status"] == "invalid");
+}
+
+TEST_CASE("report: the decision log, as a table and as JSON") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  const auto decisions = store.decisions(seeded.run);
+  const std::string expected =
+      "seq  iter  skill             action            by     evidence                                        "
+      "outcome\n"
+      "  1     0  orchestrator      measure_baseline  rules  variant=tiled\n"
+      "  2     1  profile_analyzer  analyse           rules  bound=memory dma_active_pct=92.5 overlap_pct=3  "
+      "finding: raise pipeline depth\n"
+      "  3     1  param_explorer    propose_batch     rules  best_latency_s=0.004 finding=memory bound       "
+      "1 of 3 improved; best 3 ms\n";
+  CHECK(report::format_decisions(decisions) == expected);
+
+  const Json json = report::decisions_json(decisions);
+  REQUIRE(json.size() == 3);
+  for (const char* key : {"seq", "iteration", "skill", "action", "proposer", "evidence", "rationale", "outcome"}) {
+    CHECK_MESSAGE(json[1].contains(key), key);
+  }
+  CHECK(json[1]["evidence"]["dma_active_pct"] == 92.5);
+  CHECK(json[2]["rationale"] == "DMA-bound: larger tiles amortise transfers");
+}
+
+TEST_CASE("report: explain names the proposing decision, the comparison, and the outcome") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+
+  const auto best = report::explain(store, seeded.run, seeded.best);
+  REQUIRE(best.proposal);
+  CHECK(best.proposal->skill == "param_explorer");
+  REQUIRE(best.best_before);
+  CHECK(best.best_before->id == seeded.baseline);  // its batch-mates were not known when it was proposed
+  CHECK(*best.speedup_vs_baseline == doctest::Approx(4.0 / 3.0));
+  CHECK(*best.speedup_vs_best_before == doctest::Approx(4.0 / 3.0));
+  CHECK(best.became_best);
+  CHECK(best.is_run_best);
+  const std::string text = report::format_explanation(best);
+  CHECK(text.find("  decision      #3 (iteration 1): param_explorer / propose_batch, by rules\n") !=
+        std::string::npos);
+  CHECK(text.find("  rationale     DMA-bound: larger tiles amortise transfers\n") != std::string::npos);
+  CHECK(text.find("  baseline      trial 1 tiled {tile=32 unroll=2}: 4.000 ms\n") != std::string::npos);
+  CHECK(text.find("  latency       3.000 ms, 1.33x vs baseline, 1.33x vs best before\n") != std::string::npos);
+  CHECK(text.find("  result        became the best so far; it is the run's best trial\n") != std::string::npos);
+
+  const auto slower = report::explain(store, seeded.run, seeded.slower);
+  CHECK_FALSE(slower.became_best);
+  CHECK_FALSE(slower.is_run_best);
+  CHECK(*slower.speedup_vs_baseline == doctest::Approx(0.8));
+  CHECK(report::format_explanation(slower).find("did not beat the best so far; the run's best is trial 2") !=
+        std::string::npos);
+
+  const auto invalid = report::explain(store, seeded.run, seeded.invalid);
+  CHECK_FALSE(invalid.became_best);
+  CHECK_FALSE(invalid.speedup_vs_baseline);
+  CHECK(report::format_explanation(invalid).find("  error         SBUF overflow: tile needs 48 MiB\n") !=
+        std::string::npos);
+
+  const auto baseline = report::explain(store, seeded.run, seeded.baseline);
+  CHECK_FALSE(baseline.best_before);
+  CHECK(baseline.became_best);
+  CHECK(report::format_explanation(baseline).find("first measured trial of the run") != std::string::npos);
+
+  const Json json = report::explanation_json(best);
+  CHECK(json["proposed_by"]["seq"] == 3);
+  CHECK(json["best_before"]["id"] == seeded.baseline);
+  CHECK(json["became_best"] == true);
+  CHECK(json["trial"]["verification"].is_null());
+  CHECK(json["speedup_vs_baseline"].get<double>() == doctest::Approx(4.0 / 3.0));
+}
+
+TEST_CASE("report: unknown runs and trials are one clear line") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  CHECK_THROWS_WITH_AS(report::require_run(store, 99), "run 99 not found in :memory:", UserError);
+  CHECK_THROWS_WITH_AS(report::explain(store, seeded.run, 99), "trial 99 not found in run 1 of :memory:", UserError);
+  const int64_t other = store.create_run(sample_run("other"));
+  CHECK_THROWS_WITH_AS(report::explain(store, other, seeded.best),
+                       ("trial " + std::to_string(seeded.best) + " not found in run 2 of :memory:").c_str(),
+                       UserError);
+}
+
+TEST_CASE("report: a seeded database file reads back through a reading store") {
+  TempDir dir;
+  const std::string path = dir.file("seeded.db");
+  {
+    auto writer = open_store(path);
+    seed_sample_run(*writer);
+  }
+  auto reader = open_store(path, OpenMode::existing);
+  const auto runs = report::overviews(*reader);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].best);
+  CHECK(report::format_trials(reader->trials(runs[0].run.id), runs[0].baseline_latency_s).find("SBUF overflow") !=
+        std::string::npos);
+}
