@@ -1,0 +1,509 @@
+#include "sim/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/access.hpp"
+#include "sim/dependency_tracker.hpp"
+#include "sim/execute.hpp"
+#include "sim/validate.hpp"
+
+namespace autotune::sim {
+
+namespace {
+
+constexpr int kComputeEngines = 4;  // tensor, vector, scalar, gpsimd
+using Interval = std::pair<double, double>;
+
+// Length of the union of intervals sorted by start (they may overlap), merged
+// into `merged` when given.
+double merge_sorted(const std::vector<Interval>& sorted, std::vector<Interval>* merged) {
+  double total = 0;
+  double cur_start = 0, cur_end = -1;
+  bool open = false;
+  for (const auto& [s, e] : sorted) {
+    if (!open || s > cur_end) {
+      if (open) {
+        total += cur_end - cur_start;
+        if (merged) merged->push_back({cur_start, cur_end});
+      }
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) {
+    total += cur_end - cur_start;
+    if (merged) merged->push_back({cur_start, cur_end});
+  }
+  return total;
+}
+
+// Length of the intersection of two unions of disjoint sorted intervals.
+double intersection_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double total = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].first, b[j].first);
+    const double hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) total += hi - lo;
+    if (a[i].second < b[j].second) ++i;
+    else ++j;
+  }
+  return total;
+}
+
+// Time during which at least two of the lists (each sorted, disjoint) are busy.
+double multi_busy_length(const std::vector<Interval>* lists, int count) {
+  std::vector<std::pair<double, int>> events;
+  std::size_t n = 0;
+  for (int k = 0; k < count; ++k) n += lists[k].size();
+  events.reserve(2 * n);
+  for (int k = 0; k < count; ++k)
+    for (const auto& [s, e] : lists[k]) {
+      if (e <= s) continue;
+      events.push_back({s, +1});
+      events.push_back({e, -1});
+    }
+  std::sort(events.begin(), events.end());
+  double total = 0, last = 0;
+  int active = 0;
+  for (const auto& [t, delta] : events) {
+    if (active >= 2) total += t - last;
+    active += delta;
+    last = t;
+  }
+  return total;
+}
+
+class Scheduler {
+ public:
+  Scheduler(const Program& program, const TargetSpec& target, const ValidationResult& validation, bool record)
+      : program_(program), t_(target), record_(record) {
+    for (int e = 0; e < kComputeEngines; ++e) {
+      cycle_ns_[e] = 1e9 / t_.clock_hz[e];
+      semaphore_ns_[e] = t_.cross_engine_dependency_cycles * cycle_ns_[e];
+    }
+    cycle_ns_[static_cast<int>(Engine::dma)] = 0;
+    semaphore_ns_[static_cast<int>(Engine::dma)] = 0;
+    sbuf_ = DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.sbuf_peak_bytes_per_partition, 1),
+                              t_.partitions, 1024);
+    psum_ = DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.psum_peak_bytes_per_partition, 1),
+                              t_.partitions, t_.psum_bank_bytes);
+    // Only HBM tensors that some instruction writes can carry a dependency.
+    hbm_index_.assign(program.buffers().size(), -1);
+    for (const Instruction& in : program.instructions()) {
+      const Buffer& b = program.buffer(in.dst.buffer);
+      if (b.space == MemorySpace::hbm && hbm_index_[in.dst.buffer] < 0) {
+        hbm_index_[in.dst.buffer] = static_cast<int>(hbm_.size());
+        hbm_.emplace_back(b.rows, b.cols, 128, 512);
+      }
+    }
+    queues_.resize(static_cast<std::size_t>(t_.dma_queues));
+    location_busy_ns_.assign(program.locations().size(), 0.0);
+    location_count_.assign(program.locations().size(), 0);
+    for (auto& list : compute_busy_) list.reserve(program.size() / 2);
+    if (record_) timeline_.reserve(program.size());
+  }
+
+  void run() {
+    const auto& instructions = program_.instructions();
+    for (std::size_t i = 0; i < instructions.size(); ++i) schedule(static_cast<InstructionId>(i), instructions[i]);
+  }
+
+  void fill(SimResult& result, const ValidationResult& validation) const;
+
+ private:
+  struct Located {
+    DependencyTracker* tracker;
+    Region region;
+    bool write;
+  };
+
+  Located locate(const View& v, bool write) {
+    const Buffer& b = program_.buffer(v.buffer);
+    if (b.space == MemorySpace::hbm) {
+      const int index = hbm_index_[v.buffer];
+      return {index < 0 ? nullptr : &hbm_[static_cast<std::size_t>(index)],
+              Region{v.row_begin, v.row_end, v.col_begin, v.col_end}, write};
+    }
+    const std::int64_t eb = dtype_bytes(b.dtype);
+    return {b.space == MemorySpace::sbuf ? &sbuf_ : &psum_,
+            Region{b.partition_offset + v.row_begin, b.partition_offset + v.row_end, b.byte_offset + v.col_begin * eb,
+                   b.byte_offset + v.col_end * eb},
+            write};
+  }
+
+  double compute_cycles(const Instruction& in) const;
+  void schedule(InstructionId id, const Instruction& in);
+  double schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry);
+
+  const Program& program_;
+  const TargetSpec& t_;
+  bool record_;
+  double cycle_ns_[kEngineCount] = {};
+  double semaphore_ns_[kEngineCount] = {};
+  DependencyTracker sbuf_, psum_;
+  std::vector<int> hbm_index_;
+  std::vector<DependencyTracker> hbm_;
+  std::vector<ResourceCalendar> queues_;
+  int queue_cursor_ = 0;
+  ResourceCalendar sbuf_port_, psum_port_;
+
+  double engine_free_[kEngineCount] = {};
+  // The tensor engine's stationary operand and when the last PE instruction started.
+  View last_stationary_{UINT32_MAX, 0, 0, 0, 0};
+  double last_pe_start_ = 0;
+
+  // Statistics.
+  double makespan_ = 0;
+  double busy_ns_[kEngineCount] = {};
+  double stall_ns_[kEngineCount] = {};
+  std::int64_t count_[kEngineCount] = {};
+  double elements_[kEngineCount] = {};
+  std::vector<Interval> compute_busy_[kComputeEngines];
+  std::vector<Interval> dma_busy_;
+  double queue_busy_ns_ = 0;
+  std::int64_t hbm_read_bytes_ = 0, hbm_write_bytes_ = 0, dma_bytes_ = 0, small_dma_ = 0, transposed_dma_ = 0;
+  double dma_efficiency_weighted_ = 0;
+  double matmul_flops_ = 0, pe_ideal_ns_ = 0;
+  std::int64_t exposed_stationary_loads_ = 0;
+  std::vector<double> location_busy_ns_;
+  std::vector<std::int64_t> location_count_;
+  std::vector<TimelineEntry> timeline_;
+  std::vector<DmaSlice> slices_;
+};
+
+double Scheduler::compute_cycles(const Instruction& in) const {
+  const double min_cycles = t_.instruction_min_cycles;
+  const View& src = in.src_count > 0 ? in.src[0] : in.dst;
+  // Elements per partition, divided by the engine's per-lane rate for the
+  // widest dtype involved.
+  Dtype widest = program_.buffer(in.dst.buffer).dtype;
+  bool psum_input = false;
+  for (int s = 0; s < in.src_count; ++s) {
+    const Buffer& b = program_.buffer(in.src[s].buffer);
+    if (dtype_bytes(b.dtype) > dtype_bytes(widest)) widest = b.dtype;
+    psum_input = psum_input || b.space == MemorySpace::psum;
+  }
+  double per_cycle = 1;
+  switch (in.engine) {
+    case Engine::vector:
+      per_cycle = dtype_bytes(widest) == 2 ? t_.vector_elements_per_cycle_16bit : t_.vector_elements_per_cycle_fp32;
+      break;
+    case Engine::scalar: per_cycle = t_.scalar_elements_per_cycle; break;
+    case Engine::gpsimd: per_cycle = t_.gpsimd_elements_per_cycle; break;
+    default: break;
+  }
+  const double n = static_cast<double>(src.cols()) / per_cycle;
+  switch (in.opcode) {
+    case Opcode::matmul: {
+      // max(min(64, M), N) with a fixed minimum of 64 PE cycles.
+      const double m = in.src[0].cols();
+      const double moving = in.src[1].cols();
+      const double cycles = std::max(t_.matmul_min_cycles, std::max(std::min(t_.matmul_min_cycles, m), moving));
+      const bool fp32 = program_.buffer(in.src[0].buffer).dtype == Dtype::fp32;
+      return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
+    }
+    case Opcode::transpose: {
+      // A matmul against the identity: the source [P, F] is the stationary
+      // operand (M = F), the identity [P, P] moves.
+      const double cycles = std::max(t_.matmul_min_cycles,
+                                     std::max(std::min(t_.matmul_min_cycles, double(src.cols())), double(src.rows())));
+      const bool fp32 = program_.buffer(src.buffer).dtype == Dtype::fp32;
+      return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
+    }
+    case Opcode::activation:
+    case Opcode::tensor_scalar:
+    case Opcode::tensor_copy:
+    case Opcode::memset: return std::max(min_cycles, n);
+    case Opcode::tensor_tensor:
+      return std::max(min_cycles, psum_input ? n : t_.tensor_tensor_cycles_per_element * n);
+    case Opcode::tensor_reduce: return n;
+    case Opcode::reciprocal: return std::max(min_cycles, t_.reciprocal_cycles_per_element * n);
+    case Opcode::iota:
+    case Opcode::affine_select: return t_.gpsimd_fixed_cycles + n;
+    case Opcode::dma_copy: break;
+  }
+  return min_cycles;
+}
+
+double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry) {
+  const View& src = in.src[0];
+  const Buffer& sb = program_.buffer(src.buffer);
+  const Buffer& db = program_.buffer(in.dst.buffer);
+  const std::int64_t elem_bytes = std::max(dtype_bytes(sb.dtype), dtype_bytes(db.dtype));
+  const std::int64_t elements = src.elements();
+  const std::int64_t bytes = elements * elem_bytes;
+  // Contiguous chunks: one per row (a partition's slice), or one per element
+  // for a transposing copy, which moves data element by element.
+  const std::int64_t chunk_bytes = in.transpose ? elem_bytes : src.cols() * elem_bytes;
+  const std::int64_t chunks = in.transpose ? elements : src.rows();
+  const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
+  double bytes_per_ns = t_.dma_queue_bytes_per_s * 1e-9;
+  // The HBM ceiling, shared by all queues when they all stream.
+  if (touches_hbm) bytes_per_ns = std::min(bytes_per_ns, t_.hbm_bytes_per_s * 1e-9 / t_.dma_queues);
+  const double efficiency = double(chunk_bytes) / (double(chunk_bytes) + t_.dma_efficiency_half_bytes);
+  const double work_ns = double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
+  const std::int64_t split_limit = std::max<std::int64_t>(
+      chunks, static_cast<std::int64_t>(double(bytes) / t_.dma_min_bytes_per_queue));
+  const int parts = static_cast<int>(std::clamp<std::int64_t>(split_limit, 1, t_.dma_queues));
+  const double part_ns = work_ns / parts;
+
+  double first_start = INFINITY, data_end = 0;
+  for (int p = 0; p < parts; ++p) {
+    const int q = (queue_cursor_ + p) % t_.dma_queues;
+    ResourceCalendar& queue = queues_[static_cast<std::size_t>(q)];
+    const double start = queue.earliest(ready, part_ns);
+    queue.reserve(start, start + part_ns);
+    first_start = std::min(first_start, start);
+    data_end = std::max(data_end, start + part_ns);
+    if (record_) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
+  }
+  entry.dma_queue = queue_cursor_;
+  entry.dma_queue_count = parts;
+  queue_cursor_ = (queue_cursor_ + parts) % t_.dma_queues;
+  const double end = data_end + t_.dma_fixed_cost_s * 1e9;
+
+  queue_busy_ns_ += work_ns;
+  dma_busy_.push_back({first_start, end});
+  dma_bytes_ += bytes;
+  if (sb.space == MemorySpace::hbm) hbm_read_bytes_ += bytes;
+  if (db.space == MemorySpace::hbm) hbm_write_bytes_ += bytes;
+  if (chunk_bytes < t_.dma_small_transfer_bytes) ++small_dma_;
+  if (in.transpose) ++transposed_dma_;
+  dma_efficiency_weighted_ += efficiency * double(bytes);
+  entry.bytes = bytes;
+  entry.start_s = first_start;
+  return end;
+}
+
+void Scheduler::schedule(InstructionId id, const Instruction& in) {
+  const AccessList accesses = instruction_accesses(in);
+  Located located[7];
+  double ready = 0, stationary_ready = 0;
+  bool touches_sbuf = false, touches_psum = false;
+  for (int a = 0; a < accesses.count; ++a) {
+    located[a] = locate(*accesses.items[a].view, accesses.items[a].write);
+    const MemorySpace space = program_.buffer(accesses.items[a].view->buffer).space;
+    touches_sbuf = touches_sbuf || space == MemorySpace::sbuf;
+    touches_psum = touches_psum || space == MemorySpace::psum;
+    if (located[a].tracker == nullptr) continue;
+    const double r = located[a].tracker->ready_time(located[a].region, located[a].write, in.engine, semaphore_ns_);
+    ready = std::max(ready, r);
+    if (a == 0) stationary_ready = r;
+  }
+
+  TimelineEntry entry;
+  entry.instruction = id;
+  entry.opcode = in.opcode;
+  entry.engine = in.engine;
+  entry.location = in.location;
+  const int e = static_cast<int>(in.engine);
+  double start = 0, end = 0;
+  if (in.engine == Engine::dma) {
+    end = schedule_dma(id, in, ready, entry);
+    start = entry.start_s;
+    stall_ns_[e] += start - ready;  // waiting for a queue
+    entry.dependency_wait_s = 0;
+  } else {
+    const double duration = (compute_cycles(in) + t_.access_startup_cycles) * cycle_ns_[e];
+    start = std::max(engine_free_[e], ready);
+    if (in.engine == Engine::tensor) {
+      // Loading a new stationary operand takes a fraction of a matmul of its
+      // size and overlaps the previous PE instruction once its data is ready.
+      const View& st = in.src[0];
+      const bool same = st.buffer == last_stationary_.buffer && st.row_begin == last_stationary_.row_begin &&
+                        st.row_end == last_stationary_.row_end && st.col_begin == last_stationary_.col_begin &&
+                        st.col_end == last_stationary_.col_end;
+      if (!same) {
+        const bool fp32 = program_.buffer(st.buffer).dtype == Dtype::fp32;
+        const double load_ns = t_.stationary_load_fraction * std::max(t_.matmul_min_cycles, double(st.cols())) *
+                               (fp32 ? t_.matmul_fp32_factor : 1.0) * cycle_ns_[e];
+        const double loaded = std::max(stationary_ready, last_pe_start_) + load_ns;
+        if (loaded > start) ++exposed_stationary_loads_;
+        start = std::max(start, loaded);
+      }
+      last_stationary_ = st;
+    }
+    const bool sbuf_port = t_.vector_gpsimd_share_sbuf_port && touches_sbuf &&
+                           (in.engine == Engine::vector || in.engine == Engine::gpsimd);
+    const bool psum_port = t_.vector_scalar_share_psum_port && touches_psum &&
+                           (in.engine == Engine::vector || in.engine == Engine::scalar);
+    if (sbuf_port || psum_port) {
+      for (;;) {
+        double s = start;
+        if (sbuf_port) s = sbuf_port_.earliest(s, duration);
+        if (psum_port) s = psum_port_.earliest(s, duration);
+        if (sbuf_port) s = sbuf_port_.earliest(s, duration);
+        if (s == start) break;
+        start = s;
+      }
+      if (sbuf_port) sbuf_port_.reserve(start, start + duration);
+      if (psum_port) psum_port_.reserve(start, start + duration);
+    }
+    end = start + duration;
+    if (in.engine == Engine::tensor) {
+      last_pe_start_ = start;
+      if (in.opcode == Opcode::matmul) {
+        const double k = in.src[0].rows(), m = in.src[0].cols(), n = in.src[1].cols();
+        const double flops = 2.0 * k * m * n;
+        matmul_flops_ += flops;
+        pe_ideal_ns_ += flops / t_.peak_flops(program_.buffer(in.src[0].buffer).dtype) * 1e9;
+      }
+    }
+    stall_ns_[e] += start - engine_free_[e];
+    entry.dependency_wait_s = std::max(0.0, start - std::max(engine_free_[e], 0.0)) * 1e-9;
+    engine_free_[e] = end;
+    busy_ns_[e] += duration;
+    elements_[e] += (in.src_count > 0 ? in.src[in.opcode == Opcode::matmul ? 1 : 0] : in.dst).cols();
+    compute_busy_[e].push_back({start, end});
+  }
+  ++count_[e];
+  if (in.engine == Engine::dma) busy_ns_[e] += end - start;
+  makespan_ = std::max(makespan_, end);
+  if (in.location < location_busy_ns_.size()) {
+    location_busy_ns_[in.location] += end - start;
+    ++location_count_[in.location];
+  }
+
+  for (int a = 0; a < accesses.count; ++a)
+    if (located[a].tracker != nullptr)
+      located[a].tracker->record(located[a].region, located[a].write, in.engine, end);
+
+  if (record_) {
+    entry.start_s = start * 1e-9;
+    entry.end_s = end * 1e-9;
+    timeline_.push_back(entry);
+  }
+}
+
+void Scheduler::fill(SimResult& result, const ValidationResult& validation) const {
+  const double kernel_ns = makespan_;
+  const double total_ns = kernel_ns + t_.launch_overhead_s * 1e9;
+  const double total_s = total_ns * 1e-9;
+  result.total_time_s = total_s;
+  result.cycles = static_cast<std::int64_t>(std::llround(total_s * t_.cycle_count_clock_hz));
+  auto percent = [&](double ns) { return total_ns > 0 ? 100.0 * ns / total_ns : 0.0; };
+
+  // Overlap figures.
+  std::vector<Interval> compute_sorted;
+  for (const auto& list : compute_busy_) compute_sorted.insert(compute_sorted.end(), list.begin(), list.end());
+  std::sort(compute_sorted.begin(), compute_sorted.end());
+  std::vector<Interval> compute_union, dma_union;
+  const double compute_active = merge_sorted(compute_sorted, &compute_union);
+  std::vector<Interval> dma_sorted = dma_busy_;
+  std::sort(dma_sorted.begin(), dma_sorted.end());
+  const double dma_active = merge_sorted(dma_sorted, &dma_union);
+  const double dma_compute_overlap = intersection_length(compute_union, dma_union);
+  const double engine_overlap = multi_busy_length(compute_busy_, kComputeEngines);
+
+  nlohmann::json s;
+  s["total_time"] = total_s;
+  s["kernel_time"] = kernel_ns * 1e-9;
+  s["launch_overhead_time"] = t_.launch_overhead_s;
+  s["neuroncore_cycle_count"] = result.cycles;
+  s["mfu_estimated_percent"] = percent(pe_ideal_ns_);
+  const double hbm_bytes = double(hbm_read_bytes_ + hbm_write_bytes_);
+  s["mbu_estimated_percent"] = total_s > 0 ? 100.0 * hbm_bytes / (t_.hbm_bytes_per_s * total_s) : 0.0;
+  static constexpr const char* kNames[] = {"tensor", "vector", "scalar", "gpsimd"};
+  std::int64_t instructions = 0;
+  for (int e = 0; e < kComputeEngines; ++e) {
+    const std::string name = kNames[e];
+    s[name + "_engine_active_time_percent"] = percent(busy_ns_[e]);
+    s[name + "_engine_instruction_count"] = count_[e];
+    s[name + "_engine_average_elements_per_instruction"] = count_[e] ? elements_[e] / double(count_[e]) : 0.0;
+    s[name + "_engine_dependency_stall_time"] = stall_ns_[e] * 1e-9;
+    s[name + "_engine_dependency_stall_percent"] = percent(stall_ns_[e]);
+    instructions += count_[e];
+  }
+  const int dma = static_cast<int>(Engine::dma);
+  instructions += count_[dma];
+  s["instruction_count"] = instructions;
+  s["dma_active_time_percent"] = percent(dma_active);
+  s["dma_queue_utilization_percent"] = total_ns > 0 ? 100.0 * queue_busy_ns_ / (total_ns * t_.dma_queues) : 0.0;
+  s["dma_queue_wait_time"] = stall_ns_[dma] * 1e-9;
+  s["hbm_read_bytes"] = hbm_read_bytes_;
+  s["hbm_write_bytes"] = hbm_write_bytes_;
+  s["dma_transfer_count"] = count_[dma];
+  s["dma_transfer_bytes"] = dma_bytes_;
+  s["dma_transfer_average_bytes"] = count_[dma] ? double(dma_bytes_) / double(count_[dma]) : 0.0;
+  s["dma_small_transfer_count"] = small_dma_;
+  s["dma_transposed_transfer_count"] = transposed_dma_;
+  s["dma_average_efficiency_percent"] = dma_bytes_ ? 100.0 * dma_efficiency_weighted_ / double(dma_bytes_) : 0.0;
+  s["dma_compute_overlap_percent"] = percent(dma_compute_overlap);
+  s["compute_active_time_percent"] = percent(compute_active);
+  s["engine_overlap_percent"] = percent(engine_overlap);
+  s["matmul_flops"] = matmul_flops_;
+  s["tensor_engine_ideal_time"] = pe_ideal_ns_ * 1e-9;
+  s["stationary_load_exposed_count"] = exposed_stationary_loads_;
+  s["sbuf_peak_bytes_per_partition"] = validation.sbuf_peak_bytes_per_partition;
+  s["sbuf_usable_bytes_per_partition"] = t_.sbuf_bytes_per_partition;
+  s["psum_peak_banks"] = validation.psum_peak_banks;
+  s["psum_banks"] = t_.psum_banks;
+  result.summary = std::move(s);
+
+  // Hot source lines.
+  const auto& locations = program_.locations();
+  for (std::uint32_t l = 0; l < location_count_.size(); ++l) {
+    if (location_count_[l] == 0) continue;
+    HotLine h;
+    h.location = l;
+    h.file = locations[l].file;
+    h.line = locations[l].line;
+    h.function = locations[l].function;
+    h.busy_s = location_busy_ns_[l] * 1e-9;
+    h.instructions = location_count_[l];
+    h.percent_of_total = percent(location_busy_ns_[l]);
+    result.hot_lines.push_back(std::move(h));
+  }
+  std::stable_sort(result.hot_lines.begin(), result.hot_lines.end(),
+                   [](const HotLine& a, const HotLine& b) { return a.busy_s > b.busy_s; });
+  if (record_) {
+    result.timeline = timeline_;
+    result.dma_slices = slices_;
+  }
+}
+
+}  // namespace
+
+SimResult simulate(const Program& program, const TargetSpec& target, const SimOptions& options, HostIo* io) {
+  SimResult result;
+  result.target = target.name;
+  const ValidationResult validation = validate_program(program, target);
+  if (!validation.valid) {
+    result.valid = false;
+    result.rule = validation.rule;
+    result.error = validation.error;
+    result.error_location = validation.location;
+    result.summary = {{"valid", false},
+                      {"rule", validation.rule},
+                      {"error", validation.error},
+                      {"sbuf_peak_bytes_per_partition", validation.sbuf_peak_bytes_per_partition},
+                      {"sbuf_usable_bytes_per_partition", target.sbuf_bytes_per_partition},
+                      {"psum_peak_banks", validation.psum_peak_banks},
+                      {"psum_banks", target.psum_banks}};
+    return result;
+  }
+  result.valid = true;
+  {
+    Scheduler scheduler(program, target, validation, options.record_timeline);
+    scheduler.run();
+    scheduler.fill(result, validation);
+  }
+  if (options.functional) {
+    if (io == nullptr) throw UserError("simulate: functional mode needs host inputs (HostIo)");
+    execute_program(program, *io);
+  } else if (io != nullptr) {
+    // Timing only: no arithmetic; outputs stay poisoned so nobody mistakes them for results.
+    io->outputs.clear();
+    for (const Buffer& b : program.buffers())
+      if (b.space == MemorySpace::hbm && b.role == Buffer::Role::output) io->outputs.emplace_back();
+  }
+  return result;
+}
+
+}  // namespace autotune::sim

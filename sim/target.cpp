@@ -1,0 +1,202 @@
+#include "sim/target.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/config_reader.hpp"
+
+namespace autotune::sim {
+
+namespace fs = std::filesystem;
+
+double TargetSpec::elements_per_s(Engine engine, Dtype dtype) const {
+  double per_cycle = 1;
+  switch (engine) {
+    case Engine::vector:
+      per_cycle = dtype_bytes(dtype) == 2 ? vector_elements_per_cycle_16bit : vector_elements_per_cycle_fp32;
+      break;
+    case Engine::scalar: per_cycle = scalar_elements_per_cycle; break;
+    case Engine::gpsimd: per_cycle = gpsimd_elements_per_cycle; break;
+    default: break;
+  }
+  return per_cycle * partitions * clock(engine);
+}
+
+std::map<std::string, double> TargetSpec::constants() const {
+  return {
+      {"partitions", partitions},
+      {"sbuf_bytes_per_partition", static_cast<double>(sbuf_bytes_per_partition)},
+      {"psum_banks", psum_banks},
+      {"psum_bank_bytes", static_cast<double>(psum_bank_bytes)},
+      {"psum_bytes_per_partition", static_cast<double>(psum_bank_bytes * psum_banks)},
+      {"max_contraction", max_contraction},
+      {"max_stationary_free", max_stationary_free},
+      {"max_moving_free", max_moving_free},
+      {"dma_queues", dma_queues},
+      {"dma_small_transfer_bytes", static_cast<double>(dma_small_transfer_bytes)},
+  };
+}
+
+namespace {
+
+fs::path executable_directory() {
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : exe.parent_path();
+}
+
+std::vector<fs::path> candidate_directories() {
+  std::vector<fs::path> out;
+  if (const char* env = std::getenv("AUTOTUNE_CONFIG_DIR"); env != nullptr && *env != '\0')
+    out.push_back(fs::path(env) / "targets");
+#ifdef AUTOTUNE_DEFAULT_CONFIG_DIR
+  out.push_back(fs::path(AUTOTUNE_DEFAULT_CONFIG_DIR) / "targets");
+#endif
+  const fs::path exe_dir = executable_directory();
+  if (!exe_dir.empty()) {
+    out.push_back(exe_dir / ".." / "configs" / "targets");
+    out.push_back(exe_dir / ".." / "share" / "autotune" / "configs" / "targets");
+  }
+  return out;
+}
+
+double positive(ConfigReader& reader, const std::string& key) {
+  const double value = reader.required<double>(key, "a positive number");
+  if (!(value > 0)) reader.fail(key, "must be a positive number, got " + std::to_string(value), nullptr);
+  return value;
+}
+
+double non_negative(ConfigReader& reader, const std::string& key) {
+  const double value = reader.required<double>(key, "a number >= 0");
+  if (!(value >= 0)) reader.fail(key, "must be >= 0, got " + std::to_string(value), nullptr);
+  return value;
+}
+
+int positive_int(ConfigReader& reader, const std::string& key) {
+  const int value = reader.required<int>(key, "a positive integer");
+  if (value <= 0) reader.fail(key, "must be a positive integer, got " + std::to_string(value), nullptr);
+  return value;
+}
+
+}  // namespace
+
+fs::path targets_directory() {
+  for (const auto& dir : candidate_directories()) {
+    std::error_code error;
+    if (fs::is_directory(dir, error)) return fs::weakly_canonical(dir, error);
+  }
+  return {};
+}
+
+std::vector<std::string> list_targets() {
+  std::vector<std::string> names;
+  const fs::path dir = targets_directory();
+  if (dir.empty()) return names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TargetSpec load_target(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".yaml"));
+  if (is_path) return load_target_file(name_or_path);
+  if (name_or_path.empty()) throw UserError("empty target name; accepted: a target name or a .yaml path");
+  const fs::path dir = targets_directory();
+  if (dir.empty()) {
+    throw UserError("no targets directory found (set AUTOTUNE_CONFIG_DIR to the directory holding targets/)");
+  }
+  const fs::path file = dir / (name_or_path + ".yaml");
+  if (!fs::exists(file)) {
+    std::string accepted;
+    for (const auto& name : list_targets()) accepted += (accepted.empty() ? "" : ", ") + name;
+    throw UserError("unknown target '" + name_or_path + "' (accepted: " + accepted + ")");
+  }
+  return load_target_file(file);
+}
+
+TargetSpec load_target_file(const fs::path& path) {
+  ConfigReader root(load_yaml_file(path), path.string());
+  TargetSpec t;
+  t.source_file = path.string();
+  t.name = root.required<std::string>("name");
+  t.description = root.optional<std::string>("description", "");
+
+  {
+    ConfigReader clocks = root.child("clocks_ghz");
+    t.clock_hz[static_cast<int>(Engine::tensor)] = positive(clocks, "tensor") * 1e9;
+    t.clock_hz[static_cast<int>(Engine::vector)] = positive(clocks, "vector") * 1e9;
+    t.clock_hz[static_cast<int>(Engine::scalar)] = positive(clocks, "scalar") * 1e9;
+    t.clock_hz[static_cast<int>(Engine::gpsimd)] = positive(clocks, "gpsimd") * 1e9;
+    t.cycle_count_clock_hz = positive(clocks, "cycle_count") * 1e9;
+    clocks.finish({"tensor", "vector", "scalar", "gpsimd", "cycle_count"});
+  }
+  {
+    ConfigReader lanes = root.child("elements_per_lane_cycle");
+    t.vector_elements_per_cycle_fp32 = positive(lanes, "vector_fp32");
+    t.vector_elements_per_cycle_16bit = positive(lanes, "vector_16bit");
+    t.scalar_elements_per_cycle = positive(lanes, "scalar");
+    t.gpsimd_elements_per_cycle = positive(lanes, "gpsimd");
+    lanes.finish({"vector_fp32", "vector_16bit", "scalar", "gpsimd"});
+  }
+  {
+    ConfigReader memory = root.child("memory");
+    t.partitions = positive_int(memory, "partitions");
+    t.sbuf_bytes_per_partition = static_cast<std::int64_t>(positive(memory, "sbuf_usable_bytes_per_partition"));
+    t.psum_banks = positive_int(memory, "psum_banks");
+    t.psum_bank_bytes = static_cast<std::int64_t>(positive(memory, "psum_bank_bytes"));
+    memory.finish({"partitions", "sbuf_usable_bytes_per_partition", "psum_banks", "psum_bank_bytes"});
+  }
+  {
+    ConfigReader mm = root.child("tensor_engine");
+    t.max_contraction = positive_int(mm, "max_contraction");
+    t.max_stationary_free = positive_int(mm, "max_stationary_free");
+    t.max_moving_free = positive_int(mm, "max_moving_free");
+    t.matmul_min_cycles = positive(mm, "matmul_min_cycles");
+    t.matmul_fp32_factor = positive(mm, "fp32_cycle_factor");
+    t.stationary_load_fraction = non_negative(mm, "stationary_load_fraction");
+    t.peak_flops_16bit = positive(mm, "peak_tflops_bf16") * 1e12;
+    t.peak_flops_fp32 = positive(mm, "peak_tflops_fp32") * 1e12;
+    mm.finish({"max_contraction", "max_stationary_free", "max_moving_free", "matmul_min_cycles", "fp32_cycle_factor",
+               "stationary_load_fraction", "peak_tflops_bf16", "peak_tflops_fp32"});
+  }
+  {
+    ConfigReader costs = root.child("instruction_cycles");
+    t.instruction_min_cycles = non_negative(costs, "minimum");
+    t.access_startup_cycles = non_negative(costs, "access_startup");
+    t.cross_engine_dependency_cycles = non_negative(costs, "cross_engine_dependency");
+    t.tensor_tensor_cycles_per_element = positive(costs, "tensor_tensor_per_element");
+    t.reciprocal_cycles_per_element = positive(costs, "reciprocal_per_element");
+    t.gpsimd_fixed_cycles = non_negative(costs, "gpsimd_fixed");
+    costs.finish({"minimum", "access_startup", "cross_engine_dependency", "tensor_tensor_per_element",
+                  "reciprocal_per_element", "gpsimd_fixed"});
+  }
+  {
+    ConfigReader dma = root.child("dma");
+    t.dma_queues = positive_int(dma, "queues");
+    t.dma_queue_bytes_per_s = positive(dma, "queue_bytes_per_ns") * 1e9;
+    t.dma_fixed_cost_s = non_negative(dma, "fixed_cost_us") * 1e-6;
+    t.dma_efficiency_half_bytes = non_negative(dma, "efficiency_half_bytes");
+    t.dma_min_bytes_per_queue = positive(dma, "min_bytes_per_queue");
+    t.dma_small_transfer_bytes = static_cast<std::int64_t>(positive(dma, "small_transfer_bytes"));
+    dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes", "min_bytes_per_queue",
+                "small_transfer_bytes"});
+  }
+  t.hbm_bytes_per_s = positive(root, "hbm_bytes_per_ns") * 1e9;
+  t.launch_overhead_s = non_negative(root, "launch_overhead_us") * 1e-6;
+  {
+    ConfigReader ports = root.child("shared_ports");
+    t.vector_gpsimd_share_sbuf_port = ports.required<bool>("vector_gpsimd_sbuf");
+    t.vector_scalar_share_psum_port = ports.required<bool>("vector_scalar_psum");
+    ports.finish({"vector_gpsimd_sbuf", "vector_scalar_psum"});
+  }
+  root.finish({"name", "description", "clocks_ghz", "elements_per_lane_cycle", "memory", "tensor_engine",
+               "instruction_cycles", "dma", "hbm_bytes_per_ns", "launch_overhead_us", "shared_ports"});
+  return t;
+}
+
+}  // namespace autotune::sim

@@ -1,0 +1,96 @@
+#pragma once
+// A simulated NeuronCore as data: every figure the simulator uses comes from a
+// target file (configs/targets/<name>.yaml), never from code.
+//
+// Where a bare target name is looked up (first match wins):
+//   1. $AUTOTUNE_CONFIG_DIR/targets/<name>.yaml when the variable is set;
+//   2. the repository's configs/targets, compiled in as AUTOTUNE_DEFAULT_CONFIG_DIR,
+//      when that directory exists (a build used in place);
+//   3. <directory of the executable>/../configs/targets, then
+//      <directory of the executable>/../share/autotune/configs/targets (an install).
+// A name containing '/' or ending in ".yaml" is a file path.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/program.hpp"
+
+namespace autotune::sim {
+
+struct TargetSpec {
+  std::string name;
+  std::string description;
+  std::string source_file;  // the YAML file it was read from
+
+  // Clocks (Hz) of the compute engines, indexed by Engine (tensor..gpsimd);
+  // the DMA entry is unused.
+  double clock_hz[kEngineCount] = {};
+  double cycle_count_clock_hz = 0;  // the clock neuroncore_cycle_count counts
+  // Elements per partition lane and cycle for the vector, scalar and GpSimd
+  // engines (trn2's vector engine processes 2 fp32 / 4 bf16 per lane).
+  double vector_elements_per_cycle_fp32 = 1, vector_elements_per_cycle_16bit = 1;
+  double scalar_elements_per_cycle = 1, gpsimd_elements_per_cycle = 1;
+
+  // Memory.
+  int partitions = 128;
+  std::int64_t sbuf_bytes_per_partition = 0;  // usable
+  int psum_banks = 8;
+  std::int64_t psum_bank_bytes = 2048;
+
+  // Tensor engine.
+  int max_contraction = 128;       // K
+  int max_stationary_free = 128;   // M
+  int max_moving_free = 512;       // N
+  double matmul_fp32_factor = 4;   // fp32 operands take this many times longer
+  double matmul_min_cycles = 64;
+  double stationary_load_fraction = 0.25;
+  double peak_flops_16bit = 0;  // bf16 / fp16 on the tensor engine, FLOP/s
+  double peak_flops_fp32 = 0;
+
+  // Instruction costs, in cycles of the engine that runs the instruction.
+  double instruction_min_cycles = 64;
+  double access_startup_cycles = 60;
+  double cross_engine_dependency_cycles = 100;
+  double tensor_tensor_cycles_per_element = 2;
+  double reciprocal_cycles_per_element = 8;
+  double gpsimd_fixed_cycles = 150;
+
+  // DMA.
+  int dma_queues = 16;
+  double dma_queue_bytes_per_s = 0;
+  double dma_fixed_cost_s = 0;
+  double dma_efficiency_half_bytes = 768;  // b / (b + this)
+  double dma_min_bytes_per_queue = 2048;   // a transfer is split over queues no finer than this
+  std::int64_t dma_small_transfer_bytes = 512;
+  double hbm_bytes_per_s = 0;
+
+  double launch_overhead_s = 0;
+
+  // Shared ports (trn1): these engines cannot access the memory at the same time.
+  bool vector_gpsimd_share_sbuf_port = false;
+  bool vector_scalar_share_psum_port = false;
+
+  double clock(Engine engine) const { return clock_hz[static_cast<int>(engine)]; }
+  // Peak tensor-engine FLOP/s for matmul operands of `dtype`.
+  double peak_flops(Dtype dtype) const { return dtype == Dtype::fp32 ? peak_flops_fp32 : peak_flops_16bit; }
+  // Elementwise throughput (elements/s over all partitions) of a non-tensor engine.
+  double elements_per_s(Engine engine, Dtype dtype) const;
+  // Named figures usable in search-space constraints: sbuf_bytes_per_partition,
+  // psum_bank_bytes, psum_banks, partitions, max_moving_free,
+  // max_stationary_free, max_contraction, dma_queues, ...
+  std::map<std::string, double> constants() const;
+};
+
+// Reads a target by name (see the lookup order above) or by path. Misuse
+// (unknown name, bad file, unknown key) is a UserError naming file:line:key.
+TargetSpec load_target(const std::string& name_or_path);
+// Reads and validates one target file.
+TargetSpec load_target_file(const std::filesystem::path& path);
+// Names of the targets in the first existing configs directory, sorted.
+std::vector<std::string> list_targets();
+// The directory bare names are looked up in (empty when none exists).
+std::filesystem::path targets_directory();
+
+}  // namespace autotune::sim

@@ -1,0 +1,238 @@
+#include "sim/validate.hpp"
+
+#include <algorithm>
+
+#include "sim/access.hpp"
+#include "sim/simulator.hpp"
+
+namespace autotune::sim {
+
+namespace {
+
+struct Rect {
+  int r0, r1, c0, c1;
+  bool contains(const Rect& o) const { return r0 <= o.r0 && o.r1 <= r1 && c0 <= o.c0 && o.c1 <= c1; }
+  bool intersects(const Rect& o) const { return r0 < o.r1 && o.r0 < r1 && c0 < o.c1 && o.c0 < c1; }
+};
+
+// The elements of one buffer written so far: a small set of rectangles,
+// merged when they line up, collapsing to `full` once the buffer is covered.
+// Typical kernels write a tile whole, or in row or column slices that merge.
+class WrittenCoverage {
+ public:
+  bool full = false;
+
+  void add(Rect r, int rows, int cols) {
+    if (full) return;
+    bool merged = true;
+    while (merged) {
+      merged = false;
+      for (std::size_t i = 0; i < rects_.size(); ++i) {
+        const Rect& e = rects_[i];
+        if (e.contains(r)) return;
+        const bool same_rows = e.r0 == r.r0 && e.r1 == r.r1 && e.c0 <= r.c1 && r.c0 <= e.c1;
+        const bool same_cols = e.c0 == r.c0 && e.c1 == r.c1 && e.r0 <= r.r1 && r.r0 <= e.r1;
+        if (r.contains(e) || same_rows || same_cols) {
+          r = Rect{std::min(r.r0, e.r0), std::max(r.r1, e.r1), std::min(r.c0, e.c0), std::max(r.c1, e.c1)};
+          rects_[i] = rects_.back();
+          rects_.pop_back();
+          merged = true;
+          break;
+        }
+      }
+    }
+    if (r.r0 <= 0 && r.r1 >= rows && r.c0 <= 0 && r.c1 >= cols) {
+      full = true;
+      rects_.clear();
+      rects_.shrink_to_fit();
+      return;
+    }
+    rects_.push_back(r);
+  }
+
+  bool covers(const Rect& r) const {
+    if (full) return true;
+    for (const Rect& e : rects_)
+      if (e.contains(r)) return true;
+    // General case: split `r` on the edges of the rectangles crossing it and
+    // check each cell.
+    std::vector<int> rs{r.r0, r.r1}, cs{r.c0, r.c1};
+    for (const Rect& e : rects_) {
+      if (!e.intersects(r)) continue;
+      for (int v : {e.r0, e.r1})
+        if (v > r.r0 && v < r.r1) rs.push_back(v);
+      for (int v : {e.c0, e.c1})
+        if (v > r.c0 && v < r.c1) cs.push_back(v);
+    }
+    std::sort(rs.begin(), rs.end());
+    rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+    std::sort(cs.begin(), cs.end());
+    cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    for (std::size_t i = 0; i + 1 < rs.size(); ++i) {
+      for (std::size_t j = 0; j + 1 < cs.size(); ++j) {
+        const Rect cell{rs[i], rs[i + 1], cs[j], cs[j + 1]};
+        bool covered = false;
+        for (const Rect& e : rects_)
+          if (e.contains(cell)) {
+            covered = true;
+            break;
+          }
+        if (!covered) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::vector<Rect> rects_;
+};
+
+std::string region_text(const Program& program, const View& v) {
+  const Buffer& b = program.buffer(v.buffer);
+  return std::string(memory_space_name(b.space)) + " '" + b.name + "'[" + std::to_string(v.row_begin) + ":" +
+         std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "]";
+}
+
+}  // namespace
+
+ValidationResult validate_program(const Program& program, const TargetSpec& target) {
+  ValidationResult result;
+  const auto& buffers = program.buffers();
+  const auto& instructions = program.instructions();
+
+  // Address high-water marks. The kernel API allocates first-fit, so the
+  // highest end address of any on-chip buffer is the footprint that must fit.
+  for (const Buffer& b : buffers) {
+    if (b.space == MemorySpace::sbuf)
+      result.sbuf_peak_bytes_per_partition =
+          std::max(result.sbuf_peak_bytes_per_partition, b.byte_offset + b.bytes_per_partition());
+    if (b.space == MemorySpace::psum)
+      result.psum_peak_bytes_per_partition =
+          std::max(result.psum_peak_bytes_per_partition, b.byte_offset + b.bytes_per_partition());
+  }
+  result.psum_peak_banks =
+      static_cast<int>((result.psum_peak_bytes_per_partition + target.psum_bank_bytes - 1) / target.psum_bank_bytes);
+
+  auto fail = [&](std::string rule, std::uint32_t location, const std::string& message) {
+    result.valid = false;
+    result.rule = std::move(rule);
+    result.location = location;
+    result.error = location_text(program, location) + ": " + message;
+    return result;
+  };
+
+  if (!program.trace_errors().empty()) {
+    const auto& e = program.trace_errors().front();
+    return fail(e.rule, e.location, e.message);
+  }
+
+  std::vector<WrittenCoverage> written(buffers.size());
+  for (std::size_t b = 0; b < buffers.size(); ++b)
+    if (buffers[b].space == MemorySpace::hbm && buffers[b].role == Buffer::Role::input) written[b].full = true;
+
+  const std::int64_t psum_capacity = target.psum_bank_bytes * target.psum_banks;
+  std::size_t next_buffer = 0;  // buffers are created in program order
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& in = instructions[i];
+    const std::uint32_t loc = in.location;
+
+    // Placement of the on-chip buffers allocated before this instruction.
+    for (; next_buffer < buffers.size() && buffers[next_buffer].first_instruction <= i; ++next_buffer) {
+      const Buffer& b = buffers[next_buffer];
+      if (b.space == MemorySpace::hbm) continue;
+      const std::int64_t end = b.byte_offset + b.bytes_per_partition();
+      if (b.partition_offset + b.rows > target.partitions)
+        return fail("partition_overflow", loc,
+                    "tile '" + b.name + "' spans " + std::to_string(b.rows) + " partitions from partition " +
+                        std::to_string(b.partition_offset) + "; the target has " +
+                        std::to_string(target.partitions));
+      if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition)
+        return fail("sbuf_overflow", loc,
+                    "SBUF overflow: the kernel needs " + std::to_string(result.sbuf_peak_bytes_per_partition) +
+                        " bytes per partition (peak), the target has " +
+                        std::to_string(target.sbuf_bytes_per_partition) + " usable; tile '" + b.name +
+                        "' ends at byte " + std::to_string(end));
+      if (b.space == MemorySpace::psum && end > psum_capacity)
+        return fail("psum_overflow", loc,
+                    "PSUM overflow: the kernel needs " + std::to_string(result.psum_peak_banks) + " banks of " +
+                        std::to_string(target.psum_bank_bytes) + " bytes (peak), the target has " +
+                        std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " +
+                        std::to_string(end));
+    }
+
+    // Engine and opcode.
+    const bool on_tensor = in.opcode == Opcode::matmul || in.opcode == Opcode::transpose;
+    const bool engine_ok = in.opcode == Opcode::dma_copy ? in.engine == Engine::dma
+                           : on_tensor                  ? in.engine == Engine::tensor
+                           : in.opcode == Opcode::activation ? in.engine == Engine::scalar
+                           : (in.opcode == Opcode::iota || in.opcode == Opcode::affine_select)
+                               ? in.engine == Engine::gpsimd
+                               : (in.engine != Engine::tensor && in.engine != Engine::dma);
+    if (!engine_ok)
+      return fail("engine_opcode", loc,
+                  std::string(opcode_name(in.opcode)) + " cannot run on the " + std::string(engine_name(in.engine)) +
+                      " engine");
+
+    if (on_tensor) {
+      const View& stationary = in.src[0];
+      const int k = stationary.rows();
+      const int m = in.opcode == Opcode::matmul ? stationary.cols() : stationary.cols();
+      if (k > target.max_contraction)
+        return fail("matmul_contraction", loc,
+                    std::string(opcode_name(in.opcode)) + " contracts over " + std::to_string(k) +
+                        " partitions; at most " + std::to_string(target.max_contraction));
+      if (m > target.max_stationary_free)
+        return fail("matmul_stationary_free", loc,
+                    std::string(opcode_name(in.opcode)) + " stationary operand has " + std::to_string(m) +
+                        " free elements (output partitions); at most " + std::to_string(target.max_stationary_free));
+      if (in.opcode == Opcode::matmul) {
+        const int n = in.src[1].cols();
+        if (n > target.max_moving_free)
+          return fail("matmul_moving_free", loc,
+                      "matmul moving operand has " + std::to_string(n) + " free elements; at most " +
+                          std::to_string(target.max_moving_free));
+        if (program.buffer(in.dst.buffer).dtype != Dtype::fp32)
+          return fail("matmul_psum_dtype", loc, "matmul writes fp32 PSUM; result tile '" +
+                                                    program.buffer(in.dst.buffer).name + "' is " +
+                                                    std::string(dtype_name(program.buffer(in.dst.buffer).dtype)));
+        if (program.buffer(in.src[0].buffer).dtype != program.buffer(in.src[1].buffer).dtype)
+          return fail("matmul_dtype_mismatch", loc,
+                      "matmul operands differ in dtype (stationary " +
+                          std::string(dtype_name(program.buffer(in.src[0].buffer).dtype)) + ", moving " +
+                          std::string(dtype_name(program.buffer(in.src[1].buffer).dtype)) + ")");
+      }
+      const Buffer& dst = program.buffer(in.dst.buffer);
+      const int elem = dtype_bytes(dst.dtype);
+      const std::int64_t begin = dst.byte_offset + std::int64_t(in.dst.col_begin) * elem;
+      const std::int64_t end = dst.byte_offset + std::int64_t(in.dst.col_end) * elem;
+      if (end - begin > target.psum_bank_bytes || begin / target.psum_bank_bytes != (end - 1) / target.psum_bank_bytes)
+        return fail("psum_bank_overflow", loc,
+                    std::string(opcode_name(in.opcode)) + " output " + region_text(program, in.dst) + " spans bytes [" +
+                        std::to_string(begin) + ", " + std::to_string(end) + ") of PSUM; it must fit one bank of " +
+                        std::to_string(target.psum_bank_bytes) + " bytes per partition");
+    }
+
+    // Reads of unwritten elements, then this instruction's writes.
+    const AccessList accesses = instruction_accesses(in);
+    for (int a = 0; a < accesses.count; ++a) {
+      if (accesses.items[a].write) continue;
+      const View& v = *accesses.items[a].view;
+      if (!written[v.buffer].covers(Rect{v.row_begin, v.row_end, v.col_begin, v.col_end})) {
+        const bool accumulating = in.opcode == Opcode::matmul && &v == &in.dst;
+        return fail("read_unwritten", loc,
+                    std::string(opcode_name(in.opcode)) + (accumulating ? " accumulates into " : " reads ") +
+                        region_text(program, v) + ", which no earlier instruction wrote" +
+                        (accumulating ? " (start the accumulation with accumulate = false)" : ""));
+      }
+    }
+    for (int a = 0; a < accesses.count; ++a) {
+      if (!accesses.items[a].write) continue;
+      const View& v = *accesses.items[a].view;
+      const Buffer& b = program.buffer(v.buffer);
+      written[v.buffer].add(Rect{v.row_begin, v.row_end, v.col_begin, v.col_end}, b.rows, b.cols);
+    }
+  }
+  return result;
+}
+
+}  // namespace autotune::sim
