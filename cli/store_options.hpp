@@ -2,7 +2,6 @@
 // The --db option shared by every command that uses the decision store:
 // `--db F`, else the AUTOTUNE_DB environment variable, else ./autotune.db.
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>

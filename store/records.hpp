@@ -6,9 +6,8 @@
 // Timestamps are ISO-8601 UTC strings with milliseconds
 // ("2026-11-22T05:03:28.123Z"), so they sort as text. The store fills an empty
 // `created`/`updated` with the current time.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -102,8 +102,8 @@ Trial require_trial(Store& store, int64_t run_id, int64_t trial_id) {
   require_run(store, run_id);
   auto trial = store.trial(run_id, trial_id);
   if (!trial) {
-    throw UserError("trial " + std::to_string(trial_id) + " not found in run " + std::to_string(run_id) + " of " +
-                    store.location());
+    throw UserError("trial " + std::to_string(trial_id) + " not found in run " + std::to_string(run_id) +
+                    " of " + store.location());
   }
   return *trial;
 }
@@ -154,7 +154,8 @@ Explanation explain(Store& store, int64_t run_id, int64_t trial_id) {
   for (auto& other : store.trials(run_id)) {
     if (!known_before(other)) continue;
     auto latency = latency_of(other);
-    if (latency && (!out.best_before || *latency < *latency_of(out.best_before))) out.best_before = std::move(other);
+    if (latency && (!out.best_before || *latency < *latency_of(out.best_before)))
+      out.best_before = std::move(other);
   }
 
   const auto latency = latency_of(out.trial);
@@ -221,7 +222,8 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
     if (run.goal_met) status += " (goal met)";
     table.add({std::to_string(run.id), created, run.goal_name, run.kernel, run.target, status,
                entry.best_latency_s ? format_seconds(*entry.best_latency_s) : "-",
-               entry.improvement ? format_improvement(*entry.improvement) : "-", std::to_string(entry.counts.total)});
+               entry.improvement ? format_improvement(*entry.improvement) : "-",
+               std::to_string(entry.counts.total)});
   }
   return table.render();
 }
@@ -233,10 +235,10 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
   for (const Trial& trial : trials) {
     const auto latency = latency_of(trial);
     const auto speedup = ratio(baseline_latency_s, latency);
-    table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant, compact(trial.params, 50),
-               std::string(to_string(trial.status)), latency ? format_seconds(*latency) : "-",
-               speedup ? format_improvement(*speedup - 1.0) : "-", trial.cache_hit ? "hit" : "",
-               first_line(trial.error, 40)});
+    table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant,
+               compact(trial.params, 50), std::string(to_string(trial.status)),
+               latency ? format_seconds(*latency) : "-", speedup ? format_improvement(*speedup - 1.0) : "-",
+               trial.cache_hit ? "hit" : "", first_line(trial.error, 40)});
   }
   return table.render();
 }
@@ -246,8 +248,9 @@ std::string format_decisions(const std::vector<Decision>& decisions) {
   TextTable table({"seq", "iter", "skill", "action", "by", "evidence", "outcome"},
                   {true, true, false, false, false, false, false});
   for (const Decision& decision : decisions) {
-    table.add({std::to_string(decision.seq), std::to_string(decision.iteration), decision.skill, decision.action,
-               decision.proposer, compact(decision.evidence, 60), first_line(decision.outcome, 60)});
+    table.add({std::to_string(decision.seq), std::to_string(decision.iteration), decision.skill,
+               decision.action, decision.proposer, compact(decision.evidence, 60),
+               first_line(decision.outcome, 60)});
   }
   return table.render();
 }
@@ -261,14 +264,14 @@ std::string format_explanation(const Explanation& e) {
     out += padded + value + "\n";
   };
 
-  out += describe_trial(e.trial) + ", run " + std::to_string(e.run.id) + " (" + e.run.goal_name + "), iteration " +
-         std::to_string(e.trial.iteration) + "\n";
+  out += describe_trial(e.trial) + ", run " + std::to_string(e.run.id) + " (" + e.run.goal_name +
+         "), iteration " + std::to_string(e.trial.iteration) + "\n";
 
   out += "proposed by\n";
   if (e.proposal) {
     const Decision& d = *e.proposal;
-    line("decision", "#" + std::to_string(d.seq) + " (iteration " + std::to_string(d.iteration) + "): " + d.skill +
-                         " / " + d.action + ", by " + d.proposer);
+    line("decision", "#" + std::to_string(d.seq) + " (iteration " + std::to_string(d.iteration) +
+                         "): " + d.skill + " / " + d.action + ", by " + d.proposer);
     line("evidence", compact(d.evidence, 200));
     line("rationale", d.rationale);
     line("alternatives", compact(d.alternatives, 200));
@@ -315,7 +318,8 @@ std::string format_explanation(const Explanation& e) {
   if (e.is_run_best) {
     verdict += "; it is the run's best trial";
   } else if (e.best_now) {
-    verdict += "; the run's best is trial " + std::to_string(e.best_now->id) + " (" + latency_text(e.best_now) + ")";
+    verdict +=
+        "; the run's best is trial " + std::to_string(e.best_now->id) + " (" + latency_text(e.best_now) + ")";
   }
   line("result", verdict);
   return out;

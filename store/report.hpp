@@ -46,8 +46,8 @@ struct Explanation {
   std::optional<Trial> best_now;
   std::optional<double> speedup_vs_baseline;     // baseline latency / latency
   std::optional<double> speedup_vs_best_before;  // best-before latency / latency
-  bool became_best = false;  // measured and faster than everything known before it
-  bool is_run_best = false;  // it is the run's best trial now
+  bool became_best = false;                      // measured and faster than everything known before it
+  bool is_run_best = false;                      // it is the run's best trial now
 };
 
 // UserError for an unknown run or trial.

@@ -168,7 +168,8 @@ void migrate(sqlite::Connection& connection, std::optional<int> target) {
     const auto now = connection.query_int("PRAGMA user_version");
     if (now >= migration.version) continue;
     if (now == 0 && connection.query_int("SELECT COUNT(*) FROM sqlite_master") > 0) {
-      throw UserError(connection.path() + " is not an autotune database (it has tables but no schema version)");
+      throw UserError(connection.path() +
+                      " is not an autotune database (it has tables but no schema version)");
     }
     connection.execute(migration.sql);
     connection.execute("PRAGMA user_version = " + std::to_string(migration.version));

@@ -100,8 +100,8 @@ void Connection::fail(int code, std::string_view doing) const {
 }
 
 Statement::Statement(Connection& connection, std::string_view sql) : connection_(connection) {
-  const int code = sqlite3_prepare_v2(connection.get(), sql.data(), static_cast<int>(sql.size()), &statement_,
-                                      nullptr);
+  const int code =
+      sqlite3_prepare_v2(connection.get(), sql.data(), static_cast<int>(sql.size()), &statement_, nullptr);
   if (code != SQLITE_OK) connection.fail(code, "preparing " + std::string(sql.substr(0, 200)));
 }
 
@@ -120,7 +120,8 @@ Statement& Statement::bind(int index, double value) {
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  const int code = sqlite3_bind_text64(statement_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  const int code =
+      sqlite3_bind_text64(statement_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (code != SQLITE_OK) connection_.fail(code, "binding a parameter");
   return *this;
 }
@@ -174,7 +175,8 @@ Json Statement::json(int column) const {
   const std::string source = text(column);
   Json value = Json::parse(source, nullptr, /*allow_exceptions=*/false);
   AUTOTUNE_CHECK(!value.is_discarded(), "database " + connection_.path() + " holds invalid JSON in column " +
-                                            sqlite3_column_name(statement_, column) + ": " + source.substr(0, 80));
+                                            sqlite3_column_name(statement_, column) + ": " +
+                                            source.substr(0, 80));
   return value;
 }
 

@@ -124,8 +124,8 @@ std::string metric_path(const std::string& metric) {
 
 bool is_credential_key(std::string key) {
   std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-  constexpr std::array<std::string_view, 6> kMarkers{"authorization", "api_key", "api-key", "apikey", "secret",
-                                                     "password"};
+  constexpr std::array<std::string_view, 6> kMarkers{"authorization", "api_key", "api-key",
+                                                     "apikey",        "secret",  "password"};
   return std::any_of(kMarkers.begin(), kMarkers.end(),
                      [&](std::string_view marker) { return key.find(marker) != std::string::npos; });
 }
@@ -157,8 +157,8 @@ SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
   // Changing to WAL needs a moment of exclusive access; the busy timeout
   // covers a concurrent opener. The mode is persistent in the file.
   const std::string journal = connection_.query_text("PRAGMA journal_mode = WAL");
-  AUTOTUNE_CHECK(journal == "wal" || journal == "memory", "database " + connection_.path() +
-                                                              " refused WAL mode (journal_mode=" + journal + ")");
+  AUTOTUNE_CHECK(journal == "wal" || journal == "memory",
+                 "database " + connection_.path() + " refused WAL mode (journal_mode=" + journal + ")");
   connection_.execute("PRAGMA synchronous = NORMAL");
   schema::migrate(connection_);
 }
@@ -204,10 +204,11 @@ int64_t SqliteStore::create_run(const Run& run) {
 
 void SqliteStore::update_run(const Run& run) {
   std::lock_guard lock(mutex_);
-  Statement update(connection_,
-                   "UPDATE runs SET updated = ?, goal_name = ?, goal_yaml = ?, kernel = ?, target = ?, seed = ?, "
-                   "simulator_version = ?, status = ?, stop_reason = ?, goal_met = ?, baseline_trial = ?, "
-                   "best_trial = ?, summary = ? WHERE id = ?");
+  Statement update(
+      connection_,
+      "UPDATE runs SET updated = ?, goal_name = ?, goal_yaml = ?, kernel = ?, target = ?, seed = ?, "
+      "simulator_version = ?, status = ?, stop_reason = ?, goal_met = ?, baseline_trial = ?, "
+      "best_trial = ?, summary = ? WHERE id = ?");
   update.bind(1, utc_now())
       .bind(2, run.goal_name)
       .bind(3, run.goal_yaml)
@@ -279,14 +280,15 @@ void SqliteStore::set_decision_outcome(int64_t run, int64_t seq, const std::stri
   Statement update(connection_, "UPDATE decisions SET outcome = ? WHERE run = ? AND seq = ?");
   update.bind(1, outcome).bind(2, run).bind(3, seq);
   update.run();
-  AUTOTUNE_CHECK(connection_.changes() == 1,
-                 "set_decision_outcome: no decision " + std::to_string(seq) + " in run " + std::to_string(run));
+  AUTOTUNE_CHECK(connection_.changes() == 1, "set_decision_outcome: no decision " + std::to_string(seq) +
+                                                 " in run " + std::to_string(run));
 }
 
 std::vector<Decision> SqliteStore::decisions(int64_t run, const std::optional<std::string>& skill) {
   std::lock_guard lock(mutex_);
-  Statement select(connection_, sql({"SELECT ", kDecisionColumns,
-                                     " FROM decisions WHERE run = ?1 AND (?2 IS NULL OR skill = ?2) ORDER BY seq"}));
+  Statement select(connection_,
+                   sql({"SELECT ", kDecisionColumns,
+                        " FROM decisions WHERE run = ?1 AND (?2 IS NULL OR skill = ?2) ORDER BY seq"}));
   select.bind(1, run);
   if (skill) select.bind(2, *skill);
   std::vector<Decision> out;
@@ -296,7 +298,8 @@ std::vector<Decision> SqliteStore::decisions(int64_t run, const std::optional<st
 
 std::optional<Decision> SqliteStore::decision(int64_t run, int64_t seq) {
   std::lock_guard lock(mutex_);
-  Statement select(connection_, sql({"SELECT ", kDecisionColumns, " FROM decisions WHERE run = ? AND seq = ?"}));
+  Statement select(connection_,
+                   sql({"SELECT ", kDecisionColumns, " FROM decisions WHERE run = ? AND seq = ?"}));
   select.bind(1, run).bind(2, seq);
   if (!select.step()) return std::nullopt;
   return read_decision(select);
@@ -318,10 +321,11 @@ void SqliteStore::commit_trials(std::vector<Trial>& trials) {
   std::vector<std::pair<int64_t, std::string>> assigned;  // written back only after COMMIT
   assigned.reserve(trials.size());
   sqlite::Transaction transaction(connection_);
-  Statement insert(connection_,
-                   "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, cache_key, "
-                   "status, metrics, repeats, error, verification, cache_hit, created, duration_ms) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement insert(
+      connection_,
+      "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, cache_key, "
+      "status, metrics, repeats, error, verification, cache_hit, created, duration_ms) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const Trial& trial : trials) {
     const std::string created = or_now(trial.created);
     insert.reset();
@@ -361,11 +365,12 @@ std::vector<Trial> SqliteStore::trials(int64_t run, std::optional<int> top_k, co
   }
   AUTOTUNE_CHECK(*top_k >= 0, "top_k must not be negative");
   const std::string path = metric_path(ranking.metric);
-  Statement select(connection_,
-                   sql({"SELECT ", kTrialColumns,
-                        " FROM trials WHERE run = ?1 AND status IN ('ok', 'cached') "
-                        "AND json_type(metrics, ?2) IN ('integer', 'real') ORDER BY json_extract(metrics, ?2) ",
-                        ranking.lower_is_better ? "ASC" : "DESC", ", id LIMIT ?3"}));
+  Statement select(
+      connection_,
+      sql({"SELECT ", kTrialColumns,
+           " FROM trials WHERE run = ?1 AND status IN ('ok', 'cached') "
+           "AND json_type(metrics, ?2) IN ('integer', 'real') ORDER BY json_extract(metrics, ?2) ",
+           ranking.lower_is_better ? "ASC" : "DESC", ", id LIMIT ?3"}));
   select.bind(1, run).bind(2, path).bind(3, *top_k);
   while (select.step()) out.push_back(read_trial(select));
   return out;
@@ -408,10 +413,11 @@ std::optional<Trial> SqliteStore::cached_trial(const std::string& cache_key) {
 
 void SqliteStore::save_profile(const Profile& profile) {
   std::lock_guard lock(mutex_);
-  Statement upsert(connection_,
-                   "INSERT INTO profiles (trial, summary, timeline, created) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT (trial) DO UPDATE SET summary = excluded.summary, timeline = excluded.timeline, "
-                   "created = excluded.created");
+  Statement upsert(
+      connection_,
+      "INSERT INTO profiles (trial, summary, timeline, created) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT (trial) DO UPDATE SET summary = excluded.summary, timeline = excluded.timeline, "
+      "created = excluded.created");
   upsert.bind(1, profile.trial).bind(2, profile.summary).bind(4, or_now(profile.created));
   if (profile.timeline) {
     // A present timeline is stored even when it is JSON null.
@@ -460,7 +466,8 @@ int64_t SqliteStore::append_llm_call(const LlmCall& call) {
 
 std::vector<LlmCall> SqliteStore::llm_calls(int64_t run) {
   std::lock_guard lock(mutex_);
-  Statement select(connection_, sql({"SELECT ", kLlmCallColumns, " FROM llm_calls WHERE run = ? ORDER BY id"}));
+  Statement select(connection_,
+                   sql({"SELECT ", kLlmCallColumns, " FROM llm_calls WHERE run = ? ORDER BY id"}));
   select.bind(1, run);
   std::vector<LlmCall> out;
   while (select.step()) out.push_back(read_llm_call(select));

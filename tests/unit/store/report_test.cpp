@@ -1,8 +1,9 @@
 // The text and JSON that `autotune runs | trials | log | explain` print.
+#include "store/report.hpp"
+
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
-#include "store/report.hpp"
 #include "store_fixtures.hpp"
 
 using namespace autotune;
@@ -89,7 +90,8 @@ TEST_CASE("report: the trials table, in order and best first") {
       "id  iter  variant    params             status    latency  vs base  cache  error\n"
       " 1     0  tiled      tile=32 unroll=2   ok       4.000 ms    +0.0%\n"
       " 2     1  pipelined  tile=64 unroll=2   ok       3.000 ms   +33.3%\n"
-      " 3     1  pipelined  tile=256 unroll=2  invalid         -        -         SBUF overflow: tile needs 48 MiB\n"
+      " 3     1  pipelined  tile=256 unroll=2  invalid         -        -         SBUF overflow: tile needs "
+      "48 MiB\n"
       " 4     1  pipelined  tile=16 unroll=2   ok       5.000 ms   -20.0%\n";
   CHECK(report::format_trials(all, 4e-3) == expected);
 
@@ -123,7 +125,8 @@ TEST_CASE("report: the decision log, as a table and as JSON") {
 
   const Json json = report::decisions_json(decisions);
   REQUIRE(json.size() == 3);
-  for (const char* key : {"seq", "iteration", "skill", "action", "proposer", "evidence", "rationale", "outcome"}) {
+  for (const char* key :
+       {"seq", "iteration", "skill", "action", "proposer", "evidence", "rationale", "outcome"}) {
     CHECK_MESSAGE(json[1].contains(key), key);
   }
   CHECK(json[1]["evidence"]["dma_active_pct"] == 92.5);
@@ -148,8 +151,10 @@ TEST_CASE("report: explain names the proposing decision, the comparison, and the
         std::string::npos);
   CHECK(text.find("  rationale     DMA-bound: larger tiles amortise transfers\n") != std::string::npos);
   CHECK(text.find("  baseline      trial 1 tiled {tile=32 unroll=2}: 4.000 ms\n") != std::string::npos);
-  CHECK(text.find("  latency       3.000 ms, 1.33x vs baseline, 1.33x vs best before\n") != std::string::npos);
-  CHECK(text.find("  result        became the best so far; it is the run's best trial\n") != std::string::npos);
+  CHECK(text.find("  latency       3.000 ms, 1.33x vs baseline, 1.33x vs best before\n") !=
+        std::string::npos);
+  CHECK(text.find("  result        became the best so far; it is the run's best trial\n") !=
+        std::string::npos);
 
   const auto slower = report::explain(store, seeded.run, seeded.slower);
   CHECK_FALSE(slower.became_best);
@@ -181,7 +186,8 @@ TEST_CASE("report: unknown runs and trials are one clear line") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
   CHECK_THROWS_WITH_AS(report::require_run(store, 99), "run 99 not found in :memory:", UserError);
-  CHECK_THROWS_WITH_AS(report::explain(store, seeded.run, 99), "trial 99 not found in run 1 of :memory:", UserError);
+  CHECK_THROWS_WITH_AS(report::explain(store, seeded.run, 99),
+                       "trial 99 not found in run 1 of :memory:", UserError);
   const int64_t other = store.create_run(sample_run("other"));
   CHECK_THROWS_WITH_AS(report::explain(store, other, seeded.best),
                        ("trial " + std::to_string(seeded.best) + " not found in run 2 of :memory:").c_str(),
@@ -199,6 +205,6 @@ TEST_CASE("report: a seeded database file reads back through a reading store") {
   const auto runs = report::overviews(*reader);
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].best);
-  CHECK(report::format_trials(reader->trials(runs[0].run.id), runs[0].baseline_latency_s).find("SBUF overflow") !=
-        std::string::npos);
+  CHECK(report::format_trials(reader->trials(runs[0].run.id), runs[0].baseline_latency_s)
+            .find("SBUF overflow") != std::string::npos);
 }

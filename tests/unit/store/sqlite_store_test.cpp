@@ -19,7 +19,8 @@ using namespace autotune::store::testing;
 namespace {
 
 std::set<std::string> schema_objects(sqlite::Connection& connection, const std::string& type) {
-  sqlite::Statement select(connection, "SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%'");
+  sqlite::Statement select(connection,
+                           "SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%'");
   select.bind(1, type);
   std::set<std::string> names;
   while (select.step()) names.insert(select.text(0));
@@ -28,7 +29,7 @@ std::set<std::string> schema_objects(sqlite::Connection& connection, const std::
 
 }  // namespace
 
-TEST_CASE("sqlite store: a new file is migrated to the latest schema version") {
+TEST_CASE("sqlite: a new file is migrated to the latest schema version") {
   TempDir dir;
   const std::string path = dir.file("new.db");
   {
@@ -44,7 +45,8 @@ TEST_CASE("sqlite store: a new file is migrated to the latest schema version") {
     CHECK_MESSAGE(tables.count(table) == 1, table);
   }
   const auto views = schema_objects(connection, "view");
-  for (const char* view : {"run_overview", "trial_summary", "decision_log", "run_baseline", "measured_trials"}) {
+  for (const char* view :
+       {"run_overview", "trial_summary", "decision_log", "run_baseline", "measured_trials"}) {
     CHECK_MESSAGE(views.count(view) == 1, view);
   }
   const auto indexes = schema_objects(connection, "index");
@@ -52,7 +54,7 @@ TEST_CASE("sqlite store: a new file is migrated to the latest schema version") {
   CHECK(indexes.count("llm_calls_by_prompt") == 1);
 }
 
-TEST_CASE("sqlite store: migrations are ordered, each step bumps user_version, and old files are upgraded") {
+TEST_CASE("sqlite: migrations are ordered, each step bumps user_version, and old files are upgraded") {
   const auto& list = schema::migrations();
   REQUIRE_FALSE(list.empty());
   for (std::size_t i = 0; i < list.size(); ++i) CHECK(list[i].version == static_cast<int>(i + 1));
@@ -77,7 +79,7 @@ TEST_CASE("sqlite store: migrations are ordered, each step bumps user_version, a
   CHECK(runs[0].status == RunStatus::completed);
 }
 
-TEST_CASE("sqlite store: a database newer than this build is refused with one clear line") {
+TEST_CASE("sqlite: a database newer than this build is refused with one clear line") {
   TempDir dir;
   const std::string path = dir.file("future.db");
   { SqliteStore store(path); }
@@ -85,23 +87,25 @@ TEST_CASE("sqlite store: a database newer than this build is refused with one cl
     sqlite::Connection connection(path, false);
     connection.execute("PRAGMA user_version = " + std::to_string(schema::latest_version() + 1));
   }
-  const std::string expected = "database " + path + " has schema version " +
-                               std::to_string(schema::latest_version() + 1) +
-                               ", newer than this autotune supports (" + std::to_string(schema::latest_version()) +
-                               "); use a newer autotune or another --db";
+  const std::string expected =
+      "database " + path + " has schema version " + std::to_string(schema::latest_version() + 1) +
+      ", newer than this autotune supports (" + std::to_string(schema::latest_version()) +
+      "); use a newer autotune or another --db";
   CHECK_THROWS_WITH_AS(open_store(path, OpenMode::existing), expected.c_str(), UserError);
   CHECK_THROWS_AS(open_store(path), UserError);
 }
 
-TEST_CASE("sqlite store: files that are not autotune databases are refused") {
+TEST_CASE("sqlite: files that are not autotune databases are refused") {
   TempDir dir;
   const std::string foreign = dir.file("foreign.db");
   {
     sqlite::Connection connection(foreign, true);
     connection.execute("CREATE TABLE unrelated (x)");
   }
-  CHECK_THROWS_WITH_AS(open_store(foreign), (foreign + " is not an autotune database (it has tables but no "
-                                                        "schema version)").c_str(),
+  CHECK_THROWS_WITH_AS(open_store(foreign),
+                       (foreign + " is not an autotune database (it has tables but no "
+                                  "schema version)")
+                           .c_str(),
                        UserError);
 
   const std::string text = dir.file("notes.txt");
@@ -109,18 +113,19 @@ TEST_CASE("sqlite store: files that are not autotune databases are refused") {
   CHECK_THROWS_AS(open_store(text, OpenMode::existing), UserError);
 }
 
-TEST_CASE("sqlite store: reading a missing database is an error and creates nothing") {
+TEST_CASE("sqlite: reading a missing database is an error and creates nothing") {
   TempDir dir;
   const std::string path = dir.file("missing.db");
-  CHECK_THROWS_WITH_AS(open_store(path, OpenMode::existing),
-                       ("database " + path + " does not exist (use --db or AUTOTUNE_DB to choose another)").c_str(),
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      open_store(path, OpenMode::existing),
+      ("database " + path + " does not exist (use --db or AUTOTUNE_DB to choose another)").c_str(),
+      UserError);
   CHECK_FALSE(std::filesystem::exists(path));
   open_store(path, OpenMode::create);
   CHECK(std::filesystem::exists(path));
 }
 
-TEST_CASE("sqlite store: the in-memory twin is private per store and not WAL") {
+TEST_CASE("sqlite: the in-memory twin is private per store and not WAL") {
   SqliteStore first(":memory:");
   MemoryStore second;
   first.create_run(sample_run());
@@ -131,7 +136,7 @@ TEST_CASE("sqlite store: the in-memory twin is private per store and not WAL") {
   CHECK(second.schema_version() == schema::latest_version());
 }
 
-TEST_CASE("sqlite store: a reader sees committed data while a writer holds an open transaction") {
+TEST_CASE("sqlite: a reader sees committed data while a writer holds an open transaction") {
   TempDir dir;
   const std::string path = dir.file("shared.db");
   SqliteStore writer(path);
@@ -143,8 +148,10 @@ TEST_CASE("sqlite store: a reader sees committed data while a writer holds an op
   sqlite::Connection other(path, false);
   other.execute("PRAGMA foreign_keys = ON");
   sqlite::Transaction open_batch(other);
-  other.execute("INSERT INTO trials (run, iteration, variant, params, config_hash, cache_key, status, created) "
-                "VALUES (" + std::to_string(seeded.run) + ", 9, 'pending', '{}', 'h', 'k', 'ok', 'now')");
+  other.execute(
+      "INSERT INTO trials (run, iteration, variant, params, config_hash, cache_key, status, created) "
+      "VALUES (" +
+      std::to_string(seeded.run) + ", 9, 'pending', '{}', 'h', 'k', 'ok', 'now')");
 
   // Readers neither block nor see the uncommitted row.
   CHECK(reader.trials(seeded.run).size() == 4);
@@ -160,7 +167,26 @@ TEST_CASE("sqlite store: a reader sees committed data while a writer holds an op
   CHECK(after.back().variant == "pending");
 }
 
-TEST_CASE("sqlite store: the views summarise runs, trials and decisions for the sqlite3 shell") {
+TEST_CASE("sqlite: two stores writing one file interleave without losing or repeating a seq") {
+  TempDir dir;
+  const std::string path = dir.file("two-writers.db");
+  SqliteStore first(path);
+  SqliteStore second(path, OpenMode::existing);
+  const int64_t run = first.create_run(sample_run());
+  for (int i = 0; i < 6; ++i) {
+    SqliteStore& writer = i % 2 == 0 ? first : second;
+    Decision decision{
+        .run = run, .iteration = i, .skill = "orchestrator", .action = "step", .proposer = "rules"};
+    CHECK(writer.append_decision(decision) == i + 1);
+    std::vector<Trial> batch{sample_trial(run, decision.seq, "v", i, TrialStatus::ok, 1e-3 * (i + 1))};
+    writer.commit_trials(batch);
+  }
+  CHECK(first.trials(run).size() == 6);
+  CHECK(second.last_decision_seq(run) == 6);
+  CHECK(second.best_trial(run)->params["tile"] == 0);
+}
+
+TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite3 shell") {
   TempDir dir;
   const std::string path = dir.file("views.db");
   SqliteStore store(path);
@@ -178,8 +204,9 @@ TEST_CASE("sqlite store: the views summarise runs, trials and decisions for the 
   CHECK(overview.int64(3) == seeded.best);
   CHECK(overview.text(4) == "completed");
 
-  sqlite::Statement summary(shell, "SELECT trial, status, latency_s, improvement FROM trial_summary WHERE run = ? "
-                                   "ORDER BY trial");
+  sqlite::Statement summary(shell,
+                            "SELECT trial, status, latency_s, improvement FROM trial_summary WHERE run = ? "
+                            "ORDER BY trial");
   summary.bind(1, seeded.run);
   std::map<int64_t, std::pair<std::string, std::optional<double>>> rows;
   while (summary.step()) {
@@ -193,7 +220,8 @@ TEST_CASE("sqlite store: the views summarise runs, trials and decisions for the 
   CHECK(rows[seeded.invalid].first == "invalid");
   CHECK_FALSE(rows[seeded.invalid].second);
 
-  sqlite::Statement log(shell, "SELECT seq, skill, trials_proposed FROM decision_log WHERE run = ? ORDER BY seq");
+  sqlite::Statement log(shell,
+                        "SELECT seq, skill, trials_proposed FROM decision_log WHERE run = ? ORDER BY seq");
   log.bind(1, seeded.run);
   std::vector<std::tuple<int64_t, std::string, int64_t>> decisions;
   while (log.step()) decisions.emplace_back(log.int64(0), log.text(1), log.int64(2));
@@ -203,14 +231,14 @@ TEST_CASE("sqlite store: the views summarise runs, trials and decisions for the 
   CHECK(decisions[2] == std::make_tuple(int64_t{3}, std::string("param_explorer"), int64_t{3}));
 }
 
-TEST_CASE("store: the database path comes from --db, then AUTOTUNE_DB, then ./autotune.db") {
+TEST_CASE("paths: the database path comes from --db, then AUTOTUNE_DB, then ./autotune.db") {
   CHECK(resolve_database_path(std::string("flag.db"), "env.db") == "flag.db");
   CHECK(resolve_database_path(std::nullopt, "env.db") == "env.db");
   CHECK(resolve_database_path(std::nullopt, "") == "autotune.db");
   CHECK(resolve_database_path(std::nullopt, nullptr) == "autotune.db");
 }
 
-TEST_CASE("store: status names round-trip and unknown names list the accepted ones") {
+TEST_CASE("records: status names round-trip and unknown names list the accepted ones") {
   for (auto status : {TrialStatus::ok, TrialStatus::invalid, TrialStatus::wrong_answer, TrialStatus::failed,
                       TrialStatus::timeout, TrialStatus::cached}) {
     CHECK(parse_trial_status(to_string(status)) == status);
@@ -218,9 +246,10 @@ TEST_CASE("store: status names round-trip and unknown names list the accepted on
   for (auto status : {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::interrupted}) {
     CHECK(parse_run_status(to_string(status)) == status);
   }
-  CHECK_THROWS_WITH_AS(parse_trial_status("great"),
-                       "unknown trial status 'great'; accepted: ok, invalid, wrong_answer, failed, timeout, cached",
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      parse_trial_status("great"),
+      "unknown trial status 'great'; accepted: ok, invalid, wrong_answer, failed, timeout, cached",
+      UserError);
   CHECK(is_measured(TrialStatus::cached));
   CHECK_FALSE(is_measured(TrialStatus::wrong_answer));
 }

@@ -13,7 +13,7 @@ using namespace autotune::store::testing;
 
 #define STORE_FIXTURES FileStoreFixture, MemoryStoreFixture
 
-TEST_CASE_TEMPLATE("store: runs round-trip every field and update in place", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: runs round-trip every field and update in place", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   Run run = sample_run();
@@ -62,7 +62,7 @@ TEST_CASE_TEMPLATE("store: runs round-trip every field and update in place", Fix
   CHECK_THROWS_AS(store.update_run(ghost), InternalError);
 }
 
-TEST_CASE_TEMPLATE("store: decision seq is assigned per run, 1-based and dense", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: decision seq is assigned per run, 1-based and dense", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t a = store.create_run(sample_run("a"));
@@ -101,7 +101,7 @@ TEST_CASE_TEMPLATE("store: decision seq is assigned per run, 1-based and dense",
   CHECK_THROWS_AS(store.append_decision(orphan), InternalError);  // no such run
 }
 
-TEST_CASE_TEMPLATE("store: decisions round-trip their JSON fields", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: decisions round-trip their JSON fields", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -136,15 +136,18 @@ TEST_CASE_TEMPLATE("store: decisions round-trip their JSON fields", Fixture, STO
   CHECK(loaded_empty->evidence.is_null());
 }
 
-TEST_CASE_TEMPLATE("store: trial batches get ids, keep their order and round-trip", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: trial batches get ids, keep their order and round-trip", Fixture,
+                   STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
-  Decision proposal{.run = run, .iteration = 1, .skill = "param_explorer", .action = "batch", .proposer = "rules"};
+  Decision proposal{
+      .run = run, .iteration = 1, .skill = "param_explorer", .action = "batch", .proposer = "rules"};
   store.append_decision(proposal);
 
-  std::vector<Trial> batch{sample_trial(run, proposal.seq, "tiled", 64, TrialStatus::ok, 1.2345678901234567e-4),
-                           sample_trial(run, proposal.seq, "tiled", 512, TrialStatus::invalid, std::nullopt)};
+  std::vector<Trial> batch{
+      sample_trial(run, proposal.seq, "tiled", 64, TrialStatus::ok, 1.2345678901234567e-4),
+      sample_trial(run, proposal.seq, "tiled", 512, TrialStatus::invalid, std::nullopt)};
   batch[0].verification = {{"max_rel_error", 3.1e-7}, {"mse", 2.2e-15}, {"cosine", 0.9999999999}};
   batch[0].duration_ms = 3.25;
   batch[1].cache_hit = true;
@@ -178,7 +181,7 @@ TEST_CASE_TEMPLATE("store: trial batches get ids, keep their order and round-tri
   CHECK(store.trials(other_run).empty());
 }
 
-TEST_CASE_TEMPLATE("store: a batch is all or nothing", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: a batch is all or nothing", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -194,7 +197,7 @@ TEST_CASE_TEMPLATE("store: a batch is all or nothing", Fixture, STORE_FIXTURES) 
   CHECK(store.trials(run).size() == 1);
 }
 
-TEST_CASE_TEMPLATE("store: top-k ranks measured trials by a metric, best first", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: top-k ranks measured trials by a metric, best first", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -202,7 +205,8 @@ TEST_CASE_TEMPLATE("store: top-k ranks measured trials by a metric, best first",
       sample_trial(run, std::nullopt, "v", 1, TrialStatus::ok, 5e-3),
       sample_trial(run, std::nullopt, "v", 2, TrialStatus::invalid, std::nullopt),
       sample_trial(run, std::nullopt, "v", 3, TrialStatus::ok, 2e-3),
-      sample_trial(run, std::nullopt, "v", 4, TrialStatus::wrong_answer, 1e-4),  // fast but wrong: never ranks
+      sample_trial(run, std::nullopt, "v", 4, TrialStatus::wrong_answer,
+                   1e-4),  // fast but wrong: never ranks
       sample_trial(run, std::nullopt, "v", 5, TrialStatus::cached, 3e-3),
       sample_trial(run, std::nullopt, "v", 6, TrialStatus::ok, 2e-3),  // tie with tile 3: later loses
       sample_trial(run, std::nullopt, "v", 7, TrialStatus::ok, std::nullopt),
@@ -233,7 +237,7 @@ TEST_CASE_TEMPLATE("store: top-k ranks measured trials by a metric, best first",
   CHECK_FALSE(store.best_trial(store.create_run(sample_run("empty"))));
 }
 
-TEST_CASE_TEMPLATE("store: trial counts by status", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: trial counts by status", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -259,7 +263,7 @@ TEST_CASE_TEMPLATE("store: trial counts by status", Fixture, STORE_FIXTURES) {
   CHECK(counts.cache_hits == 2);
 }
 
-TEST_CASE_TEMPLATE("store: cached_trial serves the latest re-usable measurement across runs", Fixture,
+TEST_CASE_TEMPLATE("contract: cached_trial serves the latest re-usable measurement across runs", Fixture,
                    STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
@@ -269,15 +273,16 @@ TEST_CASE_TEMPLATE("store: cached_trial serves the latest re-usable measurement 
     trial.cache_key = key;
     return trial;
   };
-  std::vector<Trial> older{keyed(sample_trial(first, std::nullopt, "v", 1, TrialStatus::ok, 4e-3), "k-ok"),
-                           keyed(sample_trial(first, std::nullopt, "v", 2, TrialStatus::invalid, {}), "k-invalid"),
-                           keyed(sample_trial(first, std::nullopt, "v", 3, TrialStatus::timeout, {}), "k-timeout"),
-                           keyed(sample_trial(first, std::nullopt, "v", 4, TrialStatus::ok, 9e-3), "k-flaky")};
+  std::vector<Trial> older{
+      keyed(sample_trial(first, std::nullopt, "v", 1, TrialStatus::ok, 4e-3), "k-ok"),
+      keyed(sample_trial(first, std::nullopt, "v", 2, TrialStatus::invalid, {}), "k-invalid"),
+      keyed(sample_trial(first, std::nullopt, "v", 3, TrialStatus::timeout, {}), "k-timeout"),
+      keyed(sample_trial(first, std::nullopt, "v", 4, TrialStatus::ok, 9e-3), "k-flaky")};
   store.commit_trials(older);
-  std::vector<Trial> newer{keyed(sample_trial(second, std::nullopt, "v", 1, TrialStatus::ok, 3e-3), "k-ok"),
-                           keyed(sample_trial(second, std::nullopt, "v", 4, TrialStatus::failed, {}), "k-flaky"),
-                           keyed(sample_trial(second, std::nullopt, "v", 5, TrialStatus::wrong_answer, 1e-3),
-                                 "k-wrong")};
+  std::vector<Trial> newer{
+      keyed(sample_trial(second, std::nullopt, "v", 1, TrialStatus::ok, 3e-3), "k-ok"),
+      keyed(sample_trial(second, std::nullopt, "v", 4, TrialStatus::failed, {}), "k-flaky"),
+      keyed(sample_trial(second, std::nullopt, "v", 5, TrialStatus::wrong_answer, 1e-3), "k-wrong")};
   store.commit_trials(newer);
 
   auto ok = store.cached_trial("k-ok");
@@ -298,7 +303,8 @@ TEST_CASE_TEMPLATE("store: cached_trial serves the latest re-usable measurement 
   CHECK_FALSE(store.cached_trial("k-unknown"));
 }
 
-TEST_CASE_TEMPLATE("store: profiles are saved per trial, the timeline only on demand", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: profiles are saved per trial, the timeline only on demand", Fixture,
+                   STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -325,8 +331,8 @@ TEST_CASE_TEMPLATE("store: profiles are saved per trial, the timeline only on de
   CHECK_THROWS_AS(store.save_profile(Profile{.trial = trial + 1000}), InternalError);  // no such trial
 }
 
-TEST_CASE_TEMPLATE("store: LLM calls are logged, cached by prompt hash, and never keep credentials", Fixture,
-                   STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: LLM calls are logged, cached by prompt hash, and never keep credentials",
+                   Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -368,7 +374,7 @@ TEST_CASE_TEMPLATE("store: LLM calls are logged, cached by prompt hash, and neve
   CHECK_FALSE(store.cached_llm_response("h2"));
 }
 
-TEST_CASE_TEMPLATE("store: concurrent writers from many threads are serialised", Fixture, STORE_FIXTURES) {
+TEST_CASE_TEMPLATE("contract: concurrent writers from many threads are serialised", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
@@ -378,11 +384,12 @@ TEST_CASE_TEMPLATE("store: concurrent writers from many threads are serialised",
   for (int worker = 0; worker < kThreads; ++worker) {
     workers.emplace_back([&, worker] {
       for (int b = 0; b < kBatches; ++b) {
-        Decision decision{.run = run, .iteration = b, .skill = "benchmark_runner", .action = "run",
-                          .proposer = "rules"};
+        Decision decision{
+            .run = run, .iteration = b, .skill = "benchmark_runner", .action = "run", .proposer = "rules"};
         store.append_decision(decision);
-        std::vector<Trial> batch{sample_trial(run, decision.seq, "v", worker * 100 + b, TrialStatus::ok, 1e-3),
-                                 sample_trial(run, decision.seq, "w", worker * 100 + b, TrialStatus::ok, 2e-3)};
+        std::vector<Trial> batch{
+            sample_trial(run, decision.seq, "v", worker * 100 + b, TrialStatus::ok, 1e-3),
+            sample_trial(run, decision.seq, "w", worker * 100 + b, TrialStatus::ok, 2e-3)};
         store.commit_trials(batch);
         store.trials(run, 1, Ranking{});
       }

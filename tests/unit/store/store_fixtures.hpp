@@ -93,7 +93,8 @@ inline SeededRun seed_sample_run(Store& store) {
                              .evidence = {{"variant", "tiled"}},
                              .rationale = "every run starts from the family's default"};
   store.append_decision(baseline_decision);
-  std::vector<Trial> baseline{sample_trial(seeded.run, baseline_decision.seq, "tiled", 32, TrialStatus::ok, 4e-3)};
+  std::vector<Trial> baseline{
+      sample_trial(seeded.run, baseline_decision.seq, "tiled", 32, TrialStatus::ok, 4e-3)};
   baseline[0].iteration = 0;
   baseline[0].verification = {{"max_rel_error", 1e-6}, {"mse", 1e-12}, {"cosine", 0.999999}};
   store.commit_trials(baseline);
