@@ -109,19 +109,22 @@ SELECT r.id AS run,
 FROM runs r;
 
 CREATE VIEW run_overview AS
-SELECT r.id AS run, r.created, r.updated, r.goal_name, r.kernel, r.target, r.seed, r.simulator_version,
-       r.status, r.stop_reason, r.goal_met,
-       (SELECT COUNT(*) FROM trials t WHERE t.run = r.id) AS evaluations,
-       (SELECT COUNT(*) FROM trials t WHERE t.run = r.id AND t.cache_hit) AS cache_hits,
-       b.baseline_trial,
-       b.baseline_latency_s,
-       COALESCE(r.best_trial,
-                (SELECT m.trial FROM measured_trials m WHERE m.run = r.id ORDER BY m.latency_s, m.trial LIMIT 1))
-         AS best_trial,
-       COALESCE((SELECT m.latency_s FROM measured_trials m WHERE m.trial = r.best_trial),
-                (SELECT MIN(m.latency_s) FROM measured_trials m WHERE m.run = r.id))
-         AS best_latency_s
-FROM runs r JOIN run_baseline b ON b.run = r.id;
+SELECT o.*, o.baseline_latency_s / o.best_latency_s - 1.0 AS improvement
+FROM (
+  SELECT r.id AS run, r.created, r.updated, r.goal_name, r.kernel, r.target, r.seed, r.simulator_version,
+         r.status, r.stop_reason, r.goal_met,
+         (SELECT COUNT(*) FROM trials t WHERE t.run = r.id) AS evaluations,
+         (SELECT COUNT(*) FROM trials t WHERE t.run = r.id AND t.cache_hit) AS cache_hits,
+         b.baseline_trial,
+         b.baseline_latency_s,
+         COALESCE(r.best_trial,
+                  (SELECT m.trial FROM measured_trials m WHERE m.run = r.id ORDER BY m.latency_s, m.trial LIMIT 1))
+           AS best_trial,
+         COALESCE((SELECT m.latency_s FROM measured_trials m WHERE m.trial = r.best_trial),
+                  (SELECT MIN(m.latency_s) FROM measured_trials m WHERE m.run = r.id))
+           AS best_latency_s
+  FROM runs r JOIN run_baseline b ON b.run = r.id
+) o;
 
 CREATE VIEW trial_summary AS
 SELECT t.run, t.id AS trial, t.iteration, t.decision_seq, t.variant, t.params, t.status,

@@ -194,7 +194,7 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
 
   sqlite::Connection shell(path, false);
   sqlite::Statement overview(shell,
-                             "SELECT evaluations, baseline_latency_s, best_latency_s, best_trial, status "
+                             "SELECT evaluations, baseline_latency_s, best_latency_s, best_trial, status, improvement "
                              "FROM run_overview WHERE run = ?");
   overview.bind(1, seeded.run);
   REQUIRE(overview.step());
@@ -203,6 +203,7 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
   CHECK(overview.real(2) == doctest::Approx(3e-3));
   CHECK(overview.int64(3) == seeded.best);
   CHECK(overview.text(4) == "completed");
+  CHECK(overview.real(5) == doctest::Approx(4.0 / 3.0 - 1.0));
 
   sqlite::Statement summary(shell,
                             "SELECT trial, status, latency_s, improvement FROM trial_summary WHERE run = ? "
