@@ -131,34 +131,44 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     if (buffers[b].space == MemorySpace::hbm && buffers[b].role == Buffer::Role::input) written[b].full = true;
 
   const std::int64_t psum_capacity = target.psum_bank_bytes * target.psum_banks;
-  std::size_t next_buffer = 0;  // buffers are created in program order
+  // Placement of an on-chip buffer, checked at the first instruction that
+  // uses it (that is the kernel line to blame).
+  std::vector<bool> placed(buffers.size(), false);
+  auto check_placement = [&](BufferId id, std::uint32_t loc) -> bool {
+    if (placed[id]) return true;
+    placed[id] = true;
+    const Buffer& b = buffers[id];
+    if (b.space == MemorySpace::hbm) return true;
+    const std::int64_t end = b.byte_offset + b.bytes_per_partition();
+    if (b.partition_offset + b.rows > target.partitions) {
+      fail("partition_overflow", loc,
+           "tile '" + b.name + "' spans " + std::to_string(b.rows) + " partitions from partition " +
+               std::to_string(b.partition_offset) + "; the target has " + std::to_string(target.partitions));
+      return false;
+    }
+    if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition) {
+      fail("sbuf_overflow", loc,
+           "SBUF overflow: the kernel needs " + std::to_string(result.sbuf_peak_bytes_per_partition) +
+               " bytes per partition (peak), the target has " + std::to_string(target.sbuf_bytes_per_partition) +
+               " usable; tile '" + b.name + "' ends at byte " + std::to_string(end));
+      return false;
+    }
+    if (b.space == MemorySpace::psum && end > psum_capacity) {
+      fail("psum_overflow", loc,
+           "PSUM overflow: the kernel needs " + std::to_string(result.psum_peak_banks) + " banks of " +
+               std::to_string(target.psum_bank_bytes) + " bytes (peak), the target has " +
+               std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " + std::to_string(end));
+      return false;
+    }
+    return true;
+  };
+
   for (std::size_t i = 0; i < instructions.size(); ++i) {
     const Instruction& in = instructions[i];
     const std::uint32_t loc = in.location;
-
-    // Placement of the on-chip buffers allocated before this instruction.
-    for (; next_buffer < buffers.size() && buffers[next_buffer].first_instruction <= i; ++next_buffer) {
-      const Buffer& b = buffers[next_buffer];
-      if (b.space == MemorySpace::hbm) continue;
-      const std::int64_t end = b.byte_offset + b.bytes_per_partition();
-      if (b.partition_offset + b.rows > target.partitions)
-        return fail("partition_overflow", loc,
-                    "tile '" + b.name + "' spans " + std::to_string(b.rows) + " partitions from partition " +
-                        std::to_string(b.partition_offset) + "; the target has " +
-                        std::to_string(target.partitions));
-      if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition)
-        return fail("sbuf_overflow", loc,
-                    "SBUF overflow: the kernel needs " + std::to_string(result.sbuf_peak_bytes_per_partition) +
-                        " bytes per partition (peak), the target has " +
-                        std::to_string(target.sbuf_bytes_per_partition) + " usable; tile '" + b.name +
-                        "' ends at byte " + std::to_string(end));
-      if (b.space == MemorySpace::psum && end > psum_capacity)
-        return fail("psum_overflow", loc,
-                    "PSUM overflow: the kernel needs " + std::to_string(result.psum_peak_banks) + " banks of " +
-                        std::to_string(target.psum_bank_bytes) + " bytes (peak), the target has " +
-                        std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " +
-                        std::to_string(end));
-    }
+    const AccessList accesses = instruction_accesses(in);
+    for (int a = 0; a < accesses.count; ++a)
+      if (!check_placement(accesses.items[a].view->buffer, loc)) return result;
 
     // Engine and opcode.
     const bool on_tensor = in.opcode == Opcode::matmul || in.opcode == Opcode::transpose;
@@ -176,7 +186,7 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     if (on_tensor) {
       const View& stationary = in.src[0];
       const int k = stationary.rows();
-      const int m = in.opcode == Opcode::matmul ? stationary.cols() : stationary.cols();
+      const int m = stationary.cols();  // matmul: M; transpose: output partitions
       if (k > target.max_contraction)
         return fail("matmul_contraction", loc,
                     std::string(opcode_name(in.opcode)) + " contracts over " + std::to_string(k) +
@@ -213,7 +223,6 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     }
 
     // Reads of unwritten elements, then this instruction's writes.
-    const AccessList accesses = instruction_accesses(in);
     for (int a = 0; a < accesses.count; ++a) {
       if (accesses.items[a].write) continue;
       const View& v = *accesses.items[a].view;
@@ -231,6 +240,12 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
       const Buffer& b = program.buffer(v.buffer);
       written[v.buffer].add(Rect{v.row_begin, v.row_end, v.col_begin, v.col_end}, b.rows, b.cols);
     }
+  }
+  // Allocated but never used: blame the instruction after the allocation.
+  for (BufferId id = 0; id < buffers.size(); ++id) {
+    if (placed[id] || instructions.empty()) continue;
+    const std::size_t at = std::min<std::size_t>(buffers[id].first_instruction, instructions.size() - 1);
+    if (!check_placement(id, instructions[at].location)) return result;
   }
   return result;
 }

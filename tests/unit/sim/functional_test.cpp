@@ -1,0 +1,207 @@
+// The functional executor against hand-computed values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/simulator.hpp"
+#include "tests/unit/sim/program_builder.hpp"
+
+using namespace autotune::sim;
+using autotune::sim::testing::ProgramBuilder;
+
+namespace {
+
+const TargetSpec& trn1() {
+  static const TargetSpec t = autotune::sim::testing::target("trn1");
+  return t;
+}
+
+std::vector<std::vector<float>> run(const Program& p, std::vector<std::vector<float>> inputs) {
+  HostIo io;
+  io.inputs = std::move(inputs);
+  const SimResult r = simulate(p, trn1(), SimOptions{}, &io);
+  REQUIRE_MESSAGE(r.valid, r.error);
+  return io.outputs;
+}
+
+std::vector<float> iota_values(int n, float scale = 1.0f, float offset = 0.0f) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = offset + scale * i;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("dma copies, transposes, and rounds to the destination dtype") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 3);
+  auto o = b.output("o", 3, 2);
+  auto r = b.output("r", 1, 1, Dtype::bf16);
+  auto t = b.sbuf("t", 3, 2);
+  auto one = b.sbuf("one", 1, 1, Dtype::bf16, 64);
+  b.dma(b.all(t), b.all(x), true);
+  b.dma(b.all(o), b.all(t));
+  b.dma(b.all(one), b.part(x, 0, 1, 0, 1));
+  b.dma(b.all(r), b.all(one));
+  const auto out = run(b.program, {{1.0f + 1.0f / 512, 2, 3, 4, 5, 6}});
+  CHECK(out[0] == std::vector<float>{1.0f + 1.0f / 512, 4, 2, 5, 3, 6});
+  CHECK(out[1][0] == 1.0f);  // 1 + 2^-9 rounds to 1 in bf16 (8 significant bits)
+}
+
+TEST_CASE("matmul sums K products, accumulates in fp32 PSUM") {
+  ProgramBuilder b;
+  // stationary [K=2, M=2], moving [K=2, N=3]
+  auto a = b.input("a", 2, 2);
+  auto m = b.input("m", 2, 3);
+  auto o = b.output("o", 2, 3);
+  auto st = b.sbuf("st", 2, 2, Dtype::bf16);
+  auto mv = b.sbuf("mv", 2, 3, Dtype::bf16, 64);
+  auto ps = b.psum("ps", 2, 3);
+  auto res = b.sbuf("res", 2, 3, Dtype::fp32, 128);
+  b.dma(b.all(st), b.all(a));
+  b.dma(b.all(mv), b.all(m));
+  b.matmul(b.all(ps), b.all(st), b.all(mv), false);
+  b.matmul(b.all(ps), b.all(st), b.all(mv), true);  // accumulates a second time
+  b.copy(b.all(res), b.all(ps));
+  b.dma(b.all(o), b.all(res));
+  // a = [[1,2],[3,4]] (K x M), m = [[1,0,1],[0,1,2]] (K x N): o[i][j] = 2 * sum_k a[k][i] m[k][j]
+  const auto out = run(b.program, {{1, 2, 3, 4}, {1, 0, 1, 0, 1, 2}});
+  CHECK(out[0] == std::vector<float>{2, 6, 14, 4, 8, 20});
+}
+
+TEST_CASE("fp32 PSUM keeps what bf16 would lose") {
+  ProgramBuilder b;
+  auto a = b.input("a", 1, 1);
+  auto m = b.input("m", 1, 1);
+  auto o = b.output("o", 1, 1);
+  auto o16 = b.output("o16", 1, 1, Dtype::bf16);
+  auto st = b.sbuf("st", 1, 1, Dtype::bf16);
+  auto mv = b.sbuf("mv", 1, 1, Dtype::bf16, 64);
+  auto ps = b.psum("ps", 1, 1);
+  auto res = b.sbuf("res", 1, 1, Dtype::fp32, 128);
+  b.dma(b.all(st), b.all(a));
+  b.dma(b.all(mv), b.all(m));
+  b.matmul(b.all(ps), b.all(st), b.all(mv), false);
+  for (int i = 0; i < 3; ++i) b.matmul(b.all(ps), b.all(st), b.all(mv), true);
+  b.copy(b.all(res), b.all(ps));
+  b.dma(b.all(o), b.all(res));
+  b.dma(b.all(o16), b.all(res));
+  // 4 * (1 + 2^-7)^2 = 4 * (1 + 2^-6 + 2^-14): fp32 keeps the 2^-14 term, bf16 drops it.
+  const float x = 1.0f + 1.0f / 128;
+  const auto out = run(b.program, {{x}, {x}});
+  CHECK(out[0][0] == 4.0f * x * x);
+  CHECK(out[1][0] == round_to_dtype(4.0f * x * x, Dtype::bf16));
+  CHECK(out[1][0] != out[0][0]);
+}
+
+TEST_CASE("activation with scale, per-partition bias and row sum") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 2);
+  auto bias_in = b.input("bias", 2, 1);
+  auto o = b.output("o", 2, 2);
+  auto sums = b.output("sums", 2, 1);
+  auto t = b.sbuf("t", 2, 2);
+  auto bias = b.sbuf("bias_t", 2, 1, Dtype::fp32, 64);
+  auto y = b.sbuf("y", 2, 2, Dtype::fp32, 128);
+  auto s = b.sbuf("s", 2, 1, Dtype::fp32, 192);
+  b.dma(b.all(t), b.all(x));
+  b.dma(b.all(bias), b.all(bias_in));
+  ScalarOperand per_row;
+  per_row.per_partition = b.all(bias);
+  b.activation(b.all(y), b.all(t), ActivationFunction::exp, 0.5f, per_row, b.all(s));
+  b.dma(b.all(o), b.all(y));
+  b.dma(b.all(sums), b.all(s));
+  const auto out = run(b.program, {{0, 2, 4, 6}, {1, -1}});
+  CHECK(out[0][0] == doctest::Approx(std::exp(1.0)));
+  CHECK(out[0][1] == doctest::Approx(std::exp(2.0)));
+  CHECK(out[0][2] == doctest::Approx(std::exp(1.0)));
+  CHECK(out[0][3] == doctest::Approx(std::exp(2.0)));
+  CHECK(out[1][0] == doctest::Approx(std::exp(1.0) + std::exp(2.0)));
+}
+
+TEST_CASE("tensor_tensor, tensor_scalar, reduce, reciprocal, memset, iota, affine_select") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 3);
+  auto outs = std::vector<BufferId>{b.output("tt", 2, 3), b.output("ts", 2, 3), b.output("red", 2, 1),
+                                    b.output("rec", 2, 3), b.output("mem", 2, 3), b.output("iota", 2, 3),
+                                    b.output("sel", 2, 3)};
+  auto t = b.sbuf("t", 2, 3);
+  std::vector<BufferId> tiles;
+  for (int i = 0; i < 7; ++i) tiles.push_back(b.sbuf("r" + std::to_string(i), 2, i == 2 ? 1 : 3, Dtype::fp32, 64 * (i + 1)));
+  b.dma(b.all(t), b.all(x));
+  b.tensor_tensor(b.all(tiles[0]), b.all(t), b.all(t), AluOp::multiply);
+  ScalarOperand two{2.0f, std::nullopt}, one{1.0f, std::nullopt};
+  b.tensor_scalar(b.all(tiles[1]), b.all(t), AluOp::subtract, one, AluOp::multiply, two);
+  b.reduce(b.all(tiles[2]), b.all(t), AluOp::max);
+  b.unary(Opcode::reciprocal, Engine::vector, b.all(tiles[3]), b.all(t));
+  b.memset(b.all(tiles[4]), 7.0f);
+  b.iota(b.all(tiles[5]), 10.0f, 100, 1);
+  b.affine_select(b.all(tiles[6]), b.all(t), -1.0f, 1, 0, -5.0f);  // keep rows p >= 1
+  for (int i = 0; i < 7; ++i) b.dma(b.all(outs[i]), b.all(tiles[i]));
+  const auto out = run(b.program, {{1, 2, 4, -1, 0.5f, 8}});
+  CHECK(out[0] == std::vector<float>{1, 4, 16, 1, 0.25f, 64});
+  CHECK(out[1] == std::vector<float>{0, 2, 6, -4, -1, 14});
+  CHECK(out[2] == std::vector<float>{4, 8});
+  CHECK(out[3] == std::vector<float>{1, 0.5f, 0.25f, -1, 2, 0.125f});
+  CHECK(out[4] == std::vector<float>(6, 7.0f));
+  CHECK(out[5] == std::vector<float>{10, 11, 12, 110, 111, 112});
+  CHECK(out[6] == std::vector<float>{-5, -5, -5, -1, 0.5f, 8});
+}
+
+TEST_CASE("transpose on the tensor engine") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 3);
+  auto o = b.output("o", 3, 2);
+  auto t = b.sbuf("t", 2, 3);
+  auto p = b.psum("p", 3, 2);
+  auto r = b.sbuf("r", 3, 2, Dtype::fp32, 64);
+  b.dma(b.all(t), b.all(x));
+  b.transpose(b.all(p), b.all(t));
+  b.copy(b.all(r), b.all(p));
+  b.dma(b.all(o), b.all(r));
+  const auto out = run(b.program, {iota_values(6)});
+  CHECK(out[0] == std::vector<float>{0, 3, 1, 4, 2, 5});
+}
+
+TEST_CASE("outputs start poisoned with NaN: an element nobody wrote stays NaN") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 2);
+  auto o = b.output("o", 2, 2);
+  auto t = b.sbuf("t", 2, 2);
+  b.dma(b.all(t), b.all(x));
+  b.dma(b.part(o, 0, 1, 0, 2), b.part(t, 0, 1, 0, 2));  // only the first row
+  const auto out = run(b.program, {{1, 2, 3, 4}});
+  CHECK(out[0][0] == 1);
+  CHECK(out[0][1] == 2);
+  CHECK(std::isnan(out[0][2]));
+  CHECK(std::isnan(out[0][3]));
+}
+
+TEST_CASE("inputs of the wrong size are misuse") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 2);
+  auto o = b.output("o", 2, 2);
+  auto t = b.sbuf("t", 2, 2);
+  b.dma(b.all(t), b.all(x));
+  b.dma(b.all(o), b.all(t));
+  HostIo io;
+  io.inputs = {{1, 2, 3}};
+  CHECK_THROWS_AS(simulate(b.program, trn1(), SimOptions{}, &io), autotune::UserError);
+}
+
+TEST_CASE("reused on-chip addresses do not leak values between buffers") {
+  ProgramBuilder b;
+  auto x = b.input("x", 1, 2);
+  auto y = b.input("y", 1, 2);
+  auto o = b.output("o", 2, 2);
+  auto t0 = b.sbuf("t#0", 1, 2);
+  b.dma(b.all(t0), b.all(x));
+  b.dma(b.part(o, 0, 1, 0, 2), b.all(t0));
+  b.program.release_buffer(t0);
+  auto t1 = b.sbuf("t#1", 1, 2);  // same address
+  b.dma(b.all(t1), b.all(y));
+  b.dma(b.part(o, 1, 2, 0, 2), b.all(t1));
+  const auto out = run(b.program, {{1, 2}, {3, 4}});
+  CHECK(out[0] == std::vector<float>{1, 2, 3, 4});
+}

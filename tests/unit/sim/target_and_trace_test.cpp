@@ -1,0 +1,141 @@
+// Target files as data, and the Perfetto export.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/error.hpp"
+#include "sim/simulator.hpp"
+#include "tests/unit/sim/program_builder.hpp"
+
+using namespace autotune::sim;
+using autotune::sim::testing::ProgramBuilder;
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+fs::path scratch_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("autotune_sim_test_" + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("trn1 and trn2 load with NEURONCORE.md's figures") {
+  const TargetSpec t1 = autotune::sim::testing::target("trn1");
+  const TargetSpec t2 = autotune::sim::testing::target("trn2");
+  CHECK(t1.name == "trn1");
+  CHECK(t1.clock(Engine::tensor) == doctest::Approx(2.8e9));
+  CHECK(t1.sbuf_bytes_per_partition == 176 * 1024);
+  CHECK(t1.psum_banks == 8);
+  CHECK(t1.psum_bank_bytes == 2048);
+  CHECK(t1.dma_queues == 16);
+  CHECK(t1.dma_queue_bytes_per_s * t1.dma_queues == doctest::Approx(272e9));
+  CHECK(t1.peak_flops(Dtype::bf16) == doctest::Approx(91.75e12));
+  CHECK(t1.peak_flops(Dtype::fp32) == doctest::Approx(23e12));
+  CHECK(t1.vector_gpsimd_share_sbuf_port);
+  CHECK_FALSE(t2.vector_gpsimd_share_sbuf_port);
+  CHECK_FALSE(t2.vector_scalar_share_psum_port);
+  CHECK(t2.elements_per_s(Engine::vector, Dtype::bf16) == doctest::Approx(512 * 0.96e9));
+  const auto c = t1.constants();
+  for (const char* key : {"sbuf_bytes_per_partition", "psum_bank_bytes", "psum_banks", "partitions", "max_moving_free",
+                          "max_stationary_free"})
+    CHECK_MESSAGE(c.count(key) == 1, key);
+  CHECK(c.at("max_moving_free") == 512);
+}
+
+TEST_CASE("targets are found by name through AUTOTUNE_CONFIG_DIR and listed") {
+  const fs::path dir = scratch_dir("env");
+  fs::create_directories(dir / "targets");
+  fs::copy_file(fs::path(AUTOTUNE_SOURCE_DIR) / "configs/targets/trn1.yaml", dir / "targets/mine.yaml",
+                fs::copy_options::overwrite_existing);
+  ::setenv("AUTOTUNE_CONFIG_DIR", dir.c_str(), 1);
+  CHECK(list_targets() == std::vector<std::string>{"mine"});
+  CHECK(load_target("mine").name == "trn1");
+  CHECK_THROWS_WITH_AS(load_target("trn9"), "unknown target 'trn9' (accepted: mine)", autotune::UserError);
+  ::unsetenv("AUTOTUNE_CONFIG_DIR");
+  const auto names = list_targets();  // the repository's configs, compiled in
+  CHECK(std::set<std::string>(names.begin(), names.end()).count("trn1") == 1);
+  CHECK(load_target("trn2").name == "trn2");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a target file with an unknown key is rejected with file:line:key") {
+  const fs::path dir = scratch_dir("typo");
+  std::string text = read_file(fs::path(AUTOTUNE_SOURCE_DIR) / "configs/targets/trn1.yaml");
+  const std::string needle = "  queues: 16";
+  const auto at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  text.insert(at, "  queue_count: 16\n");
+  int line = 1;
+  for (std::size_t i = 0; i < at; ++i) line += text[i] == '\n';
+  const fs::path file = dir / "bad.yaml";
+  std::ofstream(file) << text;
+  try {
+    load_target(file.string());
+    FAIL("unknown key accepted");
+  } catch (const autotune::UserError& e) {
+    const std::string message = e.what();
+    CHECK_MESSAGE(message.find(file.string() + ":" + std::to_string(line) + ": dma.queue_count: unknown key") == 0,
+                  message);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the Perfetto trace is valid JSON with one named track per engine and per DMA queue") {
+  ProgramBuilder b;
+  auto x = b.input("x", 128, 512);
+  auto o = b.output("o", 128, 512);
+  auto t = b.sbuf("t", 128, 512);
+  auto u = b.sbuf("u", 128, 512, Dtype::fp32, 2048);
+  b.dma(b.all(t), b.all(x));
+  b.unary(Opcode::activation, Engine::scalar, b.all(u), b.all(t));
+  b.dma(b.all(o), b.all(u));
+  const TargetSpec target = autotune::sim::testing::target("trn1");
+  SimOptions options;
+  options.functional = false;
+  const SimResult r = simulate(b.program, target, options);
+  REQUIRE(r.valid);
+  const fs::path dir = scratch_dir("trace");
+  const fs::path file = dir / "trace.json";
+  write_perfetto_trace(r, b.program, file.string());
+  const auto json = nlohmann::json::parse(read_file(file));  // throws if invalid
+  std::set<int> named, used;
+  std::set<std::string> names;
+  for (const auto& event : json["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "thread_name") {
+      named.insert(event["tid"].get<int>());
+      names.insert(event["args"]["name"].get<std::string>());
+    }
+    if (event["ph"] == "X") {
+      used.insert(event["tid"].get<int>());
+      CHECK(event["dur"].get<double>() >= 0);
+      CHECK(event["args"].contains("source"));
+      CHECK(event["args"].contains("operands"));
+    }
+  }
+  CHECK(named.size() == 4 + std::size_t(target.dma_queues));
+  CHECK(names.count("tensor engine") == 1);
+  CHECK(names.count("dma queue 15") == 1);
+  for (int tid : used) CHECK(named.count(tid) == 1);
+  CHECK(used.size() == 1 + std::size_t(target.dma_queues));  // scalar + every queue
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the text profile names the latency and the hottest line") {
+  ProgramBuilder b;
+  auto t = b.sbuf("t", 128, 512);
+  b.memset(b.all(t), 1.0f);
+  SimOptions options;
+  options.functional = false;
+  const SimResult r = simulate(b.program, autotune::sim::testing::target("trn1"), options);
+  const std::string text = format_profile_text(r);
+  CHECK(text.find("latency") != std::string::npos);
+  CHECK(text.find("target_and_trace_test.cpp:") != std::string::npos);
+}
