@@ -1,0 +1,269 @@
+#include "skills/benchmark_runner.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <condition_variable>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace autotune::skills {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What the workers share with the caller. Held by shared_ptr so a worker that
+// outlives its timeout writes into live memory and is simply ignored.
+struct Shared {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<std::optional<Measurement>> done;
+  std::vector<std::optional<Clock::time_point>> started;
+  double target_seconds = 0;
+};
+
+}  // namespace
+
+BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run, RunnerOptions options)
+    : target_(target), store_(store), run_(run), options_(options) {
+  if (options_.jobs < 1) throw UserError("--jobs / parallel: must be at least 1 (got " + std::to_string(options_.jobs) + ")");
+  if (options_.commit_every <= 0) options_.commit_every = options_.jobs;
+  pool_ = std::make_unique<boost::asio::thread_pool>(std::size_t(options_.jobs));
+}
+
+BenchmarkRunner::~BenchmarkRunner() {
+  pool_->stop();
+  pool_->join();
+}
+
+std::string BenchmarkRunner::config_hash(const Candidate& candidate) { return stable_hash(candidate.key()); }
+
+std::string BenchmarkRunner::cache_key(const Candidate& candidate) const {
+  return stable_hash(target_.cache_identity() + "|" + candidate.key());
+}
+
+void BenchmarkRunner::resume(const std::vector<store::Trial>& committed) {
+  for (const auto& trial : committed) resumable_[trial.config_hash] = trial;
+}
+
+std::optional<MeasuredTrial> BenchmarkRunner::find(const Candidate& candidate) const {
+  const auto it = measured_.find(config_hash(candidate));
+  if (it == measured_.end()) return std::nullopt;
+  return it->second;
+}
+
+Json BenchmarkRunner::profile_of(const store::Trial& trial) {
+  if (const auto it = profiles_.find(trial.id); it != profiles_.end()) return it->second;
+  if (auto stored = store_.profile(trial.id)) return profiles_[trial.id] = stored->summary;
+  return nullptr;
+}
+
+SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vector<TrialRequest>& requests,
+                                                                 const ResultCallback& on_result) {
+  const std::size_t n = requests.size();
+  std::vector<std::optional<MeasuredTrial>> results(n);
+  std::vector<std::optional<std::size_t>> duplicate_of(n);
+  std::map<std::string, std::size_t> first_in_batch;
+  std::vector<std::size_t> pending;  // indices waiting for a commit
+  auto last_flush = Clock::now();
+  Json statuses = Json::object();
+  int64_t reused = 0, resumed = 0, cache_hits = 0, measured = 0;
+
+  auto make_trial = [&](const TrialRequest& request) {
+    store::Trial trial;
+    trial.run = run_;
+    trial.iteration = request.iteration;
+    trial.decision_seq = request.decision_seq;
+    trial.variant = request.candidate.variant;
+    trial.params = request.candidate.params;
+    trial.config_hash = config_hash(request.candidate);
+    trial.cache_key = cache_key(request.candidate);
+    return trial;
+  };
+
+  auto flush = [&] {
+    if (pending.empty()) return;
+    const auto start = Clock::now();
+    std::vector<store::Trial> batch;
+    for (std::size_t i : pending) batch.push_back(results[i]->trial);
+    store_.commit_trials(batch);
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+      auto& result = *results[pending[k]];
+      result.trial = batch[k];
+      if (!result.profile.is_null()) {
+        store_.save_profile({result.trial.id, result.profile, std::nullopt, ""});
+        profiles_[result.trial.id] = result.profile;
+      }
+      measured_[result.trial.config_hash] = result;
+    }
+    counters_.commits += 1;
+    counters_.commit_seconds += seconds_since(start);
+    pending.clear();
+    last_flush = Clock::now();
+  };
+
+  auto settle = [&](std::size_t i) {
+    statuses[std::string(store::to_string(results[i]->trial.status))] =
+        statuses.value(std::string(store::to_string(results[i]->trial.status)), 0) + 1;
+    if (on_result) on_result(*results[i]);
+  };
+
+  auto shared = std::make_shared<Shared>();
+  shared->done.resize(n);
+  shared->started.resize(n);
+  std::vector<std::size_t> running;
+
+  for (std::size_t i = 0; i < n; ++i) {
+    const TrialRequest& request = requests[i];
+    const std::string hash = config_hash(request.candidate);
+    if (auto it = measured_.find(hash); it != measured_.end()) {
+      results[i] = it->second;
+      results[i]->fresh = false;
+      ++reused;
+      settle(i);
+      continue;
+    }
+    if (auto it = first_in_batch.find(hash); it != first_in_batch.end()) {
+      duplicate_of[i] = it->second;
+      continue;
+    }
+    first_in_batch[hash] = i;
+    if (auto it = resumable_.find(hash); it != resumable_.end()) {
+      MeasuredTrial result{it->second, profile_of(it->second), true};
+      resumable_.erase(it);
+      measured_[hash] = result;
+      results[i] = result;
+      ++resumed;
+      ++counters_.resumed;
+      ++counters_.evaluations;
+      settle(i);
+      continue;
+    }
+    store::Trial trial = make_trial(request);
+    if (options_.use_cache) {
+      if (auto cached = store_.cached_trial(trial.cache_key)) {
+        trial.status = cached->status == store::TrialStatus::ok ? store::TrialStatus::cached : cached->status;
+        trial.cache_hit = true;
+        trial.metrics = cached->metrics;
+        trial.repeats = cached->repeats;
+        trial.error = cached->error;
+        trial.verification = cached->verification;
+        trial.verification["cached_from_trial"] = cached->id;
+        Json profile = nullptr;
+        if (auto stored = store_.profile(cached->id)) profile = stored->summary;
+        results[i] = MeasuredTrial{trial, profile, true};
+        pending.push_back(i);
+        ++cache_hits;
+        ++counters_.cache_hits;
+        ++counters_.evaluations;
+        settle(i);
+        continue;
+      }
+    }
+    results[i] = MeasuredTrial{trial, nullptr, true};
+    running.push_back(i);
+    const MeasureOptions measure_options{options_.timeout_s};
+    boost::asio::post(*pool_, [shared, i, candidate = request.candidate, measure_options, this] {
+      const auto start = Clock::now();
+      {
+        std::lock_guard lock(shared->mutex);
+        shared->started[i] = start;
+      }
+      Measurement m;
+      try {
+        m = target_.measure(candidate, measure_options);
+      } catch (const std::exception& e) {
+        m.status = store::TrialStatus::failed;
+        m.error = std::string("target raised: ") + e.what();
+      }
+      const double took = seconds_since(start);
+      if (m.duration_ms == 0) m.duration_ms = took * 1000;
+      std::lock_guard lock(shared->mutex);
+      shared->done[i] = std::move(m);
+      shared->target_seconds += took;
+      shared->wake.notify_all();
+    });
+  }
+
+  std::set<std::size_t> open(running.begin(), running.end());
+  while (!open.empty()) {
+    std::vector<std::pair<std::size_t, Measurement>> finished;
+    {
+      std::unique_lock lock(shared->mutex);
+      shared->wake.wait_for(lock, std::chrono::milliseconds(20));
+      const auto now = Clock::now();
+      for (std::size_t i : open) {
+        if (shared->done[i]) {
+          finished.emplace_back(i, std::move(*shared->done[i]));
+        } else if (shared->started[i] &&
+                   std::chrono::duration<double>(now - *shared->started[i]).count() > options_.timeout_s) {
+          Measurement m;
+          m.status = store::TrialStatus::timeout;
+          m.error = "exceeded the per-candidate timeout of " + std::to_string(options_.timeout_s) + " s";
+          m.duration_ms = options_.timeout_s * 1000;
+          finished.emplace_back(i, std::move(m));
+        }
+      }
+    }
+    for (auto& [i, m] : finished) {
+      open.erase(i);
+      store::Trial& trial = results[i]->trial;
+      trial.status = m.status;
+      trial.metrics = m.metrics;
+      trial.repeats = m.repeats;
+      trial.verification = m.verification;
+      trial.error = m.error;
+      trial.duration_ms = m.duration_ms;
+      results[i]->profile = m.status == store::TrialStatus::ok ? m.profile : Json(nullptr);
+      pending.push_back(i);
+      ++measured;
+      ++counters_.measured;
+      ++counters_.evaluations;
+      settle(i);
+    }
+    if (int(pending.size()) >= options_.commit_every || seconds_since(last_flush) >= options_.commit_interval_s) flush();
+  }
+  flush();
+  {
+    std::lock_guard lock(shared->mutex);
+    counters_.target_seconds += shared->target_seconds;
+    shared->target_seconds = 0;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!duplicate_of[i]) continue;
+    results[i] = *results[*duplicate_of[i]];
+    results[i]->fresh = false;
+    ++reused;
+  }
+
+  SkillResult<std::vector<MeasuredTrial>> out;
+  std::optional<double> best;
+  std::string best_key;
+  for (auto& r : results) {
+    AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
+    if (store::is_measured(r->trial.status)) {
+      const auto latency = r->trial.metric("latency_s");
+      if (latency && (!best || *latency < *best)) best = latency, best_key = r->trial.variant + r->trial.params.dump();
+    }
+    out.result.push_back(std::move(*r));
+  }
+  auto& decision = out.decision;
+  decision.action = "measure";
+  decision.inputs = {{"candidates", n}, {"jobs", options_.jobs}, {"timeout_s", options_.timeout_s},
+                     {"target", target_.description()}};
+  decision.evidence = {{"measured", measured}, {"cache_hits", cache_hits},  {"resumed", resumed},
+                       {"reused_in_run", reused}, {"statuses", statuses}};
+  if (best) decision.evidence["best_latency_s"] = *best;
+  decision.rationale = "measured " + std::to_string(measured) + " on " + target_.kind() + ", " +
+                       std::to_string(cache_hits) + " from the cache, " + std::to_string(resumed) +
+                       " from committed trials, " + std::to_string(reused) + " already measured in this run";
+  decision.outcome = statuses.dump();
+  return out;
+}
+
+}  // namespace autotune::skills

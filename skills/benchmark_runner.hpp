@@ -1,0 +1,109 @@
+#pragma once
+// BenchmarkRunner: measures candidates on a MeasurementTarget, in parallel on
+// a Boost.Asio thread pool, and commits every result to the store.
+//
+// Contract:
+//  - measure(requests) returns one trial per request, in request order,
+//    whatever order the workers finish in (so what the strategies are told is
+//    independent of timing and a run replays from its seed).
+//  - A candidate already measured in this run is not measured again: its
+//    earlier trial is returned with `fresh` false and no new trial is stored.
+//  - After resume(committed), candidates of those trials are served from them
+//    (fresh: they count as the evaluations they were), never re-measured.
+//  - Otherwise the cross-run cache is asked (store.cached_trial by a key of the
+//    target's cache identity and the candidate); a hit is stored as a new
+//    trial with cache_hit set (status `cached` for an ok measurement).
+//  - Otherwise the target measures it on a worker, with a per-candidate
+//    timeout: a candidate running longer is recorded as `timeout` and the run
+//    goes on (an in-process target cannot be interrupted; its late result is
+//    discarded).
+//  - Trials are committed as they finish, in batches (one transaction per
+//    batch: whenever `commit_every` results are waiting, or `commit_interval_s`
+//    passed, and at the end of measure()). Profiles are saved right after.
+#include <boost/asio/thread_pool.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "skills/measurement_target.hpp"
+#include "skills/skill.hpp"
+#include "store/store.hpp"
+
+namespace autotune::skills {
+
+struct RunnerOptions {
+  int jobs = 1;
+  double timeout_s = 120;
+  int commit_every = 0;  // 0: the number of jobs
+  double commit_interval_s = 0.5;
+  bool use_cache = true;
+};
+
+struct TrialRequest {
+  Candidate candidate;
+  int iteration = 0;
+  std::optional<int64_t> decision_seq;
+};
+
+struct MeasuredTrial {
+  store::Trial trial;
+  Json profile;        // summary; null when none
+  bool fresh = false;  // a new evaluation of this run (counts against the budget)
+};
+
+struct RunnerCounters {
+  int64_t evaluations = 0;  // fresh trials
+  int64_t measured = 0;     // measured on the target in this process
+  int64_t cache_hits = 0;   // served from the cross-run cache
+  int64_t resumed = 0;      // served from trials committed before a resume
+  int64_t commits = 0;      // transactions
+  double target_seconds = 0;  // wall time spent inside target.measure(), summed over workers
+  double commit_seconds = 0;  // wall time spent committing
+};
+
+// Called on the caller's thread as each result is known (for progress).
+using ResultCallback = std::function<void(const MeasuredTrial&)>;
+
+class BenchmarkRunner {
+ public:
+  BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run, RunnerOptions options);
+  ~BenchmarkRunner();
+  BenchmarkRunner(const BenchmarkRunner&) = delete;
+  BenchmarkRunner& operator=(const BenchmarkRunner&) = delete;
+
+  // Trials of this run committed before it was interrupted.
+  void resume(const std::vector<store::Trial>& committed);
+
+  SkillResult<std::vector<MeasuredTrial>> measure(const std::vector<TrialRequest>& requests,
+                                                  const ResultCallback& on_result = {});
+
+  // The profile of a trial of this run (from memory or the store); null when none.
+  Json profile_of(const store::Trial& trial);
+  // A trial of this run by candidate, if measured.
+  std::optional<MeasuredTrial> find(const Candidate& candidate) const;
+
+  const RunnerCounters& counters() const { return counters_; }
+  const RunnerOptions& options() const { return options_; }
+  std::string cache_key(const Candidate& candidate) const;
+  static std::string config_hash(const Candidate& candidate);
+
+ private:
+  MeasurementTarget& target_;
+  store::Store& store_;
+  int64_t run_;
+  RunnerOptions options_;
+  std::unique_ptr<boost::asio::thread_pool> pool_;
+  std::map<std::string, MeasuredTrial> measured_;      // config hash -> trial measured in this process
+  std::map<std::string, store::Trial> resumable_;      // config hash -> trial committed before a resume
+  std::map<int64_t, Json> profiles_;                   // trial id -> profile summary
+  RunnerCounters counters_;
+};
+
+}  // namespace autotune::skills

@@ -1,0 +1,199 @@
+#include "skills/kernel_generator.hpp"
+
+#include <algorithm>
+
+namespace autotune::skills {
+
+namespace {
+
+std::optional<search::ParamValue> value_of(const Candidate& candidate, const std::string& name) {
+  if (!candidate.params.contains(name)) return std::nullopt;
+  return search::param_value_from_json(candidate.params.at(name), name);
+}
+
+bool in_domain(const search::ParameterSpec& parameter, const search::ParamValue& value) {
+  return parameter.position(value).has_value();
+}
+
+// The region fixing every parameter at the best's value except `free`, which
+// take the values listed.
+std::map<std::string, std::vector<search::ParamValue>> fixed_except(
+    const VariantSpace& variant, const Candidate& best,
+    const std::map<std::string, std::vector<search::ParamValue>>& free) {
+  std::map<std::string, std::vector<search::ParamValue>> region = free;
+  for (const auto& parameter : variant.parameters) {
+    if (free.count(parameter.name())) continue;
+    if (auto v = value_of(best, parameter.name())) region[parameter.name()] = {*v};
+  }
+  return region;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+}  // namespace
+
+Candidate carry_over(const Candidate& best, const VariantSpace& from, const VariantSpace& to) {
+  Candidate out{to.name, Json::object()};
+  for (const auto& parameter : to.parameters) {
+    std::optional<search::ParamValue> chosen;
+    if (auto same = value_of(best, parameter.name()); same && in_domain(parameter, *same)) chosen = same;
+    const auto role = to.roles.find(parameter.name());
+    if (!chosen && role != to.roles.end() && !role->second.empty()) {
+      for (const auto& name : from.parameters_with_role(role->second))
+        if (auto v = value_of(best, name); v && in_domain(parameter, *v)) {
+          chosen = v;
+          break;
+        }
+    }
+    out.params[parameter.name()] =
+        chosen ? search::to_json(*chosen) : to.defaults.value(parameter.name(), search::to_json(parameter.values().front()));
+  }
+  // Settings that break the target's constraints fall back to the default.
+  if (to.space && !to.space->contains(search::configuration_from_json(*to.space, out.params))) {
+    Candidate fallback{to.name, to.defaults};
+    if (to.space->contains(search::configuration_from_json(*to.space, fallback.params))) return fallback;
+  }
+  return out;
+}
+
+SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& request) {
+  const VariantCatalog& catalog = *request.catalog;
+  const Candidate& best = request.best;
+  const VariantSpace& current = catalog.variant(best.variant);
+  std::vector<Idea> ideas;
+  Json considered = Json::array();
+  auto consider = [&](Idea idea) {
+    if (request.tried_ideas.count(idea.id)) {
+      considered.push_back({{"idea", idea.id}, {"outcome", "already tried"}});
+      return;
+    }
+    ideas.push_back(std::move(idea));
+  };
+
+  for (const auto& finding : request.analysis.findings) {
+    if (finding.action == "raise") {
+      std::map<std::string, std::vector<search::ParamValue>> free;
+      std::vector<std::string> names;
+      for (const auto& role : finding.roles)
+        for (const auto& name : current.parameters_with_role(role)) {
+          const auto* parameter = current.parameter(name);
+          const auto now = value_of(best, name);
+          if (!parameter || !now) continue;
+          std::vector<search::ParamValue> upward;
+          bool reached = false;
+          for (const auto& v : parameter->values()) {
+            reached = reached || search::same_value(v, *now);
+            if (reached) upward.push_back(v);
+          }
+          if (upward.size() > 1) {
+            free[name] = upward;
+            names.push_back(name);
+          }
+        }
+      if (free.empty()) {
+        considered.push_back({{"finding", finding.kind},
+                              {"outcome", "no parameter of role " + join(finding.roles, "/") +
+                                              " can be raised in variant " + current.name}});
+        continue;
+      }
+      Idea idea;
+      idea.kind = "raise";
+      idea.variant = current.name;
+      idea.region = fixed_except(current, best, free);
+      idea.id = "raise:" + join(names, ",") + "@" + best.key();
+      idea.finding = finding.kind;
+      idea.expected_gain = finding.expected_gain;
+      idea.rationale = finding.summary + " -> raise " + join(names, ", ") + " (role " + join(finding.roles, "/") +
+                       ") from the best's values, others fixed";
+      consider(std::move(idea));
+    } else if (finding.action == "structural") {
+      Idea idea;
+      idea.kind = "structural";
+      std::vector<std::string> names;
+      for (const auto& variant : catalog.variants) {
+        if (variant.name == current.name || request.measured_variants.count(variant.name)) continue;
+        idea.probes.push_back(carry_over(best, current, variant));
+        names.push_back(variant.name);
+      }
+      if (names.empty()) {
+        considered.push_back({{"finding", finding.kind}, {"outcome", "every other variant was measured already"}});
+        continue;
+      }
+      idea.variant = names.front();
+      idea.id = "structural:" + join(names, ",");
+      idea.finding = finding.kind;
+      idea.expected_gain = finding.expected_gain;
+      idea.rationale = finding.summary + " -> probe the structural variants not measured yet (" + join(names, ", ") +
+                       ") with the best's settings carried over";
+      consider(std::move(idea));
+    } else if (finding.action != "stop") {
+      considered.push_back({{"finding", finding.kind}, {"outcome", "informative; no action (" + finding.action + ")"}});
+    }
+  }
+  std::stable_sort(ideas.begin(), ideas.end(),
+                   [](const Idea& a, const Idea& b) { return a.expected_gain > b.expected_gain; });
+
+  // Exploration fallbacks, after every finding-driven idea.
+  {
+    std::map<std::string, std::vector<search::ParamValue>> free;
+    std::vector<std::string> names;
+    for (const auto& parameter : current.parameters) {
+      const auto role = current.roles.find(parameter.name());
+      const auto now = value_of(best, parameter.name());
+      if (!now || parameter.size() < 2) continue;
+      if (role == current.roles.end() || role->second.empty()) {
+        if (!current.roles.empty()) continue;  // roles known: keep the unroled ones fixed
+      }
+      const auto position = parameter.position(*now);
+      if (!position) continue;
+      std::vector<search::ParamValue> around;
+      if (*position > 0) around.push_back(parameter.values()[*position - 1]);
+      around.push_back(*now);
+      if (*position + 1 < parameter.size()) around.push_back(parameter.values()[*position + 1]);
+      free[parameter.name()] = around;
+      names.push_back(parameter.name());
+    }
+    if (!free.empty()) {
+      Idea idea;
+      idea.kind = "explore";
+      idea.variant = current.name;
+      idea.region = fixed_except(current, best, free);
+      idea.id = "neighbourhood:" + best.key();
+      idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
+      consider(std::move(idea));
+    }
+  }
+  {
+    std::vector<const VariantSpace*> order{&current};
+    for (const auto& variant : catalog.variants)
+      if (&variant != &current && request.measured_variants.count(variant.name)) order.push_back(&variant);
+    for (const auto& variant : catalog.variants)
+      if (&variant != &current && !request.measured_variants.count(variant.name)) order.push_back(&variant);
+    for (const VariantSpace* variant : order) {
+      Idea idea;
+      idea.kind = "explore";
+      idea.variant = variant->name;
+      idea.id = "space:" + variant->name;
+      idea.rationale = "search the whole space of " + variant->name + " (" + variant->space->describe() + ")";
+      consider(std::move(idea));
+    }
+  }
+
+  SkillResult<Generation> out;
+  out.result.ideas = ideas;
+  auto& decision = out.decision;
+  decision.action = ideas.empty() ? "nothing_left" : "propose:" + ideas.front().kind;
+  decision.inputs = {{"best", best.key()}, {"findings", request.analysis.findings.size()}};
+  Json proposed = Json::array();
+  for (const auto& idea : ideas) proposed.push_back(idea);
+  decision.evidence = {{"bound", request.analysis.bound}, {"ideas", proposed}};
+  decision.alternatives = considered;
+  decision.rationale = ideas.empty() ? "every idea was tried" : ideas.front().rationale;
+  return out;
+}
+
+}  // namespace autotune::skills

@@ -1,0 +1,28 @@
+#pragma once
+// KernelGenerator: the built-in generator. Turns findings into ideas: which
+// variant of the catalog, and which region of its space, to search next.
+//
+//  - a "raise" finding (roles R) -> the current best's variant, the parameters
+//    playing a role in R over their current and higher values, every other
+//    parameter fixed at the best's value;
+//  - a "structural" finding -> every variant not measured yet, each probed
+//    once with the best's settings carried over (same name, else same role,
+//    else the variant's default);
+//  - when no finding is left to act on: the best's neighbourhood along its
+//    roled parameters, then the best variant's whole space, then the other
+//    variants' spaces, best measured first.
+// Ideas already tried in the run are skipped (their ids are stable).
+#include "skills/skill.hpp"
+
+namespace autotune::skills {
+
+class KernelGenerator : public GeneratorSkill {
+ public:
+  std::string name() const override { return kKernelGenerator; }
+  SkillResult<Generation> generate(const GenerationRequest& request) override;
+};
+
+// The best's settings carried over to `variant` (see above).
+Candidate carry_over(const Candidate& best, const VariantSpace& from, const VariantSpace& to);
+
+}  // namespace autotune::skills

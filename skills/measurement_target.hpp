@@ -1,0 +1,48 @@
+#pragma once
+// MeasurementTarget: where the Benchmark Runner measures a candidate.
+//
+// Implementations: `sim` (the built-in NeuronCore simulator, with
+// verification against the host reference and the roofline check), `replay`
+// (a recorded, brute-forced space: a Kernel Tuner cachefile), and `command`
+// (an external program printing JSON metrics; issue 6).
+//
+// Contract:
+//  - measure() is called from several worker threads at once and must be
+//    thread-safe. It never throws for a bad candidate: that is a Measurement
+//    with a status (invalid, wrong_answer, failed, timeout) and a reason.
+//  - A measurement with status ok has been verified (where the target can
+//    verify) and carries metrics["latency_s"] in seconds.
+//  - `deadline_s` is the time the runner allows; a target that can stop early
+//    (a child process, a cycle limit) should, and report timeout. The runner
+//    enforces it regardless.
+//  - cache_identity() names everything besides (variant, params) that changes
+//    a measurement: target, shape, dtype, simulator version, tolerances. Two
+//    targets with the same identity give the same result for a candidate, so
+//    the runner may serve one from the other's stored trials.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "skills/candidate.hpp"
+
+namespace autotune::skills {
+
+struct MeasureOptions {
+  double deadline_s = 60;
+};
+
+class MeasurementTarget {
+ public:
+  virtual ~MeasurementTarget() = default;
+  virtual std::string kind() const = 0;  // "sim", "replay", "command"
+  virtual std::string description() const = 0;  // "trn1 (simulated NeuronCore-v2)"
+  virtual std::string cache_identity() const = 0;
+  virtual Measurement measure(const Candidate& candidate, const MeasureOptions& options) = 0;
+  // Facts about the machine the Profile Analyzer may use (peak FLOP/s, HBM
+  // bandwidth, SBUF capacity, launch floor, ...); {} when unknown.
+  virtual Json facts() const { return Json::object(); }
+  // Whether measurements carry a profile summary worth analysing.
+  virtual bool has_profiles() const { return false; }
+};
+
+}  // namespace autotune::skills

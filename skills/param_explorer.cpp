@@ -1,0 +1,113 @@
+#include "skills/param_explorer.hpp"
+
+#include <algorithm>
+
+namespace autotune::skills {
+
+namespace {
+
+std::uint64_t unknown_in_region(const ExplorationRequest& request) {
+  if (!request.region) return 0;
+  std::uint64_t known = 0;
+  for (const auto& observation : request.known)
+    if (request.region->contains(observation.configuration)) ++known;
+  return request.region->size() - std::min<std::uint64_t>(known, request.region->size());
+}
+
+}  // namespace
+
+SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& request) {
+  SkillResult<ExplorationPlan> out;
+  ExplorationPlan& plan = out.result;
+  const std::uint64_t fresh = unknown_in_region(request);
+  plan.region_size = request.region ? request.region->size() : 0;
+  const int wanted = int(std::min<std::uint64_t>(fresh + request.probes.size(), std::uint64_t(1) << 30));
+  plan.budget = std::min(request.budget, wanted);
+  const bool enumerable = fresh + request.probes.size() <= std::uint64_t(std::max(request.budget, 0));
+  plan.strategy = enumerable ? "grid" : request.strategy;
+
+  auto& decision = out.decision;
+  decision.action = "search:" + plan.strategy;
+  decision.inputs = {{"variant", request.variant->name},
+                     {"region_size", plan.region_size},
+                     {"region", request.region ? request.region->describe() : "probes only"},
+                     {"probes", request.probes.size()},
+                     {"known", request.known.size()},
+                     {"budget_offered", request.budget},
+                     {"batch_size", request.batch_size}};
+  decision.evidence = {{"unmeasured_in_region", fresh}, {"budget", plan.budget}};
+  decision.alternatives = Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
+                                       {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
+  decision.rationale = enumerable ? "the region's " + std::to_string(fresh) +
+                                        " unmeasured configurations fit in the budget: enumerate them"
+                                  : "the region (" + std::to_string(fresh) + " unmeasured) exceeds the budget of " +
+                                        std::to_string(plan.budget) + ": search it with " + request.strategy;
+  return out;
+}
+
+Exploration ParamExplorer::explore(const ExplorationRequest& request, const ExplorationPlan& plan,
+                                   const MeasureBatch& measure, const std::function<bool()>& should_stop) {
+  Exploration out;
+  auto note = [&](const std::vector<Candidate>& batch, const std::vector<search::Observation>& observations) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!observations[i].ok()) continue;
+      if (!out.best_value || *observations[i].value < *out.best_value) {
+        out.best_value = observations[i].value;
+        out.best = batch[i];
+      }
+    }
+  };
+
+  std::vector<search::Observation> probe_observations;
+  if (!request.probes.empty()) {
+    std::vector<Candidate> probes(request.probes.begin(),
+                                  request.probes.begin() + std::min<std::size_t>(request.probes.size(), plan.budget));
+    const auto observations = measure(probes);
+    out.evaluations += int(probes.size());
+    note(probes, observations);
+    probe_observations = observations;
+  }
+  if (!request.region) {
+    out.stop_reason = "probes measured";
+    return out;
+  }
+
+  auto strategy = search::make_strategy(plan.strategy, *request.region, request.seed, request.strategy_options);
+  std::vector<search::Observation> known;
+  for (const auto& o : request.known)
+    if (request.region->contains(o.configuration)) known.push_back(o);
+  for (const auto& o : probe_observations)
+    if (request.region->contains(o.configuration)) known.push_back(o);
+  if (!known.empty()) strategy->tell(known);
+
+  while (true) {
+    if (out.evaluations >= plan.budget) {
+      out.stop_reason = "budget of " + std::to_string(plan.budget) + " spent";
+      break;
+    }
+    if (should_stop && should_stop()) {
+      out.stop_reason = "stopped by the orchestrator";
+      break;
+    }
+    if (strategy->done()) {
+      out.stop_reason = "strategy done";
+      break;
+    }
+    const std::size_t k = std::size_t(std::min(std::max(request.batch_size, 1), plan.budget - out.evaluations));
+    const auto configurations = strategy->ask(k);
+    if (configurations.empty()) {
+      out.stop_reason = "region exhausted";
+      break;
+    }
+    std::vector<Candidate> batch;
+    for (const auto& c : configurations) batch.push_back({request.variant->name, search::to_json(*request.region, c)});
+    auto observations = measure(batch);
+    out.evaluations += int(batch.size());
+    note(batch, observations);
+    for (std::size_t i = 0; i < observations.size(); ++i) observations[i].configuration = configurations[i];
+    strategy->tell(observations);
+  }
+  return out;
+}
+
+}  // namespace autotune::skills

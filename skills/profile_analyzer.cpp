@@ -1,0 +1,267 @@
+#include "skills/profile_analyzer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+namespace autotune::skills {
+
+namespace {
+
+std::optional<double> number(const Json& object, const std::string& key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string format(const char* pattern, double a, double b = 0, double c = 0) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, pattern, a, b, c);
+  return buffer;
+}
+
+const char* const kComputeEngines[] = {"tensor", "vector", "scalar", "gpsimd"};
+
+}  // namespace
+
+SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
+  const auto& t = thresholds_;
+  const Json& profile = request.profile;
+  const Json& metrics = request.metrics;
+  const Json& facts = request.target_facts;
+  Analysis analysis;
+  analysis.bound = "unknown";
+  Json evidence = Json::object();
+
+  const auto latency = number(metrics, "latency_s") ? number(metrics, "latency_s") : number(profile, "total_time");
+  const auto bound_s = number(metrics, "roofline_bound_s");
+  if (latency) evidence["latency_s"] = *latency;
+  if (latency && bound_s && *bound_s > 0) {
+    analysis.headroom = *latency / *bound_s;
+    evidence["roofline_bound_s"] = *bound_s;
+    evidence["headroom"] = analysis.headroom;
+  }
+
+  auto add = [&](Finding finding) { analysis.findings.push_back(std::move(finding)); };
+
+  // At the roofline: nothing any action can buy beyond the remaining headroom.
+  if (analysis.headroom > 0 && analysis.headroom <= t.at_roofline_headroom) {
+    analysis.at_roofline = true;
+    add({"at_roofline",
+         format("latency is %.2fx the roofline bound (threshold %.2fx)", analysis.headroom, t.at_roofline_headroom),
+         {{"headroom", analysis.headroom}, {"threshold", t.at_roofline_headroom}},
+         "stop",
+         {},
+         0});
+  }
+
+  if (profile.is_object()) {
+    double busiest_compute = 0;
+    std::string busiest_engine;
+    Json engines = Json::object();
+    for (const char* engine : kComputeEngines) {
+      const auto active = number(profile, std::string(engine) + "_engine_active_time_percent");
+      if (!active) continue;
+      engines[engine] = *active;
+      if (*active > busiest_compute) busiest_compute = *active, busiest_engine = engine;
+    }
+    const double dma_active = number(profile, "dma_active_time_percent").value_or(0);
+    const double overlap = number(profile, "dma_compute_overlap_percent").value_or(0);
+    const auto mfu = number(profile, "mfu_estimated_percent");
+    evidence["engine_active_percent"] = engines;
+    evidence["dma_active_time_percent"] = dma_active;
+    evidence["dma_compute_overlap_percent"] = overlap;
+    if (mfu) evidence["mfu_estimated_percent"] = *mfu;
+
+    const auto launch = number(facts, "kernel_launch_s");
+    if (latency && launch && *latency <= *launch * t.fixed_overhead_factor) {
+      analysis.bound = "fixed_overhead";
+      add({"fixed_overhead",
+           format("latency %.3g s is within %.2fx of the kernel launch floor %.3g s", *latency, t.fixed_overhead_factor,
+                  *launch),
+           {{"latency_s", *latency}, {"kernel_launch_s", *launch}},
+           "stop",
+           {},
+           0});
+    } else if (busiest_compute >= t.busy_percent && busiest_compute >= dma_active) {
+      analysis.bound = "compute";
+    } else if (dma_active >= t.busy_percent) {
+      analysis.bound = "memory";
+    } else if (busiest_compute < t.busy_percent && dma_active < t.busy_percent) {
+      analysis.bound = "dependency";
+    }
+
+    if (mfu && *mfu >= t.high_mfu_percent && busiest_engine == "tensor") {
+      add({"compute_bound_high_mfu",
+           format("tensor engine %.0f%% active at %.1f%% MFU (threshold %.0f%%)", busiest_compute, *mfu,
+                  t.high_mfu_percent),
+           {{"mfu_estimated_percent", *mfu}, {"tensor_engine_active_time_percent", busiest_compute}},
+           "stop",
+           {},
+           0});
+    }
+
+    // Repeated loads: more HBM traffic than the compulsory minimum means the
+    // same data is fetched again and again (low arithmetic intensity); only a
+    // different structure (hoisting, blocking) removes that.
+    const auto read_bytes = number(profile, "hbm_read_bytes");
+    const auto write_bytes = number(profile, "hbm_write_bytes");
+    const auto compulsory = number(metrics, "compulsory_bytes");
+    if (read_bytes && compulsory && *compulsory > 0) {
+      const double traffic = *read_bytes + write_bytes.value_or(0);
+      const double ratio = traffic / *compulsory;
+      evidence["hbm_traffic_ratio"] = ratio;
+      if (ratio >= t.repeated_traffic_ratio) {
+        const double gain = (dma_active / 100.0) * (1.0 - 1.0 / ratio);
+        add({"repeated_loads",
+             format("HBM traffic is %.1fx the compulsory bytes (DMA %.0f%% active): data is reloaded", ratio,
+                    dma_active),
+             {{"hbm_read_bytes", *read_bytes},
+              {"hbm_write_bytes", write_bytes.value_or(0)},
+              {"compulsory_bytes", *compulsory},
+              {"traffic_ratio", ratio},
+              {"dma_active_time_percent", dma_active}},
+             "structural",
+             {},
+             gain});
+      }
+    }
+
+    // DMA-bound without overlap: rotating buffers let the next tile's load
+    // run under the current tile's compute.
+    if (dma_active >= t.busy_percent && overlap < t.poor_overlap_percent) {
+      const double hidden = std::min(dma_active, busiest_compute) / 100.0 * (1.0 - overlap / 100.0);
+      add({"dma_bound_no_overlap",
+           format("DMA %.0f%% active but only %.0f%% overlapped with compute (busiest engine %.0f%%)", dma_active,
+                  overlap, busiest_compute),
+           {{"dma_active_time_percent", dma_active},
+            {"dma_compute_overlap_percent", overlap},
+            {"busiest_compute_engine_percent", busiest_compute}},
+           "raise",
+           {kRolePipelineDepth},
+           std::max(hidden, 0.05)});
+    }
+
+    // Small transfers: each DMA pays a fixed cost; efficiency follows
+    // b / (b + 768 B) per partition (NEURONCORE.md).
+    const auto average_bytes = number(profile, "dma_transfer_average_bytes");
+    const auto transfers = number(profile, "dma_transfer_count");
+    if (average_bytes && transfers && *transfers > 0) {
+      const double partitions = number(facts, "partitions").value_or(128);
+      const double per_partition = number(profile, "dma_transfer_average_bytes_per_partition")
+                                       .value_or(*average_bytes / partitions);
+      evidence["dma_bytes_per_partition"] = per_partition;
+      if (per_partition < t.efficient_dma_bytes_per_partition) {
+        const double overhead = t.dma_half_efficiency_bytes / (per_partition + t.dma_half_efficiency_bytes);
+        add({"small_transfers",
+             format("%.0f DMA transfers averaging %.0f B per partition (efficient from %.0f B)", *transfers,
+                    per_partition, t.efficient_dma_bytes_per_partition),
+             {{"dma_transfer_count", *transfers},
+              {"dma_transfer_average_bytes", *average_bytes},
+              {"bytes_per_partition", per_partition},
+              {"dma_efficiency", 1.0 - overhead}},
+             "raise",
+             {kRoleTile, kRoleUnroll, kRoleBlock},
+             (dma_active / 100.0) * overhead});
+      }
+    }
+
+    // Small instructions: every instruction pays a fixed start-up (64-cycle
+    // minimum, ~60 cycles SBUF access); larger tiles or unrolling amortise it.
+    double instructions = 0;
+    for (const auto& [key, value] : profile.items())
+      if (value.is_number() && key.size() > 18 && key.rfind("_instruction_count") == key.size() - 18 &&
+          key.rfind("dma", 0) != 0)
+        instructions += value.get<double>();
+    if (instructions == 0) instructions = number(profile, "instruction_count").value_or(0);
+    if (latency && instructions > 0) {
+      double busy_s = 0;
+      for (const char* engine : kComputeEngines)
+        busy_s += number(profile, std::string(engine) + "_engine_active_time_percent").value_or(0) / 100.0 * *latency;
+      const double clock = number(facts, "engine_clock_hz").value_or(1.4e9);
+      const double cycles_per_instruction = busy_s * clock / instructions;
+      evidence["compute_instructions"] = instructions;
+      evidence["busy_cycles_per_instruction"] = cycles_per_instruction;
+      if (cycles_per_instruction < t.small_instruction_cycles) {
+        const double fixed = std::min(1.0, 160.0 / std::max(cycles_per_instruction, 1.0));
+        add({"small_instructions",
+             format("%.0f compute instructions averaging %.0f busy cycles (small below %.0f)", instructions,
+                    cycles_per_instruction, t.small_instruction_cycles),
+             {{"instructions", instructions}, {"busy_cycles_per_instruction", cycles_per_instruction}},
+             "raise",
+             {kRoleTile, kRoleUnroll},
+             0.5 * fixed * busiest_compute / 100.0});
+      }
+    }
+
+    // Engines mostly idle and DMA idle too: time goes into dependency waits;
+    // more buffers and unrolling let independent work interleave.
+    if (analysis.bound == "dependency") {
+      add({"dependency_stalls",
+           format("no engine is busy (busiest compute %.0f%%, DMA %.0f%%): waiting on dependencies", busiest_compute,
+                  dma_active),
+           {{"busiest_compute_engine_percent", busiest_compute}, {"dma_active_time_percent", dma_active}},
+           "raise",
+           {kRolePipelineDepth, kRoleUnroll},
+           0.5 * (1.0 - std::max(busiest_compute, dma_active) / 100.0)});
+    }
+
+    // A non-tensor compute engine is the bottleneck: less work on it needs a
+    // different structure (fused instructions), not other parameters.
+    if (analysis.bound == "compute" && busiest_engine != "tensor" && analysis.headroom > t.at_roofline_headroom) {
+      add({"engine_bound",
+           "the " + busiest_engine + " engine is " +
+               format("%.0f%% active, %.1fx from the roofline", busiest_compute, analysis.headroom),
+           {{"engine", busiest_engine}, {"active_percent", busiest_compute}, {"headroom", analysis.headroom}},
+           "structural",
+           {},
+           0.5 * (1.0 - 1.0 / analysis.headroom)});
+    }
+
+    const auto sbuf_peak = number(profile, "sbuf_peak_bytes_per_partition");
+    const auto sbuf_usable = number(facts, "sbuf_usable_bytes_per_partition");
+    if (sbuf_peak && sbuf_usable && *sbuf_usable > 0) {
+      const double fraction = *sbuf_peak / *sbuf_usable;
+      evidence["sbuf_fraction"] = fraction;
+      if (fraction >= t.sbuf_pressure_fraction)
+        add({"sbuf_pressure",
+             format("SBUF %.0f%% full at peak (%.0f of %.0f B per partition): little room for larger tiles or deeper "
+                    "pipelines",
+                    fraction * 100, *sbuf_peak, *sbuf_usable),
+             {{"sbuf_peak_bytes_per_partition", *sbuf_peak}, {"sbuf_usable_bytes_per_partition", *sbuf_usable}},
+             "none",
+             {},
+             0});
+    }
+  }
+
+  // Strongest first: stops before everything, then by expected gain.
+  std::stable_sort(analysis.findings.begin(), analysis.findings.end(), [](const Finding& a, const Finding& b) {
+    const bool stop_a = a.action == "stop", stop_b = b.action == "stop";
+    if (stop_a != stop_b) return stop_a;
+    return a.expected_gain > b.expected_gain;
+  });
+  for (auto& finding : analysis.findings)
+    if (finding.action != "stop" && finding.action != "none" && finding.expected_gain < t.min_expected_gain)
+      finding.action = "none";
+
+  SkillResult<Analysis> out;
+  out.result = analysis;
+  auto& decision = out.decision;
+  decision.action = analysis.findings.empty() ? "no_findings" : "findings:" + analysis.findings.front().kind;
+  decision.inputs = {{"candidate", request.candidate.key()}};
+  decision.evidence = evidence;
+  decision.evidence["bound"] = analysis.bound;
+  Json findings = Json::array();
+  for (const auto& f : analysis.findings) findings.push_back(f);
+  decision.alternatives = findings;
+  std::string rationale = "bound: " + analysis.bound;
+  for (const auto& f : analysis.findings) rationale += "; " + f.kind + " (" + f.summary + ")";
+  if (!profile.is_object()) rationale += "; the target gives no profile, so only the metrics were read";
+  decision.rationale = rationale;
+  return out;
+}
+
+}  // namespace autotune::skills

@@ -1,0 +1,51 @@
+#include "skills/skill.hpp"
+
+namespace autotune::skills {
+
+void to_json(Json& out, const Finding& finding) {
+  out = Json{{"kind", finding.kind},
+             {"summary", finding.summary},
+             {"evidence", finding.evidence},
+             {"action", finding.action},
+             {"roles", finding.roles},
+             {"expected_gain", finding.expected_gain}};
+}
+
+void from_json(const Json& in, Finding& finding) {
+  finding.kind = in.at("kind").get<std::string>();
+  finding.summary = in.value("summary", "");
+  finding.evidence = in.value("evidence", Json::object());
+  finding.action = in.value("action", "none");
+  finding.roles = in.value("roles", std::vector<std::string>{});
+  finding.expected_gain = in.value("expected_gain", 0.0);
+}
+
+void to_json(Json& out, const Analysis& analysis) {
+  out = Json{{"bound", analysis.bound},
+             {"findings", analysis.findings},
+             {"at_roofline", analysis.at_roofline},
+             {"headroom", analysis.headroom}};
+}
+
+void from_json(const Json& in, Analysis& analysis) {
+  analysis.bound = in.value("bound", "unknown");
+  analysis.findings = in.value("findings", std::vector<Finding>{});
+  analysis.at_roofline = in.value("at_roofline", false);
+  analysis.headroom = in.value("headroom", 0.0);
+}
+
+void to_json(Json& out, const Idea& idea) {
+  Json region = Json::object();
+  for (const auto& [name, values] : idea.region) {
+    Json list = Json::array();
+    for (const auto& v : values) list.push_back(search::to_json(v));
+    region[name] = list;
+  }
+  Json probes = Json::array();
+  for (const auto& p : idea.probes) probes.push_back({{"variant", p.variant}, {"params", p.params}});
+  out = Json{{"id", idea.id},         {"kind", idea.kind},           {"variant", idea.variant},
+             {"region", region},      {"probes", probes},            {"finding", idea.finding},
+             {"rationale", idea.rationale}, {"expected_gain", idea.expected_gain}};
+}
+
+}  // namespace autotune::skills

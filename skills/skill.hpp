@@ -1,0 +1,172 @@
+#pragma once
+// The skill interface (DESIGN.md, "The four skills").
+//
+// A skill takes a typed request and returns a typed result plus a decision
+// record: what it chose, from which alternatives, on which evidence. The
+// orchestrator writes the record to the decision log and never reaches inside
+// a skill. Each role (analyzer, generator, explorer, runner) is its own small
+// interface; the built-ins implement them, and a plugin skill (an external
+// program speaking JSON lines) implements the same interface by converting
+// the request and result to and from JSON (skills/plugin/), so it can replace
+// a built-in or follow it without the loop changing.
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "search/strategy.hpp"
+#include "skills/candidate.hpp"
+#include "skills/variant_catalog.hpp"
+
+namespace autotune::skills {
+
+// Skill names as they appear in the decision log.
+inline constexpr const char* kProfileAnalyzer = "profile_analyzer";
+inline constexpr const char* kKernelGenerator = "kernel_generator";
+inline constexpr const char* kParamExplorer = "param_explorer";
+inline constexpr const char* kBenchmarkRunner = "benchmark_runner";
+
+struct SkillDecision {
+  std::string action;
+  std::string proposer = "rules";
+  Json inputs = Json::object();
+  Json evidence = Json::object();
+  Json alternatives = Json::array();
+  std::string rationale;
+  std::string outcome;
+};
+
+template <class Result>
+struct SkillResult {
+  Result result;
+  SkillDecision decision;
+};
+
+class Skill {
+ public:
+  virtual ~Skill() = default;
+  virtual std::string name() const = 0;  // one of the k* names above, or a plugin's name
+};
+
+// --- Profile Analyzer --------------------------------------------------------
+
+// One observation about a measured candidate, with the numbers behind it and
+// the action it suggests. Actions:
+//   "raise"       raise the parameters playing `roles` (e.g. pipeline_depth)
+//   "structural"  another structural variant (less traffic, fused work)
+//   "stop"        nothing left worth trying (at the roofline, high MFU)
+//   "none"        informative only (e.g. SBUF pressure limits raising)
+struct Finding {
+  std::string kind;
+  std::string summary;  // one line, with the numbers
+  Json evidence = Json::object();
+  std::string action = "none";
+  std::vector<std::string> roles;
+  // Estimated fraction of the latency the action could remove; ranks findings.
+  double expected_gain = 0;
+};
+void to_json(Json& out, const Finding& finding);
+void from_json(const Json& in, Finding& finding);
+
+struct AnalysisRequest {
+  Candidate candidate;
+  Json metrics = Json::object();
+  Json profile;  // summary; null when the target gives none
+  Json target_facts = Json::object();
+};
+
+struct Analysis {
+  std::string bound;  // compute | memory | fixed_overhead | dependency | unknown
+  std::vector<Finding> findings;  // strongest first
+  bool at_roofline = false;
+  double headroom = 0;  // latency / roofline bound (1 = at the bound); 0 when unknown
+};
+void to_json(Json& out, const Analysis& analysis);
+void from_json(const Json& in, Analysis& analysis);
+
+class AnalyzerSkill : public Skill {
+ public:
+  virtual SkillResult<Analysis> analyze(const AnalysisRequest& request) = 0;
+};
+
+// --- Kernel Generator --------------------------------------------------------
+
+// A candidate variant and the region of its space worth searching next.
+struct Idea {
+  std::string id;    // stable key; an idea is tried at most once per run
+  std::string kind;  // "raise", "structural", "explore"
+  std::string variant;
+  // Parameter -> values to search; parameters not listed keep their domain.
+  std::map<std::string, std::vector<search::ParamValue>> region;
+  // Specific candidates to measure first (structural probes).
+  std::vector<Candidate> probes;
+  std::string finding;  // the finding kind it answers ("" for exploration)
+  std::string rationale;
+  double expected_gain = 0;
+};
+void to_json(Json& out, const Idea& idea);
+
+struct GenerationRequest {
+  const VariantCatalog* catalog = nullptr;
+  Candidate best;
+  Json best_metrics = Json::object();
+  Analysis analysis;
+  std::set<std::string> tried_ideas;
+  std::set<std::string> measured_variants;  // variants with at least one measurement
+};
+
+struct Generation {
+  std::vector<Idea> ideas;  // best first; empty when nothing is left
+};
+
+class GeneratorSkill : public Skill {
+ public:
+  virtual SkillResult<Generation> generate(const GenerationRequest& request) = 0;
+};
+
+// --- Param Explorer ----------------------------------------------------------
+
+struct ExplorationRequest {
+  const VariantSpace* variant = nullptr;
+  std::shared_ptr<const search::SearchSpace> region;
+  std::vector<Candidate> probes;  // measured first, before the strategy
+  std::string strategy;
+  Json strategy_options = Json::object();
+  std::uint64_t seed = 0;
+  int budget = 0;      // evaluations at most
+  int batch_size = 1;  // candidates per ask
+  // Earlier measurements of this variant (warm start; never re-proposed).
+  std::vector<search::Observation> known;
+};
+
+struct ExplorationPlan {
+  std::string strategy;  // the one actually used (may differ from the goal's, see rationale)
+  int budget = 0;
+  std::uint64_t region_size = 0;
+};
+
+// Measures candidates and returns, per candidate in order, the objective
+// value (minimised) or the failure reason.
+using MeasureBatch = std::function<std::vector<search::Observation>(const std::vector<Candidate>&)>;
+
+struct Exploration {
+  int evaluations = 0;  // candidates handed to the runner
+  std::optional<Candidate> best;
+  std::optional<double> best_value;
+  std::string stop_reason;
+};
+
+class ExplorerSkill : public Skill {
+ public:
+  // Decides how to search (strategy, budget); the orchestrator logs the
+  // decision before any trial it leads to.
+  virtual SkillResult<ExplorationPlan> plan(const ExplorationRequest& request) = 0;
+  // Runs the plan. `should_stop` is checked between batches (goal met, wall
+  // time spent).
+  virtual Exploration explore(const ExplorationRequest& request, const ExplorationPlan& plan,
+                              const MeasureBatch& measure, const std::function<bool()>& should_stop) = 0;
+};
+
+}  // namespace autotune::skills
