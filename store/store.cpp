@@ -1,0 +1,30 @@
+#include "store/store.hpp"
+
+#include <cstdlib>
+
+#include "store/sqlite_store.hpp"
+
+namespace autotune::store {
+
+std::optional<Trial> Store::best_trial(int64_t run, const Ranking& ranking) {
+  auto best = trials(run, 1, ranking);
+  if (best.empty()) return std::nullopt;
+  return best.front();
+}
+
+std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode) {
+  if (path == ":memory:") return std::make_unique<MemoryStore>();
+  return std::make_unique<SqliteStore>(path, mode);
+}
+
+std::string resolve_database_path(const std::optional<std::string>& flag, const char* environment) {
+  if (flag && !flag->empty()) return *flag;
+  if (environment != nullptr && *environment != '\0') return environment;
+  return "autotune.db";
+}
+
+std::string resolve_database_path(const std::optional<std::string>& flag) {
+  return resolve_database_path(flag, std::getenv("AUTOTUNE_DB"));
+}
+
+}  // namespace autotune::store
