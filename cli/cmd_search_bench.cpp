@@ -1,0 +1,190 @@
+// autotune search-bench: run a search strategy against recorded, brute-forced
+// tuning spaces (Kernel Tuner cachefiles) and write or score the traces.
+//
+//   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto --repeats R
+//                         [--seed S] [--batch K] [--options JSON] [--json OUT]
+//   autotune search-bench CACHEFILE... --score TRACES.json
+//
+// Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
+// objective of every evaluation in order, null for a failed configuration.
+// Repeat r uses seed S + r. `--budget auto` runs each file for its B(0.95)
+// capped at 300, the largest budget its score looks at.
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "cli/command.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "search/search_loop.hpp"
+
+namespace autotune::cli {
+
+namespace {
+
+struct SearchBenchArguments {
+  std::vector<std::string> cachefiles;
+  std::string strategy;
+  std::string budget;
+  int repeats = 0;
+  std::uint64_t seed = 1;
+  std::size_t batch = 1;
+  std::string options = "{}";
+  std::string json_out;
+  std::string score_file;
+};
+
+std::size_t parse_budget(const std::string& text, const search::SpaceScoring& scoring) {
+  if (text == "auto") return scoring.capped_budget(0.95);
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || used == 0) throw UserError("--budget '" + text + "': expected a positive integer or 'auto'");
+  if (value < 1) throw UserError("--budget " + text + ": the budget must be at least 1 evaluation");
+  return static_cast<std::size_t>(value);
+}
+
+void print_scores(const std::vector<std::string>& names, const std::vector<search::SpaceScore>& scores,
+                  const std::string& heading) {
+  std::cout << heading << "\n";
+  std::cout << std::left << std::setw(28) << "space" << std::right << std::setw(14) << "B(0.01..0.95)"
+            << std::setw(9) << "score" << std::setw(22) << "median best/optimum\n";
+  std::vector<double> fractions;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::ostringstream window;
+    window << scores[i].low_budget << ".." << scores[i].high_budget;
+    std::cout << std::left << std::setw(28) << names[i] << std::right << std::setw(14) << window.str() << std::fixed
+              << std::setprecision(3) << std::setw(9) << scores[i].score << std::setw(21)
+              << scores[i].median_fraction_of_optimum << "\n";
+    fractions.push_back(scores[i].median_fraction_of_optimum);
+  }
+  std::sort(fractions.begin(), fractions.end());
+  const double median_fraction = fractions.size() % 2 ? fractions[fractions.size() / 2]
+                                                      : 0.5 * (fractions[fractions.size() / 2 - 1] + fractions[fractions.size() / 2]);
+  std::cout << std::left << std::setw(28) << "overall (mean / median)" << std::right << std::setw(14) << ""
+            << std::setw(9) << search::mean_score(scores) << std::setw(21) << median_fraction << "\n";
+}
+
+std::vector<search::Trace> traces_from_json(const nlohmann::json& runs, const std::string& where) {
+  if (!runs.is_array()) throw UserError(where + ": expected a list of runs");
+  std::vector<search::Trace> out;
+  for (const auto& run : runs) {
+    if (!run.is_array()) throw UserError(where + ": each run must be a list of values");
+    search::Trace trace;
+    for (const auto& v : run) {
+      if (v.is_null()) trace.emplace_back();
+      else if (v.is_number()) trace.emplace_back(v.get<double>());
+      else throw UserError(where + ": '" + v.dump() + "' is neither a number nor null");
+    }
+    out.push_back(std::move(trace));
+  }
+  if (out.empty()) throw UserError(where + ": no run");
+  return out;
+}
+
+int run_search_bench(const SearchBenchArguments& args) {
+  if (args.cachefiles.empty()) throw UserError("search-bench: no CACHEFILE given");
+  std::vector<search::ReplayTarget> targets;
+  std::map<std::string, std::size_t> by_name;
+  for (const auto& file : args.cachefiles) {
+    targets.push_back(search::ReplayTarget::load(file));
+    if (!by_name.emplace(targets.back().name(), targets.size() - 1).second)
+      throw UserError("search-bench: two cachefiles are both named '" + targets.back().name() + "' (parent-dir/stem)");
+  }
+
+  std::vector<std::string> names;
+  std::vector<search::SpaceScore> scores;
+  if (!args.score_file.empty()) {
+    std::ifstream in(args.score_file);
+    if (!in) throw UserError(args.score_file + ": trace file not found");
+    nlohmann::json document;
+    try {
+      document = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UserError(args.score_file + ": invalid JSON (" + e.what() + ")");
+    }
+    if (!document.is_object()) throw UserError(args.score_file + ": expected {\"<space>\": [[values...], ...]}");
+    for (const auto& target : targets) {
+      if (!document.contains(target.name()))
+        throw UserError(args.score_file + ": no traces for '" + target.name() + "'");
+      const auto traces = traces_from_json(document.at(target.name()), args.score_file + ": " + target.name());
+      names.push_back(target.name());
+      scores.push_back(search::SpaceScoring(target.valid_values()).score(traces));
+    }
+    print_scores(names, scores, "traces " + args.score_file);
+    return 0;
+  }
+
+  if (args.strategy.empty()) throw UserError("search-bench: --strategy is required (accepted: " +
+                                             search::strategy_registry().joined_names() + ")");
+  search::strategy_registry().get(args.strategy);  // unknown name: one clear line before any work
+  if (args.budget.empty()) throw UserError("search-bench: --budget is required (a positive integer or 'auto')");
+  if (args.repeats < 1) throw UserError("search-bench: --repeats must be at least 1");
+  if (args.batch < 1) throw UserError("search-bench: --batch must be at least 1");
+  nlohmann::json options;
+  try {
+    options = nlohmann::json::parse(args.options);
+  } catch (const nlohmann::json::parse_error&) {
+    throw UserError("search-bench: --options '" + args.options + "' is not JSON");
+  }
+  // Validate the budget and the options before the first run.
+  for (const auto& target : targets) parse_budget(args.budget, search::SpaceScoring(target.valid_values()));
+  search::make_strategy(args.strategy, targets.front().space(), args.seed, options);
+
+  nlohmann::json traces_json = nlohmann::json::object();
+  for (const auto& target : targets) {
+    const search::SpaceScoring scoring(target.valid_values());
+    const std::size_t budget = parse_budget(args.budget, scoring);
+    std::vector<search::Trace> traces;
+    nlohmann::json runs = nlohmann::json::array();
+    for (int r = 0; r < args.repeats; ++r) {
+      log::info("search-bench: " + target.name() + " repeat " + std::to_string(r + 1) + "/" +
+                std::to_string(args.repeats) + ", budget " + std::to_string(budget));
+      traces.push_back(search::replay_trace(target, args.strategy, args.seed + static_cast<std::uint64_t>(r), budget,
+                                            options, args.batch));
+      nlohmann::json run = nlohmann::json::array();
+      for (const auto& v : traces.back()) run.push_back(v ? nlohmann::json(*v) : nlohmann::json());
+      runs.push_back(std::move(run));
+    }
+    traces_json[target.name()] = std::move(runs);
+    names.push_back(target.name());
+    scores.push_back(scoring.score(traces));
+  }
+  if (!args.json_out.empty()) {
+    std::ofstream out(args.json_out);
+    if (!out) throw UserError(args.json_out + ": cannot write");
+    out << traces_json.dump() << "\n";
+    return 0;
+  }
+  print_scores(names, scores,
+               "strategy " + args.strategy + ", budget " + args.budget + ", " + std::to_string(args.repeats) +
+                   " repeats, seeds " + std::to_string(args.seed) + ".." +
+                   std::to_string(args.seed + static_cast<std::uint64_t>(args.repeats) - 1));
+  return 0;
+}
+
+const CommandRegistration registration(
+    "search-bench", "Run a search strategy against recorded tuning spaces (Kernel Tuner cachefiles)",
+    [](CLI::App& app) -> CommandAction {
+      auto args = std::make_shared<SearchBenchArguments>();
+      app.add_option("cachefiles", args->cachefiles, "Kernel Tuner cachefiles (JSON)")->required();
+      app.add_option("--strategy", args->strategy, "Strategy name (grid, random, bayes, annealing, ...)");
+      app.add_option("--budget", args->budget, "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
+      app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...)");
+      app.add_option("--seed", args->seed, "First seed (default 1)");
+      app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
+      app.add_option("--options", args->options, "Strategy options as a JSON object");
+      app.add_option("--json", args->json_out, "Write the traces to this file instead of printing scores");
+      app.add_option("--score", args->score_file, "Score a trace file (same format as --json) instead of running");
+      return [args] { return run_search_bench(*args); };
+    });
+
+}  // namespace
+
+}  // namespace autotune::cli

@@ -1,0 +1,370 @@
+// bayes: Bayesian optimisation with a Gaussian-process surrogate.
+//
+//  - Objective model: GP (Matérn 5/2, ARD, gaussian_process.hpp) on the
+//    successful observations, inputs encoded per parameter kind
+//    (SearchSpace::encode), targets log-transformed when all values observed
+//    are positive, then standardised. Hyperparameters are refitted when the
+//    data grew by `refit_growth` (relative) since the last fit; in between the
+//    GP is only refactorised.
+//  - Failures: a kernel-smoothed feasibility estimate
+//      p(x) = (c p0 + sum_ok k(x, x_i)) / (c + sum_all k(x, x_i))
+//    over all observations with the GP's length scales (p0: observed success
+//    rate, c: prior weight 0.5). The acquisition is EI(x) * p(x), so the
+//    region of a failure is avoided, and a failure costs one evaluation.
+//  - Acquisition: expected improvement (xi in standardised units) maximised
+//    over the unseen configurations: all of them when at most
+//    `exhaustive_limit` remain, otherwise `candidates` uniform random ones
+//    plus greedy neighbour-move hill climbs from the `local_starts` best of
+//    them and from the best observations.
+//  - Initial design: `initial` configurations chosen greedily to maximise
+//    the minimum encoded distance to everything chosen so far (maximin) from
+//    a random pool, the first one random.
+//  - Batches (and configurations still being measured): each chosen
+//    configuration joins the data with a believed value, the GP mean
+//    (`batch: "believer"`, kriging believer) or the best value seen
+//    (`batch: "liar"`, constant liar), before the next one is chosen.
+//
+// Options: initial (6), exhaustive_limit (2000), candidates (1000),
+// local_starts (8), local_steps (8), xi (0.01), batch ("believer"),
+// fit_iterations (40), refit_growth (0.1).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "search/gaussian_process.hpp"
+#include "search/indexed_strategy.hpp"
+
+namespace autotune::search {
+
+namespace {
+
+struct BayesOptions {
+  int initial = 6;
+  std::size_t exhaustive_limit = 2000;
+  std::size_t candidates = 1000;
+  int local_starts = 8;
+  int local_steps = 8;
+  double xi = 0.01;
+  bool believer = true;
+  int fit_iterations = 40;
+  double refit_growth = 0.1;
+};
+
+constexpr double kFeasibilityPriorWeight = 0.5;
+
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+double normal_pdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI); }
+
+class BayesStrategy final : public IndexedStrategy {
+ public:
+  BayesStrategy(const SearchSpace& space, std::uint64_t seed, BayesOptions options)
+      : IndexedStrategy(space, seed, "bayes"), options_(options), gp_(std::max(1, space.encoded_dimension())) {}
+
+ private:
+  std::vector<std::uint64_t> propose(std::size_t k) override {
+    std::vector<std::uint64_t> chosen;
+    std::size_t successes = 0;
+    for (const auto& o : history()) successes += o.value.has_value();
+    if (history().size() + pending_.size() < static_cast<std::size_t>(options_.initial) || successes < 2 ||
+        space_.encoded_dimension() == 0) {
+      chosen = design(k);
+    } else {
+      chosen = model_based(k);
+    }
+    for (std::uint64_t index : chosen) pending_.insert(index);
+    return chosen;
+  }
+
+  void observed(const std::vector<IndexedObservation>& batch) override {
+    for (const auto& o : batch) pending_.erase(o.index);
+  }
+
+  Eigen::MatrixXd encode(const std::vector<std::uint64_t>& indices) const {
+    Eigen::MatrixXd out(static_cast<Eigen::Index>(indices.size()), std::max(1, space_.encoded_dimension()));
+    out.setZero();
+    if (space_.encoded_dimension() == 0) return out;
+    Eigen::VectorXd row(space_.encoded_dimension());
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      space_.encode_index(indices[i], row);
+      out.row(static_cast<Eigen::Index>(i)) = row.transpose();
+    }
+    return out;
+  }
+
+  // Distinct unseen indices not in `exclude`, uniformly at random.
+  std::vector<std::uint64_t> random_candidates(std::size_t count, const std::unordered_set<std::uint64_t>& exclude) {
+    std::vector<std::uint64_t> out;
+    std::unordered_set<std::uint64_t> taken(exclude);
+    const std::uint64_t available = space_.size() - seen_count();
+    std::size_t attempts = 0;
+    while (out.size() < count && out.size() < available && attempts++ < count * 20) {
+      const auto index = random_unseen();
+      if (!index) break;
+      if (taken.insert(*index).second) out.push_back(*index);
+    }
+    return out;
+  }
+
+  std::vector<std::uint64_t> design(std::size_t k) {
+    std::vector<std::uint64_t> existing;
+    for (const auto& o : history()) existing.push_back(o.index);
+    existing.insert(existing.end(), pending_.begin(), pending_.end());
+    std::vector<std::uint64_t> pool = random_candidates(std::max<std::size_t>(64, 16 * k), {});
+    if (pool.empty()) return {};
+    const Eigen::MatrixXd pool_x = encode(pool);
+    Eigen::VectorXd nearest = Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
+    const auto account = [&](const Eigen::VectorXd& point) {
+      nearest = nearest.cwiseMin((pool_x.rowwise() - point.transpose()).rowwise().squaredNorm());
+    };
+    if (!existing.empty()) {
+      const Eigen::MatrixXd existing_x = encode(existing);
+      for (Eigen::Index i = 0; i < existing_x.rows(); ++i) account(existing_x.row(i).transpose());
+    }
+    std::vector<std::uint64_t> out;
+    std::vector<bool> used(pool.size(), false);
+    while (out.size() < k && out.size() < pool.size()) {
+      Eigen::Index pick = 0;
+      if (existing.empty() && out.empty()) {
+        pick = 0;  // the pool is random: its first member is a random start
+      } else {
+        double best = -1;
+        for (Eigen::Index i = 0; i < pool_x.rows(); ++i)
+          if (!used[i] && nearest[i] > best) {
+            best = nearest[i];
+            pick = i;
+          }
+      }
+      used[pick] = true;
+      out.push_back(pool[pick]);
+      account(pool_x.row(pick).transpose());
+    }
+    return out;
+  }
+
+  struct Model {
+    bool log_scale = true;
+    double y_mean = 0, y_scale = 1, best = 0;  // best in standardised units
+    Eigen::MatrixXd ok_x, all_x;
+    double success_rate = 1;
+    bool has_failures = false;
+  };
+
+  double transform(double v, const Model& m) const {
+    return ((m.log_scale ? std::log(v) : v) - m.y_mean) / m.y_scale;
+  }
+
+  Model build_model() {
+    Model m;
+    std::vector<std::uint64_t> ok, all;
+    std::vector<double> values;
+    for (const auto& o : history()) {
+      all.push_back(o.index);
+      if (!o.value) continue;
+      ok.push_back(o.index);
+      values.push_back(*o.value);
+    }
+    m.log_scale = *std::min_element(values.begin(), values.end()) > 0;
+    Eigen::VectorXd y(static_cast<Eigen::Index>(values.size()));
+    for (std::size_t i = 0; i < values.size(); ++i) y[i] = m.log_scale ? std::log(values[i]) : values[i];
+    m.y_mean = y.mean();
+    const double spread = std::sqrt((y.array() - m.y_mean).square().mean());
+    m.y_scale = spread > 1e-12 ? spread : 1.0;
+    y = (y.array() - m.y_mean) / m.y_scale;
+    m.best = y.minCoeff();
+    m.ok_x = encode(ok);
+    m.all_x = encode(all);
+    m.has_failures = ok.size() < all.size();
+    m.success_rate = static_cast<double>(ok.size()) / static_cast<double>(all.size());
+
+    gp_.set_data(m.ok_x, y);
+    const std::size_t n = ok.size();
+    if (last_fit_size_ == 0 || static_cast<double>(n) >= static_cast<double>(last_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
+      gp_.fit(options_.fit_iterations, /*also_from_default=*/true);
+      last_fit_size_ = n;
+    } else {
+      gp_.factorize();
+    }
+    data_x_ = m.ok_x;
+    data_y_ = y;
+    return m;
+  }
+
+  // Adds a believed observation at `x` (then refactorises).
+  void believe(const Eigen::MatrixXd& x, const Model& m) {
+    Eigen::VectorXd mean, variance;
+    gp_.predict(x, mean, variance);
+    const Eigen::Index n = data_x_.rows();
+    data_x_.conservativeResize(n + x.rows(), Eigen::NoChange);
+    data_x_.bottomRows(x.rows()) = x;
+    data_y_.conservativeResize(n + x.rows());
+    for (Eigen::Index i = 0; i < x.rows(); ++i) data_y_[n + i] = options_.believer ? mean[i] : m.best;
+    gp_.set_data(data_x_, data_y_);
+    gp_.factorize();
+  }
+
+  Eigen::VectorXd acquisition(const Eigen::MatrixXd& x, const Model& m) const {
+    Eigen::VectorXd mean, variance;
+    gp_.predict(x, mean, variance);
+    Eigen::VectorXd out(x.rows());
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+      const double sigma = std::sqrt(variance[i]);
+      const double gain = m.best - mean[i] - options_.xi;
+      const double z = gain / sigma;
+      out[i] = std::max(0.0, gain * normal_cdf(z) + sigma * normal_pdf(z));
+    }
+    if (m.has_failures) {
+      const Eigen::MatrixXd k_all = gp_.correlation(x, m.all_x);
+      const Eigen::MatrixXd k_ok = gp_.correlation(x, m.ok_x);
+      const double c = kFeasibilityPriorWeight;
+      for (Eigen::Index i = 0; i < x.rows(); ++i)
+        out[i] *= (c * m.success_rate + k_ok.row(i).sum()) / (c + k_all.row(i).sum());
+    }
+    return out;
+  }
+
+  std::vector<std::uint64_t> model_based(std::size_t k) {
+    const Model m = build_model();
+    if (!pending_.empty()) {
+      const std::vector<std::uint64_t> pending(pending_.begin(), pending_.end());
+      believe(encode(pending), m);
+    }
+    // Candidate set.
+    std::vector<std::uint64_t> candidates;
+    const std::uint64_t unseen = space_.size() - seen_count();
+    if (unseen <= options_.exhaustive_limit) {
+      for (std::uint64_t index = 0; index < space_.size(); ++index)
+        if (!seen(index)) candidates.push_back(index);
+    } else {
+      candidates = random_candidates(options_.candidates, {});
+    }
+    if (candidates.empty()) return {};
+    Eigen::MatrixXd x = encode(candidates);
+    Eigen::VectorXd score = acquisition(x, m);
+    if (unseen > options_.exhaustive_limit) refine_locally(candidates, x, score, m);
+
+    std::vector<std::uint64_t> chosen;
+    std::vector<bool> taken(candidates.size(), false);
+    while (chosen.size() < k && chosen.size() < candidates.size()) {
+      Eigen::Index pick = -1;
+      for (Eigen::Index i = 0; i < score.size(); ++i)
+        if (!taken[i] && (pick < 0 || score[i] > score[pick])) pick = i;
+      if (pick < 0) break;
+      taken[pick] = true;
+      chosen.push_back(candidates[pick]);
+      if (chosen.size() < k) {
+        believe(x.row(pick), m);
+        score = acquisition(x, m);
+      }
+    }
+    return chosen;
+  }
+
+  // Greedy neighbour moves from the best candidates and best observations;
+  // every configuration visited joins the candidate set.
+  void refine_locally(std::vector<std::uint64_t>& candidates, Eigen::MatrixXd& x, Eigen::VectorXd& score,
+                      const Model& m) {
+    std::unordered_map<std::uint64_t, double> known;
+    for (std::size_t i = 0; i < candidates.size(); ++i) known[candidates[i]] = score[static_cast<Eigen::Index>(i)];
+    std::vector<std::size_t> order(candidates.size());
+    std::iota(order.begin(), order.end(), 0);
+    const std::size_t starts = std::min<std::size_t>(options_.local_starts, order.size());
+    std::partial_sort(order.begin(), order.begin() + starts, order.end(),
+                      [&](std::size_t a, std::size_t b) { return score[a] > score[b]; });
+    struct Walker {
+      std::uint64_t at;
+      double value;
+      bool active = true;
+    };
+    std::vector<Walker> walkers;
+    for (std::size_t i = 0; i < starts; ++i) walkers.push_back({candidates[order[i]], score[order[i]]});
+    std::vector<std::pair<double, std::uint64_t>> best_observed;
+    for (const auto& o : history())
+      if (o.value) best_observed.push_back({*o.value, o.index});
+    std::sort(best_observed.begin(), best_observed.end());
+    for (std::size_t i = 0; i < best_observed.size() && i < 3; ++i)
+      walkers.push_back({best_observed[i].second, -1.0});
+
+    std::vector<std::uint64_t> added;
+    for (int step = 0; step < options_.local_steps; ++step) {
+      std::vector<std::uint64_t> fresh;
+      std::vector<std::vector<std::uint64_t>> options_of(walkers.size());
+      for (std::size_t w = 0; w < walkers.size(); ++w) {
+        if (!walkers[w].active) continue;
+        for (std::uint64_t n : space_.neighbour_indices(walkers[w].at)) {
+          if (seen(n) || pending_.count(n)) continue;
+          options_of[w].push_back(n);
+          if (!known.count(n)) {
+            known[n] = 0;
+            fresh.push_back(n);
+          }
+        }
+      }
+      if (!fresh.empty()) {
+        const Eigen::VectorXd fresh_score = acquisition(encode(fresh), m);
+        for (std::size_t i = 0; i < fresh.size(); ++i) known[fresh[i]] = fresh_score[static_cast<Eigen::Index>(i)];
+        added.insert(added.end(), fresh.begin(), fresh.end());
+      }
+      bool moved = false;
+      for (std::size_t w = 0; w < walkers.size(); ++w) {
+        if (!walkers[w].active) continue;
+        std::uint64_t best = walkers[w].at;
+        double best_value = walkers[w].value;
+        for (std::uint64_t n : options_of[w])
+          if (known[n] > best_value) {
+            best_value = known[n];
+            best = n;
+          }
+        if (best == walkers[w].at) {
+          walkers[w].active = false;
+        } else {
+          walkers[w] = {best, best_value};
+          moved = true;
+        }
+      }
+      if (!moved) break;
+    }
+    if (added.empty()) return;
+    const Eigen::Index old = x.rows();
+    candidates.insert(candidates.end(), added.begin(), added.end());
+    x.conservativeResize(static_cast<Eigen::Index>(candidates.size()), Eigen::NoChange);
+    x.bottomRows(static_cast<Eigen::Index>(added.size())) = encode(added);
+    score.conservativeResize(static_cast<Eigen::Index>(candidates.size()));
+    for (std::size_t i = 0; i < added.size(); ++i) score[old + static_cast<Eigen::Index>(i)] = known[added[i]];
+  }
+
+  BayesOptions options_;
+  GaussianProcess gp_;
+  std::size_t last_fit_size_ = 0;
+  std::unordered_set<std::uint64_t> pending_;
+  Eigen::MatrixXd data_x_;
+  Eigen::VectorXd data_y_;
+};
+
+const StrategyRegistration registration("bayes", [](const SearchSpace& space, std::uint64_t seed,
+                                                    StrategyOptions& options) -> std::unique_ptr<Strategy> {
+  BayesOptions o;
+  o.initial = options.get<int>("initial", o.initial, "an integer >= 1");
+  o.exhaustive_limit = options.get<std::size_t>("exhaustive_limit", o.exhaustive_limit, "an integer >= 0");
+  o.candidates = options.get<std::size_t>("candidates", o.candidates, "an integer >= 1");
+  o.local_starts = options.get<int>("local_starts", o.local_starts, "an integer >= 0");
+  o.local_steps = options.get<int>("local_steps", o.local_steps, "an integer >= 0");
+  o.xi = options.get<double>("xi", o.xi, "a number >= 0");
+  const auto batch = options.get<std::string>("batch", "believer", "\"believer\" or \"liar\"");
+  o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
+  o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
+  if (batch != "believer" && batch != "liar")
+    throw UserError("strategy 'bayes': option 'batch': '" + batch + "' is not accepted; accepted: believer, liar");
+  o.believer = batch == "believer";
+  if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
+      o.fit_iterations < 1 || !(o.refit_growth >= 0))
+    throw UserError("strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= 0, "
+                    "local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0");
+  return std::make_unique<BayesStrategy>(space, seed, o);
+});
+
+}  // namespace
+
+}  // namespace autotune::search

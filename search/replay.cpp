@@ -1,0 +1,151 @@
+#include "search/replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace autotune::search {
+
+namespace {
+
+[[noreturn]] void malformed(const std::filesystem::path& path, const std::string& what) {
+  throw UserError(path.string() + ": not a Kernel Tuner cachefile: " + what);
+}
+
+}  // namespace
+
+ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!std::filesystem::is_regular_file(path) || !in) throw UserError(path.string() + ": cachefile not found");
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    malformed(path, std::string("invalid JSON (") + e.what() + ")");
+  }
+  if (!document.is_object()) malformed(path, "expected a JSON object");
+  for (const char* key : {"tune_params_keys", "tune_params", "cache"})
+    if (!document.contains(key)) malformed(path, std::string("missing '") + key + "'");
+  const auto& keys = document.at("tune_params_keys");
+  const auto& tune_params = document.at("tune_params");
+  const auto& cache = document.at("cache");
+  if (!keys.is_array() || keys.empty()) malformed(path, "'tune_params_keys' must be a non-empty list of names");
+  if (!tune_params.is_object()) malformed(path, "'tune_params' must be an object of value lists");
+  if (!cache.is_object()) malformed(path, "'cache' must be an object of records");
+
+  ReplayTarget target;
+  target.name_ = path.parent_path().filename().string() + "/" + path.stem().string();
+  target.kernel_name_ = document.value("kernel_name", std::string());
+  target.device_name_ = document.value("device_name", std::string());
+  target.objective_ = document.contains("objective") && document.at("objective").is_string()
+                          ? document.at("objective").get<std::string>()
+                          : "time";
+
+  std::vector<ParameterSpec> parameters;
+  std::vector<std::string> names;
+  try {
+    for (const auto& key : keys) {
+      if (!key.is_string()) malformed(path, "'tune_params_keys' must list names");
+      const std::string name = key.get<std::string>();
+      if (!tune_params.contains(name) || !tune_params.at(name).is_array())
+        malformed(path, "'tune_params' has no value list for '" + name + "'");
+      std::vector<ParamValue> values;
+      for (const auto& v : tune_params.at(name)) values.push_back(param_value_from_json(v, "parameter '" + name + "'"));
+      parameters.push_back(ParameterSpec::ordered(name, std::move(values)));
+      names.push_back(name);
+    }
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    if (message.rfind(path.string(), 0) == 0) throw;
+    malformed(path, message);
+  }
+
+  std::vector<Positions> allowed;
+  std::vector<double> values;
+  std::vector<std::string> failures;
+  for (const auto& [key, record] : cache.items()) {
+    if (!record.is_object()) malformed(path, "cache record '" + key + "' is not an object");
+    Positions positions(names.size());
+    for (std::size_t p = 0; p < names.size(); ++p) {
+      if (!record.contains(names[p])) malformed(path, "cache record '" + key + "' has no value for '" + names[p] + "'");
+      const auto& raw = record.at(names[p]);
+      std::optional<std::uint32_t> position;
+      if (raw.is_number() || raw.is_string()) position = parameters[p].position(param_value_from_json(raw, names[p]));
+      if (!position)
+        malformed(path, "cache record '" + key + "': " + names[p] + " = " + raw.dump() + " is not in tune_params");
+      positions[p] = *position;
+    }
+    if (!record.contains(target.objective_))
+      malformed(path, "cache record '" + key + "' has no '" + target.objective_ + "'");
+    const auto& objective = record.at(target.objective_);
+    if (objective.is_number()) {
+      values.push_back(objective.get<double>());
+      failures.emplace_back();
+    } else if (objective.is_string()) {
+      values.push_back(std::numeric_limits<double>::quiet_NaN());
+      failures.push_back(objective.get<std::string>());
+    } else {
+      malformed(path, "cache record '" + key + "': '" + target.objective_ + "' is neither a number nor a failure");
+    }
+    allowed.push_back(std::move(positions));
+  }
+  if (allowed.empty()) malformed(path, "'cache' is empty");
+  std::vector<Positions> ordered = allowed;
+  target.space_ = std::make_shared<const SearchSpace>(SearchSpace::from_allowed(std::move(parameters), std::move(ordered)));
+  target.value_by_index_.assign(target.space_->size(), std::numeric_limits<double>::quiet_NaN());
+  target.failure_by_index_.assign(target.space_->size(), "");
+  for (std::size_t i = 0; i < allowed.size(); ++i) {
+    const auto index = target.space_->index_of_positions(allowed[i]);
+    AUTOTUNE_CHECK(index.has_value(), "recorded configuration missing from its own space");
+    target.value_by_index_[*index] = values[i];
+    target.failure_by_index_[*index] = failures[i];
+  }
+  if (target.valid_values().empty()) malformed(path, "every recorded configuration failed");
+  return target;
+}
+
+ReplayResult ReplayTarget::evaluate_index(std::uint64_t index) const {
+  ReplayResult result;
+  if (index >= value_by_index_.size()) return result;
+  if (std::isnan(value_by_index_[index])) {
+    result.status = ReplayResult::Status::failed;
+    result.failure = failure_by_index_[index];
+  } else {
+    result.status = ReplayResult::Status::ok;
+    result.value = value_by_index_[index];
+  }
+  return result;
+}
+
+ReplayResult ReplayTarget::evaluate(const Configuration& configuration) const {
+  const auto index = space_->index_of(configuration);
+  if (!index) return {};
+  return evaluate_index(*index);
+}
+
+std::optional<Observation> ReplayTarget::observe(const Configuration& configuration) const {
+  const ReplayResult result = evaluate(configuration);
+  switch (result.status) {
+    case ReplayResult::Status::ok: return Observation::success(configuration, result.value);
+    case ReplayResult::Status::failed: return Observation::failed(configuration, result.failure);
+    case ReplayResult::Status::outside_space: break;
+  }
+  return std::nullopt;
+}
+
+std::vector<double> ReplayTarget::valid_values() const {
+  std::vector<double> out;
+  for (double v : value_by_index_)
+    if (!std::isnan(v)) out.push_back(v);
+  return out;
+}
+
+double ReplayTarget::optimum() const {
+  const auto values = valid_values();
+  return *std::min_element(values.begin(), values.end());
+}
+
+}  // namespace autotune::search

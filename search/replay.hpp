@@ -1,0 +1,63 @@
+#pragma once
+// Replay of a recorded, brute-forced tuning space (Kernel Tuner cachefile,
+// see ../shared/data/tuning/README.md): the target answers from the file.
+//
+//  - The space comes from the file: parameters from `tune_params` (in
+//    `tune_params_keys` order, single-valued ones included as constants), and
+//    the valid configurations are exactly the cache keys (the restricted
+//    space; restrictions themselves are not stored).
+//  - evaluate(c) returns the recorded objective (`objective`, default
+//    "time"), or a failure for "CompilationFailedConfig"/"RuntimeFailedConfig"
+//    (any string in place of the number); a configuration absent from the
+//    cache is outside the space: not evaluated, not counted.
+//  - A missing or malformed cachefile is one UserError naming the file and
+//    what is wrong.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/search_space.hpp"
+#include "search/strategy.hpp"
+
+namespace autotune::search {
+
+struct ReplayResult {
+  enum class Status { ok, failed, outside_space };
+  Status status = Status::outside_space;
+  double value = 0;     // when ok
+  std::string failure;  // when failed
+};
+
+class ReplayTarget {
+ public:
+  static ReplayTarget load(const std::filesystem::path& cachefile);
+
+  // "<parent-dir>/<file-stem>", e.g. "convolution/RTX_3090".
+  const std::string& name() const { return name_; }
+  const std::string& kernel_name() const { return kernel_name_; }
+  const std::string& device_name() const { return device_name_; }
+  const std::string& objective() const { return objective_; }
+
+  // Shared so that a strategy's reference to the space outlives moves of the target.
+  const SearchSpace& space() const { return *space_; }
+  std::shared_ptr<const SearchSpace> shared_space() const { return space_; }
+
+  ReplayResult evaluate(const Configuration& configuration) const;
+  ReplayResult evaluate_index(std::uint64_t index) const;
+  // The observation a strategy is told (nothing when outside the space).
+  std::optional<Observation> observe(const Configuration& configuration) const;
+
+  // Recorded values of the configurations that did not fail.
+  std::vector<double> valid_values() const;
+  double optimum() const;
+
+ private:
+  std::string name_, kernel_name_, device_name_, objective_;
+  std::shared_ptr<const SearchSpace> space_;
+  std::vector<double> value_by_index_;  // NaN when failed
+  std::vector<std::string> failure_by_index_;
+};
+
+}  // namespace autotune::search
