@@ -1,6 +1,14 @@
 #include "kernels/family.hpp"
 
+#include <algorithm>
+
 namespace autotune::kernels {
+
+const ParamSpec* VariantSpec::find_param(const std::string& param_name) const {
+  for (const auto& p : params)
+    if (p.name == param_name) return &p;
+  return nullptr;
+}
 
 const VariantSpec& FamilySpec::variant(const std::string& variant_name) const {
   std::string accepted;
@@ -9,6 +17,27 @@ const VariantSpec& FamilySpec::variant(const std::string& variant_name) const {
     accepted += (accepted.empty() ? "" : ", ") + v.name;
   }
   throw UserError("unknown variant '" + variant_name + "' of kernel '" + name + "' (accepted: " + accepted + ")");
+}
+
+bool FamilySpec::accepts(Dtype dtype) const { return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(); }
+
+std::string instantiation_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                                 Dtype dtype, const ParamValues& params) {
+  std::string out = variant.template_name + "<autotune::sim::Dtype::" + std::string(sim::dtype_name(dtype)) +
+                    ">(kernel, " + family.shape_struct + "{";
+  bool first = true;
+  for (const auto& arg : family.shape_args) {
+    out += std::string(first ? "" : ", ") + "." + arg + " = " + std::to_string(shape.at(arg));
+    first = false;
+  }
+  out += "}, " + variant.params_struct + "{";
+  first = true;
+  for (const auto& p : variant.params) {
+    out += std::string(first ? "" : ", ") + "." + p.name + " = " + std::to_string(params.at(p.name));
+    first = false;
+  }
+  out += "});";
+  return out;
 }
 
 Registry<FamilySpec>& family_registry() {

@@ -47,10 +47,19 @@ struct VariantSpec {
   // (every declared parameter present) into the kernel's program. Declares
   // the HBM inputs then outputs, in the order of FamilySpec::inputs/outputs.
   std::function<void(Kernel&, const Shape&, Dtype, const ParamValues&)> trace;
-  // For `autotune export`: the header that defines the variant's template and
-  // the C++ expression that instantiates it (see kernels/export.hpp).
+  // The smaller shape the output is checked on, for the full shape and the
+  // parameters: the same code paths as the full shape (at least two tiles or
+  // blocks along tiled axes, a ragged last one where the variant supports
+  // it), never larger than the full shape along an axis.
+  std::function<Shape(const Shape& full, const ParamValues&)> verification_shape;
+  // For `autotune export`: the header that defines the variant's template, the
+  // template's qualified name and its parameter struct, whose fields are the
+  // parameters in declaration order (see instantiation_source()).
   std::string header;
   std::string template_name;
+  std::string params_struct;
+
+  const ParamSpec* find_param(const std::string& name) const;
 };
 
 struct TensorSpec {
@@ -69,7 +78,8 @@ struct FamilySpec {
   std::string description;
   std::vector<std::string> shape_args;  // in the order the CLI prints them
   Shape default_shape;                  // what `run` tunes when a goal names none
-  Shape verification_shape;             // small, exercises the same code paths incl. ragged tiles
+  // C++ struct holding the shape arguments in shape_args order (for export).
+  std::string shape_struct;
   std::vector<Dtype> dtypes;            // accepted; the first is the default
   std::vector<TensorSpec> inputs, outputs;
   std::vector<VariantSpec> variants;
@@ -85,12 +95,21 @@ struct FamilySpec {
   // Whether the FLOPs run on the tensor engine (matmul-class) or on the
   // vector/scalar engines; picks the peak used by the roofline.
   bool tensor_engine_bound = false;
-  // Relative tolerance of the output check per dtype (max relative error
-  // against the reference, measured as |a - r| / max(|r|, atol_scale)).
+  // Tolerance of the output check per dtype: the largest accepted relative
+  // error |a - r| / max(|r|, rms(reference)) (the RMS floor keeps outputs
+  // near zero from dominating; see kernels/evaluate.hpp).
   std::map<Dtype, double> tolerance;
 
   const VariantSpec& variant(const std::string& name) const;  // UserError listing accepted names
+  bool accepts(Dtype dtype) const;
 };
+
+// The C++ statement that traces `variant` with these arguments, e.g.
+//   autotune::kernels::gemm_tiled<autotune::sim::Dtype::bf16>(kernel,
+//       autotune::kernels::GemmShape{.M = 4096, ...}, autotune::kernels::GemmTiledParams{.tile_m = 128, ...});
+// (what `autotune export` writes into a standalone source).
+std::string instantiation_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                                 Dtype dtype, const ParamValues& params);
 
 // All known families, the built-ins registered on first use. (Explicit
 // registration rather than static registrars: objects of a static library

@@ -96,6 +96,9 @@ class TilePool {
 struct KernelLimits {
   // PSUM is allocated in whole banks.
   std::int64_t psum_bank_bytes = 2048;
+  // Partitions of SBUF and PSUM: the largest first axis of an on-chip tile
+  // (NKI's nl.tile_size.pmax). Kernels size their row tiles with it.
+  int partitions = 128;
 };
 
 class Kernel {

@@ -2,6 +2,17 @@
 
 namespace autotune::kernels {
 
-void register_builtin_families(Registry<FamilySpec>& registry) {}
+// Defined in kernels/families/<family>.cpp.
+FamilySpec exp_family();
+FamilySpec gemm_family();
+FamilySpec rmsnorm_family();
+
+void register_builtin_families(Registry<FamilySpec>& registry) {
+  for (FamilySpec (*make)() : {exp_family, gemm_family, rmsnorm_family}) {
+    FamilySpec family = make();
+    std::string name = family.name;
+    registry.add(name, std::move(family));
+  }
+}
 
 }  // namespace autotune::kernels

@@ -1,0 +1,61 @@
+#pragma once
+// Building blocks for the family definitions in kernels/families/*.cpp.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "kernels/family.hpp"
+
+namespace autotune::kernels {
+
+inline ParamSpec param(std::string name, std::string description, std::vector<std::int64_t> values,
+                       std::int64_t default_value) {
+  return ParamSpec{std::move(name), std::move(description), std::move(values), default_value};
+}
+
+// Calls `f.template operator()<D>()` for the runtime dtype, so that a family
+// traces the template instance of its variant for that dtype.
+template <class F>
+void dispatch_dtype(Dtype dtype, F&& f) {
+  switch (dtype) {
+    case Dtype::fp32: f.template operator()<Dtype::fp32>(); return;
+    case Dtype::bf16: f.template operator()<Dtype::bf16>(); return;
+    case Dtype::fp16: f.template operator()<Dtype::fp16>(); return;
+    case Dtype::int32: break;
+  }
+  throw InternalError("kernel families do not trace int32 kernels");
+}
+
+inline int int_param(const ParamValues& values, const std::string& name) {
+  auto it = values.find(name);
+  AUTOTUNE_CHECK(it != values.end(), "parameter '" + name + "' missing when tracing");
+  return static_cast<int>(it->second);
+}
+inline int int_arg(const Shape& shape, const std::string& name) {
+  auto it = shape.find(name);
+  AUTOTUNE_CHECK(it != shape.end(), "shape argument '" + name + "' missing when tracing");
+  return static_cast<int>(it->second);
+}
+
+// How a variant walks one shape axis: `tile` elements per tile, `block`
+// elements per block (a multiple of the tile; equal to it when the variant
+// does not block the axis).
+struct AxisTiling {
+  std::string arg;
+  std::int64_t tile = 1;
+  std::int64_t block = 1;
+};
+
+// The verification shape of a tiled variant. Each listed axis starts at two
+// whole blocks plus a ragged remainder (a whole tile and a ragged tile of
+// tile/2 + 1), capped at the full extent. While `work(shape)` exceeds
+// `budget`, the longest axis steps down: one whole block plus the
+// remainder, then a single block of one whole and one ragged tile. Axes not
+// listed keep min(full, their value in `others`).
+Shape tiled_verification_shape(const Shape& full, const std::vector<AxisTiling>& axes,
+                               const std::function<double(const Shape&)>& work, double budget,
+                               const Shape& others = {});
+
+}  // namespace autotune::kernels
