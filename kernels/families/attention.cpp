@@ -1,0 +1,215 @@
+// The `attention` family: causal grouped-query attention (Qwen3-0.6B shapes),
+// a naive baseline that spills the score matrix to HBM and a flash variant
+// with an online softmax. The templates are in attention.hpp.
+#include "kernels/families/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/family.hpp"
+
+namespace autotune::kernels {
+
+namespace {
+
+AttentionShape to_attention_shape(const Shape& shape) {
+  return AttentionShape{.seq = static_cast<int>(shape.at("seq")),
+                        .q_heads = static_cast<int>(shape.at("q_heads")),
+                        .kv_heads = static_cast<int>(shape.at("kv_heads")),
+                        .head_dim = static_cast<int>(shape.at("head_dim"))};
+}
+
+FlashAttentionParams to_flash_params(const ParamValues& params) {
+  return FlashAttentionParams{.kv_tile = static_cast<int>(params.at("kv_tile")),
+                              .q_tile = static_cast<int>(params.at("q_tile")),
+                              .pipeline_depth = static_cast<int>(params.at("pipeline_depth")),
+                              .unroll_factor = static_cast<int>(params.at("unroll_factor"))};
+}
+
+std::string check_attention_shape(const Shape& shape) {
+  for (const char* arg : {"seq", "q_heads", "kv_heads", "head_dim"}) {
+    auto it = shape.find(arg);
+    if (it == shape.end()) return std::string("missing shape argument '") + arg + "'";
+    if (it->second < 1) return std::string("shape argument '") + arg + "' must be at least 1";
+  }
+  if (shape.at("head_dim") > kPartitions)
+    return "head_dim " + std::to_string(shape.at("head_dim")) + " is larger than the 128 partitions it is contracted on";
+  if (shape.at("q_heads") % shape.at("kv_heads") != 0)
+    return "q_heads (" + std::to_string(shape.at("q_heads")) + ") must be a multiple of kv_heads (" +
+           std::to_string(shape.at("kv_heads")) + ")";
+  if (shape.at("seq") > 65536) return "seq " + std::to_string(shape.at("seq")) + " is above the supported 65536";
+  return {};
+}
+
+// Double-precision causal GQA attention on the family's HBM layout.
+HostTensors attention_reference(const Shape& shape_args, const HostTensors& inputs) {
+  const AttentionShape shape = to_attention_shape(shape_args);
+  const int seq = shape.seq, d = shape.head_dim;
+  const std::vector<double>& q_t = inputs.at(0);
+  const std::vector<double>& k_t = inputs.at(1);
+  const std::vector<double>& v = inputs.at(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  HostTensors out(1, std::vector<double>(static_cast<std::size_t>(shape.q_heads) * seq * d, 0.0));
+  std::vector<double> q_row(d), weights(seq), acc(d);
+  for (int h = 0; h < shape.q_heads; ++h) {
+    const int g = h / shape.group();
+    for (int i = 0; i < seq; ++i) {
+      for (int x = 0; x < d; ++x) q_row[x] = q_t[(static_cast<std::size_t>(h) * d + x) * seq + i];
+      double row_max = -std::numeric_limits<double>::infinity();
+      for (int j = 0; j <= i; ++j) {
+        double s = 0;
+        for (int x = 0; x < d; ++x) s += q_row[x] * k_t[(static_cast<std::size_t>(g) * d + x) * seq + j];
+        weights[j] = s * scale;
+        row_max = std::max(row_max, weights[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j <= i; ++j) sum += (weights[j] = std::exp(weights[j] - row_max));
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int j = 0; j <= i; ++j) {
+        const double* v_row = &v[(static_cast<std::size_t>(g) * seq + j) * d];
+        for (int x = 0; x < d; ++x) acc[x] += weights[j] * v_row[x];
+      }
+      double* o_row = &out[0][(static_cast<std::size_t>(h) * seq + i) * d];
+      for (int x = 0; x < d; ++x) o_row[x] = acc[x] / sum;
+    }
+  }
+  return out;
+}
+
+// Causal: query i attends to keys 0..i, so seq (seq + 1) / 2 score elements
+// per head, each costing a d-long dot product in Q K^T and in P V.
+double attention_flops(const Shape& shape) {
+  const double seq = static_cast<double>(shape.at("seq"));
+  return 4.0 * static_cast<double>(shape.at("q_heads")) * static_cast<double>(shape.at("head_dim")) * seq *
+         (seq + 1.0) / 2.0;
+}
+
+double attention_hbm_bytes(const Shape& shape, Dtype dtype) {
+  const double seq = static_cast<double>(shape.at("seq")), d = static_cast<double>(shape.at("head_dim"));
+  const double q_heads = static_cast<double>(shape.at("q_heads")), kv_heads = static_cast<double>(shape.at("kv_heads"));
+  // Q and O per query head, K and V per kv head.
+  return (2.0 * q_heads + 2.0 * kv_heads) * seq * d * sim::dtype_bytes(dtype);
+}
+
+// Small enough for a functional simulation well under a second: two kv heads
+// (the kv-head offsets) with the full shape's group size (the sharing of K/V
+// tiles), and head_dim at most 64: it is never tiled, so a smaller one runs
+// the same instructions with half the multiply-adds.
+Shape verification_heads(const Shape& full, std::int64_t seq) {
+  Shape small = full;
+  const std::int64_t group = full.at("q_heads") / full.at("kv_heads");
+  small["kv_heads"] = std::min<std::int64_t>(full.at("kv_heads"), 2);
+  small["q_heads"] = small["kv_heads"] * group;
+  small["head_dim"] = std::min<std::int64_t>(full.at("head_dim"), 64);
+  small["seq"] = std::min(full.at("seq"), seq);
+  return small;
+}
+
+template <template <Dtype> class Dispatch, class... Args>
+void with_dtype(Dtype dtype, Args&&... args) {
+  switch (dtype) {
+    case Dtype::bf16:
+      Dispatch<Dtype::bf16>::run(std::forward<Args>(args)...);
+      return;
+    case Dtype::fp16:
+      Dispatch<Dtype::fp16>::run(std::forward<Args>(args)...);
+      return;
+    case Dtype::fp32:
+      Dispatch<Dtype::fp32>::run(std::forward<Args>(args)...);
+      return;
+    default:
+      throw UserError("attention accepts bf16, fp16 and fp32, not " + std::string(sim::dtype_name(dtype)));
+  }
+}
+
+template <Dtype dtype>
+struct NaiveDispatch {
+  static void run(Kernel& kernel, const AttentionShape& shape) { attention_naive<dtype>(kernel, shape); }
+};
+template <Dtype dtype>
+struct FlashDispatch {
+  static void run(Kernel& kernel, const AttentionShape& shape, const FlashAttentionParams& params) {
+    attention_flash<dtype>(kernel, shape, params);
+  }
+};
+
+VariantSpec naive_variant() {
+  VariantSpec v;
+  v.name = "naive";
+  v.description =
+      "unfused: S = QK^T/sqrt(d) masked and written to HBM, a softmax pass reading S and writing P, then "
+      "O = PV reading P back (the score matrix round-trips through HBM); computes the masked half too";
+  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
+    with_dtype<NaiveDispatch>(dtype, kernel, to_attention_shape(shape));
+  };
+  // Two 512-column score chunks and two PSUM banks of transposed blocks, the
+  // second of each ragged, and a ragged last row tile.
+  v.verification_shape = [](const Shape& full, const ParamValues&) { return verification_heads(full, 520); };
+  v.header = "kernels/families/attention.hpp";
+  v.template_name = "autotune::kernels::attention_naive";
+  v.params_struct = "autotune::kernels::NaiveAttentionParams";
+  return v;
+}
+
+VariantSpec flash_variant() {
+  VariantSpec v;
+  v.name = "flash";
+  v.description =
+      "fused: online softmax over key/value tiles (running max and sum, accumulator rescaled by "
+      "exp(m_old - m_new)); fully masked tiles skipped, diagonal tiles masked with affine_select; each K/V "
+      "tile reused by unroll_factor query tiles of every query head sharing its kv head";
+  v.params = {
+      {"kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512}, 256},
+      {"q_tile", "queries per score tile (its partitions)", {32, 64, 128}, 128},
+      {"pipeline_depth", "rotating K/V buffers (loads of later tiles overlap compute)", {1, 2, 3, 4}, 2},
+      {"unroll_factor", "query tiles per query head sharing each K/V tile load", {1, 2, 4, 8}, 1},
+  };
+  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    with_dtype<FlashDispatch>(dtype, kernel, to_attention_shape(shape), to_flash_params(params));
+  };
+  // At least two key tiles (the online rescaling), the last one ragged, and
+  // a ragged last query tile.
+  v.verification_shape = [](const Shape& full, const ParamValues& params) {
+    return verification_heads(full, params.at("kv_tile") + 72);
+  };
+  v.header = "kernels/families/attention.hpp";
+  v.template_name = "autotune::kernels::attention_flash";
+  v.params_struct = "autotune::kernels::FlashAttentionParams";
+  return v;
+}
+
+}  // namespace
+
+FamilySpec attention_family() {
+  FamilySpec f;
+  f.name = "attention";
+  f.description =
+      "causal scaled-dot-product attention with grouped-query heads (Qwen3-0.6B: head_dim 128, 16 query "
+      "heads, 8 kv heads); layout q_t [q_heads*d, seq], k_t [kv_heads*d, seq], v [kv_heads*seq, d], "
+      "out [q_heads*seq, d]";
+  f.shape_args = {"seq", "q_heads", "kv_heads", "head_dim"};
+  f.default_shape = {{"seq", 16384}, {"q_heads", 16}, {"kv_heads", 8}, {"head_dim", 128}};
+  f.shape_struct = "autotune::kernels::AttentionShape";
+  f.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
+  f.inputs = {
+      {"q_t", [](const Shape& s) { return std::pair{s.at("q_heads") * s.at("head_dim"), s.at("seq")}; }},
+      {"k_t", [](const Shape& s) { return std::pair{s.at("kv_heads") * s.at("head_dim"), s.at("seq")}; }},
+      {"v", [](const Shape& s) { return std::pair{s.at("kv_heads") * s.at("seq"), s.at("head_dim")}; }},
+  };
+  f.outputs = {
+      {"out", [](const Shape& s) { return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")}; }},
+  };
+  f.variants = {naive_variant(), flash_variant()};
+  f.baseline_variant = "naive";
+  f.check_shape = check_attention_shape;
+  f.reference = attention_reference;
+  f.flops = attention_flops;
+  f.hbm_bytes = attention_hbm_bytes;
+  f.tensor_engine_bound = true;
+  // Probabilities are rounded to the input dtype before P V, and the output
+  // once more.
+  f.tolerance = {{Dtype::bf16, 3e-2}, {Dtype::fp16, 5e-3}, {Dtype::fp32, 1e-3}};
+  return f;
+}
+
+}  // namespace autotune::kernels
