@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -313,6 +314,31 @@ bool read_available(FileDescriptor& fd, Sink&& sink) {
 
 }  // namespace
 
+std::optional<std::filesystem::path> find_executable(const std::string& program,
+                                                     const std::filesystem::path& workdir) {
+  auto runnable = [](const std::filesystem::path& path) {
+    std::error_code ec;
+    return ::access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path, ec);
+  };
+  if (program.empty()) return std::nullopt;
+  if (program.find('/') != std::string::npos) {
+    std::filesystem::path path(program);
+    if (path.is_relative() && !workdir.empty()) path = workdir / path;
+    if (runnable(path)) return path;
+    return std::nullopt;
+  }
+  const char* search = std::getenv("PATH");
+  std::string_view directories = search != nullptr ? search : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = directories.find(':');
+    const std::string directory(directories.substr(0, colon));
+    const auto candidate = std::filesystem::path(directory.empty() ? "." : directory) / program;
+    if (runnable(candidate)) return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    directories.remove_prefix(colon + 1);
+  }
+}
+
 std::string signal_name(int signal_number) {
   if (const char* abbreviation = ::sigabbrev_np(signal_number)) return std::string("SIG") + abbreviation;
   return "signal " + std::to_string(signal_number);
@@ -479,6 +505,7 @@ JsonLinesProcess::~JsonLinesProcess() { stop(); }
 
 bool JsonLinesProcess::start(std::string* error) {
   std::lock_guard lock(mutex_);
+  last_failure_kind_ = JsonLinesFailure::none;
   return ensure_started(error);
 }
 
@@ -487,9 +514,10 @@ bool JsonLinesProcess::ensure_started(std::string* error) {
   if (child_) {
     // It ended while idle, between requests.
     child_->drain();
-    fail_child(child_->process.exit_description() + " while idle");
+    fail_child(JsonLinesFailure::ended, child_->process.exit_description() + " while idle");
   }
   if (dead_) {
+    last_failure_kind_ = JsonLinesFailure::gave_up;
     if (error) *error = "not restarted after " + std::to_string(starts_) + " start(s); last failure: " + last_failure_;
     return false;
   }
@@ -500,6 +528,7 @@ bool JsonLinesProcess::ensure_started(std::string* error) {
     // A command that cannot be started will not start on a retry either.
     dead_ = true;
     last_failure_ = reason;
+    last_failure_kind_ = JsonLinesFailure::cannot_start;
     if (error) *error = reason;
     return false;
   }
@@ -507,7 +536,8 @@ bool JsonLinesProcess::ensure_started(std::string* error) {
   return true;
 }
 
-void JsonLinesProcess::fail_child(const std::string& reason) {
+void JsonLinesProcess::fail_child(JsonLinesFailure kind, const std::string& reason) {
+  last_failure_kind_ = kind;
   std::string tail;
   if (child_) {
     child_->process.kill_group(options_.kill_grace);
@@ -523,8 +553,9 @@ void JsonLinesProcess::fail_child(const std::string& reason) {
 std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& message,
                                                         std::chrono::milliseconds timeout, std::string* error) {
   std::lock_guard lock(mutex_);
-  auto fail = [&](const std::string& reason) -> std::optional<nlohmann::json> {
-    fail_child(reason);
+  last_failure_kind_ = JsonLinesFailure::none;
+  auto fail = [&](JsonLinesFailure kind, const std::string& reason) -> std::optional<nlohmann::json> {
+    fail_child(kind, reason);
     if (error) *error = last_failure_;
     return std::nullopt;
   };
@@ -532,6 +563,7 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
   try {
     line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } catch (const nlohmann::json::exception& e) {
+    last_failure_kind_ = JsonLinesFailure::bad_request;
     if (error) *error = std::string("request cannot be written as JSON: ") + e.what();
     return std::nullopt;
   }
@@ -565,7 +597,7 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
     SigpipeGuard sigpipe_guard;
     std::size_t written = 0;
     while (written < line.size()) {
-      if (!child.process.in.open()) return fail(ended_reason("before reading the request"));
+      if (!child.process.in.open()) return fail(JsonLinesFailure::ended, ended_reason("before reading the request"));
       const ssize_t n = ::write(child.process.in.get(), line.data() + written, line.size() - written);
       if (n > 0) {
         written += static_cast<std::size_t>(n);
@@ -574,10 +606,10 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         child.process.in.reset();
-        return fail(ended_reason("before reading the request"));
+        return fail(JsonLinesFailure::ended, ended_reason("before reading the request"));
       }
       if (Clock::now() >= deadline) {
-        return fail("timed out after " + format_seconds(timeout) + " writing the request (it does not read stdin)");
+        return fail(JsonLinesFailure::timed_out, "timed out after " + format_seconds(timeout) + " writing the request (it does not read stdin)");
       }
       wait_readable(true);
       child.drain();
@@ -593,15 +625,15 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       try {
         return nlohmann::json::parse(reply);
       } catch (const nlohmann::json::parse_error&) {
-        return fail("replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");
+        return fail(JsonLinesFailure::malformed, "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");
       }
     }
     if (child.stdout_buffer.size() > options_.max_line_bytes) {
-      return fail("replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
+      return fail(JsonLinesFailure::malformed, "replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
     }
-    if (!child.process.out.open()) return fail(ended_reason("before replying"));
+    if (!child.process.out.open()) return fail(JsonLinesFailure::ended, ended_reason("before replying"));
     if (Clock::now() >= deadline) {
-      return fail("timed out after " + format_seconds(timeout) + " waiting for a reply");
+      return fail(JsonLinesFailure::timed_out, "timed out after " + format_seconds(timeout) + " waiting for a reply");
     }
     wait_readable(false);
     child.drain();
@@ -617,6 +649,11 @@ void JsonLinesProcess::stop() {
   child_->drain();
   last_stderr_tail_ = child_->tail();
   child_.reset();
+}
+
+JsonLinesFailure JsonLinesProcess::last_failure() const {
+  std::lock_guard lock(mutex_);
+  return last_failure_kind_;
 }
 
 bool JsonLinesProcess::running() const {

@@ -67,6 +67,12 @@ struct ProcessResult {
 // its child).
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
+// Where argv[0] would be found when run with `workdir`: a name without '/' is
+// searched on PATH, a relative path is taken relative to `workdir`. nullopt when
+// there is no executable file there. For checking a configuration before a run.
+std::optional<std::filesystem::path> find_executable(const std::string& program,
+                                                     const std::filesystem::path& workdir = {});
+
 // "SIGSEGV", "SIGKILL", ... ("signal 42" when the number has no name).
 std::string signal_name(int signal_number);
 
@@ -88,6 +94,17 @@ struct JsonLinesOptions {
   // At shutdown stdin is closed and the process gets this long to exit on its
   // own before its process group is killed.
   std::chrono::milliseconds shutdown_grace{500};
+};
+
+// Why the last request() of a JsonLinesProcess failed.
+enum class JsonLinesFailure {
+  none,
+  cannot_start,  // the program could not be started (the process is then dead)
+  ended,         // exited, crashed or closed its pipes before replying
+  timed_out,     // no complete reply line within the timeout
+  malformed,     // the reply line is not JSON, or too long
+  gave_up,       // restarts are spent: the process is dead
+  bad_request,   // the message could not be serialized (the process is untouched)
 };
 
 // A long-lived child that answers one JSON line on stdout for each JSON line
@@ -119,6 +136,7 @@ class JsonLinesProcess {
   // Closes stdin and waits for the exit (as the destructor does). Idempotent.
   void stop();
 
+  JsonLinesFailure last_failure() const;  // of the latest request() or start()
   bool running() const;
   bool dead() const;             // no restarts left after a failure
   int starts() const;            // how many times the process was started
@@ -127,7 +145,7 @@ class JsonLinesProcess {
  private:
   struct Child;
   bool ensure_started(std::string* error);
-  void fail_child(const std::string& reason);
+  void fail_child(JsonLinesFailure kind, const std::string& reason);
 
   std::vector<std::string> argv_;
   JsonLinesOptions options_;
@@ -136,6 +154,7 @@ class JsonLinesProcess {
   int starts_ = 0;
   bool dead_ = false;
   std::string last_failure_;
+  JsonLinesFailure last_failure_kind_ = JsonLinesFailure::none;
   std::string last_stderr_tail_;
 };
 

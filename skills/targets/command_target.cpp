@@ -1,14 +1,10 @@
 #include "skills/targets/command_target.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
@@ -25,23 +21,6 @@ std::string argument_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A program that runs: an executable file when `program` names a path
-// (relative to `workdir`), otherwise an executable found on PATH.
-bool program_exists(const std::string& program, const std::filesystem::path& workdir) {
-  if (program.find('/') != std::string::npos) {
-    std::filesystem::path path(program);
-    if (path.is_relative() && !workdir.empty()) path = workdir / path;
-    return ::access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path);
-  }
-  const char* search = std::getenv("PATH");
-  std::stringstream directories(search ? search : "/usr/bin:/bin");
-  std::string directory;
-  while (std::getline(directories, directory, ':')) {
-    const auto candidate = std::filesystem::path(directory.empty() ? "." : directory) / program;
-    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) return true;
-  }
-  return false;
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -288,7 +267,7 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
       }
     }
   }
-  if (config.argv[0].find('{') == std::string::npos && !program_exists(config.argv[0], config.workdir)) {
+  if (config.argv[0].find('{') == std::string::npos && !find_executable(config.argv[0], config.workdir)) {
     target.fail("argv", "program '" + config.argv[0] + "' " +
                             (config.argv[0].find('/') != std::string::npos
                                  ? "is not an executable file (relative to " + config.workdir.string() + ")"

@@ -38,7 +38,7 @@ elif mode == "echo":
     print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
 )";
 
-CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1, double timeout_s = 10) {
+CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1, double timeout_s = 20) {
   const auto program = dir.python_script("bench.py", kBenchProgram);
   CommandTargetConfig config;
   config.argv = {program.string()};

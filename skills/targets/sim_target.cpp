@@ -1,0 +1,143 @@
+#include "skills/targets/sim_target.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "kernels/evaluate.hpp"
+#include "sim/simulator.hpp"
+
+namespace autotune::skills {
+
+struct SimTarget::Impl {
+  const kernels::FamilySpec* family = nullptr;
+  sim::TargetSpec target;
+  sim::Dtype dtype = sim::Dtype::fp32;
+  double roofline_s = 0;
+  double flops = 0;
+  double compulsory_bytes = 0;
+};
+
+SimTarget::SimTarget(SimTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
+  impl_->family = &kernels::family_registry().get(config_.family);
+  impl_->target = sim::load_target(config_.target);
+  const auto dtype = sim::parse_dtype(config_.dtype);
+  if (!dtype) throw UserError("unknown dtype '" + config_.dtype + "'");
+  impl_->dtype = *dtype;
+  impl_->roofline_s = kernels::roofline_bound_s(*impl_->family, config_.shape, impl_->dtype, impl_->target);
+  impl_->flops = impl_->family->flops ? impl_->family->flops(config_.shape) : 0;
+  impl_->compulsory_bytes = impl_->family->hbm_bytes ? impl_->family->hbm_bytes(config_.shape, impl_->dtype) : 0;
+}
+
+SimTarget::~SimTarget() = default;
+
+std::string SimTarget::description() const { return config_.target + " (simulated)"; }
+
+std::string SimTarget::cache_identity() const {
+  std::string shape;
+  for (const auto& [k, v] : config_.shape) shape += k + "=" + std::to_string(v) + ",";
+  return "sim:" + config_.target + ":" + stable_hash(impl_->target.source_file.empty() ? config_.target : config_.target) +
+         ":" + config_.family + ":" + shape + ":" + config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
+         ":tol=" + (config_.tolerance ? std::to_string(*config_.tolerance) : "family") +
+         ":vseed=" + std::to_string(config_.verification_seed);
+}
+
+std::map<std::string, double> SimTarget::constants() const { return impl_->target.constants(); }
+
+Json SimTarget::facts() const {
+  const auto& t = impl_->target;
+  return {{"partitions", t.partitions},
+          {"sbuf_usable_bytes_per_partition", t.sbuf_bytes_per_partition},
+          {"kernel_launch_s", t.launch_overhead_s},
+          {"hbm_bytes_per_s", t.hbm_bytes_per_s},
+          {"peak_flops", t.peak_flops(impl_->dtype)},
+          {"engine_clock_hz", t.clock(sim::Engine::scalar)},
+          {"dma_efficiency_half_bytes", t.dma_efficiency_half_bytes},
+          {"roofline_bound_s", impl_->roofline_s}};
+}
+
+Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&) {
+  Measurement m;
+  const auto start = std::chrono::steady_clock::now();
+  kernels::ParamValues params;
+  for (const auto& [name, value] : candidate.params.items()) {
+    if (name == "_") continue;  // the placeholder of a variant without parameters
+    if (!value.is_number_integer()) {
+      m.status = store::TrialStatus::invalid;
+      m.error = "parameter '" + name + "' is not an integer";
+      return m;
+    }
+    params[name] = value.get<std::int64_t>();
+  }
+  kernels::Evaluation evaluation;
+  try {
+    const auto& variant = impl_->family->variant(candidate.variant);
+    params = kernels::resolve_params(variant, params);
+    kernels::EvaluateOptions options;
+    options.seed = config_.verification_seed;
+    evaluation = kernels::evaluate(*impl_->family, candidate.variant, config_.shape, impl_->dtype, params,
+                                   impl_->target, options);
+  } catch (const std::exception& e) {
+    m.status = store::TrialStatus::failed;
+    m.error = e.what();
+    return m;
+  }
+  const auto& v = evaluation.verification;
+  if (v.ran) {
+    m.verification = {{"passed", v.passed},
+                      {"max_rel_error", std::isfinite(v.max_rel_error) ? Json(v.max_rel_error) : Json("inf")},
+                      {"mse", std::isfinite(v.mse) ? Json(v.mse) : Json("inf")},
+                      {"cosine", std::isfinite(v.cosine_similarity) ? Json(v.cosine_similarity) : Json(nullptr)},
+                      {"tolerance", v.tolerance},
+                      {"checked_elements", v.checked_elements},
+                      {"shape", v.shape}};
+    if (!v.error.empty()) m.verification["error"] = v.error;
+  }
+  std::string status = evaluation.status;
+  // A goal's tolerance overrides the family's: judge the measured error again.
+  if (config_.tolerance && v.ran && (status == "ok" || status == "wrong_answer")) {
+    const bool passed = std::isfinite(v.max_rel_error) && v.max_rel_error <= *config_.tolerance;
+    status = passed ? "ok" : "wrong_answer";
+    m.verification["passed"] = passed;
+    m.verification["tolerance"] = *config_.tolerance;
+    if (!passed)
+      evaluation.error = "max relative error " + std::to_string(v.max_rel_error) + " above the goal's tolerance " +
+                         std::to_string(*config_.tolerance);
+  }
+  m.error = evaluation.error;
+  if (status == "ok") {
+    m.status = store::TrialStatus::ok;
+  } else if (status == "invalid") {
+    m.status = store::TrialStatus::invalid;
+    if (!evaluation.rule.empty()) m.error = evaluation.rule + ": " + m.error;
+  } else if (status == "wrong_answer") {
+    m.status = store::TrialStatus::wrong_answer;
+  } else {
+    m.status = store::TrialStatus::failed;  // implausible: below the roofline, an evaluator bug
+    m.error = status + ": " + evaluation.error;
+  }
+  if (evaluation.sim.valid) {
+    const double latency = evaluation.latency_s;
+    m.metrics = {{"latency_s", latency}, {"roofline_bound_s", evaluation.roofline_bound_s}};
+    if (impl_->flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = impl_->flops / latency;
+    if (impl_->compulsory_bytes > 0) m.metrics["compulsory_bytes"] = impl_->compulsory_bytes;
+    const Json& summary = evaluation.sim.summary;
+    if (summary.contains("mfu_estimated_percent")) m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
+    if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
+    if (latency > 0 && evaluation.roofline_bound_s > 0)
+      m.metrics["roofline_fraction"] = evaluation.roofline_bound_s / latency;
+    m.profile = summary;
+    if (!evaluation.sim.hot_lines.empty()) {
+      Json hot = Json::array();
+      for (std::size_t i = 0; i < std::min<std::size_t>(3, evaluation.sim.hot_lines.size()); ++i) {
+        const auto& line = evaluation.sim.hot_lines[i];
+        hot.push_back({{"file", line.file}, {"line", line.line}, {"percent", line.percent_of_total}});
+      }
+      m.profile["hot_lines"] = hot;
+    }
+  }
+  m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+}  // namespace autotune::skills
