@@ -6,24 +6,24 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/family.hpp"
+#include "kernels/families/family_support.hpp"
 
 namespace autotune::kernels {
 
 namespace {
 
 AttentionShape to_attention_shape(const Shape& shape) {
-  return AttentionShape{.seq = static_cast<int>(shape.at("seq")),
-                        .q_heads = static_cast<int>(shape.at("q_heads")),
-                        .kv_heads = static_cast<int>(shape.at("kv_heads")),
-                        .head_dim = static_cast<int>(shape.at("head_dim"))};
+  return AttentionShape{.seq = int_arg(shape, "seq"),
+                        .q_heads = int_arg(shape, "q_heads"),
+                        .kv_heads = int_arg(shape, "kv_heads"),
+                        .head_dim = int_arg(shape, "head_dim")};
 }
 
 FlashAttentionParams to_flash_params(const ParamValues& params) {
-  return FlashAttentionParams{.kv_tile = static_cast<int>(params.at("kv_tile")),
-                              .q_tile = static_cast<int>(params.at("q_tile")),
-                              .pipeline_depth = static_cast<int>(params.at("pipeline_depth")),
-                              .unroll_factor = static_cast<int>(params.at("unroll_factor"))};
+  return FlashAttentionParams{.kv_tile = int_param(params, "kv_tile"),
+                              .q_tile = int_param(params, "q_tile"),
+                              .pipeline_depth = int_param(params, "pipeline_depth"),
+                              .unroll_factor = int_param(params, "unroll_factor")};
 }
 
 std::string check_attention_shape(const Shape& shape) {
@@ -105,34 +105,6 @@ Shape verification_heads(const Shape& full, std::int64_t seq) {
   return small;
 }
 
-template <template <Dtype> class Dispatch, class... Args>
-void with_dtype(Dtype dtype, Args&&... args) {
-  switch (dtype) {
-    case Dtype::bf16:
-      Dispatch<Dtype::bf16>::run(std::forward<Args>(args)...);
-      return;
-    case Dtype::fp16:
-      Dispatch<Dtype::fp16>::run(std::forward<Args>(args)...);
-      return;
-    case Dtype::fp32:
-      Dispatch<Dtype::fp32>::run(std::forward<Args>(args)...);
-      return;
-    default:
-      throw UserError("attention accepts bf16, fp16 and fp32, not " + std::string(sim::dtype_name(dtype)));
-  }
-}
-
-template <Dtype dtype>
-struct NaiveDispatch {
-  static void run(Kernel& kernel, const AttentionShape& shape) { attention_naive<dtype>(kernel, shape); }
-};
-template <Dtype dtype>
-struct FlashDispatch {
-  static void run(Kernel& kernel, const AttentionShape& shape, const FlashAttentionParams& params) {
-    attention_flash<dtype>(kernel, shape, params);
-  }
-};
-
 VariantSpec naive_variant() {
   VariantSpec v;
   v.name = "naive";
@@ -140,7 +112,8 @@ VariantSpec naive_variant() {
       "unfused: S = QK^T/sqrt(d) masked and written to HBM, a softmax pass reading S and writing P, then "
       "O = PV reading P back (the score matrix round-trips through HBM); computes the masked half too";
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
-    with_dtype<NaiveDispatch>(dtype, kernel, to_attention_shape(shape));
+    const AttentionShape attention_shape = to_attention_shape(shape);
+    dispatch_dtype(dtype, [&]<Dtype D>() { attention_naive<D>(kernel, attention_shape, NaiveAttentionParams{}); });
   };
   // Two 512-column score chunks and two PSUM banks of transposed blocks, the
   // second of each ragged, and a ragged last row tile.
@@ -158,14 +131,20 @@ VariantSpec flash_variant() {
       "fused: online softmax over key/value tiles (running max and sum, accumulator rescaled by "
       "exp(m_old - m_new)); fully masked tiles skipped, diagonal tiles masked with affine_select; each K/V "
       "tile reused by unroll_factor query tiles of every query head sharing its kv head";
+  const FlashAttentionParams defaults;
   v.params = {
-      {"kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512}, 256},
-      {"q_tile", "queries per score tile (its partitions)", {32, 64, 128}, 128},
-      {"pipeline_depth", "rotating K/V buffers (loads of later tiles overlap compute)", {1, 2, 3, 4}, 2},
-      {"unroll_factor", "query tiles per query head sharing each K/V tile load", {1, 2, 4, 8}, 1},
+      param("kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512},
+            defaults.kv_tile),
+      param("q_tile", "queries per score tile (its partitions)", {32, 64, 128}, defaults.q_tile),
+      param("pipeline_depth", "rotating K/V buffers (loads of later tiles overlap compute)", {1, 2, 3, 4},
+            defaults.pipeline_depth),
+      param("unroll_factor", "query tiles per query head sharing each K/V tile load", {1, 2, 4, 8},
+            defaults.unroll_factor),
   };
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
-    with_dtype<FlashDispatch>(dtype, kernel, to_attention_shape(shape), to_flash_params(params));
+    const AttentionShape attention_shape = to_attention_shape(shape);
+    const FlashAttentionParams flash_params = to_flash_params(params);
+    dispatch_dtype(dtype, [&]<Dtype D>() { attention_flash<D>(kernel, attention_shape, flash_params); });
   };
   // At least two key tiles (the online rescaling), the last one ragged, and
   // a ragged last query tile.

@@ -7,80 +7,52 @@
 #include <string>
 
 #include "core/rng.hpp"
+#include "kernels/evaluate.hpp"
 #include "kernels/families/attention.hpp"
 #include "kernels/family.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
-
-namespace autotune::kernels {
-FamilySpec attention_family();
-}
 
 namespace {
 
 using namespace autotune;
 using namespace autotune::kernels;
 
-struct Outcome {
-  sim::SimResult sim;
-  double max_relative_error = 0, mse = 0, cosine = 0;
-};
+const FamilySpec& attention_family() { return family_registry().get("attention"); }
 
 ParamValues with_defaults(const VariantSpec& variant, ParamValues params) {
   for (const auto& p : variant.params) params.emplace(p.name, p.default_value);
   return params;
 }
 
-sim::Program trace(const FamilySpec& family, const std::string& variant_name, const Shape& shape, Dtype dtype,
-                   const ParamValues& params) {
-  sim::Program program;
-  Kernel kernel(program);
-  family.variant(variant_name).trace(kernel, shape, dtype, params);
-  return program;
-}
+struct Outcome {
+  sim::SimResult sim;
+  Verification verification;
+};
 
-// Traces, simulates functionally on fresh random inputs and compares the
-// output with the family's double reference.
+// Simulates `variant` functionally on exactly `shape` (fresh random inputs
+// rounded to the dtype) and compares its output with the double reference.
 Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
                     Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
-  const FamilySpec family = attention_family();
-  params = with_defaults(family.variant(variant_name), params);
-  const sim::Program program = trace(family, variant_name, shape, dtype, params);
+  const FamilySpec& family = attention_family();
+  const sim::TargetSpec target = sim::load_target("trn1");
+  const VariantSpec& variant = family.variant(variant_name);
+  params = with_defaults(variant, params);
+  const sim::Program program = trace_program(family, variant, shape, dtype, params, target);
   Rng rng(seed);
   sim::HostIo io;
   HostTensors host_inputs;
   for (const TensorSpec& spec : family.inputs) {
     const auto [rows, cols] = spec.dims(shape);
     std::vector<float> values(static_cast<std::size_t>(rows * cols));
-    std::vector<double> as_double(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      values[i] = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
-      as_double[i] = values[i];
-    }
+    for (float& x : values) x = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
+    host_inputs.emplace_back(values.begin(), values.end());
     io.inputs.push_back(std::move(values));
-    host_inputs.push_back(std::move(as_double));
   }
   Outcome out;
-  out.sim = sim::simulate(program, sim::load_target("trn1"), sim::SimOptions{true, false}, &io);
-  if (!out.sim.valid) return out;
-  const HostTensors reference = family.reference(shape, host_inputs);
-  const std::vector<double>& r = reference.at(0);
-  const std::vector<float>& a = io.outputs.at(0);
-  REQUIRE(a.size() == r.size());
-  double sum_sq_ref = 0, sum_sq_out = 0, dot = 0, sum_sq_err = 0;
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    sum_sq_ref += r[i] * r[i];
-    sum_sq_out += double(a[i]) * a[i];
-    dot += r[i] * a[i];
-    sum_sq_err += (a[i] - r[i]) * (a[i] - r[i]);
-  }
-  const double rms = std::sqrt(sum_sq_ref / r.size());
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    const double err = std::abs(a[i] - r[i]) / std::max(std::abs(r[i]), rms);
-    out.max_relative_error = std::isnan(err) ? INFINITY : std::max(out.max_relative_error, err);
-  }
-  out.mse = sum_sq_err / r.size();
-  out.cosine = dot / std::sqrt(sum_sq_ref * sum_sq_out);
+  out.sim = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
+  if (out.sim.valid)
+    out.verification = compare_outputs(family.reference(shape, host_inputs), io.outputs, family.tolerance.at(dtype));
   return out;
 }
 
@@ -88,54 +60,59 @@ Shape qwen_like(std::int64_t seq, std::int64_t q_heads = 4, std::int64_t kv_head
   return {{"seq", seq}, {"q_heads", q_heads}, {"kv_heads", kv_heads}, {"head_dim", head_dim}};
 }
 
-void check_matches(const Outcome& o, double tolerance) {
+void check_matches(const Outcome& o) {
   REQUIRE_MESSAGE(o.sim.valid, o.sim.error);
-  CHECK(o.max_relative_error < tolerance);
-  CHECK(o.cosine > 0.999);
-  CHECK(o.mse < 1e-4);
+  INFO("max rel " << o.verification.max_rel_error << " mse " << o.verification.mse << " cos "
+                  << o.verification.cosine_similarity);
+  CHECK_MESSAGE(o.verification.passed, o.verification.error);
+  CHECK(o.verification.cosine_similarity > 0.999);
+  CHECK(o.verification.mse < 1e-4);
 }
 
 }  // namespace
 
-TEST_CASE("attention: naive matches the reference on a ragged causal GQA shape") {
-  const FamilySpec family = attention_family();
-  const Shape shape = family.variant("naive").verification_shape(family.default_shape, {});
-  const Outcome o = run_checked("naive", shape, {});
-  INFO("max rel " << o.max_relative_error << " mse " << o.mse << " cos " << o.cosine);
-  check_matches(o, attention_family().tolerance.at(Dtype::bf16));
-}
-
-TEST_CASE("attention: flash matches the reference over a spread of parameters") {
-  const FamilySpec family = attention_family();
-  const double tolerance = family.tolerance.at(Dtype::bf16);
+TEST_CASE("attention: both variants pass evaluation (ragged causal GQA verification) over a spread of parameters") {
+  const FamilySpec& family = attention_family();
+  const sim::TargetSpec target = sim::load_target("trn1");
+  const Shape shape = qwen_like(1024);
   struct Case {
-    int kv_tile, q_tile, pipeline_depth, unroll_factor;
+    std::string variant;
+    ParamValues params;
   };
-  for (const Case c : {Case{128, 128, 1, 1}, Case{256, 64, 2, 2}, Case{512, 128, 3, 1}, Case{512, 32, 2, 4},
-                       Case{128, 64, 4, 8}, Case{256, 128, 2, 8}}) {
-    const ParamValues params{{"kv_tile", c.kv_tile},
-                             {"q_tile", c.q_tile},
-                             {"pipeline_depth", c.pipeline_depth},
-                             {"unroll_factor", c.unroll_factor}};
-    const Shape shape = family.variant("flash").verification_shape(family.default_shape, params);
-    const Outcome o = run_checked("flash", shape, params);
-    INFO("kv_tile " << c.kv_tile << " q_tile " << c.q_tile << " depth " << c.pipeline_depth << " unroll "
-                    << c.unroll_factor << " seq " << shape.at("seq") << ": max rel " << o.max_relative_error
-                    << " mse " << o.mse << " cos " << o.cosine);
-    check_matches(o, tolerance);
+  const std::vector<Case> cases = {
+      {"naive", {}},
+      {"flash", {{"kv_tile", 128}, {"q_tile", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}},
+      {"flash", {{"kv_tile", 256}, {"q_tile", 64}, {"pipeline_depth", 2}, {"unroll_factor", 2}}},
+      {"flash", {{"kv_tile", 512}, {"q_tile", 128}, {"pipeline_depth", 3}, {"unroll_factor", 1}}},
+      {"flash", {{"kv_tile", 512}, {"q_tile", 32}, {"pipeline_depth", 2}, {"unroll_factor", 4}}},
+      {"flash", {{"kv_tile", 128}, {"q_tile", 64}, {"pipeline_depth", 4}, {"unroll_factor", 8}}},
+  };
+  for (const Case& c : cases) {
+    const ParamValues params = with_defaults(family.variant(c.variant), c.params);
+    EvaluateOptions options;
+    options.seed = 7;
+    const Evaluation e = evaluate(family, c.variant, shape, Dtype::bf16, params, target, options);
+    std::string text = c.variant;
+    for (const auto& [name, value] : params) text += " " + name + "=" + std::to_string(value);
+    INFO(text << ": " << e.status << " " << e.error << "; verified at " << shape_text(e.verification.shape, family)
+              << ", max rel " << e.verification.max_rel_error << ", mse " << e.verification.mse << ", cos "
+              << e.verification.cosine_similarity);
+    CHECK(e.status == "ok");
+    CHECK(e.verification.ran);
+    CHECK(e.verification.cosine_similarity > 0.999);
+    CHECK(e.verification.mse < 1e-4);
   }
 }
 
-TEST_CASE("attention: flash handles a sequence shorter than one tile, one head pair, and fp32") {
+TEST_CASE("attention: flash matches the reference at head_dim 128, below one tile, and in fp32") {
   const ParamValues params{{"kv_tile", 512}, {"q_tile", 128}, {"pipeline_depth", 2}, {"unroll_factor", 2}};
-  check_matches(run_checked("flash", qwen_like(77, 2, 1), params), 3e-2);
-  const Outcome fp32 = run_checked("flash", qwen_like(300, 2, 1, 32), params, Dtype::fp32);
-  INFO("fp32 max rel " << fp32.max_relative_error);
-  check_matches(fp32, attention_family().tolerance.at(Dtype::fp32));
+  check_matches(run_checked("flash", qwen_like(77, 2, 1), params));
+  check_matches(run_checked("flash", qwen_like(300, 2, 1, 32), params, Dtype::fp32));
+  check_matches(run_checked("naive", qwen_like(150, 2, 1, 128), {}));
 }
 
 TEST_CASE("attention: the verification shapes are small and exercise several key tiles") {
-  const FamilySpec family = attention_family();
+  const FamilySpec& family = attention_family();
   for (const VariantSpec& v : family.variants) {
     const ParamValues params = with_defaults(v, {});
     const Shape shape = v.verification_shape(family.default_shape, params);
@@ -148,15 +125,16 @@ TEST_CASE("attention: the verification shapes are small and exercise several key
 }
 
 TEST_CASE("attention: flash is not slower than naive at a moderate length, and neither beats the roofline") {
-  const FamilySpec family = attention_family();
+  const FamilySpec& family = attention_family();
   const Shape shape = qwen_like(2048, 2, 1);
   const sim::TargetSpec target = sim::load_target("trn1");
-  const double bound = std::max(family.flops(shape) / target.peak_flops(Dtype::bf16),
-                                family.hbm_bytes(shape, Dtype::bf16) / target.hbm_bytes_per_s);
+  const double bound = roofline_bound_s(family, shape, Dtype::bf16, target);
+  CHECK(bound > 0);
   double time_s[2] = {};
   int i = 0;
   for (const std::string variant : {"naive", "flash"}) {
-    const sim::Program program = trace(family, variant, shape, Dtype::bf16, with_defaults(family.variant(variant), {}));
+    const VariantSpec& v = family.variant(variant);
+    const sim::Program program = trace_program(family, v, shape, Dtype::bf16, with_defaults(v, {}), target);
     const sim::SimResult r = sim::simulate(program, target, sim::SimOptions{false, false});
     REQUIRE_MESSAGE(r.valid, r.error);
     CHECK(r.total_time_s >= bound);
@@ -166,7 +144,7 @@ TEST_CASE("attention: flash is not slower than naive at a moderate length, and n
 }
 
 TEST_CASE("attention: shape checks name what is wrong") {
-  const FamilySpec family = attention_family();
+  const FamilySpec& family = attention_family();
   CHECK(family.check_shape(qwen_like(1024)).empty());
   CHECK(family.check_shape(qwen_like(1024, 3, 2)).find("multiple of kv_heads") != std::string::npos);
   Shape wide = qwen_like(64);
