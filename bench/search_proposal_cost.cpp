@@ -1,0 +1,59 @@
+// Proposal cost of the model-based strategy: time per proposed configuration
+// with 300 observations on a 20 000-configuration space (the figure the
+// Param Explorer promises for parallel runners). Prints milliseconds.
+//
+//   build/bench/bench_search_proposal_cost [observations=300] [batch=1]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "search/strategy.hpp"
+
+using namespace autotune;
+using namespace autotune::search;
+
+int main(int argc, char** argv) {
+  const std::size_t observations = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 300;
+  const std::size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
+  // 20 000 valid configurations: 5 ordered parameters and a categorical one,
+  // tied by a constraint.
+  const SearchSpace space({ParameterSpec::range("a", 1, 25), ParameterSpec::powers_of_two("b", 1, 64),
+                           ParameterSpec::range("c", 0, 9), ParameterSpec::ordered("d", {0.5, 1.0, 2.0, 4.0}),
+                           ParameterSpec::categorical("e", {"x", "y", "z", "w"})},
+                          {"a * b <= 1400 || d < 1"});
+  std::printf("space: %s\n", space.describe().c_str());
+  const auto f = [&](const Configuration& c) {
+    const double a = numeric_value(c[0]), b = std::log2(numeric_value(c[1])), cc = numeric_value(c[2]);
+    return 1.0 + std::pow(a - 17, 2) / 50 + std::pow(b - 3, 2) / 4 + std::sin(cc) + numeric_value(c[3]) / 4 +
+           static_cast<double>(*space.parameters()[4].position(c[4])) / 5;
+  };
+  auto strategy = make_strategy("bayes", space, 1);
+  // Warm start with random observations, then time proposals.
+  Rng rng(9);
+  std::vector<Observation> warm;
+  while (warm.size() < observations) {
+    const auto c = space.random_valid(rng);
+    bool repeated = false;
+    for (const auto& o : warm) repeated = repeated || o.configuration == c;
+    if (!repeated) warm.push_back(Observation::success(c, f(c)));
+  }
+  strategy->tell(warm);
+  const int rounds = 10;
+  double total_ms = 0, worst_ms = 0;
+  std::size_t proposed = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto asked = strategy->ask(batch);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    total_ms += ms;
+    worst_ms = std::max(worst_ms, ms / static_cast<double>(asked.size()));
+    proposed += asked.size();
+    std::vector<Observation> told;
+    for (const auto& c : asked) told.push_back(Observation::success(c, f(c)));
+    strategy->tell(told);
+  }
+  std::printf("bayes proposal cost with %zu observations, batch %zu: %.1f ms per configuration (mean over %zu), worst %.1f ms\n",
+              observations, batch, total_ms / static_cast<double>(proposed), proposed, worst_ms);
+  return 0;
+}

@@ -1,0 +1,102 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "search/search_loop.hpp"
+
+using namespace autotune;
+using namespace autotune::search;
+
+namespace {
+
+const std::string kData = std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("replay reads a recorded space: keys are the space, failures are failures") {
+  const auto target = ReplayTarget::load(kData + "pnpoly/RTX_3090.json");
+  CHECK(target.name() == "pnpoly/RTX_3090");
+  CHECK(target.space().size() == 4092);
+  CHECK(target.valid_values().size() == 3774);
+  std::size_t failed = 0;
+  for (std::uint64_t i = 0; i < target.space().size(); ++i)
+    failed += target.evaluate_index(i).status == ReplayResult::Status::failed;
+  CHECK(failed == 4092 - 3774);
+  // The first record of the file: 0,32,1,0 -> 43.5538...
+  const Configuration c{std::int64_t{0}, std::int64_t{32}, std::int64_t{1}, std::int64_t{0}};
+  const auto result = target.evaluate(c);
+  REQUIRE(result.status == ReplayResult::Status::ok);
+  CHECK(result.value == doctest::Approx(43.55386238098144));
+  CHECK(target.observe(c)->value == doctest::Approx(43.55386238098144));
+  // A value within the domains but absent from the cache is outside the space.
+  const auto& domains = target.space().parameters();
+  CHECK(domains[1].size() == 31);
+}
+
+TEST_CASE("replay: configurations absent from the cache are outside the space") {
+  const auto target = ReplayTarget::load(kData + "convolution/RTX_3090.json");
+  CHECK(target.space().size() == 6768);
+  CHECK(target.space().cartesian_size() > 6768);
+  std::size_t outside = 0;
+  Rng rng(1);
+  const auto& params = target.space().parameters();
+  for (int i = 0; i < 200; ++i) {
+    Configuration c;
+    for (const auto& p : params) c.push_back(p.values()[rng.uniform_int(0, static_cast<std::int64_t>(p.size()) - 1)]);
+    const auto result = target.evaluate(c);
+    if (result.status == ReplayResult::Status::outside_space) {
+      ++outside;
+      CHECK_FALSE(target.observe(c).has_value());
+    }
+  }
+  CHECK(outside > 0);
+  const auto failure = target.evaluate_index(0);
+  CHECK((failure.status == ReplayResult::Status::ok || failure.failure.find("FailedConfig") != std::string::npos));
+}
+
+TEST_CASE("a missing or malformed cachefile is one clear error") {
+  CHECK_THROWS_WITH_AS(ReplayTarget::load("/nonexistent/cache.json"), doctest::Contains("cachefile not found"), UserError);
+  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad1.json", "{not json")), doctest::Contains("invalid JSON"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad2.json", "{\"tune_params_keys\": [\"a\"], \"tune_params\": {}, \"cache\": {}}")),
+                       doctest::Contains("no value list for 'a'"), UserError);
+  CHECK_THROWS_WITH_AS(
+      ReplayTarget::load(write_temp("bad3.json",
+                                    "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
+                                    "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
+      doctest::Contains("a = 3 is not in tune_params"), UserError);
+  const auto ok = ReplayTarget::load(write_temp("ok.json",
+                                                "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
+                                                "\"cache\": {\"1,x\": {\"a\": 1, \"s\": \"x\", \"time\": 2.5}, "
+                                                "\"2,x\": {\"a\": 2, \"s\": \"x\", \"time\": \"RuntimeFailedConfig\"}}}"));
+  CHECK(ok.space().size() == 2);
+  CHECK(ok.valid_values() == std::vector<double>{2.5});
+  CHECK(ok.evaluate({std::int64_t{2}, std::string("x")}).failure == "RuntimeFailedConfig");
+}
+
+TEST_CASE("scoring follows the README definitions") {
+  // 10 values 10..1 (worst first): f_opt = 1, median 5.5.
+  std::vector<double> values;
+  for (int v = 1; v <= 10; ++v) values.push_back(v);
+  const SpaceScoring scoring(values);
+  CHECK(scoring.optimum() == 1);
+  CHECK(scoring.median() == 5.5);
+  // p = 0.95: threshold 1 + 4.5 * 0.05 = 1.225 -> i = 9 (value 1): ceil(9 / 2) = 5.
+  CHECK(scoring.budget(0.95) == 5);
+  // f_rand(1) = w_round(11/2)= w_6 = 4 (round half away from zero -> 6).
+  CHECK(scoring.random_expected_best(1) == 4);
+  const std::vector<Trace> perfect{{1.0}, {1.0}, {1.0}};
+  const auto score = scoring.score(perfect);
+  CHECK(score.score == doctest::Approx(1.0));
+  CHECK(score.median_fraction_of_optimum == 1.0);
+  const std::vector<Trace> failing{{std::nullopt, std::nullopt}};
+  CHECK(scoring.median_best(failing, 2) == 10);  // nothing valid yet: the worst value
+}

@@ -1,0 +1,162 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "search/search_loop.hpp"
+
+using namespace autotune;
+using namespace autotune::search;
+
+namespace {
+
+const std::vector<std::string> kStrategies{"grid", "random", "bayes", "annealing"};
+
+SearchSpace test_space() {
+  return SearchSpace({ParameterSpec::range("x", 0, 15), ParameterSpec::powers_of_two("y", 1, 64),
+                      ParameterSpec::categorical("mode", {"a", "b", "c"})},
+                     {"x * y <= 400"});
+}
+
+// Smooth, with a single optimum away from the corners.
+double smooth(const SearchSpace& space, const Configuration& c) {
+  const double x = numeric_value(c[0]), y = std::log2(numeric_value(c[1]));
+  const double mode = static_cast<double>(*space.parameters()[2].position(c[2]));
+  return 1.0 + (x - 9) * (x - 9) / 20.0 + (y - 2) * (y - 2) / 3.0 + 0.5 * mode;
+}
+
+std::string key(const SearchSpace& space, const Configuration& c) { return to_string(space, c); }
+
+std::vector<std::string> run(const std::string& name, std::uint64_t seed, std::size_t budget, std::size_t batch) {
+  const SearchSpace space = test_space();
+  auto strategy = make_strategy(name, space, seed);
+  const auto record = run_search(
+      *strategy, [&](const Configuration& c) { return std::optional(Observation::success(c, smooth(space, c))); },
+      StopCondition::evaluations(budget), batch);
+  std::vector<std::string> out;
+  for (const auto& o : record.observations) out.push_back(key(space, o.configuration));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every strategy: no repeats, in the space, respects the budget, deterministic by seed") {
+  const SearchSpace space = test_space();
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    for (std::size_t batch : {std::size_t{1}, std::size_t{4}}) {
+      const auto first = run(name, 7, 40, batch);
+      CHECK(first.size() == 40);
+      CHECK(std::set<std::string>(first.begin(), first.end()).size() == first.size());
+      CHECK(first == run(name, 7, 40, batch));
+    }
+    if (name != "grid") CHECK(run(name, 7, 30, 1) != run(name, 8, 30, 1));
+  }
+}
+
+TEST_CASE("every strategy: exhausts a small space exactly once, then is done") {
+  const SearchSpace space({ParameterSpec::range("x", 0, 5), ParameterSpec::categorical("m", {"p", "q"})}, {"x != 3"});
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    auto strategy = make_strategy(name, space, 1);
+    std::set<std::string> seen;
+    while (!strategy->done()) {
+      const auto batch = strategy->ask(3);
+      if (batch.empty()) break;
+      std::vector<Observation> told;
+      for (const auto& c : batch) {
+        CHECK(space.contains(c));
+        CHECK(seen.insert(key(space, c)).second);
+        told.push_back(Observation::success(c, 1.0 + numeric_value(c[0])));
+      }
+      strategy->tell(told);
+    }
+    CHECK(seen.size() == space.size());
+    CHECK(strategy->done());
+    CHECK(strategy->ask(2).empty());
+  }
+}
+
+TEST_CASE("every strategy: all-failing batches do not stop or break it") {
+  const SearchSpace space = test_space();
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    auto strategy = make_strategy(name, space, 3);
+    std::set<std::string> seen;
+    for (int round = 0; round < 12; ++round) {
+      const auto batch = strategy->ask(3);
+      REQUIRE(batch.size() == 3);
+      std::vector<Observation> told;
+      for (const auto& c : batch) {
+        CHECK(seen.insert(key(space, c)).second);
+        told.push_back(Observation::failed(c, "does not compile"));
+      }
+      strategy->tell(told);
+    }
+  }
+}
+
+TEST_CASE("every strategy: warm start with observations it did not propose, which it never proposes") {
+  const SearchSpace space = test_space();
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    auto strategy = make_strategy(name, space, 5);
+    std::vector<Observation> cache;
+    std::set<std::string> cached;
+    for (std::uint64_t i = 0; i < space.size(); i += 3) {
+      const auto c = space.configuration_at(i);
+      cache.push_back(Observation::success(c, smooth(space, c)));
+      cached.insert(key(space, c));
+    }
+    strategy->tell(cache);
+    for (int round = 0; round < 10; ++round)
+      for (const auto& c : strategy->ask(2)) CHECK(cached.count(key(space, c)) == 0);
+  }
+}
+
+TEST_CASE("asking again before telling never repeats a pending configuration") {
+  const SearchSpace space = test_space();
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    auto strategy = make_strategy(name, space, 2);
+    std::vector<Observation> told;
+    for (const auto& c : strategy->ask(8)) told.push_back(Observation::success(c, smooth(space, c)));
+    strategy->tell(told);
+    std::set<std::string> seen;
+    for (const auto& o : told) seen.insert(key(space, o.configuration));
+    const auto first = strategy->ask(3);
+    const auto second = strategy->ask(3);
+    for (const auto& c : first) CHECK(seen.insert(key(space, c)).second);
+    for (const auto& c : second) CHECK(seen.insert(key(space, c)).second);
+  }
+}
+
+TEST_CASE("grid visits index order, or a space-filling order") {
+  const SearchSpace space({ParameterSpec::range("x", 0, 9)});
+  auto grid = make_strategy("grid", space, 0);
+  const auto batch = grid->ask(3);
+  CHECK(to_string(space, batch[0]) == "x=0");
+  CHECK(to_string(space, batch[2]) == "x=2");
+  auto filling = make_strategy("grid", space, 0, {{"order", "space_filling"}});
+  const auto spread = filling->ask(2);
+  CHECK(to_string(space, spread[0]) == "x=0");
+  CHECK(to_string(space, spread[1]) == "x=8");
+}
+
+TEST_CASE("unknown strategies and options are one clear error") {
+  const SearchSpace space = test_space();
+  try {
+    make_strategy("simplex", space, 1);
+    FAIL("expected an error");
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    CHECK(message.find("unknown strategy 'simplex'") != std::string::npos);
+    CHECK(message.find("bayes") != std::string::npos);
+    CHECK(message.find("random") != std::string::npos);
+  }
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"inital", 3}}), doctest::Contains("unknown option 'inital'"),
+                       UserError);
+  CHECK_THROWS_AS(make_strategy("grid", space, 1, {{"order", "zigzag"}}), UserError);
+  CHECK_THROWS_AS(make_strategy("bayes", space, 1, {{"batch", "optimist"}}), UserError);
+}
