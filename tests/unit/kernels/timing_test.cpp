@@ -1,0 +1,136 @@
+// Timing properties that must hold by the model's mechanisms (never by a
+// formula written for a knob): overlap from rotating buffers, DMA efficiency
+// from larger transfers, nothing beats the roofline, overflow is invalid.
+// These compare simulated times; nothing here measures wall time.
+#include <doctest/doctest.h>
+
+#include "kernels/evaluate.hpp"
+#include "sim/target.hpp"
+
+using namespace autotune;
+using namespace autotune::kernels;
+
+namespace {
+
+const sim::TargetSpec& target(const char* name) {
+  static const sim::TargetSpec trn1 = sim::load_target("trn1");
+  static const sim::TargetSpec trn2 = sim::load_target("trn2");
+  return std::string(name) == "trn2" ? trn2 : trn1;
+}
+
+Evaluation time_only(const char* family_name, const char* variant, const Shape& shape, sim::Dtype dtype,
+                     const ParamValues& given, const char* target_name = "trn1") {
+  const FamilySpec& family = family_registry().get(family_name);
+  EvaluateOptions options;
+  options.verify = false;
+  return evaluate(family, variant, shape, dtype, resolve_params(family.variant(variant), given), target(target_name),
+                  options);
+}
+
+double summary(const Evaluation& e, const char* key) { return e.sim.summary.at(key).get<double>(); }
+
+}  // namespace
+
+TEST_CASE("on a DMA-bound kernel a second rotating buffer overlaps DMA with compute") {
+  const Shape shape = {{"rows", 2048}, {"cols", 2048}};
+  const Evaluation depth1 =
+      time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", 512}, {"pipeline_depth", 1}});
+  const Evaluation depth2 =
+      time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", 512}, {"pipeline_depth", 2}});
+  REQUIRE(depth1.status == "ok");
+  REQUIRE(depth2.status == "ok");
+  INFO("depth 1: ", depth1.latency_s * 1e6, " us; depth 2: ", depth2.latency_s * 1e6, " us");
+  // DMA-bound: the transfers are busy for longer than the compute engines.
+  CHECK(summary(depth1, "dma_active_time_percent") > summary(depth1, "compute_active_time_percent"));
+  CHECK(depth2.latency_s < depth1.latency_s);
+  CHECK(summary(depth2, "dma_compute_overlap_percent") > summary(depth1, "dma_compute_overlap_percent"));
+  CHECK(summary(depth2, "dma_compute_overlap_percent") > 0.0);
+}
+
+TEST_CASE("larger DMA transfers raise DMA efficiency") {
+  const Shape shape = {{"rows", 1024}, {"cols", 4096}};
+  double previous_efficiency = 0, previous_latency = 1e9;
+  for (std::int64_t tile : {64, 256, 1024, 4096}) {
+    const Evaluation e =
+        time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", tile}, {"pipeline_depth", 2}});
+    REQUIRE(e.status == "ok");
+    const double efficiency = summary(e, "dma_average_efficiency_percent");
+    INFO("tile_size ", tile, ": efficiency ", efficiency, "%, ", e.latency_s * 1e6, " us");
+    CHECK(efficiency > previous_efficiency);
+    CHECK(e.latency_s < previous_latency);
+    previous_efficiency = efficiency;
+    previous_latency = e.latency_s;
+  }
+}
+
+TEST_CASE("no kernel beats the roofline bound of its target") {
+  struct Config {
+    const char* family;
+    const char* variant;
+    Shape shape;
+    sim::Dtype dtype;
+    ParamValues params;
+  };
+  const Shape gemm = {{"M", 1024}, {"N", 2048}, {"K", 1024}};
+  const std::vector<Config> configs = {
+      {"exp", "naive", {{"rows", 250}, {"cols", 512}}, sim::Dtype::fp32, {}},
+      {"exp", "tiled", {{"rows", 4096}, {"cols", 4096}}, sim::Dtype::bf16, {{"tile_size", 4096}, {"pipeline_depth", 4}}},
+      {"exp", "tiled", {{"rows", 4096}, {"cols", 4096}}, sim::Dtype::fp32, {{"tile_size", 2048}, {"unroll_factor", 8}}},
+      {"gemm", "tiled", gemm, sim::Dtype::bf16, {{"pipeline_depth", 8}}},
+      {"gemm", "hoisted", gemm, sim::Dtype::bf16, {{"pipeline_depth", 3}, {"unroll_factor", 4}, {"tile_n", 128}}},
+      {"gemm", "blocked_mn", gemm, sim::Dtype::fp32, {{"tiles_in_block_m", 4}, {"tiles_in_block_n", 1}}},
+      {"gemm", "blocked_mnk", gemm, sim::Dtype::bf16, {{"tiles_in_block_m", 8}}},
+      {"gemm", "blocked_mnk", gemm, sim::Dtype::bf16,
+       {{"tiles_in_block_m", 4}, {"tiles_in_block_n", 4}, {"tiles_in_block_k", 2}, {"unroll_factor", 4}}},
+      {"rmsnorm", "naive", {{"rows", 1024}, {"cols", 2048}}, sim::Dtype::fp32, {}},
+      {"rmsnorm", "fused", {{"rows", 4096}, {"cols", 1024}}, sim::Dtype::bf16, {{"tile_size", 1024}, {"pipeline_depth", 4}}},
+      {"rmsnorm", "fused", {{"rows", 4096}, {"cols", 4096}}, sim::Dtype::fp32, {{"unroll_factor", 2}}},
+  };
+  int checked = 0;
+  for (const char* target_name : {"trn1", "trn2"}) {
+    for (const auto& c : configs) {
+      const Evaluation e = time_only(c.family, c.variant, c.shape, c.dtype, c.params, target_name);
+      INFO(target_name, " ", c.family, "/", c.variant, ": ", e.status, " ", e.error, " latency ", e.latency_s,
+           " bound ", e.roofline_bound_s);
+      CHECK(e.status != "implausible");
+      if (!e.sim.valid) continue;  // a configuration that does not fit is data, not a roofline breach
+      CHECK(e.roofline_bound_s > 0);
+      CHECK(e.latency_s >= e.roofline_bound_s);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 18);
+}
+
+TEST_CASE("an SBUF overflow is reported as invalid with the simulator's rule") {
+  // The naive exp holds the whole tensor in SBUF: 32 row tiles of 32 KiB per partition.
+  const Evaluation e = time_only("exp", "naive", {{"rows", 4096}, {"cols", 8192}}, sim::Dtype::fp32, {});
+  CHECK(e.status == "invalid");
+  CHECK(e.rule == "sbuf_overflow");
+  CHECK_FALSE(e.error.empty());
+  CHECK(e.error.find("exp.hpp") != std::string::npos);  // names the kernel source line
+
+  // Rotating two K columns of the blocked operands does not fit at K = 8192.
+  const Evaluation blocked =
+      time_only("gemm", "blocked_mn", {{"M", 512}, {"N", 1024}, {"K", 8192}}, sim::Dtype::bf16, {{"pipeline_depth", 2}});
+  CHECK(blocked.status == "invalid");
+  CHECK(blocked.rule == "sbuf_overflow");
+  // One fits.
+  const Evaluation fits =
+      time_only("gemm", "blocked_mn", {{"M", 512}, {"N", 1024}, {"K", 8192}}, sim::Dtype::bf16, {{"pipeline_depth", 1}});
+  CHECK(fits.status == "ok");
+}
+
+TEST_CASE("the GEMM tutorial's structures rank as on hardware at the calibration shape's proportions") {
+  // A scaled-down calibration shape: each structural step of the tutorial
+  // must not be slower than the one before it (the model, not a rule, decides).
+  const Shape shape = {{"M", 1024}, {"N", 2048}, {"K", 2048}};
+  double previous = 1e9;
+  for (const char* variant : {"tiled", "hoisted", "blocked_mn", "blocked_mnk"}) {
+    const Evaluation e = time_only("gemm", variant, shape, sim::Dtype::bf16, {});
+    REQUIRE(e.status == "ok");
+    INFO(variant, ": ", e.latency_s * 1e3, " ms");
+    CHECK(e.latency_s < previous);
+    previous = e.latency_s;
+  }
+}
