@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
+#include "skills/candidate.hpp"
 
 namespace autotune {
 namespace {
@@ -132,7 +134,7 @@ std::optional<std::vector<std::string>> CommandTarget::expand(const nlohmann::js
   return argv;
 }
 
-CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params) const {
+CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params, std::optional<double> budget_s) const {
   CommandMeasurement measurement;
   const auto start = std::chrono::steady_clock::now();
   auto finish = [&](MeasurementStatus status, std::string error) {
@@ -158,6 +160,11 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params) const {
         config_.repeats > 1 ? "run " + std::to_string(repeat + 1) + " of " + std::to_string(config_.repeats) + ": "
                             : "";
     options.extra_env["AUTOTUNE_REPEAT"] = std::to_string(repeat);
+    if (budget_s) {
+      const double left = *budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (left <= 0) return finish(MeasurementStatus::timeout, which + "the measurement's time budget is spent");
+      options.timeout = std::min(options.timeout, std::chrono::milliseconds(static_cast<long long>(std::ceil(left * 1000.0))));
+    }
     ProcessResult run = run_process(*argv, options);
     if (run.timed_out()) return finish(MeasurementStatus::timeout, which + run.describe_failure());
     if (!run.ok()) return finish(MeasurementStatus::failed, which + run.describe_failure());
@@ -277,3 +284,58 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
 }
 
 }  // namespace autotune
+
+namespace autotune::skills {
+
+CommandMeasurementTarget::CommandMeasurementTarget(CommandTargetConfig config) : target_(std::move(config)) {
+  const auto& c = target_.config();
+  Json identity = {{"argv", c.argv},       {"workdir", c.workdir.string()}, {"objective", c.objective},
+                   {"repeats", c.repeats}, {"metrics", c.metrics},          {"files", Json::object()}};
+  for (const auto& element : c.argv) {
+    if (element.empty() || element.find('{') != std::string::npos) continue;
+    std::filesystem::path path(element);
+    if (path.is_relative()) path = c.workdir / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) > (64u << 20)) continue;
+    std::ifstream in(path, std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    identity["files"][element] = stable_hash(content);
+  }
+  cache_identity_ = "command:" + stable_hash(identity.dump());
+}
+
+std::string CommandMeasurementTarget::description() const {
+  std::string text = "command:";
+  for (const auto& a : target_.config().argv) text += " " + a;
+  return text;
+}
+
+std::string CommandMeasurementTarget::cache_identity() const { return cache_identity_; }
+
+Measurement CommandMeasurementTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
+  CommandMeasurement run = target_.evaluate(candidate.params, options.deadline_s);
+  Measurement m;
+  switch (run.status) {
+    case MeasurementStatus::ok: m.status = store::TrialStatus::ok; break;
+    case MeasurementStatus::invalid: m.status = store::TrialStatus::invalid; break;
+    case MeasurementStatus::failed: m.status = store::TrialStatus::failed; break;
+    case MeasurementStatus::timeout: m.status = store::TrialStatus::timeout; break;
+  }
+  m.metrics = run.metrics;
+  if (m.metrics.contains("profile") && m.metrics["profile"].is_object()) {
+    m.profile = m.metrics["profile"];
+    m.metrics.erase("profile");
+  }
+  const std::string& objective = target_.config().objective;
+  if (run.ok() && objective != "latency_s" && !m.metrics.contains("latency_s")) {
+    m.metrics["latency_s"] = m.metrics[objective];
+    m.metrics["objective"] = objective;
+  }
+  m.repeats = Json::array();
+  for (const auto& output : run.repeats) m.repeats.push_back(output);
+  m.error = run.error;
+  m.duration_ms = run.wall_s * 1000.0;
+  return m;
+}
+
+}  // namespace autotune::skills

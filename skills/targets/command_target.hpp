@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/config_reader.hpp"
+#include "skills/measurement_target.hpp"
 
 namespace autotune {
 
@@ -86,7 +87,9 @@ class CommandTarget {
   // Runs the program `repeats` times for one candidate. Never throws for
   // anything the program does. Thread-safe: concurrent calls run separate
   // processes.
-  CommandMeasurement evaluate(const nlohmann::json& params) const;
+  // `budget_s`, when given, caps the time of all runs together: each run's
+  // timeout is the smaller of timeout_s and what is left of the budget.
+  CommandMeasurement evaluate(const nlohmann::json& params, std::optional<double> budget_s = std::nullopt) const;
 
   // The argv with placeholders replaced; nullopt and *error when `params`
   // lacks a named parameter.
@@ -106,3 +109,35 @@ class CommandTarget {
 };
 
 }  // namespace autotune
+
+namespace autotune::skills {
+
+// The command target behind the Benchmark Runner's MeasurementTarget
+// interface. A candidate's params fill the placeholders (its variant name is
+// not used: a command target is one program). Mapping of the result: status
+// ok/invalid/failed/timeout as is; metrics are the medians, with a `profile`
+// object moved to Measurement::profile; repeats are every run's JSON object.
+// The runner ranks by metrics["latency_s"]; when the objective is another
+// metric (still minimised) and the program prints no latency_s, the
+// objective's value is reported as latency_s as well, and metrics["objective"]
+// names the metric it came from.
+class CommandMeasurementTarget : public MeasurementTarget {
+ public:
+  explicit CommandMeasurementTarget(CommandTargetConfig config);
+
+  std::string kind() const override { return "command"; }
+  std::string description() const override;
+  // The argv templates, workdir, objective, repeats and the content of every
+  // argv element that names an existing file (the user's script or binary),
+  // so an edited benchmark program does not reuse stale cached trials.
+  std::string cache_identity() const override;
+  Measurement measure(const Candidate& candidate, const MeasureOptions& options) override;
+
+  const CommandTarget& command() const { return target_; }
+
+ private:
+  CommandTarget target_;
+  std::string cache_identity_;
+};
+
+}  // namespace autotune::skills

@@ -173,3 +173,35 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], workdir: nowhere}\n", nullptr), UserError);
   CHECK_THROWS_AS(parse("target: {kind: command, argv: []}\n", nullptr), UserError);
 }
+
+TEST_CASE("command measurement target maps a measurement for the Benchmark Runner") {
+  TempDir dir;
+  const auto program = dir.python_script("bench.py", kBenchProgram);
+  CommandTargetConfig config;
+  config.argv = {program.string(), "ok", "{tile}"};
+  config.workdir = dir.path();
+  config.objective = "gflops";
+  config.timeout_s = 20;
+  skills::CommandMeasurementTarget target(config);
+  CHECK(target.kind() == "command");
+  CHECK(target.cache_identity().starts_with("command:"));
+
+  skills::Measurement m = target.measure({"default", {{"tile", 8}}}, skills::MeasureOptions{});
+  REQUIRE_MESSAGE(m.status == store::TrialStatus::ok, m.error);
+  CHECK(m.metrics["latency_s"] == doctest::Approx(0.125));  // printed by the program, kept as is
+  CHECK(m.profile["busy"] == doctest::Approx(0.5));
+  CHECK_FALSE(m.metrics.contains("profile"));
+  CHECK(m.repeats.size() == 1);
+
+  // Editing the benchmark program changes the cache identity.
+  const std::string before = target.cache_identity();
+  dir.python_script("bench.py", std::string(kBenchProgram) + "\n# edited\n");
+  CHECK(skills::CommandMeasurementTarget(config).cache_identity() != before);
+
+  config.argv = {program.string(), "sleep"};
+  skills::MeasureOptions short_deadline;
+  short_deadline.deadline_s = 0.5;
+  skills::Measurement late = skills::CommandMeasurementTarget(config).measure({"default", {}}, short_deadline);
+  CHECK(late.status == store::TrialStatus::timeout);
+  CHECK(late.error == "timed out after 0.5 s");
+}
