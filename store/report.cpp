@@ -30,12 +30,6 @@ std::string first_line(const std::string& text, std::size_t max_width) {
   return line;
 }
 
-std::string format_ratio(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2fx", value);
-  return text;
-}
-
 // Left-aligned text columns, numbers right-aligned, two spaces between.
 class TextTable {
  public:
@@ -125,7 +119,13 @@ RunOverview overview(Store& store, const Run& run) {
   out.best = run.best_trial ? store.trial(run.id, *run.best_trial) : store.best_trial(run.id);
   out.baseline_latency_s = latency_of(out.baseline);
   out.best_latency_s = latency_of(out.best);
-  if (auto speedup = ratio(out.baseline_latency_s, out.best_latency_s)) out.improvement = *speedup - 1.0;
+  out.speedup = ratio(out.baseline_latency_s, out.best_latency_s);
+  if (run.summary.is_object() && run.summary.contains("improvement") &&
+      run.summary["improvement"].is_number()) {
+    out.improvement = run.summary["improvement"].get<double>();
+  } else if (auto inverse = ratio(out.best_latency_s, out.baseline_latency_s)) {
+    out.improvement = 1.0 - *inverse;
+  }
   return out;
 }
 
@@ -187,6 +187,12 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
+std::string format_speedup(double speedup) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", speedup);
+  return text;
+}
+
 std::string format_improvement(double improvement) {
   char text[32];
   std::snprintf(text, sizeof text, "%+.1f%%", improvement * 100.0);
@@ -212,8 +218,9 @@ std::string compact(const Json& value, std::size_t max_width) {
 
 std::string format_runs(const std::vector<RunOverview>& runs) {
   if (runs.empty()) return "no runs yet\n";
-  TextTable table({"id", "created", "goal", "kernel", "target", "status", "best", "improvement", "evals"},
-                  {true, false, false, false, false, false, true, true, true});
+  TextTable table(
+      {"id", "created", "goal", "kernel", "target", "status", "best", "speedup", "improvement", "evals"},
+      {true, false, false, false, false, false, true, true, true, true});
   for (const auto& entry : runs) {
     const Run& run = entry.run;
     std::string created = run.created.substr(0, 16);
@@ -222,6 +229,7 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
     if (run.goal_met) status += " (goal met)";
     table.add({std::to_string(run.id), created, run.goal_name, run.kernel, run.target, status,
                entry.best_latency_s ? format_seconds(*entry.best_latency_s) : "-",
+               entry.speedup ? format_speedup(*entry.speedup) : "-",
                entry.improvement ? format_improvement(*entry.improvement) : "-",
                std::to_string(entry.counts.total)});
   }
@@ -230,14 +238,14 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
 
 std::string format_trials(const std::vector<Trial>& trials, std::optional<double> baseline_latency_s) {
   if (trials.empty()) return "no trials\n";
-  TextTable table({"id", "iter", "variant", "params", "status", "latency", "vs base", "cache", "error"},
+  TextTable table({"id", "iter", "variant", "params", "status", "latency", "speedup", "cache", "error"},
                   {true, true, false, false, false, true, true, false, false});
   for (const Trial& trial : trials) {
     const auto latency = latency_of(trial);
     const auto speedup = ratio(baseline_latency_s, latency);
     table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant,
                compact(trial.params, 50), std::string(to_string(trial.status)),
-               latency ? format_seconds(*latency) : "-", speedup ? format_improvement(*speedup - 1.0) : "-",
+               latency ? format_seconds(*latency) : "-", speedup ? format_speedup(*speedup) : "-",
                trial.cache_hit ? "hit" : "", first_line(trial.error, 40)});
   }
   return table.render();
@@ -300,8 +308,9 @@ std::string format_explanation(const Explanation& e) {
   line("status", status);
   if (auto latency = latency_of(e.trial)) {
     std::string text = format_seconds(*latency);
-    if (e.speedup_vs_baseline) text += ", " + format_ratio(*e.speedup_vs_baseline) + " vs baseline";
-    if (e.speedup_vs_best_before) text += ", " + format_ratio(*e.speedup_vs_best_before) + " vs best before";
+    if (e.speedup_vs_baseline) text += ", " + format_speedup(*e.speedup_vs_baseline) + " vs baseline";
+    if (e.speedup_vs_best_before)
+      text += ", " + format_speedup(*e.speedup_vs_best_before) + " vs best before";
     line("latency", text);
   }
   line("metrics", compact(e.trial.metrics, 200));
@@ -346,6 +355,7 @@ Json runs_json(const std::vector<RunOverview>& runs) {
                    {"best_trial", entry.best ? Json(entry.best->id) : Json(nullptr)},
                    {"baseline_latency_s", number_or_null(entry.baseline_latency_s)},
                    {"best_latency_s", number_or_null(entry.best_latency_s)},
+                   {"speedup", number_or_null(entry.speedup)},
                    {"improvement", number_or_null(entry.improvement)},
                    {"evaluations", entry.counts.total},
                    {"cache_hits", entry.counts.cache_hits}});
@@ -358,7 +368,7 @@ Json trials_json(const std::vector<Trial>& trials, std::optional<double> baselin
   for (const Trial& trial : trials) {
     Json item = trial;
     const auto speedup = ratio(baseline_latency_s, latency_of(trial));
-    item["improvement"] = speedup ? Json(*speedup - 1.0) : Json(nullptr);
+    item["speedup"] = number_or_null(speedup);
     out.push_back(std::move(item));
   }
   return out;

@@ -8,7 +8,10 @@
 //  - latency: metrics.latency_s of a measured trial (status ok or cached);
 //  - baseline: the run's baseline_trial, else its first measured trial;
 //  - best: the run's best_trial, else its top-1 trial by latency;
-//  - improvement: baseline latency / latency - 1 (0.25 means 1.25x faster).
+//  - speedup: baseline latency / latency (1.25 means 1.25x faster);
+//  - a run's improvement: the figure the orchestrator recorded for the goal's
+//    objective (summary.improvement), else the fraction of the baseline
+//    latency removed (1 - best / baseline), the latency objective's figure.
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +32,7 @@ struct RunOverview {
   std::optional<Trial> best;
   std::optional<double> baseline_latency_s;
   std::optional<double> best_latency_s;
+  std::optional<double> speedup;
   std::optional<double> improvement;
 };
 
@@ -70,6 +74,8 @@ Json explanation_json(const Explanation& explanation);
 std::string format_seconds(double seconds);
 // "+33.3%" / "-20.0%".
 std::string format_improvement(double improvement);
+// "1.33x".
+std::string format_speedup(double speedup);
 // A JSON value on one line: objects as "key=value key=value" (strings
 // unquoted), cut to `max_width` characters with "..." when longer.
 std::string compact(const Json& value, std::size_t max_width = 60);

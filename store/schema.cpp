@@ -92,7 +92,9 @@ CREATE INDEX llm_calls_by_prompt ON llm_calls(prompt_hash);
 
 // Version 2: views for the sqlite3 shell (documented in docs/store.md).
 // Latencies are metrics.latency_s of measured trials (ok, cached);
-// improvement = baseline latency / latency - 1 (0.25 means 1.25x faster).
+// speedup = baseline latency / latency (1.25 means 1.25x faster). A run's
+// improvement is the one the orchestrator recorded for its objective
+// (summary.improvement), else the fraction of baseline latency removed.
 constexpr const char* kViews = R"sql(
 CREATE VIEW measured_trials AS
 SELECT run, id AS trial, json_extract(metrics, '$.latency_s') AS latency_s
@@ -109,10 +111,12 @@ SELECT r.id AS run,
 FROM runs r;
 
 CREATE VIEW run_overview AS
-SELECT o.*, o.baseline_latency_s / o.best_latency_s - 1.0 AS improvement
+SELECT o.*, o.baseline_latency_s / o.best_latency_s AS speedup,
+       COALESCE(json_extract(o.summary, '$.improvement'), 1.0 - o.best_latency_s / o.baseline_latency_s)
+         AS improvement
 FROM (
   SELECT r.id AS run, r.created, r.updated, r.goal_name, r.kernel, r.target, r.seed, r.simulator_version,
-         r.status, r.stop_reason, r.goal_met,
+         r.status, r.stop_reason, r.goal_met, r.summary,
          (SELECT COUNT(*) FROM trials t WHERE t.run = r.id) AS evaluations,
          (SELECT COUNT(*) FROM trials t WHERE t.run = r.id AND t.cache_hit) AS cache_hits,
          b.baseline_trial,
@@ -130,7 +134,7 @@ CREATE VIEW trial_summary AS
 SELECT t.run, t.id AS trial, t.iteration, t.decision_seq, t.variant, t.params, t.status,
        json_extract(t.metrics, '$.latency_s') AS latency_s,
        CASE WHEN t.status IN ('ok', 'cached')
-            THEN b.baseline_latency_s / json_extract(t.metrics, '$.latency_s') - 1.0 END AS improvement,
+            THEN b.baseline_latency_s / json_extract(t.metrics, '$.latency_s') END AS speedup,
        t.cache_hit, t.error, t.duration_ms, t.created
 FROM trials t JOIN run_baseline b ON b.run = t.run;
 

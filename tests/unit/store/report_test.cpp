@@ -38,7 +38,8 @@ TEST_CASE("report: a run overview uses the recorded baseline and best") {
   CHECK(overview.best->id == seeded.best);
   CHECK(*overview.baseline_latency_s == doctest::Approx(4e-3));
   CHECK(*overview.best_latency_s == doctest::Approx(3e-3));
-  CHECK(*overview.improvement == doctest::Approx(1.0 / 3.0));
+  CHECK(*overview.speedup == doctest::Approx(4.0 / 3.0));
+  CHECK(*overview.improvement == doctest::Approx(0.25));  // a quarter of the latency removed
   CHECK(overview.counts.total == 4);
 }
 
@@ -54,12 +55,14 @@ TEST_CASE("report: without a recorded baseline and best, the first measured and 
   CHECK(overview.baseline->id == batch[1].id);
   REQUIRE(overview.best);
   CHECK(overview.best->id == batch[2].id);
-  CHECK(*overview.improvement == doctest::Approx(3.0));
+  CHECK(*overview.speedup == doctest::Approx(4.0));
+  CHECK(*overview.improvement == doctest::Approx(0.75));
 
   const int64_t empty = store.create_run(sample_run("empty"));
   const auto nothing = report::overview(store, *store.run(empty));
   CHECK_FALSE(nothing.baseline);
   CHECK_FALSE(nothing.improvement);
+  CHECK_FALSE(nothing.speedup);
   CHECK(report::format_runs({nothing}).find("  -  ") != std::string::npos);
 }
 
@@ -68,9 +71,10 @@ TEST_CASE("report: the runs table") {
   seed_sample_run(store);
   const std::string text = report::format_runs(report::overviews(store));
   CHECK(text.rfind("id  created           goal          kernel  target  status                    best  "
-                   "improvement  evals\n",
+                   "speedup  improvement  evals\n",
                    0) == 0);
-  CHECK(text.find("gemm-article  gemm    trn1    completed (goal met)  3.000 ms       +33.3%      4\n") !=
+  CHECK(text.find(
+            "gemm-article  gemm    trn1    completed (goal met)  3.000 ms    1.33x       +25.0%      4\n") !=
         std::string::npos);
   CHECK(report::format_runs({}) == "no runs yet\n");
 
@@ -79,7 +83,20 @@ TEST_CASE("report: the runs table") {
   CHECK(json[0]["status"] == "completed");
   CHECK(json[0]["evaluations"] == 4);
   CHECK(json[0]["best_latency_s"].get<double>() == doctest::Approx(3e-3));
-  CHECK(json[0]["improvement"].get<double>() == doctest::Approx(1.0 / 3.0));
+  CHECK(json[0]["improvement"].get<double>() == doctest::Approx(0.25));
+  CHECK(json[0]["speedup"].get<double>() == doctest::Approx(4.0 / 3.0));
+}
+
+TEST_CASE("report: a run's improvement is the one the orchestrator recorded for its objective") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  Run run = *store.run(seeded.run);
+  run.summary = {{"objective", "throughput"}, {"improvement", 1.0 / 3.0}};
+  store.update_run(run);
+  const auto overview = report::overview(store, *store.run(seeded.run));
+  CHECK(*overview.improvement == doctest::Approx(1.0 / 3.0));
+  CHECK(*overview.speedup == doctest::Approx(4.0 / 3.0));
+  CHECK(report::format_runs({overview}).find("1.33x       +33.3%") != std::string::npos);
 }
 
 TEST_CASE("report: the trials table, in order and best first") {
@@ -87,12 +104,12 @@ TEST_CASE("report: the trials table, in order and best first") {
   const SeededRun seeded = seed_sample_run(store);
   const auto all = store.trials(seeded.run);
   const std::string expected =
-      "id  iter  variant    params             status    latency  vs base  cache  error\n"
-      " 1     0  tiled      tile=32 unroll=2   ok       4.000 ms    +0.0%\n"
-      " 2     1  pipelined  tile=64 unroll=2   ok       3.000 ms   +33.3%\n"
+      "id  iter  variant    params             status    latency  speedup  cache  error\n"
+      " 1     0  tiled      tile=32 unroll=2   ok       4.000 ms    1.00x\n"
+      " 2     1  pipelined  tile=64 unroll=2   ok       3.000 ms    1.33x\n"
       " 3     1  pipelined  tile=256 unroll=2  invalid         -        -         SBUF overflow: tile needs "
       "48 MiB\n"
-      " 4     1  pipelined  tile=16 unroll=2   ok       5.000 ms   -20.0%\n";
+      " 4     1  pipelined  tile=16 unroll=2   ok       5.000 ms    0.80x\n";
   CHECK(report::format_trials(all, 4e-3) == expected);
 
   const auto top = store.trials(seeded.run, 2, Ranking{});
@@ -104,8 +121,8 @@ TEST_CASE("report: the trials table, in order and best first") {
   REQUIRE(json.size() == 4);
   CHECK(json[1]["id"] == seeded.best);
   CHECK(json[1]["params"]["tile"] == 64);
-  CHECK(json[1]["improvement"].get<double>() == doctest::Approx(1.0 / 3.0));
-  CHECK(json[2]["improvement"].is_null());
+  CHECK(json[1]["speedup"].get<double>() == doctest::Approx(4.0 / 3.0));
+  CHECK(json[2]["speedup"].is_null());
   CHECK(json[2]["status"] == "invalid");
 }
 

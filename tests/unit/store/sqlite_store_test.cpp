@@ -193,9 +193,10 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
   const SeededRun seeded = seed_sample_run(store);
 
   sqlite::Connection shell(path, false);
-  sqlite::Statement overview(shell,
-                             "SELECT evaluations, baseline_latency_s, best_latency_s, best_trial, status, improvement "
-                             "FROM run_overview WHERE run = ?");
+  sqlite::Statement overview(
+      shell,
+      "SELECT evaluations, baseline_latency_s, best_latency_s, best_trial, status, improvement, speedup "
+      "FROM run_overview WHERE run = ?");
   overview.bind(1, seeded.run);
   REQUIRE(overview.step());
   CHECK(overview.int64(0) == 4);
@@ -203,10 +204,12 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
   CHECK(overview.real(2) == doctest::Approx(3e-3));
   CHECK(overview.int64(3) == seeded.best);
   CHECK(overview.text(4) == "completed");
-  CHECK(overview.real(5) == doctest::Approx(4.0 / 3.0 - 1.0));
+  CHECK(overview.real(5) == doctest::Approx(0.25));  // no recorded improvement: latency removed
+  CHECK(overview.real(6) == doctest::Approx(4.0 / 3.0));
+  overview.reset();  // a statement left mid-way holds its read snapshot open
 
   sqlite::Statement summary(shell,
-                            "SELECT trial, status, latency_s, improvement FROM trial_summary WHERE run = ? "
+                            "SELECT trial, status, latency_s, speedup FROM trial_summary WHERE run = ? "
                             "ORDER BY trial");
   summary.bind(1, seeded.run);
   std::map<int64_t, std::pair<std::string, std::optional<double>>> rows;
@@ -215,9 +218,10 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
                               summary.is_null(3) ? std::nullopt : std::optional<double>(summary.real(3))};
   }
   REQUIRE(rows.size() == 4);
-  CHECK(rows[seeded.baseline].second == doctest::Approx(0.0));
-  CHECK(*rows[seeded.best].second == doctest::Approx(4.0 / 3.0 - 1.0));
-  CHECK(*rows[seeded.slower].second == doctest::Approx(4.0 / 5.0 - 1.0));
+  REQUIRE(rows[seeded.baseline].second);
+  CHECK(*rows[seeded.baseline].second == doctest::Approx(1.0));
+  CHECK(*rows[seeded.best].second == doctest::Approx(4.0 / 3.0));
+  CHECK(*rows[seeded.slower].second == doctest::Approx(0.8));
   CHECK(rows[seeded.invalid].first == "invalid");
   CHECK_FALSE(rows[seeded.invalid].second);
 
@@ -230,6 +234,14 @@ TEST_CASE("sqlite: the views summarise runs, trials and decisions for the sqlite
   CHECK(decisions[0] == std::make_tuple(int64_t{1}, std::string("orchestrator"), int64_t{1}));
   CHECK(decisions[1] == std::make_tuple(int64_t{2}, std::string("profile_analyzer"), int64_t{0}));
   CHECK(decisions[2] == std::make_tuple(int64_t{3}, std::string("param_explorer"), int64_t{3}));
+
+  Run run = *store.run(seeded.run);
+  run.summary = {{"improvement", 0.5}};
+  store.update_run(run);
+  sqlite::Statement recorded(shell, "SELECT improvement FROM run_overview WHERE run = ?");
+  recorded.bind(1, seeded.run);
+  REQUIRE(recorded.step());
+  CHECK(recorded.real(0) == doctest::Approx(0.5));  // the orchestrator's figure wins
 }
 
 TEST_CASE("paths: the database path comes from --db, then AUTOTUNE_DB, then ./autotune.db") {
