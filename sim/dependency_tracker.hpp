@@ -28,11 +28,12 @@ struct Region {
 class DependencyTracker {
  public:
   DependencyTracker() = default;
+  // Buckets are row_block x col_block, both rounded up to powers of two.
   DependencyTracker(std::int64_t rows, std::int64_t cols, std::int64_t row_block, std::int64_t col_block)
-      : row_block_(std::max<std::int64_t>(row_block, 1)),
-        col_block_(std::max<std::int64_t>(col_block, 1)),
-        row_buckets_((std::max<std::int64_t>(rows, 1) + row_block_ - 1) / row_block_),
-        col_buckets_((std::max<std::int64_t>(cols, 1) + col_block_ - 1) / col_block_),
+      : row_shift_(shift_for(row_block)),
+        col_shift_(shift_for(col_block)),
+        row_buckets_(((std::max<std::int64_t>(rows, 1) - 1) >> row_shift_) + 1),
+        col_buckets_(((std::max<std::int64_t>(cols, 1) - 1) >> col_shift_) + 1),
         buckets_(static_cast<std::size_t>(row_buckets_ * col_buckets_)) {}
 
   // `semaphore_ns[e]`: extra latency for engine e waiting on another engine.
@@ -85,24 +86,30 @@ class DependencyTracker {
     return Region{std::max(a.r0, b.r0), std::min(a.r1, b.r1), std::max(a.c0, b.c0), std::min(a.c1, b.c1)};
   }
 
+  static int shift_for(std::int64_t block) {
+    int shift = 0;
+    while ((std::int64_t(1) << shift) < block) ++shift;
+    return shift;
+  }
+
   template <class F>
   void for_each_bucket(const Region& r, F&& f) const {
-    const std::int64_t rb0 = std::clamp<std::int64_t>(r.r0 / row_block_, 0, row_buckets_ - 1);
-    const std::int64_t rb1 = std::clamp<std::int64_t>((r.r1 - 1) / row_block_, 0, row_buckets_ - 1);
-    const std::int64_t cb0 = std::clamp<std::int64_t>(r.c0 / col_block_, 0, col_buckets_ - 1);
-    const std::int64_t cb1 = std::clamp<std::int64_t>((r.c1 - 1) / col_block_, 0, col_buckets_ - 1);
+    const std::int64_t rb0 = std::clamp<std::int64_t>(r.r0 >> row_shift_, 0, row_buckets_ - 1);
+    const std::int64_t rb1 = std::clamp<std::int64_t>((r.r1 - 1) >> row_shift_, 0, row_buckets_ - 1);
+    const std::int64_t cb0 = std::clamp<std::int64_t>(r.c0 >> col_shift_, 0, col_buckets_ - 1);
+    const std::int64_t cb1 = std::clamp<std::int64_t>((r.c1 - 1) >> col_shift_, 0, col_buckets_ - 1);
     for (std::int64_t rb = rb0; rb <= rb1; ++rb) {
       for (std::int64_t cb = cb0; cb <= cb1; ++cb) {
         // The last bucket of each axis extends to infinity so that nothing is
         // lost if a region lies outside the declared size.
-        const Region bucket{rb * row_block_, rb == row_buckets_ - 1 ? INT64_MAX : (rb + 1) * row_block_,
-                            cb * col_block_, cb == col_buckets_ - 1 ? INT64_MAX : (cb + 1) * col_block_};
+        const Region bucket{rb << row_shift_, rb == row_buckets_ - 1 ? INT64_MAX : (rb + 1) << row_shift_,
+                            cb << col_shift_, cb == col_buckets_ - 1 ? INT64_MAX : (cb + 1) << col_shift_};
         f(static_cast<std::size_t>(rb * col_buckets_ + cb), bucket);
       }
     }
   }
 
-  std::int64_t row_block_ = 1, col_block_ = 1;
+  int row_shift_ = 0, col_shift_ = 0;
   std::int64_t row_buckets_ = 1, col_buckets_ = 1;
   std::vector<std::vector<Record>> buckets_;
 };

@@ -56,27 +56,48 @@ double intersection_length(const std::vector<Interval>& a, const std::vector<Int
   return total;
 }
 
-// Time during which at least two of the lists (each sorted, disjoint) are busy.
-double multi_busy_length(const std::vector<Interval>* lists, int count) {
-  std::vector<std::pair<double, int>> events;
-  std::size_t n = 0;
-  for (int k = 0; k < count; ++k) n += lists[k].size();
-  events.reserve(2 * n);
-  for (int k = 0; k < count; ++k)
-    for (const auto& [s, e] : lists[k]) {
-      if (e <= s) continue;
-      events.push_back({s, +1});
-      events.push_back({e, -1});
-    }
-  std::sort(events.begin(), events.end());
-  double total = 0, last = 0;
+// Sweeps `count` lists of intervals, each sorted and disjoint (an in-order
+// engine's busy times), in one linear merge: returns the time at least two
+// are busy, and appends the union of all of them to `merged`.
+double sweep_busy(const std::vector<Interval>* lists, int count, std::vector<Interval>& merged) {
+  constexpr int kMaxLists = 8;
+  std::size_t index[kMaxLists] = {};
+  bool inside[kMaxLists] = {};
   int active = 0;
-  for (const auto& [t, delta] : events) {
-    if (active >= 2) total += t - last;
-    active += delta;
-    last = t;
+  double last = 0, multi = 0, open_start = 0;
+  for (;;) {
+    int next = -1;
+    double when = INFINITY;
+    for (int k = 0; k < count; ++k) {
+      if (index[k] >= lists[k].size()) continue;
+      const Interval& i = lists[k][index[k]];
+      const double t = inside[k] ? i.second : i.first;
+      // Ends before starts at equal times keep `active` exact.
+      if (t < when || (t == when && inside[k] && next >= 0 && !inside[next])) {
+        when = t;
+        next = k;
+      }
+    }
+    if (next < 0) break;
+    if (active >= 2) multi += when - last;
+    last = when;
+    if (inside[next]) {
+      inside[next] = false;
+      ++index[next];
+      if (--active == 0) merged.push_back({open_start, when});
+    } else {
+      inside[next] = true;
+      if (active++ == 0) {
+        if (!merged.empty() && merged.back().second >= when) {
+          open_start = merged.back().first;
+          merged.pop_back();
+        } else {
+          open_start = when;
+        }
+      }
+    }
   }
-  return total;
+  return multi;
 }
 
 class Scheduler {
@@ -105,7 +126,10 @@ class Scheduler {
     queues_.resize(static_cast<std::size_t>(t_.dma_queues));
     location_busy_ns_.assign(program.locations().size(), 0.0);
     location_count_.assign(program.locations().size(), 0);
-    for (auto& list : compute_busy_) list.reserve(program.size() / 2);
+    std::size_t per_engine[kEngineCount] = {};
+    for (const Instruction& in : program.instructions()) ++per_engine[static_cast<int>(in.engine)];
+    for (int e = 0; e < kComputeEngines; ++e) compute_busy_[e].reserve(per_engine[e]);
+    dma_busy_.reserve(per_engine[static_cast<int>(Engine::dma)]);
     if (record_) timeline_.reserve(program.size());
   }
 
@@ -150,6 +174,8 @@ class Scheduler {
   std::vector<int> hbm_index_;
   std::vector<DependencyTracker> hbm_;
   std::vector<ResourceCalendar> queues_;
+  ResourceCalendar all_queues_;
+  bool queues_in_sync_ = true;
   int queue_cursor_ = 0;
   ResourceCalendar sbuf_port_, psum_port_;
 
@@ -254,14 +280,29 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   const double part_ns = work_ns / parts;
 
   double first_start = INFINITY, data_end = 0;
-  for (int p = 0; p < parts; ++p) {
-    const int q = (queue_cursor_ + p) % t_.dma_queues;
-    ResourceCalendar& queue = queues_[static_cast<std::size_t>(q)];
-    const double start = queue.earliest(ready, part_ns);
-    queue.reserve(start, start + part_ns);
-    first_start = std::min(first_start, start);
-    data_end = std::max(data_end, start + part_ns);
-    if (record_) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
+  if (parts == t_.dma_queues && queues_in_sync_) {
+    // Every transfer so far used all queues alike, so their calendars are
+    // identical: one calendar stands for all of them.
+    const double start = all_queues_.earliest(ready, part_ns);
+    all_queues_.reserve(start, start + part_ns);
+    first_start = start;
+    data_end = start + part_ns;
+    if (record_)
+      for (int q = 0; q < t_.dma_queues; ++q) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
+  } else {
+    if (queues_in_sync_) {
+      queues_in_sync_ = false;
+      for (auto& queue : queues_) queue = all_queues_;
+    }
+    for (int p = 0; p < parts; ++p) {
+      const int q = (queue_cursor_ + p) % t_.dma_queues;
+      ResourceCalendar& queue = queues_[static_cast<std::size_t>(q)];
+      const double start = queue.earliest(ready, part_ns);
+      queue.reserve(start, start + part_ns);
+      first_start = std::min(first_start, start);
+      data_end = std::max(data_end, start + part_ns);
+      if (record_) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
+    }
   }
   entry.dma_queue = queue_cursor_;
   entry.dma_queue_count = parts;
@@ -390,16 +431,14 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   auto percent = [&](double ns) { return total_ns > 0 ? 100.0 * ns / total_ns : 0.0; };
 
   // Overlap figures.
-  std::vector<Interval> compute_sorted;
-  for (const auto& list : compute_busy_) compute_sorted.insert(compute_sorted.end(), list.begin(), list.end());
-  std::sort(compute_sorted.begin(), compute_sorted.end());
   std::vector<Interval> compute_union, dma_union;
-  const double compute_active = merge_sorted(compute_sorted, &compute_union);
+  const double engine_overlap = sweep_busy(compute_busy_, kComputeEngines, compute_union);
+  double compute_active = 0;
+  for (const auto& [a, b] : compute_union) compute_active += b - a;
   std::vector<Interval> dma_sorted = dma_busy_;
   std::sort(dma_sorted.begin(), dma_sorted.end());
   const double dma_active = merge_sorted(dma_sorted, &dma_union);
   const double dma_compute_overlap = intersection_length(compute_union, dma_union);
-  const double engine_overlap = multi_busy_length(compute_busy_, kComputeEngines);
 
   nlohmann::json s;
   s["total_time"] = total_s;
