@@ -101,7 +101,8 @@ class Store {
 
 enum class OpenMode {
   create,    // create the database if it does not exist (writers)
-  existing,  // the file must exist; a missing file is a UserError (readers)
+  existing,  // the file must exist; a missing file is a UserError (readers). An older
+             // schema is still upgraded: readers of old files see the current views.
 };
 
 // A SqliteStore on `path`; ":memory:" gives the in-memory twin (MemoryStore).
