@@ -113,8 +113,9 @@ enum class JsonLinesFailure {
 // request() never throws for anything the child does and never blocks past its
 // timeout. Calls on one object are serialized by an internal mutex, so the
 // intended use is one object per caller (a worker that wants parallel requests
-// starts its own process). Anything the child prints on stdout that was not
-// asked for (lines left over before a request) is discarded with a warning.
+// starts its own process). Output the child prints beyond its one reply line
+// is discarded with a warning if it has arrived by the next request (there is
+// no request id to match replies; a late extra line is taken as the next reply).
 class JsonLinesProcess {
  public:
   JsonLinesProcess(std::vector<std::string> argv, JsonLinesOptions options = {});

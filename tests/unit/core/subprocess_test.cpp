@@ -43,7 +43,9 @@ for line in sys.stdin:
     if command == "garbage":
         print("this is not json", flush=True); continue
     if command == "two-lines":
-        print(json.dumps({"extra": 1})); print(json.dumps({"echo": message}), flush=True); continue
+        # One write(2) of under PIPE_BUF bytes: both lines arrive together.
+        import os; os.write(1, (json.dumps({"extra": 1}) + "\n" + json.dumps({"echo": message}) + "\n").encode())
+        continue
     print(json.dumps({"echo": message}), flush=True)
 sys.stderr.write("peer saw end of input\n")
 )";
