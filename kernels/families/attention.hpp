@@ -28,6 +28,7 @@
 //    query tiles of every query head that shares its kv head.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -199,156 +200,237 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape, const NaiveAtt
 
 // ---------------------------------------------------------------------------
 // flash: online softmax over key/value tiles, nothing but Q, K, V and O in HBM.
+//
+// The work is a sequence of steps, one per (query tile, key tile) pair that is
+// not fully masked. Each step has a softmax half (S = Q K^T, row max, P =
+// exp(scale S - scale m), running max and sum) and an output half (P^T on the
+// tensor engine, P V, the accumulator rescaled and added to). Engines run
+// their instructions in program order, so with a lookahead L = pipeline_depth
+// - 1 the softmax half of step j + L is emitted between the parts of the
+// output half of step j: the tensor engine computes later scores while the
+// vector and scalar engines finish earlier softmaxes. Whatever lives from one
+// half to the other (P, the rescale factor, K/V tiles, query tile state)
+// rotates through enough slots for the steps in flight.
+namespace flash_detail {
+
+struct QueryTile {
+  int head = 0, q0 = 0, rows = 0;
+  Tensor q_t;    // [d, rows] view of the block's Q^T tile
+  Tensor acc;    // [rows, d] fp32 output accumulator
+  Tensor stats;  // [rows, 3] fp32: running max in column max_col (the other is the next one), running sum in 2
+  int max_col = 0;
+  int steps_left = 0;
+};
+
+struct Step {
+  QueryTile* tile = nullptr;
+  int k0 = 0, cols = 0;
+  bool first = false;  // the tile's first key tile: nothing to rescale
+  Tensor k_t, v;       // this key tile's K^T [d, cols] and V blocks [128, chunks * d]
+  // Handed from stage to stage.
+  Tensor scores, neg_scaled_max, probs, alpha, probs_t, pv;
+};
+
+}  // namespace flash_detail
+
 template <Dtype dtype>
 void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAttentionParams& params) {
+  using flash_detail::QueryTile;
+  using flash_detail::Step;
   const AttentionTensors io = declare_attention_tensors(kernel, shape, dtype);
   const int seq = shape.seq, d = shape.head_dim, group = shape.group();
   const int q_tile = params.q_tile, kv_tile = params.kv_tile;
   const int block_rows = q_tile * params.unroll_factor;  // query rows per K/V pass, per query head
   const int kv_chunks = tile_count(kv_tile, kPartitions);  // 128-key blocks of one key tile
-  const int states_per_block = params.unroll_factor * group;
+  const int tiles_per_block = tile_count(std::min(block_rows, seq), q_tile) * group;
+  const int lookahead = std::max(params.pipeline_depth, 1) - 1;
+  const int depth = lookahead + 1;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
-  // Streams: K/V tiles rotate through `pipeline_depth` buffers; the query
-  // block of the next pass is prefetched while the current one is in use.
-  auto k_pool = kernel.sbuf_pool("flash_k_t", params.pipeline_depth, d, kv_tile, dtype);
-  auto v_pool = kernel.sbuf_pool("flash_v", params.pipeline_depth, kPartitions, kv_chunks * d, dtype);
+  // Steps in flight span at most `depth` key tiles and lookahead + 2 query blocks.
+  auto k_pool = kernel.sbuf_pool("flash_k_t", depth, d, kv_tile, dtype);
+  auto v_pool = kernel.sbuf_pool("flash_v", depth, kPartitions, kv_chunks * d, dtype);
   auto q_pool = kernel.sbuf_pool("flash_q_t", 2 * group, d, block_rows, dtype);
-  // Per-step work tiles, double-buffered so consecutive query tiles overlap.
-  // PSUM: 3 pools x 2 banks of the 8.
+  auto acc_pool = kernel.sbuf_pool("flash_acc", (lookahead + 2) * tiles_per_block, q_tile, d, Dtype::fp32);
+  auto stats_pool = kernel.sbuf_pool("flash_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
+  auto p_pool = kernel.sbuf_pool("flash_probs", depth, q_tile, kv_tile, dtype);
+  auto alpha_pool = kernel.sbuf_pool("flash_rescale", depth + 1, q_tile, 1, Dtype::fp32);
+  // Used within one stage; double-buffered. PSUM: 3 pools x 2 banks of the 8.
   auto s_psum = kernel.psum_pool("flash_scores_psum", 2, q_tile, kv_tile);
   auto pt_psum = kernel.psum_pool("flash_probs_t_psum", 2, kPartitions, kv_chunks * q_tile);
   auto pv_psum = kernel.psum_pool("flash_pv_psum", 2, q_tile, d);
   auto masked_pool = kernel.sbuf_pool("flash_masked_scores", 2, q_tile, kv_tile, Dtype::fp32);
-  auto p_pool = kernel.sbuf_pool("flash_probs", 2, q_tile, kv_tile, dtype);
   auto pt_pool = kernel.sbuf_pool("flash_probs_t", 2, kPartitions, kv_chunks * q_tile, dtype);
   auto col_pool = kernel.sbuf_pool("flash_columns", 8, q_tile, 1, Dtype::fp32);
   auto out_pool = kernel.sbuf_pool("flash_out", 2, q_tile, d, dtype);
-  // Per query tile state, live for one pass: the fp32 accumulator, and the
-  // running max (two columns used alternately: old and new) and running sum.
-  auto acc_pool = kernel.sbuf_pool("flash_acc", states_per_block, q_tile, d, Dtype::fp32);
-  auto stats_pool = kernel.sbuf_pool("flash_stats", states_per_block, q_tile, 3, Dtype::fp32);
 
-  struct QueryTileState {
-    int head = 0, q0 = 0, rows = 0;
-    Tensor q_t;  // [d, rows] view of the block's Q^T tile
-    Tensor acc, stats;
-    int max_col = 0;  // the column of `stats` holding the current running max
-    bool started = false;
+  // Softmax half, part 1: scores, the causal mask on diagonal tiles, the new running max.
+  auto scores_and_max = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    const int rows = t.rows;
+    const Tensor s_ps = s_psum.next().slice(0, rows, 0, s.cols);
+    kernel.matmul(s_ps, t.q_t, s.k_t, false);
+    s.scores = s_ps;
+    if (s.k0 + s.cols - 1 > t.q0) {  // the tile crosses the diagonal
+      s.scores = masked_pool.next().slice(0, rows, 0, s.cols);
+      kernel.tensor_copy(s.scores, s_ps);
+      // keep where (q0 + p) - (k0 + c) >= 0
+      kernel.affine_select(s.scores, s.scores, static_cast<float>(t.q0 - s.k0), 1, -1, kMaskedScore);
+    }
+    const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
+    const Tensor m_new = t.stats.slice(0, rows, 1 - t.max_col, 2 - t.max_col);
+    if (s.first) {
+      kernel.tensor_reduce(m_new, s.scores, AluOp::max);
+    } else {
+      const Tensor tile_max = col_pool.next().slice(0, rows, 0, 1);
+      kernel.tensor_reduce(tile_max, s.scores, AluOp::max);
+      kernel.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
+    }
+    s.neg_scaled_max = col_pool.next().slice(0, rows, 0, 1);
+    kernel.tensor_scalar(s.neg_scaled_max, m_new, AluOp::multiply, -scale);
+  };
+  // Softmax half, part 2: P with its row sums; the rescale factor and running sum.
+  auto probabilities = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    const int rows = t.rows;
+    const Tensor l = t.stats.slice(0, rows, 2, 3);
+    s.probs = p_pool.next().slice(0, rows, 0, s.cols);
+    const Tensor row_sum = s.first ? l : col_pool.next().slice(0, rows, 0, 1);
+    kernel.activation(s.probs, s.scores, ActivationFunction::exp, s.neg_scaled_max, scale, &row_sum);
+    if (!s.first) {
+      const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
+      s.alpha = alpha_pool.next().slice(0, rows, 0, 1);  // exp(scale * (m_old - m_new))
+      kernel.activation(s.alpha, m_old, ActivationFunction::exp, s.neg_scaled_max, scale);
+      kernel.tensor_scalar(l, l, AluOp::multiply, s.alpha, AluOp::add, row_sum);
+    }
+    t.max_col = 1 - t.max_col;
+  };
+  // Output half, part 1: P^T in 128-key blocks on the tensor engine, evacuated
+  // by the scalar engine (the vector engine carries more of each step).
+  auto transpose_probs = [&](Step& s) {
+    const int rows = s.tile->rows;
+    const int chunks = tile_count(s.cols, kPartitions);
+    const Tensor pt_ps = pt_psum.next();
+    s.probs_t = pt_pool.next();
+    for (int c = 0; c < chunks; ++c) {
+      const int crows = std::min(kPartitions, s.cols - c * kPartitions);
+      kernel.transpose(pt_ps.slice(0, crows, c * rows, c * rows + rows),
+                       s.probs.slice(0, rows, c * kPartitions, c * kPartitions + crows));
+    }
+    const int full_chunks = s.cols / kPartitions;
+    if (full_chunks > 0)
+      kernel.activation(s.probs_t.slice(0, kPartitions, 0, full_chunks * rows),
+                        pt_ps.slice(0, kPartitions, 0, full_chunks * rows), ActivationFunction::identity);
+    if (full_chunks < chunks) {  // the ragged last block of keys
+      const int crows = s.cols - full_chunks * kPartitions;
+      kernel.activation(s.probs_t.slice(0, crows, full_chunks * rows, chunks * rows),
+                        pt_ps.slice(0, crows, full_chunks * rows, chunks * rows), ActivationFunction::identity);
+    }
+  };
+  // Output half, part 2: P V accumulated over the key blocks in one PSUM tile.
+  auto probs_times_v = [&](Step& s) {
+    const int rows = s.tile->rows;
+    const int chunks = tile_count(s.cols, kPartitions);
+    s.pv = pv_psum.next().slice(0, rows, 0, d);
+    for (int c = 0; c < chunks; ++c) {
+      const int crows = std::min(kPartitions, s.cols - c * kPartitions);
+      kernel.matmul(s.pv, s.probs_t.slice(0, crows, c * rows, c * rows + rows),
+                    s.v.slice(0, crows, c * d, c * d + d), c > 0);
+    }
+  };
+  // Output half, part 3: acc = acc * alpha + P V; after the tile's last step,
+  // out = acc / l.
+  auto accumulate = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    if (s.first) {
+      kernel.tensor_copy(t.acc, s.pv);
+    } else {
+      kernel.tensor_scalar(t.acc, t.acc, AluOp::multiply, s.alpha);
+      kernel.tensor_tensor(t.acc, t.acc, s.pv, AluOp::add);
+    }
+    if (--t.steps_left > 0) return;
+    const Tensor inv_sum = col_pool.next().slice(0, t.rows, 0, 1);
+    kernel.reciprocal(inv_sum, t.stats.slice(0, t.rows, 2, 3));
+    const Tensor o = out_pool.next().slice(0, t.rows, 0, d);
+    kernel.tensor_scalar(o, t.acc, AluOp::multiply, inv_sum);
+    const int row0 = t.head * seq + t.q0;
+    kernel.dma_copy(io.out.slice(row0, row0 + t.rows, 0, d), o);
   };
 
+  std::deque<Step> in_flight;
+  auto issue = [&](const Step& step) {
+    in_flight.push_back(step);
+    Step& next = in_flight.back();
+    if (lookahead == 0) {
+      scores_and_max(next), probabilities(next), transpose_probs(next), probs_times_v(next), accumulate(next);
+      in_flight.pop_front();
+      return;
+    }
+    if (static_cast<int>(in_flight.size()) <= lookahead) {  // filling the pipeline
+      scores_and_max(next), probabilities(next);
+      return;
+    }
+    Step& oldest = in_flight.front();
+    transpose_probs(oldest);
+    scores_and_max(next);
+    probs_times_v(oldest);
+    probabilities(next);
+    accumulate(oldest);
+    in_flight.pop_front();
+  };
+
+  std::deque<QueryTile> query_tiles;  // stable addresses for the steps
   for (int g = 0; g < shape.kv_heads; ++g) {
-    for (int block0 = 0; block0 < seq; block0 += block_rows) {
-      const int block_end = std::min(seq, block0 + block_rows);
-      std::vector<QueryTileState> states;
+    for (const TileSpan block : tiles(seq, block_rows)) {
+      std::vector<QueryTile*> block_tiles;
       for (int j = 0; j < group; ++j) {
         const int h = g * group + j;
         const Tensor q_t = q_pool.next();
-        kernel.dma_copy(q_t.slice(0, d, 0, block_end - block0), io.q_t.slice(h * d, h * d + d, block0, block_end));
-        for (int q0 = block0; q0 < block_end; q0 += q_tile) {
-          QueryTileState st;
-          st.head = h;
-          st.q0 = q0;
-          st.rows = std::min(q_tile, block_end - q0);
-          st.q_t = q_t.slice(0, d, q0 - block0, q0 - block0 + st.rows);
-          st.acc = acc_pool.next().slice(0, st.rows, 0, d);
-          st.stats = stats_pool.next().slice(0, st.rows, 0, 3);
-          states.push_back(st);
+        kernel.dma_copy(q_t.slice(0, d, 0, block.size), io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
+        for (const TileSpan q : tiles(block, q_tile)) {
+          QueryTile& t = query_tiles.emplace_back();
+          t.head = h;
+          t.q0 = q.begin;
+          t.rows = q.size;
+          t.q_t = q_t.slice(0, d, q.offset, q.offset + q.size);
+          t.acc = acc_pool.next().slice(0, q.size, 0, d);
+          t.stats = stats_pool.next().slice(0, q.size, 0, 3);
+          t.steps_left = tile_count(q.end(), kv_tile);  // causal: key tiles starting at or before its last row
+          block_tiles.push_back(&t);
         }
       }
-
       // Causal: key tiles starting after the block's last query are never needed.
-      for (int k0 = 0; k0 < block_end; k0 += kv_tile) {
-        const int cols = std::min(kv_tile, seq - k0);
+      for (const TileSpan kv : tiles(block.end(), kv_tile)) {
+        const int cols = std::min(kv_tile, seq - kv.begin);
         const int chunks = tile_count(cols, kPartitions);
         const Tensor k_t = k_pool.next().slice(0, d, 0, cols);
-        kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, k0, k0 + cols));
+        kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, kv.begin, kv.begin + cols));
         const Tensor v = v_pool.next();
         for (int c = 0; c < chunks; ++c) {
           const int crows = std::min(kPartitions, cols - c * kPartitions);
-          const int row0 = g * seq + k0 + c * kPartitions;
+          const int row0 = g * seq + kv.begin + c * kPartitions;
           kernel.dma_copy(v.slice(0, crows, c * d, c * d + d), io.v.slice(row0, row0 + crows, 0, d));
         }
-
-        for (QueryTileState& st : states) {
-          if (k0 > st.q0 + st.rows - 1) continue;  // fully masked for this query tile
-          const int rows = st.rows;
-          // S = Q K^T (unscaled; the scale is folded into the exponentials)
-          const Tensor s_ps = s_psum.next().slice(0, rows, 0, cols);
-          kernel.matmul(s_ps, st.q_t, k_t, false);
-          Tensor s = s_ps;
-          if (k0 + cols - 1 > st.q0) {  // the tile crosses the diagonal
-            s = masked_pool.next().slice(0, rows, 0, cols);
-            kernel.tensor_copy(s, s_ps);
-            kernel.affine_select(s, s, static_cast<float>(st.q0 - k0), 1, -1, kMaskedScore);
-          }
-          const Tensor m_old = st.stats.slice(0, rows, st.max_col, st.max_col + 1);
-          const Tensor m_new = st.stats.slice(0, rows, 1 - st.max_col, 2 - st.max_col);
-          const Tensor l = st.stats.slice(0, rows, 2, 3);
-          if (st.started) {
-            const Tensor tile_max = col_pool.next().slice(0, rows, 0, 1);
-            kernel.tensor_reduce(tile_max, s, AluOp::max);
-            kernel.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
-          } else {
-            kernel.tensor_reduce(m_new, s, AluOp::max);
-          }
-          const Tensor neg_scaled_max = col_pool.next().slice(0, rows, 0, 1);
-          kernel.tensor_scalar(neg_scaled_max, m_new, AluOp::multiply, -scale);
-          // P = exp(scale * S - scale * m_new), with its row sums
-          const Tensor p = p_pool.next().slice(0, rows, 0, cols);
-          const Tensor row_sum = st.started ? col_pool.next().slice(0, rows, 0, 1) : l;
-          kernel.activation(p, s, ActivationFunction::exp, neg_scaled_max, scale, &row_sum);
-          Tensor alpha;
-          if (st.started) {
-            alpha = col_pool.next().slice(0, rows, 0, 1);  // exp(scale * (m_old - m_new))
-            kernel.activation(alpha, m_old, ActivationFunction::exp, neg_scaled_max, scale);
-            kernel.tensor_scalar(l, l, AluOp::multiply, alpha, AluOp::add, row_sum);
-          }
-          // P^T, 128 keys per block, on the tensor engine; evacuated by the
-          // scalar engine, which has less work per step than the vector engine.
-          const Tensor pt_ps = pt_psum.next();
-          const Tensor pt = pt_pool.next();
-          for (int c = 0; c < chunks; ++c) {
-            const int crows = std::min(kPartitions, cols - c * kPartitions);
-            kernel.transpose(pt_ps.slice(0, crows, c * rows, c * rows + rows),
-                             p.slice(0, rows, c * kPartitions, c * kPartitions + crows));
-          }
-          const int full_chunks = cols / kPartitions;
-          if (full_chunks > 0)
-            kernel.activation(pt.slice(0, kPartitions, 0, full_chunks * rows),
-                              pt_ps.slice(0, kPartitions, 0, full_chunks * rows), ActivationFunction::identity);
-          if (full_chunks < chunks) {
-            const int crows = cols - full_chunks * kPartitions;
-            kernel.activation(pt.slice(0, crows, full_chunks * rows, chunks * rows),
-                              pt_ps.slice(0, crows, full_chunks * rows, chunks * rows), ActivationFunction::identity);
-          }
-          // PV, accumulated over the key blocks in one PSUM tile
-          const Tensor pv = pv_psum.next().slice(0, rows, 0, d);
-          for (int c = 0; c < chunks; ++c) {
-            const int crows = std::min(kPartitions, cols - c * kPartitions);
-            kernel.matmul(pv, pt.slice(0, crows, c * rows, c * rows + rows), v.slice(0, crows, c * d, c * d + d),
-                          c > 0);
-          }
-          if (st.started) {
-            kernel.tensor_scalar(st.acc, st.acc, AluOp::multiply, alpha);
-            kernel.tensor_tensor(st.acc, st.acc, pv, AluOp::add);
-          } else {
-            kernel.tensor_copy(st.acc, pv);
-          }
-          st.max_col = 1 - st.max_col;
-          st.started = true;
+        for (QueryTile* t : block_tiles) {
+          if (kv.begin > t->q0 + t->rows - 1) continue;  // fully masked for this query tile
+          Step step;
+          step.tile = t;
+          step.k0 = kv.begin;
+          step.cols = cols;
+          step.first = kv.index == 0;
+          step.k_t = k_t;
+          step.v = v;
+          issue(step);
         }
       }
-
-      for (const QueryTileState& st : states) {
-        const Tensor inv_sum = col_pool.next().slice(0, st.rows, 0, 1);
-        kernel.reciprocal(inv_sum, st.stats.slice(0, st.rows, 2, 3));
-        const Tensor o = out_pool.next().slice(0, st.rows, 0, d);
-        kernel.tensor_scalar(o, st.acc, AluOp::multiply, inv_sum);
-        const int row0 = st.head * seq + st.q0;
-        kernel.dma_copy(io.out.slice(row0, row0 + st.rows, 0, d), o);
-      }
     }
+  }
+  while (!in_flight.empty()) {  // drain
+    Step& oldest = in_flight.front();
+    transpose_probs(oldest);
+    probs_times_v(oldest);
+    accumulate(oldest);
+    in_flight.pop_front();
   }
 }
 
