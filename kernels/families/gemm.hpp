@@ -21,7 +21,10 @@
 //    tiles, where the tutorial loads a set at once): with depth d the loads of
 //    the next d - 1 tiles (sets) may run while the current one is used.
 // The PSUM tiles and the SBUF tiles that drain them are double-buffered in
-// every variant.
+// every variant. The tutorial leaves buffering to the compiler; the default
+// pipeline_depth here is double buffering (2) wherever the tutorial's working
+// set allows it at its shape, and 1 for blocked_mn, whose two K columns of
+// blocked operands already fill SBUF at K = 8192.
 #include <vector>
 
 #include "kernels/api/kernel.hpp"
@@ -37,7 +40,7 @@ struct GemmShape {
 struct GemmTiledParams {
   int tile_m = 128, tile_n = 512, tile_k = 128;
   int unroll_factor = 1;
-  int pipeline_depth = 4;
+  int pipeline_depth = 2;
 };
 
 // Tutorial step 2 (nki_matmul_hoist_load_): the lhsT column of an M tile is
@@ -45,7 +48,7 @@ struct GemmTiledParams {
 struct GemmHoistedParams {
   int tile_m = 128, tile_n = 512, tile_k = 128;
   int unroll_factor = 1;
-  int pipeline_depth = 1;
+  int pipeline_depth = 2;
 };
 
 // Tutorial step 3 (nki_matmul_block_free_dimension_): blocks of
@@ -78,10 +81,12 @@ inline GemmOperands gemm_operands(Kernel& kernel, const GemmShape& shape, Dtype 
 
 // Issues the matmuls of one K tile for the N tiles of `step` (a span of
 // unroll_factor N tiles): result columns j of `psum` += lhsT_tile^T . rhs columns j.
+// The instructions are attributed to the caller's line.
 inline void matmul_step(Kernel& kernel, const Tensor& psum, const Tensor& lhsT_tile, const Tensor& rhs_step,
-                        int tile_n, bool accumulate) {
+                        int tile_n, bool accumulate, Kernel::Where where = Kernel::Where::current()) {
   for (TileSpan j : tiles(psum.cols(), tile_n))
-    kernel.matmul(psum.col_range(j.begin, j.end()), lhsT_tile, rhs_step.col_range(j.begin, j.end()), accumulate);
+    kernel.matmul(psum.col_range(j.begin, j.end()), lhsT_tile, rhs_step.col_range(j.begin, j.end()), accumulate,
+                  where);
 }
 
 template <Dtype D>

@@ -144,7 +144,8 @@ TEST_CASE("the blocked_mnk defaults are the tutorial's and export instantiates t
 
 TEST_CASE("traced programs carry the kernel's source lines and no trace errors") {
   const sim::TargetSpec trn1 = sim::load_target("trn1");
-  for (const auto& [name, family] : family_registry().entries()) {
+  for (const char* name : {"exp", "gemm", "rmsnorm"}) {
+    const FamilySpec& family = family_registry().get(name);
     for (const auto& v : family.variants) {
       INFO(name, "/", v.name);
       const sim::Program program = trace_program(family, v, family.default_shape, family.dtypes.front(),

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`autotune profile` and `autotune kernels` driven through the real binary.
+
+Checks the issue's profile command with --json and --trace (the summary fields
+of NEURONCORE.md, validity, verification, a Perfetto trace with one track per
+engine and per DMA queue), the text report, an invalid configuration reported
+as data, and bad input exiting non-zero with one line naming what is accepted.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("AUTOTUNE_BIN", "build/autotune")
+failures = []
+
+
+def run(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=600)
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL:", message, file=sys.stderr)
+
+
+def profile_json_and_trace():
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_path = os.path.join(tmp, "gemm.json")
+        r = run("profile", "--kernel", "gemm", "--variant", "blocked_mnk", "--target", "trn1", "--shape",
+                "M=4096,N=8192,K=8192", "--dtype", "bf16", "--param", "unroll_factor=2", "--trace", trace_path,
+                "--json")
+        check(r.returncode == 0, f"profile exited {r.returncode}: {r.stderr.strip()}")
+        out = json.loads(r.stdout)
+        check(out["valid"] is True, "the fully blocked GEMM fits trn1")
+        check(out["status"] == "ok", f"status {out['status']}")
+        check(out["kernel"] == "gemm" and out["variant"] == "blocked_mnk", "kernel and variant echoed")
+        check(out["shape"] == {"M": 4096, "N": 8192, "K": 8192}, f"shape {out['shape']}")
+        check(out["dtype"] == "bf16", "dtype echoed")
+        check(out["params"]["unroll_factor"] == 2, "the given parameter is used")
+        check(out["params"]["tiles_in_block_m"] == 16 and out["params"]["tiles_in_block_k"] == 8,
+              "parameters not given take the tutorial's defaults")
+        summary = out["summary"]
+        for key in ["total_time", "neuroncore_cycle_count", "mfu_estimated_percent", "mbu_estimated_percent",
+                    "tensor_engine_active_time_percent", "vector_engine_active_time_percent",
+                    "scalar_engine_active_time_percent", "gpsimd_engine_active_time_percent",
+                    "dma_active_time_percent", "hbm_read_bytes", "hbm_write_bytes", "dma_transfer_count",
+                    "dma_transfer_average_bytes", "sbuf_peak_bytes_per_partition"]:
+            check(key in summary, f"summary has {key}")
+        check(0.001 < summary["total_time"] < 0.1, f"total_time in seconds: {summary['total_time']}")
+        check(0 < summary["mfu_estimated_percent"] <= 100, "MFU is a percentage")
+        check(summary["hbm_write_bytes"] == 4096 * 8192 * 2, "the result is written once")
+        check(out["latency_s"] >= out["roofline_bound_s"] > 0, "not faster than the roofline")
+        v = out["verification"]
+        check(v["ran"] and v["passed"], f"verification passed: {v}")
+        for key in ["max_rel_error", "mse", "cosine_similarity", "shape"]:
+            check(key in v, f"verification has {key}")
+        check(len(out["hot_lines"]) == 5, "five hottest source lines")
+        check(all("gemm.hpp" in h["file"] for h in out["hot_lines"][:1]), "the hottest line is kernel source")
+
+        with open(trace_path) as f:
+            trace = json.load(f)
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        tracks = {e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        for engine in ["tensor", "vector", "scalar", "gpsimd"]:
+            check(any(engine in t for t in tracks), f"a track for the {engine} engine")
+        dma_tracks = [t for t in tracks if "dma" in t.lower()]
+        check(len(dma_tracks) == 16, f"one track per DMA queue, got {len(dma_tracks)}")
+        check(sum(1 for e in events if e.get("ph") == "X") > 1000, "instruction slices in the trace")
+
+
+def profile_text():
+    r = run("profile", "--kernel", "exp")
+    check(r.returncode == 0, f"profile --kernel exp exited {r.returncode}: {r.stderr.strip()}")
+    text = r.stdout
+    check("exp / naive" in text, "the baseline variant is the default")
+    check("rows=250,cols=512" in text, "the default shape is the profiler example")
+    check("exp.hpp:" in text, "hot lines name the kernel source")
+    check("verification    passed" in text, "verification figures printed")
+    check("roofline bound" in text, "roofline bound printed")
+
+
+def invalid_is_data():
+    r = run("profile", "--kernel", "exp", "--variant", "naive", "--shape", "rows=4096,cols=8192", "--json")
+    check(r.returncode == 1, f"an invalid configuration exits 1, got {r.returncode}")
+    out = json.loads(r.stdout)
+    check(out["valid"] is False and out["status"] == "invalid", "reported invalid")
+    check(out.get("rule") == "sbuf_overflow", f"rule {out.get('rule')}")
+    check("exp.hpp" in out.get("error", ""), "the error names the kernel source line")
+
+
+def bad_input():
+    cases = [
+        (["--kernel", "softmaxx"], ["unknown kernel 'softmaxx'", "gemm"]),
+        (["--kernel", "gemm", "--variant", "fast"], ["unknown variant 'fast'", "blocked_mnk"]),
+        (["--kernel", "gemm", "--param", "tile=3"], ["unknown parameter 'tile'", "tile_m"]),
+        (["--kernel", "gemm", "--variant", "blocked_mnk", "--param", "unroll_factor=3"],
+         ["unroll_factor", "accepted: 1, 2, 4"]),
+        (["--kernel", "gemm", "--param", "unroll_factor"], ["NAME=VALUE"]),
+        (["--kernel", "gemm", "--target", "trn9"], ["trn9", "trn1"]),
+        (["--kernel", "gemm", "--shape", "M=4096;N=2"], ["shape", "NAME=VALUE"]),
+        (["--kernel", "gemm", "--shape", "Q=2"], ["unknown shape argument 'Q'", "M, N, K"]),
+        (["--kernel", "gemm", "--dtype", "fp64"], ["dtype 'fp64'", "bf16"]),
+    ]
+    for args, expected in cases:
+        r = run("profile", *args)
+        lines = [line for line in r.stderr.splitlines() if line.strip()]
+        check(r.returncode not in (0, 1), f"{args}: exit {r.returncode}")
+        check(len(lines) == 1, f"{args}: one line on stderr, got {lines}")
+        for part in expected:
+            check(part in r.stderr, f"{args}: '{part}' in {r.stderr.strip()!r}")
+        check(r.stdout.strip() == "", f"{args}: nothing on stdout")
+
+
+def kernels_listing():
+    r = run("kernels", "--json")
+    check(r.returncode == 0, "kernels --json exits 0")
+    families = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
+    for name in ["exp", "gemm", "rmsnorm"]:
+        check(name in families, f"family {name} listed")
+    variants = [v["name"] for v in families["gemm"]["variants"]]
+    check(variants == ["tiled", "hoisted", "blocked_mn", "blocked_mnk"], f"gemm variants {variants}")
+    mnk = next(v for v in families["gemm"]["variants"] if v["name"] == "blocked_mnk")
+    unroll = next(p for p in mnk["params"] if p["name"] == "unroll_factor")
+    check(unroll["values"] == [1, 2, 4] and unroll["default"] == 1, "domains and defaults listed")
+    r = run("kernels")
+    check(r.returncode == 0 and "blocked_mnk" in r.stdout and "pipeline_depth" in r.stdout, "text listing")
+
+
+if __name__ == "__main__":
+    profile_json_and_trace()
+    profile_text()
+    invalid_is_data()
+    bad_input()
+    kernels_listing()
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print("ok")
