@@ -27,7 +27,7 @@ for strategy in $strategies; do
 done
 if [[ ! -s "$out/tpe.json" ]]; then
   start=$(date +%s)
-  /usr/bin/python3 bench/search_tpe.py "${files[@]}" --budget auto --repeats "$repeats" --json "$out/tpe.json" 2>/dev/null
+  /usr/bin/python3 bench/search_tpe.py "${files[@]}" --budget auto --repeats "$repeats" --jobs "${TPE_JOBS:-$(nproc)}" --json "$out/tpe.json" 2>/dev/null
   echo "tpe: $(( $(date +%s) - start )) s" >&2
 fi
 

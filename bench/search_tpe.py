@@ -20,6 +20,7 @@ Use Debian's interpreter, which has optuna:  /usr/bin/python3 bench/search_tpe.p
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import statistics
 import sys
@@ -37,8 +38,7 @@ def load(path):
         config = tuple(record[k] for k in keys)
         value = record[objective]
         table[config] = value if isinstance(value, (int, float)) else None
-    name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]
-    return name, keys, doc["tune_params"], table
+    return load_name(path), keys, doc["tune_params"], table
 
 
 def budget_095(values, cap=300):
@@ -75,6 +75,18 @@ def run(keys, tune_params, table, budget, seed, penalty):
     return trace
 
 
+def load_name(path):
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]
+
+
+def run_task(task):
+    path, budget, seed = task
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _, keys, tune_params, table = load(path)
+    valid = [v for v in table.values() if v is not None]
+    return run(keys, tune_params, table, budget, seed, 10.0 * max(valid))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cachefiles", nargs="+")
@@ -82,20 +94,26 @@ def main():
     parser.add_argument("--repeats", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", required=True, help="output trace file")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs in parallel (processes)")
     args = parser.parse_args()
     if args.repeats < 1:
         sys.exit("search_tpe: --repeats must be at least 1")
     if args.budget != "auto" and (not args.budget.isdigit() or int(args.budget) < 1):
         sys.exit("search_tpe: --budget must be a positive integer or 'auto'")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    out = {}
+    tasks, names = [], []
     for path in args.cachefiles:
         name, keys, tune_params, table = load(path)
         valid = [v for v in table.values() if v is not None]
         budget = budget_095(valid) if args.budget == "auto" else int(args.budget)
-        penalty = 10.0 * max(valid)
-        out[name] = [run(keys, tune_params, table, budget, args.seed + r, penalty) for r in range(args.repeats)]
+        names.append(name)
+        tasks += [(path, budget, args.seed + r) for r in range(args.repeats)]
         print(f"search_tpe: {name}: {args.repeats} runs of {budget} evaluations", file=sys.stderr)
+    # Runs are independent (one seed each), so they may run in any order and in parallel.
+    with multiprocessing.Pool(max(1, args.jobs)) as pool:
+        traces = pool.map(run_task, tasks, chunksize=1)
+    out = {name: [] for name in names}
+    for (path, _, _), trace in zip(tasks, traces):
+        out[load_name(path)].append(trace)
     with open(args.json, "w") as f:
         json.dump(out, f)
 

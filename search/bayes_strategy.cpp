@@ -182,7 +182,11 @@ class BayesStrategy final : public IndexedStrategy {
     gp_.set_data(m.ok_x, y);
     const std::size_t n = ok.size();
     if (last_fit_size_ == 0 || static_cast<double>(n) >= static_cast<double>(last_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
-      gp_.fit(options_.fit_iterations, /*also_from_default=*/true);
+      // The first fit, and fits while data are few, also start from the
+      // defaults (the landscape of the likelihood still changes a lot); later
+      // fits continue from the previous optimum with half the iterations.
+      const bool early = last_fit_size_ == 0 || n < 100;
+      gp_.fit(early ? options_.fit_iterations : std::max(1, options_.fit_iterations / 2), early);
       last_fit_size_ = n;
     } else {
       gp_.factorize();

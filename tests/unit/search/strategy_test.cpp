@@ -11,7 +11,7 @@ using namespace autotune::search;
 
 namespace {
 
-const std::vector<std::string> kStrategies{"grid", "random", "bayes", "annealing"};
+const std::vector<std::string> kStrategies{"grid", "random", "bayes", "annealing", "genetic"};
 
 SearchSpace test_space() {
   return SearchSpace({ParameterSpec::range("x", 0, 15), ParameterSpec::powers_of_two("y", 1, 64),
