@@ -60,6 +60,10 @@ std::string operands_summary(const Program& program, InstructionId instruction) 
   if (in.accumulate_dst) out += " (+ row sum " + view_text(program, *in.accumulate_dst) + ")";
   out += in.opcode == Opcode::matmul && in.accumulate ? " += " : " <- ";
   for (int s = 0; s < in.src_count; ++s) out += (s ? ", " : "") + view_text(program, in.src[s]);
+  if (in.opcode == Opcode::memset) out += std::to_string(in.immediate);
+  if (in.opcode == Opcode::iota)
+    out += "iota(base " + std::to_string(in.immediate) + ", partition step " + std::to_string(in.partition_step) +
+           ", column step " + std::to_string(in.col_step) + ")";
   if (in.opcode == Opcode::dma_copy && in.transpose) out += " (transposed)";
   return out;
 }

@@ -82,6 +82,9 @@ struct SimResult {
   std::vector<HotLine> hot_lines;       // all source lines with instructions, hottest first
 };
 
+// Functional mode needs `io` (its inputs; a UserError when missing or of the
+// wrong size); timing-only mode takes an optional `io` and leaves its outputs
+// empty. A program that does not fit the target is returned with valid = false.
 SimResult simulate(const Program& program, const TargetSpec& target, const SimOptions& options = {},
                    HostIo* io = nullptr);
 
