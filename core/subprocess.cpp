@@ -51,7 +51,11 @@ std::string valid_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = lead < 0x80           ? 1
+                         : (lead >> 5) == 0x6  ? 2
+                         : (lead >> 4) == 0xE  ? 3
+                         : (lead >> 3) == 0x1E ? 4
+                                               : 0;
     bool valid = length != 0 && i + length <= text.size();
     for (std::size_t k = 1; valid && k < length; ++k) {
       valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
@@ -90,6 +94,11 @@ class FileDescriptor {
  private:
   int fd_ = -1;
 };
+
+// poll() takes an int of milliseconds; long timeouts are waited for in slices.
+int poll_timeout_ms(std::chrono::milliseconds wait) {
+  return static_cast<int>(std::clamp<long long>(wait.count(), 0, 60'000));
+}
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -165,9 +174,11 @@ class SpawnedChild {
     int in_pipe[2], out_pipe[2], err_pipe[2];
     if (::pipe2(in_pipe, O_CLOEXEC) != 0) return std::string("cannot create a pipe: ") + std::strerror(errno);
     FileDescriptor in_read(in_pipe[0]), in_write(in_pipe[1]);
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return std::string("cannot create a pipe: ") + std::strerror(errno);
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+      return std::string("cannot create a pipe: ") + std::strerror(errno);
     FileDescriptor out_read(out_pipe[0]), out_write(out_pipe[1]);
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0) return std::string("cannot create a pipe: ") + std::strerror(errno);
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+      return std::string("cannot create a pipe: ") + std::strerror(errno);
     FileDescriptor err_read(err_pipe[0]), err_write(err_pipe[1]);
 
     posix_spawn_file_actions_t actions;
@@ -179,7 +190,8 @@ class SpawnedChild {
 
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setflags(&attributes,
+                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setpgroup(&attributes, 0);
     sigset_t empty_mask;
     sigemptyset(&empty_mask);
@@ -205,8 +217,8 @@ class SpawnedChild {
     for (auto& e : environment) env_pointers.push_back(e.data());
     env_pointers.push_back(nullptr);
 
-    const int rc =
-        ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes, argv_pointers.data(), env_pointers.data());
+    const int rc = ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes, argv_pointers.data(),
+                                  env_pointers.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (rc != 0) {
@@ -245,7 +257,8 @@ class SpawnedChild {
   // so a child blocked on a full pipe can finish. Without a drain only the
   // exit is watched.
   bool wait_exit(Clock::time_point until) {
-    return wait_exit(until, [] {}, false);
+    return wait_exit(
+        until, [] {}, false);
   }
   template <class Drain>
   bool wait_exit(Clock::time_point until, Drain&& drain, bool watch_pipes = true) {
@@ -257,9 +270,10 @@ class SpawnedChild {
       if (pidfd.open()) fds[count++] = {pidfd.get(), POLLIN, 0};
       if (watch_pipes && out.open()) fds[count++] = {out.get(), POLLIN, 0};
       if (watch_pipes && err.open()) fds[count++] = {err.get(), POLLIN, 0};
-      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
+      auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
       if (!pidfd.open()) wait = std::min(wait, std::chrono::milliseconds(5));
-      ::poll(fds, count, static_cast<int>(wait.count()));
+      ::poll(fds, count, poll_timeout_ms(wait));
       drain();
     }
     return true;
@@ -389,7 +403,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (stdin_text.empty()) child.in.reset();
 
   auto keep_stdout = [&](const char* data, std::size_t size) {
-    const std::size_t room = options.max_stdout_bytes - std::min(options.max_stdout_bytes, result.stdout_text.size());
+    const std::size_t room =
+        options.max_stdout_bytes - std::min(options.max_stdout_bytes, result.stdout_text.size());
     result.stdout_text.append(data, std::min(room, size));
     if (size > room) result.stdout_truncated = true;
   };
@@ -430,9 +445,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (child.err.open()) fds[count++] = {child.err.get(), POLLIN, 0};
     if (!exited_at && child.pidfd.open()) fds[count++] = {child.pidfd.get(), POLLIN, 0};
     const auto until = exited_at ? *exited_at + kStragglerDrain : deadline;
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
+    auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
     if (!exited_at && !child.pidfd.open()) wait = std::min(wait, std::chrono::milliseconds(10));
-    const int ready = ::poll(fds, count, static_cast<int>(wait.count()));
+    const int ready = ::poll(fds, count, poll_timeout_ms(wait));
     if (ready < 0 && errno != EINTR) {
       AUTOTUNE_CHECK(false, std::string("poll failed: ") + std::strerror(errno));
     }
@@ -485,9 +501,11 @@ struct JsonLinesProcess::Child {
   std::size_t stderr_limit = 4096;
 
   void drain() {
-    read_available(process.out, [&](const char* data, std::size_t size) { stdout_buffer.append(data, size); });
-    read_available(process.err,
-                   [&](const char* data, std::size_t size) { append_tail(stderr_tail, data, size, stderr_limit); });
+    read_available(process.out,
+                   [&](const char* data, std::size_t size) { stdout_buffer.append(data, size); });
+    read_available(process.err, [&](const char* data, std::size_t size) {
+      append_tail(stderr_tail, data, size, stderr_limit);
+    });
   }
   std::string tail() {
     std::string copy = stderr_tail;
@@ -518,13 +536,15 @@ bool JsonLinesProcess::ensure_started(std::string* error) {
   }
   if (dead_) {
     last_failure_kind_ = JsonLinesFailure::gave_up;
-    if (error) *error = "not restarted after " + std::to_string(starts_) + " start(s); last failure: " + last_failure_;
+    if (error)
+      *error = "not restarted after " + std::to_string(starts_) + " start(s); last failure: " + last_failure_;
     return false;
   }
   auto child = std::make_unique<Child>();
   child->stderr_limit = options_.stderr_tail_bytes;
   ++starts_;
-  if (std::string reason = child->process.spawn(argv_, options_.workdir, options_.extra_env); !reason.empty()) {
+  if (std::string reason = child->process.spawn(argv_, options_.workdir, options_.extra_env);
+      !reason.empty()) {
     // A command that cannot be started will not start on a retry either.
     dead_ = true;
     last_failure_ = reason;
@@ -551,7 +571,8 @@ void JsonLinesProcess::fail_child(JsonLinesFailure kind, const std::string& reas
 }
 
 std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& message,
-                                                        std::chrono::milliseconds timeout, std::string* error) {
+                                                        std::chrono::milliseconds timeout,
+                                                        std::string* error) {
   std::lock_guard lock(mutex_);
   last_failure_kind_ = JsonLinesFailure::none;
   auto fail = [&](JsonLinesFailure kind, const std::string& reason) -> std::optional<nlohmann::json> {
@@ -572,8 +593,8 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
   Child& child = *child_;
   child.drain();
   if (!child.stdout_buffer.empty()) {
-    log::warn("'" + argv_[0] + "' printed output nobody asked for, discarded: " +
-              one_line_tail(child.stdout_buffer, 200));
+    log::warn("'" + argv_[0] +
+              "' printed output nobody asked for, discarded: " + one_line_tail(child.stdout_buffer, 200));
     child.stdout_buffer.clear();
   }
 
@@ -585,19 +606,21 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
     if (child.process.out.open()) fds[count++] = {child.process.out.get(), POLLIN, 0};
     if (child.process.err.open()) fds[count++] = {child.process.err.get(), POLLIN, 0};
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    ::poll(fds, count, static_cast<int>(std::max<long long>(0, left.count()) + 1));
+    ::poll(fds, count, poll_timeout_ms(left + std::chrono::milliseconds(1)));
   };
   auto ended_reason = [&](const std::string& what) {
     // Give an exiting child a moment so the reason can name its exit status.
     child.process.wait_exit(Clock::now() + options_.kill_grace, [&] { child.drain(); });
-    return (child.process.reaped ? child.process.exit_description() : std::string("closed its stdout")) + " " + what;
+    return (child.process.reaped ? child.process.exit_description() : std::string("closed its stdout")) +
+           " " + what;
   };
 
   {
     SigpipeGuard sigpipe_guard;
     std::size_t written = 0;
     while (written < line.size()) {
-      if (!child.process.in.open()) return fail(JsonLinesFailure::ended, ended_reason("before reading the request"));
+      if (!child.process.in.open())
+        return fail(JsonLinesFailure::ended, ended_reason("before reading the request"));
       const ssize_t n = ::write(child.process.in.get(), line.data() + written, line.size() - written);
       if (n > 0) {
         written += static_cast<std::size_t>(n);
@@ -609,7 +632,8 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
         return fail(JsonLinesFailure::ended, ended_reason("before reading the request"));
       }
       if (Clock::now() >= deadline) {
-        return fail(JsonLinesFailure::timed_out, "timed out after " + format_seconds(timeout) + " writing the request (it does not read stdin)");
+        return fail(JsonLinesFailure::timed_out, "timed out after " + format_seconds(timeout) +
+                                                     " writing the request (it does not read stdin)");
       }
       wait_readable(true);
       child.drain();
@@ -625,15 +649,18 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       try {
         return nlohmann::json::parse(reply);
       } catch (const nlohmann::json::parse_error&) {
-        return fail(JsonLinesFailure::malformed, "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");
+        return fail(JsonLinesFailure::malformed,
+                    "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");
       }
     }
     if (child.stdout_buffer.size() > options_.max_line_bytes) {
-      return fail(JsonLinesFailure::malformed, "replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
+      return fail(JsonLinesFailure::malformed,
+                  "replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
     }
     if (!child.process.out.open()) return fail(JsonLinesFailure::ended, ended_reason("before replying"));
     if (Clock::now() >= deadline) {
-      return fail(JsonLinesFailure::timed_out, "timed out after " + format_seconds(timeout) + " waiting for a reply");
+      return fail(JsonLinesFailure::timed_out,
+                  "timed out after " + format_seconds(timeout) + " waiting for a reply");
     }
     wait_readable(false);
     child.drain();

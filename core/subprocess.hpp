@@ -28,12 +28,12 @@
 namespace autotune {
 
 struct ProcessOptions {
-  std::optional<std::string> stdin_text;  // written then closed; no value: stdin is empty
-  std::filesystem::path workdir;          // empty: this process's working directory
+  std::optional<std::string> stdin_text;         // written then closed; no value: stdin is empty
+  std::filesystem::path workdir;                 // empty: this process's working directory
   std::map<std::string, std::string> extra_env;  // added to (or overriding) this process's environment
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
-  std::size_t max_stdout_bytes = 16u << 20;  // stdout beyond this is read and dropped
-  std::size_t stderr_tail_bytes = 4096;      // only the last bytes of stderr are kept
+  std::size_t max_stdout_bytes = 16u << 20;   // stdout beyond this is read and dropped
+  std::size_t stderr_tail_bytes = 4096;       // only the last bytes of stderr are kept
   std::chrono::milliseconds kill_grace{200};  // between SIGTERM and SIGKILL
 };
 
@@ -139,8 +139,8 @@ class JsonLinesProcess {
 
   JsonLinesFailure last_failure() const;  // of the latest request() or start()
   bool running() const;
-  bool dead() const;             // no restarts left after a failure
-  int starts() const;            // how many times the process was started
+  bool dead() const;                // no restarts left after a failure
+  int starts() const;               // how many times the process was started
   std::string stderr_tail() const;  // of the current or last process
 
  private:

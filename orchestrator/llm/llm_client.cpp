@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -74,13 +75,20 @@ std::string format_number(double value) {
 
 std::string to_string(LlmErrorKind kind) {
   switch (kind) {
-    case LlmErrorKind::none: return "none";
-    case LlmErrorKind::unreachable: return "unreachable";
-    case LlmErrorKind::timeout: return "timeout";
-    case LlmErrorKind::http_error: return "http_error";
-    case LlmErrorKind::malformed_response: return "malformed_response";
-    case LlmErrorKind::call_budget_exhausted: return "call_budget_exhausted";
-    case LlmErrorKind::missing_api_key: return "missing_api_key";
+    case LlmErrorKind::none:
+      return "none";
+    case LlmErrorKind::unreachable:
+      return "unreachable";
+    case LlmErrorKind::timeout:
+      return "timeout";
+    case LlmErrorKind::http_error:
+      return "http_error";
+    case LlmErrorKind::malformed_response:
+      return "malformed_response";
+    case LlmErrorKind::call_budget_exhausted:
+      return "call_budget_exhausted";
+    case LlmErrorKind::missing_api_key:
+      return "missing_api_key";
   }
   return "unknown";
 }
@@ -103,8 +111,10 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   return config;
 }
 
-std::string prompt_hash(const std::string& model, double temperature, const std::vector<ChatMessage>& messages) {
-  nlohmann::json canonical = {{"model", model}, {"temperature", temperature}, {"messages", nlohmann::json::array()}};
+std::string prompt_hash(const std::string& model, double temperature,
+                        const std::vector<ChatMessage>& messages) {
+  nlohmann::json canonical = {
+      {"model", model}, {"temperature", temperature}, {"messages", nlohmann::json::array()}};
   for (const auto& m : messages) canonical["messages"].push_back({{"role", m.role}, {"content", m.content}});
   const std::string text = canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::uint64_t hash = 0xcbf29ce484222325ull;
@@ -122,8 +132,10 @@ LlmClient::LlmClient(LlmConfig config) : config_(std::move(config)) { initialise
 LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   LlmReply reply;
   reply.prompt_hash = prompt_hash(config_.model, config_.temperature, messages);
-  reply.request = {{"model", config_.model}, {"temperature", config_.temperature}, {"messages", nlohmann::json::array()}};
-  for (const auto& m : messages) reply.request["messages"].push_back({{"role", m.role}, {"content", m.content}});
+  reply.request = {
+      {"model", config_.model}, {"temperature", config_.temperature}, {"messages", nlohmann::json::array()}};
+  for (const auto& m : messages)
+    reply.request["messages"].push_back({{"role", m.role}, {"content", m.content}});
 
   auto fail = [&](LlmErrorKind kind, std::string reason) {
     reply.error_kind = kind;
@@ -172,12 +184,14 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // required for timeouts in multi-threaded programs
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.timeout_s * 1000.0));
+  // 0 would mean "no timeout" to libcurl.
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(config_.timeout_s * 1000.0)));
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 
   const auto start = std::chrono::steady_clock::now();
   const CURLcode code = curl_easy_perform(curl);
-  reply.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  reply.latency_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.http_status);
   curl_easy_cleanup(curl);
   reply.response_body = sink.body.substr(0, kKeptResponseBytes);
@@ -186,7 +200,8 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   if (code != CURLE_OK) {
     const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT) {
-      return fail(LlmErrorKind::timeout, "no reply within " + format_number(config_.timeout_s) + " s" + where);
+      return fail(LlmErrorKind::timeout,
+                  "no reply within " + format_number(config_.timeout_s) + " s" + where);
     }
     if (code == CURLE_WRITE_ERROR && sink.too_large) {
       return fail(LlmErrorKind::malformed_response,
@@ -196,8 +211,8 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   }
   if (reply.http_status < 200 || reply.http_status >= 300) {
     const std::string excerpt = error_excerpt(sink.body);
-    return fail(LlmErrorKind::http_error,
-                "HTTP " + std::to_string(reply.http_status) + (excerpt.empty() ? "" : ": " + excerpt) + where);
+    return fail(LlmErrorKind::http_error, "HTTP " + std::to_string(reply.http_status) +
+                                              (excerpt.empty() ? "" : ": " + excerpt) + where);
   }
 
   nlohmann::json parsed;
@@ -277,13 +292,18 @@ ExtractedJson extract_json_object(const std::string& text) {
     for (std::size_t i = start; i < text.size(); ++i) {
       const char c = text[i];
       if (in_string) {
-        if (escaped) escaped = false;
-        else if (c == '\\') escaped = true;
-        else if (c == '"') in_string = false;
+        if (escaped)
+          escaped = false;
+        else if (c == '\\')
+          escaped = true;
+        else if (c == '"')
+          in_string = false;
         continue;
       }
-      if (c == '"') in_string = true;
-      else if (c == '{') ++depth;
+      if (c == '"')
+        in_string = true;
+      else if (c == '{')
+        ++depth;
       else if (c == '}' && --depth == 0) {
         ++attempts;
         if (attempt(std::string_view(text.data() + start, i - start + 1))) return out;

@@ -54,9 +54,9 @@ std::string to_string(LlmErrorKind kind);
 
 struct LlmReply {
   LlmErrorKind error_kind = LlmErrorKind::none;
-  std::string error;  // one line when error_kind != none
-  std::string content;  // choices[0].message.content
-  int prompt_tokens = 0;      // from "usage" when the server reports it
+  std::string error;      // one line when error_kind != none
+  std::string content;    // choices[0].message.content
+  int prompt_tokens = 0;  // from "usage" when the server reports it
   int completion_tokens = 0;
   double latency_ms = 0.0;
   long http_status = 0;  // 0 when no HTTP reply arrived
@@ -69,7 +69,8 @@ struct LlmReply {
 
 // A stable cache key for a prompt: FNV-1a 64 over the canonical JSON of
 // {model, temperature, messages}, as 16 lowercase hex digits. Holds no secret.
-std::string prompt_hash(const std::string& model, double temperature, const std::vector<ChatMessage>& messages);
+std::string prompt_hash(const std::string& model, double temperature,
+                        const std::vector<ChatMessage>& messages);
 
 class LlmClient {
  public:

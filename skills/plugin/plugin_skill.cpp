@@ -21,16 +21,22 @@ bool is_plugin_role(const std::string& name) {
   return std::find(roles.begin(), roles.end(), name) != roles.end();
 }
 
-
 PluginFailure failure_of(JsonLinesFailure failure) {
   switch (failure) {
-    case JsonLinesFailure::none: return PluginFailure::none;
-    case JsonLinesFailure::cannot_start: return PluginFailure::cannot_start;
-    case JsonLinesFailure::ended: return PluginFailure::crashed;
-    case JsonLinesFailure::timed_out: return PluginFailure::timed_out;
-    case JsonLinesFailure::malformed: return PluginFailure::malformed;
-    case JsonLinesFailure::gave_up: return PluginFailure::dead;
-    case JsonLinesFailure::bad_request: return PluginFailure::malformed;
+    case JsonLinesFailure::none:
+      return PluginFailure::none;
+    case JsonLinesFailure::cannot_start:
+      return PluginFailure::cannot_start;
+    case JsonLinesFailure::ended:
+      return PluginFailure::crashed;
+    case JsonLinesFailure::timed_out:
+      return PluginFailure::timed_out;
+    case JsonLinesFailure::malformed:
+      return PluginFailure::malformed;
+    case JsonLinesFailure::gave_up:
+      return PluginFailure::dead;
+    case JsonLinesFailure::bad_request:
+      return PluginFailure::malformed;
   }
   return PluginFailure::crashed;
 }
@@ -45,13 +51,20 @@ const std::vector<std::string>& plugin_roles() {
 
 std::string to_string(PluginFailure failure) {
   switch (failure) {
-    case PluginFailure::none: return "none";
-    case PluginFailure::cannot_start: return "cannot_start";
-    case PluginFailure::crashed: return "crashed";
-    case PluginFailure::timed_out: return "timed_out";
-    case PluginFailure::malformed: return "malformed";
-    case PluginFailure::plugin_error: return "plugin_error";
-    case PluginFailure::dead: return "dead";
+    case PluginFailure::none:
+      return "none";
+    case PluginFailure::cannot_start:
+      return "cannot_start";
+    case PluginFailure::crashed:
+      return "crashed";
+    case PluginFailure::timed_out:
+      return "timed_out";
+    case PluginFailure::malformed:
+      return "malformed";
+    case PluginFailure::plugin_error:
+      return "plugin_error";
+    case PluginFailure::dead:
+      return "dead";
   }
   return "unknown";
 }
@@ -61,12 +74,14 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   const std::string roles = joined(plugin_roles());
   config.name = entry.required<std::string>("name");
   if (config.name.empty()) entry.fail("name", "must not be empty");
-  config.command = entry.required<std::vector<std::string>>("command", "a list of strings: the program and its arguments");
+  config.command =
+      entry.required<std::vector<std::string>>("command", "a list of strings: the program and its arguments");
   if (config.command.empty() || config.command[0].empty()) {
     entry.fail("command", "must name a program, e.g. [python3, plugins/analyzer.py]");
   }
   config.role = entry.required<std::string>("role", roles);
-  if (!is_plugin_role(config.role)) entry.fail("role", "'" + config.role + "' is not a role; accepted: " + roles);
+  if (!is_plugin_role(config.role))
+    entry.fail("role", "'" + config.role + "' is not a role; accepted: " + roles);
   config.replaces = entry.optional<std::string>("replaces", "");
   config.after = entry.optional<std::string>("after", "");
   if (config.replaces.empty() == config.after.empty()) {
@@ -77,8 +92,8 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
       entry.fail("replaces", "'" + config.replaces + "' is not a built-in skill; accepted: " + roles);
     }
     if (config.replaces != config.role) {
-      entry.fail("replaces", "a plugin that replaces " + config.replaces + " must have role " + config.replaces +
-                                 " (role is " + config.role + ")");
+      entry.fail("replaces", "a plugin that replaces " + config.replaces + " must have role " +
+                                 config.replaces + " (role is " + config.role + ")");
     }
   }
   if (!config.after.empty() && !is_plugin_role(config.after)) {
@@ -99,7 +114,8 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   return config;
 }
 
-std::vector<PluginSkillConfig> parse_plugin_skills(ConfigReader& goal, const std::filesystem::path& goal_dir) {
+std::vector<PluginSkillConfig> parse_plugin_skills(ConfigReader& goal,
+                                                   const std::filesystem::path& goal_dir) {
   std::vector<PluginSkillConfig> plugins;
   YAML::Node list = goal.raw("skills");
   if (!list || list.IsNull()) return plugins;
@@ -109,7 +125,8 @@ std::vector<PluginSkillConfig> parse_plugin_skills(ConfigReader& goal, const std
     const YAML::Node item = list[i];
     ConfigReader entry(item, goal.file(), goal.key_path("skills") + "[" + std::to_string(i) + "]");
     PluginSkillConfig plugin = parse_plugin_skill(entry, goal_dir);
-    if (!names.insert(plugin.name).second) entry.fail("name", "'" + plugin.name + "' is used by another plugin");
+    if (!names.insert(plugin.name).second)
+      entry.fail("name", "'" + plugin.name + "' is used by another plugin");
     plugins.push_back(std::move(plugin));
   }
   return plugins;
@@ -138,7 +155,8 @@ PluginReply PluginSkillClient::read_reply(const nlohmann::json& reply) {
     out.error = "reported an error: " + one_line_tail(reply["error"].get<std::string>(), 400);
     return out;
   }
-  if (!reply.contains("result") || !reply["result"].is_object()) return malformed("\"result\" must be an object");
+  if (!reply.contains("result") || !reply["result"].is_object())
+    return malformed("\"result\" must be an object");
   if (!reply.contains("decision") || !reply["decision"].is_object()) {
     return malformed("\"decision\" must be an object");
   }
@@ -177,7 +195,8 @@ bool PluginSkillClient::start(std::string* error) {
 
 PluginReply PluginSkillClient::call(const nlohmann::json& request) {
   const auto begin = std::chrono::steady_clock::now();
-  const auto timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(config_.timeout_s * 1000.0)));
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<long long>(std::ceil(config_.timeout_s * 1000.0)));
   std::string reason;
   auto line = process_->request(envelope(config_.role, request), timeout, &reason);
   PluginReply reply;

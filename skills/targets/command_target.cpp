@@ -23,7 +23,6 @@ std::string argument_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
@@ -63,16 +62,21 @@ std::string last_line(const std::string& text) {
 
 std::string to_string(MeasurementStatus status) {
   switch (status) {
-    case MeasurementStatus::ok: return "ok";
-    case MeasurementStatus::invalid: return "invalid";
-    case MeasurementStatus::failed: return "failed";
-    case MeasurementStatus::timeout: return "timeout";
+    case MeasurementStatus::ok:
+      return "ok";
+    case MeasurementStatus::invalid:
+      return "invalid";
+    case MeasurementStatus::failed:
+      return "failed";
+    case MeasurementStatus::timeout:
+      return "timeout";
   }
   return "unknown";
 }
 
 CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(config)) {
-  if (config_.argv.empty()) throw UserError("command target: argv is empty; give the program and its arguments");
+  if (config_.argv.empty())
+    throw UserError("command target: argv is empty; give the program and its arguments");
   for (std::size_t index = 0; index < config_.argv.size(); ++index) {
     const std::string& text = config_.argv[index];
     std::vector<Segment> segments;
@@ -91,8 +95,9 @@ CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(con
       std::size_t close = i + 1;
       while (close < text.size() && is_name_char(text[close])) ++close;
       if (close == i + 1 || !is_name_start(text[i + 1]) || close >= text.size() || text[close] != '}') {
-        throw UserError("argv[" + std::to_string(index) + "] '" + text + "': malformed placeholder at column " +
-                        std::to_string(i + 1) + "; write {parameter_name}, or {{ for a literal brace");
+        throw UserError("argv[" + std::to_string(index) + "] '" + text +
+                        "': malformed placeholder at column " + std::to_string(i + 1) +
+                        "; write {parameter_name}, or {{ for a literal brace");
       }
       if (!literal.empty()) segments.push_back({false, std::move(literal)});
       literal.clear();
@@ -134,7 +139,8 @@ std::optional<std::vector<std::string>> CommandTarget::expand(const nlohmann::js
   return argv;
 }
 
-CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params, std::optional<double> budget_s) const {
+CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
+                                           std::optional<double> budget_s) const {
   CommandMeasurement measurement;
   const auto start = std::chrono::steady_clock::now();
   auto finish = [&](MeasurementStatus status, std::string error) {
@@ -153,17 +159,21 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params, std::op
   ProcessOptions options;
   options.workdir = config_.workdir;
   options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(config_.timeout_s * 1000.0)));
-  options.extra_env["AUTOTUNE_PARAMS"] = params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  options.extra_env["AUTOTUNE_PARAMS"] =
+      params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   for (int repeat = 0; repeat < config_.repeats; ++repeat) {
-    const std::string which =
-        config_.repeats > 1 ? "run " + std::to_string(repeat + 1) + " of " + std::to_string(config_.repeats) + ": "
-                            : "";
+    const std::string which = config_.repeats > 1 ? "run " + std::to_string(repeat + 1) + " of " +
+                                                        std::to_string(config_.repeats) + ": "
+                                                  : "";
     options.extra_env["AUTOTUNE_REPEAT"] = std::to_string(repeat);
     if (budget_s) {
-      const double left = *budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (left <= 0) return finish(MeasurementStatus::timeout, which + "the measurement's time budget is spent");
-      options.timeout = std::min(options.timeout, std::chrono::milliseconds(static_cast<long long>(std::ceil(left * 1000.0))));
+      const double left =
+          *budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (left <= 0)
+        return finish(MeasurementStatus::timeout, which + "the measurement's time budget is spent");
+      options.timeout = std::min(options.timeout,
+                                 std::chrono::milliseconds(static_cast<long long>(std::ceil(left * 1000.0))));
     }
     ProcessResult run = run_process(*argv, options);
     if (run.timed_out()) return finish(MeasurementStatus::timeout, which + run.describe_failure());
@@ -189,19 +199,19 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params, std::op
                                              : std::string("the program reported the candidate invalid")));
     }
     if (!output->contains(config_.objective)) {
-      return finish(MeasurementStatus::failed,
-                    which + "the output has no objective metric '" + config_.objective + "': " +
-                        one_line_tail(output->dump(), 200));
+      return finish(MeasurementStatus::failed, which + "the output has no objective metric '" +
+                                                   config_.objective +
+                                                   "': " + one_line_tail(output->dump(), 200));
     }
     const auto& objective = (*output)[config_.objective];
     if (!objective.is_number() || !std::isfinite(objective.get<double>())) {
-      return finish(MeasurementStatus::failed,
-                    which + "the objective metric '" + config_.objective + "' is " + objective.dump() +
-                        ", not a finite number");
+      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective +
+                                                   "' is " + objective.dump() + ", not a finite number");
     }
     for (const auto& name : config_.metrics) {
       if (!output->contains(name)) {
-        return finish(MeasurementStatus::failed, which + "the output has no metric '" + name + "' (listed in metrics)");
+        return finish(MeasurementStatus::failed,
+                      which + "the output has no metric '" + name + "' (listed in metrics)");
       }
     }
   }
@@ -219,9 +229,9 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params, std::op
     }
   }
   for (auto& [key, values] : numeric) {
-    const bool all_integers = std::all_of(measurement.repeats.begin(), measurement.repeats.end(), [&](const auto& o) {
-      return !o.contains(key) || o[key].is_number_integer();
-    });
+    const bool all_integers =
+        std::all_of(measurement.repeats.begin(), measurement.repeats.end(),
+                    [&](const auto& o) { return !o.contains(key) || o[key].is_number_integer(); });
     const double m = median(values);
     if (all_integers && values.size() % 2 == 1) {
       measurement.metrics[key] = static_cast<long long>(m);  // an odd count's median is one of the integers
@@ -237,7 +247,8 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   CommandTargetConfig config;
   const auto kind = target.required<std::string>("kind", "command");
   if (kind != "command") target.fail("kind", "'" + kind + "' is not the command target; accepted: command");
-  config.argv = target.required<std::vector<std::string>>("argv", "a list of strings: the program and its arguments");
+  config.argv =
+      target.required<std::vector<std::string>>("argv", "a list of strings: the program and its arguments");
   if (config.argv.empty() || config.argv[0].empty()) {
     target.fail("argv", "must name a program, e.g. [python3, bench.py, \"{tile_size}\"]");
   }
@@ -255,7 +266,8 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
     config.workdir = path.is_absolute() ? path : goal_dir / path;
   }
   if (!config.workdir.empty() && !std::filesystem::is_directory(config.workdir)) {
-    target.fail(workdir ? "workdir" : "", "working directory '" + config.workdir.string() + "' does not exist");
+    target.fail(workdir ? "workdir" : "",
+                "working directory '" + config.workdir.string() + "' does not exist");
   }
   target.finish({"kind", "argv", "timeout_s", "repeats", "objective", "metrics", "workdir"});
 
@@ -296,7 +308,8 @@ CommandMeasurementTarget::CommandMeasurementTarget(CommandTargetConfig config) :
     std::filesystem::path path(element);
     if (path.is_relative()) path = c.workdir / path;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) > (64u << 20)) continue;
+    if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) > (64u << 20))
+      continue;
     std::ifstream in(path, std::ios::binary);
     const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     identity["files"][element] = stable_hash(content);
@@ -316,10 +329,18 @@ Measurement CommandMeasurementTarget::measure(const Candidate& candidate, const 
   CommandMeasurement run = target_.evaluate(candidate.params, options.deadline_s);
   Measurement m;
   switch (run.status) {
-    case MeasurementStatus::ok: m.status = store::TrialStatus::ok; break;
-    case MeasurementStatus::invalid: m.status = store::TrialStatus::invalid; break;
-    case MeasurementStatus::failed: m.status = store::TrialStatus::failed; break;
-    case MeasurementStatus::timeout: m.status = store::TrialStatus::timeout; break;
+    case MeasurementStatus::ok:
+      m.status = store::TrialStatus::ok;
+      break;
+    case MeasurementStatus::invalid:
+      m.status = store::TrialStatus::invalid;
+      break;
+    case MeasurementStatus::failed:
+      m.status = store::TrialStatus::failed;
+      break;
+    case MeasurementStatus::timeout:
+      m.status = store::TrialStatus::timeout;
+      break;
   }
   m.metrics = run.metrics;
   if (m.metrics.contains("profile") && m.metrics["profile"].is_object()) {

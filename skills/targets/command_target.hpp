@@ -89,7 +89,8 @@ class CommandTarget {
   // processes.
   // `budget_s`, when given, caps the time of all runs together: each run's
   // timeout is the smaller of timeout_s and what is left of the budget.
-  CommandMeasurement evaluate(const nlohmann::json& params, std::optional<double> budget_s = std::nullopt) const;
+  CommandMeasurement evaluate(const nlohmann::json& params,
+                              std::optional<double> budget_s = std::nullopt) const;
 
   // The argv with placeholders replaced; nullopt and *error when `params`
   // lacks a named parameter.

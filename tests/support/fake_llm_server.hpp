@@ -25,7 +25,7 @@ namespace autotune::testing {
 
 struct FakeHttpRequest {
   std::string method;
-  std::string target;  // e.g. "/v1/chat/completions"
+  std::string target;                          // e.g. "/v1/chat/completions"
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
 };
@@ -81,16 +81,19 @@ class FakeLlmServer {
   }
 
   // A chat-completion body whose first choice says `content`.
-  static std::string completion_body(const std::string& content, int prompt_tokens = 11, int completion_tokens = 7) {
-    nlohmann::json body = {
-        {"id", "chatcmpl-test"},
-        {"object", "chat.completion"},
-        {"model", "fake"},
-        {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
-        {"usage",
-         {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}}}};
+  static std::string completion_body(const std::string& content, int prompt_tokens = 11,
+                                     int completion_tokens = 7) {
+    nlohmann::json body = {{"id", "chatcmpl-test"},
+                           {"object", "chat.completion"},
+                           {"model", "fake"},
+                           {"choices",
+                            {{{"index", 0},
+                              {"message", {{"role", "assistant"}, {"content", content}}},
+                              {"finish_reason", "stop"}}}},
+                           {"usage",
+                            {{"prompt_tokens", prompt_tokens},
+                             {"completion_tokens", completion_tokens},
+                             {"total_tokens", prompt_tokens + completion_tokens}}}};
     return body.dump();
   }
   static FakeHttpResponse reply_with(const std::string& content) { return {200, completion_body(content)}; }
@@ -139,7 +142,8 @@ class FakeLlmServer {
       std::unique_lock lock(mutex_);
       requests_.push_back(recorded);
       answer = handler_(recorded);
-      if (answer.delay.count() > 0 && wake_.wait_for(lock, answer.delay, [this] { return stopping_; })) return;
+      if (answer.delay.count() > 0 && wake_.wait_for(lock, answer.delay, [this] { return stopping_; }))
+        return;
     }
 
     http::response<http::string_body> response{static_cast<http::status>(answer.status), request.version()};

@@ -28,7 +28,8 @@ class TempDir {
   const std::filesystem::path& path() const { return path_; }
 
   // Writes `content` to `name` inside the directory; `executable` adds u+x.
-  std::filesystem::path write(const std::string& name, const std::string& content, bool executable = false) const {
+  std::filesystem::path write(const std::string& name, const std::string& content,
+                              bool executable = false) const {
     const auto file = path_ / name;
     std::filesystem::create_directories(file.parent_path());
     {
@@ -36,7 +37,8 @@ class TempDir {
       out << content;
     }
     if (executable) {
-      std::filesystem::permissions(file, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+      std::filesystem::permissions(file,
+                                   std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
                                    std::filesystem::perm_options::add);
     }
     return file;

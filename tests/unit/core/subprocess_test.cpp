@@ -64,8 +64,8 @@ TEST_CASE("run_process captures stdout, stderr and a non-zero exit code") {
 }
 
 TEST_CASE("run_process passes argv elements verbatim, without a shell") {
-  auto result = run_process({"python3", "-c", "import sys, json; print(json.dumps(sys.argv[1:]))", "a b; echo hi",
-                             "$HOME", "*"});
+  auto result = run_process(
+      {"python3", "-c", "import sys, json; print(json.dumps(sys.argv[1:]))", "a b; echo hi", "$HOME", "*"});
   REQUIRE(result.ok());
   CHECK(nlohmann::json::parse(result.stdout_text) == nlohmann::json({"a b; echo hi", "$HOME", "*"}));
 }
@@ -76,10 +76,10 @@ TEST_CASE("run_process feeds stdin, honours workdir and extra environment") {
   options.stdin_text = std::string(300000, 'x') + "\nend";
   options.workdir = dir.path();
   options.extra_env["AUTOTUNE_TEST_VALUE"] = "forty two";
-  auto result = run_process(
-      python("import os, sys; data = sys.stdin.read(); "
-             "print(len(data), os.getcwd(), os.environ['AUTOTUNE_TEST_VALUE'], sep='|')"),
-      options);
+  auto result =
+      run_process(python("import os, sys; data = sys.stdin.read(); "
+                         "print(len(data), os.getcwd(), os.environ['AUTOTUNE_TEST_VALUE'], sep='|')"),
+                  options);
   REQUIRE(result.ok());
   CHECK(result.stdout_text ==
         std::to_string(300004) + "|" + std::filesystem::canonical(dir.path()).string() + "|forty two\n");
@@ -226,8 +226,9 @@ TEST_CASE("JsonLinesProcess gives up after its restarts are spent") {
   CHECK_FALSE(peer.request({{"do", "crash"}}, 20s, &error));
   CHECK(peer.dead());
   CHECK_FALSE(peer.request({{"n", 1}}, 20s, &error));
-  CHECK(error == "not restarted after 2 start(s); last failure: exited with code 5 before replying; stderr: boom: "
-                 "asked to crash");
+  CHECK(error ==
+        "not restarted after 2 start(s); last failure: exited with code 5 before replying; stderr: boom: "
+        "asked to crash");
   CHECK(peer.last_failure() == JsonLinesFailure::gave_up);
   CHECK(peer.starts() == 2);
 }

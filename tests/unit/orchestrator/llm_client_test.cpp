@@ -133,8 +133,9 @@ TEST_CASE("llm client reports a malformed response body") {
 }
 
 TEST_CASE("a valid reply whose content is not JSON is found out by extract_json_object") {
-  FakeLlmServer server(
-      [](const FakeHttpRequest&) { return FakeLlmServer::reply_with("I would try a larger tile size next."); });
+  FakeLlmServer server([](const FakeHttpRequest&) {
+    return FakeLlmServer::reply_with("I would try a larger tile size next.");
+  });
   LlmClient client(config_for(server.endpoint()));
   LlmReply reply = client.chat(kPrompt);
   REQUIRE(reply.ok());
@@ -173,7 +174,8 @@ TEST_CASE("prompt_hash is stable and depends on model, temperature and every mes
 TEST_CASE("extract_json_object finds an object in prose and fences") {
   CHECK((*extract_json_object("  {\"a\": 1}  ").object)["a"] == 1);
   CHECK((*extract_json_object("```\n{\"a\": 2}\n```").object)["a"] == 2);
-  CHECK((*extract_json_object("Sure! {\"a\": \"}{\", \"b\": {\"c\": 3}} hope this helps").object)["b"]["c"] == 3);
+  CHECK((*extract_json_object("Sure! {\"a\": \"}{\", \"b\": {\"c\": 3}} hope this helps").object)["b"]["c"] ==
+        3);
   CHECK((*extract_json_object("first {not json} then {\"a\": 4}").object)["a"] == 4);
   CHECK((*extract_json_object("```python\nx = 1\n```\n```json\n{\"a\": 5}\n```").object)["a"] == 5);
 
@@ -185,8 +187,9 @@ TEST_CASE("extract_json_object finds an object in prose and fences") {
 }
 
 TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {
-  YAML::Node node = YAML::Load("llm: {endpoint: 'http://localhost:8080/v1', model: qwen, api_key_env: KEY, "
-                               "timeout_s: 5, max_calls: 3}\n");
+  YAML::Node node = YAML::Load(
+      "llm: {endpoint: 'http://localhost:8080/v1', model: qwen, api_key_env: KEY, "
+      "timeout_s: 5, max_calls: 3}\n");
   ConfigReader goal(node, "goal.yaml");
   auto section = goal.child("llm");
   LlmConfig config = parse_llm_config(section);
@@ -199,10 +202,11 @@ TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {
 
   ConfigReader typo(YAML::Load("llm: {endpoint: 'http://x/v1', model: m, api_key: sk-1}\n"), "goal.yaml");
   auto typo_section = typo.child("llm");
-  CHECK_THROWS_WITH_AS(parse_llm_config(typo_section),
-                       "goal.yaml:1: llm.api_key: unknown key; accepted: endpoint, model, api_key_env, timeout_s, "
-                       "max_calls, temperature",
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      parse_llm_config(typo_section),
+      "goal.yaml:1: llm.api_key: unknown key; accepted: endpoint, model, api_key_env, timeout_s, "
+      "max_calls, temperature",
+      UserError);
   ConfigReader bad_url(YAML::Load("llm: {endpoint: 'localhost:8080', model: m}\n"), "goal.yaml");
   auto bad_section = bad_url.child("llm");
   CHECK_THROWS_AS(parse_llm_config(bad_section), UserError);

@@ -38,7 +38,8 @@ elif mode == "echo":
     print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
 )";
 
-CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1, double timeout_s = 20) {
+CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1,
+                         double timeout_s = 20) {
   const auto program = dir.python_script("bench.py", kBenchProgram);
   CommandTargetConfig config;
   config.argv = {program.string()};
@@ -119,7 +120,8 @@ TEST_CASE("command target records a candidate the program declares invalid") {
 
 TEST_CASE("command target substitutes placeholders into single argv elements, never through a shell") {
   TempDir dir;
-  auto target = target_for(dir, {"echo", "--label={label}; echo pwned", "{tile}x{unroll}", "{{literal}}", "$HOME"});
+  auto target =
+      target_for(dir, {"echo", "--label={label}; echo pwned", "{tile}x{unroll}", "{{literal}}", "$HOME"});
   CHECK(target.placeholders() == std::vector<std::string>{"label", "tile", "unroll"});
   nlohmann::json params = {{"label", "a b"}, {"tile", 128}, {"unroll", 2.5}};
   auto m = target.evaluate(params);
@@ -154,18 +156,20 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK(config.objective == "latency_s");
   CHECK(config.metrics == std::vector<std::string>{"gflops"});
   CHECK(config.workdir == dir.path());
-  auto m = CommandTarget(config).evaluate({{"tile", 2}, {"unroll", 1}});  // ./bench.py resolved in the goal's folder
+  auto m = CommandTarget(config).evaluate(
+      {{"tile", 2}, {"unroll", 1}});  // ./bench.py resolved in the goal's folder
   REQUIRE_MESSAGE(m.ok(), m.error);
   CHECK(m.metrics["latency_s"] == doctest::Approx(0.5));
 
-  CHECK(parse("target: {kind: command, argv: [python3], workdir: work}\n", nullptr).workdir == dir.path() / "work");
+  CHECK(parse("target: {kind: command, argv: [python3], workdir: work}\n", nullptr).workdir ==
+        dir.path() / "work");
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3], repeat: 3}\n", nullptr),
                        "goal.yaml:1: target.repeat: unknown key; accepted: kind, argv, timeout_s, repeats, "
                        "objective, metrics, workdir",
                        UserError);
-  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3, '{tyle}']}\n", &params),
-                       "goal.yaml:1: target.argv: placeholder {tyle} names no parameter; parameters: tile, unroll",
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      parse("target: {kind: command, argv: [python3, '{tyle}']}\n", &params),
+      "goal.yaml:1: target.argv: placeholder {tyle} names no parameter; parameters: tile, unroll", UserError);
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [autotune-no-such-program]}\n", nullptr),
                        "goal.yaml:1: target.argv: program 'autotune-no-such-program' is not found on PATH",
                        UserError);
@@ -201,7 +205,8 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
   config.argv = {program.string(), "sleep"};
   skills::MeasureOptions short_deadline;
   short_deadline.deadline_s = 0.5;
-  skills::Measurement late = skills::CommandMeasurementTarget(config).measure({"default", {}}, short_deadline);
+  skills::Measurement late =
+      skills::CommandMeasurementTarget(config).measure({"default", {}}, short_deadline);
   CHECK(late.status == store::TrialStatus::timeout);
   CHECK(late.error == "timed out after 0.5 s");
 }

@@ -94,8 +94,9 @@ TEST_CASE("plugin client reports a plugin that crashes, then gives up after its 
   PluginSkillClient client(plugin_config(dir, kCrashingPlugin));
   PluginReply first = client.call({{"latency_s", 1.0}});
   CHECK(first.failure == PluginFailure::crashed);
-  CHECK(first.error ==
-        "plugin 'test-analyzer': exited with code 1 before replying; stderr: Traceback: KeyError: 'findings'");
+  CHECK(
+      first.error ==
+      "plugin 'test-analyzer': exited with code 1 before replying; stderr: Traceback: KeyError: 'findings'");
   CHECK(client.call({}).failure == PluginFailure::crashed);
   PluginReply third = client.call({});
   CHECK(third.failure == PluginFailure::dead);
@@ -135,7 +136,8 @@ TEST_CASE("plugin replies are checked against the envelope") {
   CHECK(PluginSkillClient::read_reply(nlohmann::json::array()).error ==
         "malformed reply: expected a JSON object, got array");
   CHECK(PluginSkillClient::read_reply({{"error", 3}}).failure == PluginFailure::malformed);
-  CHECK(PluginSkillClient::read_reply({{"result", 1}}).error == "malformed reply: \"result\" must be an object");
+  CHECK(PluginSkillClient::read_reply({{"result", 1}}).error ==
+        "malformed reply: \"result\" must be an object");
   auto no_rationale = PluginSkillClient::read_reply(
       {{"result", nlohmann::json::object()}, {"decision", {{"action", "keep"}}}});
   CHECK(no_rationale.error == "malformed reply: \"decision.rationale\" must be a string");
@@ -144,7 +146,8 @@ TEST_CASE("plugin replies are checked against the envelope") {
   CHECK(ok.ok());
   CHECK(ok.decision["evidence"] == nlohmann::json::object());
   CHECK(PluginSkillClient::envelope("kernel_generator", {{"a", 1}}) ==
-        nlohmann::json({{"protocol", "autotune-skill/1"}, {"role", "kernel_generator"}, {"request", {{"a", 1}}}}));
+        nlohmann::json(
+            {{"protocol", "autotune-skill/1"}, {"role", "kernel_generator"}, {"request", {{"a", 1}}}}));
 }
 
 TEST_CASE("plugin skills are read strictly from a goal's skills list") {
@@ -175,15 +178,17 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   CHECK_MESSAGE(from_goal_dir.ok(), from_goal_dir.error);
 
   CHECK(parse("name: x\n").empty());
-  CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: analyzer, after: profile_analyzer}\n"),
-                       "goal.yaml:2: skills[0].role: 'analyzer' is not a role; accepted: profile_analyzer, "
-                       "kernel_generator, param_explorer, benchmark_runner",
-                       UserError);
   CHECK_THROWS_WITH_AS(
-      parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: param_explorer, timeout: 3}\n"),
-      "goal.yaml:2: skills[0].timeout: unknown key; accepted: name, command, role, replaces, after, timeout_s, "
-      "max_restarts",
+      parse("skills:\n  - {name: a, command: [python3], role: analyzer, after: profile_analyzer}\n"),
+      "goal.yaml:2: skills[0].role: 'analyzer' is not a role; accepted: profile_analyzer, "
+      "kernel_generator, param_explorer, benchmark_runner",
       UserError);
+  CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: "
+                             "param_explorer, timeout: 3}\n"),
+                       "goal.yaml:2: skills[0].timeout: unknown key; accepted: name, command, role, "
+                       "replaces, after, timeout_s, "
+                       "max_restarts",
+                       UserError);
   CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer}\n"),
                        "goal.yaml:2: skills[0]: give exactly one of replaces or after (a built-in skill: "
                        "profile_analyzer, kernel_generator, param_explorer, benchmark_runner)",
@@ -191,13 +196,16 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   CHECK_THROWS_AS(
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, replaces: kernel_generator}\n"),
       UserError);
-  const std::string missing_program = "goal.yaml:2: skills[0].command: program './missing.py' is not an executable "
-                                      "file (relative to " + dir.path().string() + ")";
+  const std::string missing_program =
+      "goal.yaml:2: skills[0].command: program './missing.py' is not an executable "
+      "file (relative to " +
+      dir.path().string() + ")";
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [./missing.py], role: param_explorer, after: param_explorer}\n"),
       missing_program.c_str(), UserError);
-  CHECK_THROWS_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: param_explorer}\n"
-                        "  - {name: a, command: [python3], role: param_explorer, after: param_explorer}\n"),
-                  UserError);
+  CHECK_THROWS_AS(
+      parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: param_explorer}\n"
+            "  - {name: a, command: [python3], role: param_explorer, after: param_explorer}\n"),
+      UserError);
   CHECK_THROWS_AS(parse("skills: {name: a}\n"), UserError);
 }
