@@ -136,9 +136,11 @@ VariantSpec flash_variant() {
       param("kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512},
             defaults.kv_tile),
       param("q_tile", "queries per score tile (its partitions)", {32, 64, 128}, defaults.q_tile),
-      param("pipeline_depth", "rotating K/V buffers (loads of later tiles overlap compute)", {1, 2, 3, 4},
-            defaults.pipeline_depth),
-      param("unroll_factor", "query tiles per query head sharing each K/V tile load", {1, 2, 4, 8},
+      param("pipeline_depth",
+            "rotating buffers for K/V and probabilities: steps in flight (the softmax of later steps overlaps "
+            "the output of earlier ones, the next loads overlap compute)",
+            {1, 2, 3, 4}, defaults.pipeline_depth),
+      param("unroll_factor", "unroll: query tiles per query head that share each K/V load", {1, 2, 4, 8},
             defaults.unroll_factor),
   };
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {

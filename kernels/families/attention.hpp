@@ -51,7 +51,7 @@ struct NaiveAttentionParams {};
 struct FlashAttentionParams {
   int kv_tile = 256;        // keys per step: the free size of the score tile (<= 512, multiple of 128)
   int q_tile = 128;         // queries per score tile: its partitions (<= 128)
-  int pipeline_depth = 2;   // rotating K and V buffers: loads of the next tiles overlap compute
+  int pipeline_depth = 2;   // steps in flight: rotating K/V and probability buffers (see attention_flash)
   int unroll_factor = 1;    // query tiles (per query head of the group) that share each K/V load
 };
 
