@@ -30,6 +30,7 @@ class HostMemory {
     of(v.buffer)[static_cast<std::size_t>(v.row_begin + r) * b.cols + (v.col_begin + c)] =
         round_to_dtype(static_cast<float>(value), b.dtype);
   }
+  std::size_t cols(BufferId id) const { return static_cast<std::size_t>(program_.buffer(id).cols); }
   // Frees on-chip buffers whose lifetime ended (their address is reused).
   void release(BufferId id) {
     if (program_.buffer(id).space != MemorySpace::hbm) std::vector<float>().swap(storage_[id]);
@@ -59,14 +60,25 @@ void run(const Instruction& in, HostMemory& m) {
       const View& st = in.src[0];
       const View& mv = in.src[1];
       const int k_size = st.rows();
+      // Raw rows of the three operands: this loop dominates functional runs.
+      const std::size_t st_cols = m.cols(st.buffer), mv_cols = m.cols(mv.buffer), dst_cols = m.cols(dst.buffer);
+      const float* st_data = m.of(st.buffer).data() + std::size_t(st.row_begin) * st_cols + st.col_begin;
+      const float* mv_data = m.of(mv.buffer).data() + std::size_t(mv.row_begin) * mv_cols + mv.col_begin;
+      float* dst_data = m.of(dst.buffer).data() + std::size_t(dst.row_begin) * dst_cols + dst.col_begin;
+      std::vector<float> sums(static_cast<std::size_t>(cols));
       for (int i = 0; i < rows; ++i) {
+        // One matmul's products are summed in fp32, then added to the PSUM
+        // accumulator in fp32.
+        std::fill(sums.begin(), sums.end(), 0.0f);
+        for (int k = 0; k < k_size; ++k) {
+          const float a = st_data[std::size_t(k) * st_cols + i];
+          const float* b = mv_data + std::size_t(k) * mv_cols;
+          for (int j = 0; j < cols; ++j) sums[j] += a * b[j];
+        }
+        float* out = dst_data + std::size_t(i) * dst_cols;
         for (int j = 0; j < cols; ++j) {
-          // One matmul's products are summed in fp32, then added to the PSUM
-          // accumulator in fp32.
-          float sum = 0.0f;
-          for (int k = 0; k < k_size; ++k) sum += m.get(st, k, i) * m.get(mv, k, j);
-          const float previous = in.accumulate ? m.get(dst, i, j) : 0.0f;
-          m.set(dst, i, j, previous + sum);
+          const float previous = in.accumulate ? out[j] : 0.0f;
+          out[j] = previous + sums[j];  // PSUM is fp32: no rounding
         }
       }
       break;
