@@ -67,6 +67,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   std::vector<Idea> ideas;
   Json considered = Json::array();
   auto consider = [&](Idea idea) {
+    for (const auto& other : ideas)
+      if (other.id == idea.id) return;  // proposed already, by a stronger finding
     if (request.tried_ideas.count(idea.id)) {
       considered.push_back({{"idea", idea.id}, {"outcome", "already tried"}});
       return;
@@ -98,6 +100,27 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         considered.push_back({{"finding", finding.kind},
                               {"outcome", "no parameter of role " + join(finding.roles, "/") +
                                               " can be raised in variant " + current.name}});
+        // The variant has nothing to turn: the variants that do have such a
+        // parameter are the structural answer to this finding.
+        Idea idea;
+        idea.kind = "structural";
+        std::vector<std::string> names;
+        for (const auto& variant : catalog.variants) {
+          if (variant.name == current.name || request.measured_variants.count(variant.name)) continue;
+          bool has_role = false;
+          for (const auto& role : finding.roles) has_role = has_role || !variant.parameters_with_role(role).empty();
+          if (!has_role) continue;
+          idea.probes.push_back(carry_over(best, current, variant));
+          names.push_back(variant.name);
+        }
+        if (names.empty()) continue;
+        idea.variant = names.front();
+        idea.id = "structural:" + join(names, ",");
+        idea.finding = finding.kind;
+        idea.expected_gain = finding.expected_gain;
+        idea.rationale = finding.summary + " -> " + current.name + " has no parameter of role " +
+                         join(finding.roles, "/") + "; probe the variants that have one (" + join(names, ", ") + ")";
+        consider(std::move(idea));
         continue;
       }
       Idea idea;
@@ -139,6 +162,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
 
   // Exploration fallbacks, after every finding-driven idea.
   {
+    bool roles_known = false;
+    for (const auto& [name, role] : current.roles) roles_known = roles_known || !role.empty();
     std::map<std::string, std::vector<search::ParamValue>> free;
     std::vector<std::string> names;
     for (const auto& parameter : current.parameters) {
@@ -146,7 +171,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       const auto now = value_of(best, parameter.name());
       if (!now || parameter.size() < 2) continue;
       if (role == current.roles.end() || role->second.empty()) {
-        if (!current.roles.empty()) continue;  // roles known: keep the unroled ones fixed
+        if (roles_known) continue;  // roles known: keep the unroled ones fixed
       }
       const auto position = parameter.position(*now);
       if (!position) continue;
@@ -174,6 +199,11 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
     for (const auto& variant : catalog.variants)
       if (&variant != &current && !request.measured_variants.count(variant.name)) order.push_back(&variant);
     for (const VariantSpace* variant : order) {
+      const auto measured = request.measured_counts.find(variant->name);
+      if (measured != request.measured_counts.end() && measured->second >= variant->space->size()) {
+        considered.push_back({{"idea", "space:" + variant->name}, {"outcome", "every configuration measured"}});
+        continue;
+      }
       Idea idea;
       idea.kind = "explore";
       idea.variant = variant->name;

@@ -130,15 +130,21 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     }
 
     // DMA-bound without overlap: rotating buffers let the next tile's load
-    // run under the current tile's compute.
-    if (dma_active >= t.busy_percent && overlap < t.poor_overlap_percent) {
-      const double hidden = std::min(dma_active, busiest_compute) / 100.0 * (1.0 - overlap / 100.0);
+    // run under the current tile's compute. Overlap is measured against the
+    // time that could overlap at most (the shorter of DMA and compute).
+    const double compute_active = number(profile, "compute_active_time_percent").value_or(busiest_compute);
+    const double overlappable = std::min(dma_active, compute_active);
+    const double overlap_fraction = overlappable > 0 ? std::min(1.0, overlap / overlappable) : 1.0;
+    evidence["overlap_fraction"] = overlap_fraction;
+    if (dma_active >= t.busy_percent && overlap_fraction * 100 < t.poor_overlap_percent) {
+      const double hidden = overlappable / 100.0 * (1.0 - overlap_fraction);
       add({"dma_bound_no_overlap",
-           format("DMA %.0f%% active but only %.0f%% overlapped with compute (busiest engine %.0f%%)", dma_active,
-                  overlap, busiest_compute),
+           format("DMA %.0f%% active, compute %.0f%%, only %.0f%% of what could overlap does", dma_active,
+                  compute_active, overlap_fraction * 100),
            {{"dma_active_time_percent", dma_active},
+            {"compute_active_time_percent", compute_active},
             {"dma_compute_overlap_percent", overlap},
-            {"busiest_compute_engine_percent", busiest_compute}},
+            {"overlap_fraction", overlap_fraction}},
            "raise",
            {kRolePipelineDepth},
            std::max(hidden, 0.05)});
@@ -154,7 +160,10 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
                                        .value_or(*average_bytes / partitions);
       evidence["dma_bytes_per_partition"] = per_partition;
       if (per_partition < t.efficient_dma_bytes_per_partition) {
-        const double overhead = t.dma_half_efficiency_bytes / (per_partition + t.dma_half_efficiency_bytes);
+        const double half = number(facts, "dma_efficiency_half_bytes").value_or(t.dma_half_efficiency_bytes);
+        const auto measured_efficiency = number(profile, "dma_average_efficiency_percent");
+        const double overhead =
+            measured_efficiency ? 1.0 - *measured_efficiency / 100.0 : half / (per_partition + half);
         add({"small_transfers",
              format("%.0f DMA transfers averaging %.0f B per partition (efficient from %.0f B)", *transfers,
                     per_partition, t.efficient_dma_bytes_per_partition),

@@ -115,6 +115,7 @@ struct GenerationRequest {
   Analysis analysis;
   std::set<std::string> tried_ideas;
   std::set<std::string> measured_variants;  // variants with at least one measurement
+  std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured (any outcome)
 };
 
 struct Generation {

@@ -1,0 +1,191 @@
+// The loop's worth: for each example goal, how many evaluations the agentic
+// loop and a plain `bayes` over the flattened space (the variant as one more
+// categorical parameter) need to come within 5% of the sweep's optimum, with
+// the same seed and the same evaluation budget.
+//
+// Every goal is swept first (exhaustively; goals whose spaces exceed the cap
+// are skipped and said so). The sweep, the loop and bayes share one database,
+// so the loop and bayes are served from the sweep's measurements: identical
+// numbers, counted as evaluations exactly as fresh ones would be.
+// Both stop as soon as they are within 5% of the optimum (the loop's goal is
+// replaced by that bound; its budget, iterations and seed are the goal's).
+//
+//   build-loop/bench/bench_agentic_value [goal.yaml ...] [--cap N]
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "orchestrator/orchestrator.hpp"
+#include "orchestrator/setup.hpp"
+#include "orchestrator/sweep.hpp"
+#include "search/strategy.hpp"
+#include "skills/benchmark_runner.hpp"
+#include "store/store.hpp"
+
+using namespace autotune;
+
+namespace {
+
+struct Flattened {
+  std::unique_ptr<search::SearchSpace> space;
+  std::vector<std::string> variants;
+};
+
+Flattened flatten(const skills::VariantCatalog& catalog) {
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<search::ParamValue>> domains;
+  std::vector<std::string> order;
+  std::map<std::string, double> constants;
+  for (const auto& v : catalog.variants) {
+    names.push_back(v.name);
+    constants.insert(v.constants.begin(), v.constants.end());
+    for (const auto& p : v.parameters) {
+      if (!domains.count(p.name())) order.push_back(p.name());
+      auto& d = domains[p.name()];
+      for (const auto& value : p.values())
+        if (std::none_of(d.begin(), d.end(), [&](const auto& x) { return search::same_value(x, value); }))
+          d.push_back(value);
+    }
+  }
+  std::vector<search::ParameterSpec> parameters{search::ParameterSpec::categorical("variant", names)};
+  for (const auto& name : order) {
+    auto d = domains[name];
+    std::sort(d.begin(), d.end(), [](const auto& a, const auto& b) { return search::numeric_value(a) < search::numeric_value(b); });
+    parameters.push_back(search::ParameterSpec::ordered(name, d));
+  }
+  std::vector<std::string> constraints;
+  for (const auto& v : catalog.variants) {
+    const std::string guard = "variant != '" + v.name + "' || ";
+    for (const auto& c : v.constraints) constraints.push_back(guard + "(" + c + ")");
+    for (const auto& name : order) {
+      const auto* p = v.parameter(name);
+      if (!p) {  // not a parameter of this variant: pinned, so no configuration repeats another
+        constraints.push_back(guard + name + " == " + search::to_string(domains[name].front()));
+        continue;
+      }
+      if (p->size() == domains[name].size()) continue;
+      std::string allowed;
+      for (const auto& value : p->values()) allowed += (allowed.empty() ? "" : " || ") + name + " == " + search::to_string(value);
+      constraints.push_back(guard + "(" + allowed + ")");
+    }
+  }
+  return {std::make_unique<search::SearchSpace>(parameters, constraints, constants), names};
+}
+
+std::string reached(std::optional<int> n, int budget) {
+  return n ? std::to_string(*n) : "not within " + std::to_string(budget);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> goals;
+  std::uint64_t cap = 4000;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
+    else goals.push_back(argv[i]);
+  }
+  if (goals.empty())
+    for (const char* name : {"quickstart", "exp-profiler", "replay-convolution", "gemm-article"})
+      goals.push_back(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/goals/" + name + ".yaml");
+  const auto dir = std::filesystem::temp_directory_path() / "autotune-bench-agentic-value";
+  std::filesystem::create_directories(dir);
+  auto store = store::open_store((dir / "shared.db").string());  // kept between invocations: a cache
+
+  std::printf("%-20s %8s %10s %12s %14s %14s\n", "goal", "space", "budget", "optimum", "loop evals", "bayes evals");
+  for (const auto& file : goals) {
+    auto prepared = orchestrator::load_and_prepare(file);
+    auto& goal = prepared.goal;
+    std::uint64_t size = 0;
+    for (const auto& v : prepared.setup.catalog.variants) size += v.space->size();
+    if (size > cap) {
+      std::printf("%-20s %8llu  skipped: the space exceeds the sweep cap of %llu (--cap N)\n", goal.name.c_str(),
+                  static_cast<unsigned long long>(size), static_cast<unsigned long long>(cap));
+      continue;
+    }
+    orchestrator::SweepOptions sweep_options;
+    sweep_options.jobs = 2;
+    const auto sweep = orchestrator::run_sweep(goal, prepared.setup.catalog, *prepared.setup.target, *store,
+                                               prepared.setup.simulator_version, sweep_options, 1);
+    if (sweep.top.empty()) {
+      std::printf("%-20s no valid configuration\n", goal.name.c_str());
+      continue;
+    }
+    const double optimum = sweep.top.front().metric("latency_s").value();
+    const double threshold = optimum * 1.05;
+
+    // The loop, stopping within 5% of the optimum.
+    orchestrator::Goal loop_goal = goal;
+    loop_goal.objective = orchestrator::Objective::latency;
+    loop_goal.improvement.reset();
+    loop_goal.absolute = threshold;
+    orchestrator::RunOptions run_options;
+    run_options.jobs = 2;
+    orchestrator::RunContext context{loop_goal, prepared.setup.catalog, *prepared.setup.target, *store,
+                                     prepared.setup.simulator_version, run_options};
+    const auto summary = orchestrator::Orchestrator(context).run();
+    std::optional<int> loop_evals;
+    int count = 0;
+    for (const auto& trial : store->trials(summary.run_id)) {
+      ++count;
+      const auto latency = trial.metric("latency_s");
+      if (store::is_measured(trial.status) && latency && *latency <= threshold) {
+        loop_evals = count;
+        break;
+      }
+    }
+
+    // Plain bayes over the flattened space, same seed and budget.
+    const Flattened flat = flatten(prepared.setup.catalog);
+    store::Run record;
+    record.goal_name = goal.name + " (flattened bayes)";
+    record.goal_yaml = orchestrator::to_yaml(goal);
+    record.seed = goal.seed;
+    record.id = store->create_run(record);
+    skills::BenchmarkRunner runner(*prepared.setup.target, *store, record.id, {2, goal.timeout_s});
+    auto strategy = search::make_strategy("bayes", *flat.space, Rng(goal.seed).fork("param_explorer").seed(),
+                                          goal.strategy_options);
+    std::optional<int> bayes_evals;
+    int evaluations = 0;
+    while (evaluations < goal.budget_evaluations && !bayes_evals && !strategy->done()) {
+      const auto batch = strategy->ask(std::size_t(std::min(goal.effective_batch_size(),
+                                                            goal.budget_evaluations - evaluations)));
+      if (batch.empty()) break;
+      std::vector<skills::TrialRequest> requests;
+      for (const auto& configuration : batch) {
+        const std::string variant = std::get<std::string>(configuration[0]);
+        const auto& space = prepared.setup.catalog.variant(variant);
+        skills::Candidate candidate{variant, nlohmann::json::object()};
+        for (const auto& p : space.parameters) {
+          const auto index = flat.space->parameter_index(p.name());
+          candidate.params[p.name()] = search::to_json(configuration[*index]);
+        }
+        requests.push_back({candidate, 0, std::nullopt});
+      }
+      const auto measured = runner.measure(requests);
+      std::vector<search::Observation> observations;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        ++evaluations;
+        const auto& trial = measured.result[i].trial;
+        const auto latency = trial.metric("latency_s");
+        if (store::is_measured(trial.status) && latency) {
+          observations.push_back(search::Observation::success(batch[i], *latency));
+          if (*latency <= threshold && !bayes_evals) bayes_evals = evaluations;
+        } else {
+          observations.push_back(search::Observation::failed(batch[i], trial.error));
+        }
+      }
+      strategy->tell(observations);
+    }
+    record.status = store::RunStatus::completed;
+    store->update_run(record);
+
+    std::printf("%-20s %8llu %10d %10.4g s %14s %14s   (loop: %s; best %s)\n", goal.name.c_str(),
+                static_cast<unsigned long long>(size), goal.budget_evaluations, optimum,
+                reached(loop_evals, summary.evaluations).c_str(), reached(bayes_evals, evaluations).c_str(),
+                summary.stop_reason.c_str(), summary.best.key().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

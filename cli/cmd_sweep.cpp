@@ -1,0 +1,105 @@
+// autotune sweep GOAL.yaml --jobs N: every configuration of the goal's space(s).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "core/error.hpp"
+#include "orchestrator/orchestrator.hpp"
+#include "orchestrator/setup.hpp"
+#include "orchestrator/sweep.hpp"
+#include "store/store.hpp"
+
+namespace autotune::cli {
+
+namespace {
+
+const CommandRegistration registration(
+    "sweep", "Evaluate every configuration of a goal's space(s) in parallel", [](CLI::App& app) -> CommandAction {
+      struct Options {
+        std::string goal;
+        int jobs = 1;
+        std::optional<std::string> db;
+        int top = 10;
+        std::optional<std::uint64_t> limit;
+        bool json = false;
+        bool no_cache = false;
+      };
+      auto options = std::make_shared<Options>();
+      app.add_option("goal", options->goal, "Goal file (YAML)")->required();
+      app.add_option("--jobs,-j", options->jobs, "Parallel workers")->default_val(1);
+      app.add_option("--db", options->db, "Database (default: $AUTOTUNE_DB, else ./autotune.db)");
+      app.add_option("--top", options->top, "How many of the best configurations to print")->default_val(10);
+      app.add_option("--limit", options->limit, "Evaluate at most this many configurations");
+      app.add_flag("--json", options->json, "Print the result as one JSON object on stdout");
+      app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
+      return [options]() -> int {
+        if (options->jobs < 1) throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
+        if (options->top < 1) throw UserError("--top must be at least 1");
+        auto prepared = orchestrator::load_and_prepare(options->goal);
+        const std::string db = store::resolve_database_path(options->db);
+        auto store = store::open_store(db);
+        const bool tty = isatty(fileno(stderr)) != 0;
+        orchestrator::SweepOptions sweep_options;
+        sweep_options.jobs = options->jobs;
+        sweep_options.use_cache = !options->no_cache;
+        sweep_options.limit = options->limit;
+        int last_decile = -1;
+        sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed) {
+          const double eta = done > 0 ? elapsed / double(done) * double(total - done) : 0;
+          char line[160];
+          std::snprintf(line, sizeof line, "%llu/%llu configurations  %.1f s elapsed  ETA %.1f s",
+                        static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), elapsed, eta);
+          if (tty) {
+            std::fprintf(stderr, "\r\033[K%s", line);
+          } else if (int decile = int(10 * done / std::max<std::uint64_t>(total, 1)); decile != last_decile) {
+            std::fprintf(stderr, "%s\n", line);
+            last_decile = decile;
+          }
+        };
+        const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+                                                    *store, prepared.setup.simulator_version, sweep_options,
+                                                    options->top);
+        if (tty) std::fprintf(stderr, "\n");
+        const auto& c = result.counters;
+        if (options->json) {
+          nlohmann::json top = nlohmann::json::array();
+          for (const auto& t : result.top)
+            top.push_back({{"trial", t.id}, {"variant", t.variant}, {"params", t.params}, {"metrics", t.metrics}});
+          std::cout << nlohmann::json{{"run_id", result.run_id},
+                                      {"configurations", result.configurations},
+                                      {"measured", c.measured},
+                                      {"cache_hits", c.cache_hits},
+                                      {"jobs", options->jobs},
+                                      {"wall_time_s", result.wall_time_s},
+                                      {"target_seconds", c.target_seconds},
+                                      {"commit_seconds", c.commit_seconds},
+                                      {"top", top},
+                                      {"db", store->location()}}
+                           .dump()
+                    << std::endl;
+          return 0;
+        }
+        std::printf("sweep run %lld: %llu configurations (%lld measured, %lld from the cache) in %.1f s with %d jobs\n",
+                    static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
+                    static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits), result.wall_time_s,
+                    options->jobs);
+        std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(prepared.goal.objective));
+        int rank = 1;
+        for (const auto& t : result.top) {
+          std::string params;
+          for (const auto& [k, v] : t.params.items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
+          std::printf("  %2d. trial %-6lld %-12s %-60s %.6g s\n", rank++, static_cast<long long>(t.id),
+                      t.variant.c_str(), params.c_str(), t.metrics.value("latency_s", 0.0));
+        }
+        std::printf("database: %s (autotune trials %lld --db %s)\n", store->location().c_str(),
+                    static_cast<long long>(result.run_id), store->location().c_str());
+        return 0;
+      };
+    });
+
+}  // namespace
+
+}  // namespace autotune::cli

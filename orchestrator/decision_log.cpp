@@ -1,0 +1,42 @@
+#include "orchestrator/decision_log.hpp"
+
+#include "core/error.hpp"
+
+namespace autotune::orchestrator {
+
+int64_t DecisionLog::append(int iteration, const std::string& skill, const skills::SkillDecision& decision,
+                            double duration_ms) {
+  std::lock_guard lock(mutex_);
+  if (next_seq_ <= already_logged_) {
+    const auto stored = store_.decision(run_, next_seq_);
+    AUTOTUNE_CHECK(stored.has_value(), "decision " + std::to_string(next_seq_) + " of a resumed run is missing");
+    if (stored->skill != skill || stored->action != decision.action)
+      throw UserError("cannot resume run " + std::to_string(run_) + ": decision " + std::to_string(next_seq_) +
+                      " was '" + stored->skill + ": " + stored->action + "' but the replay made '" + skill + ": " +
+                      decision.action + "' (a different goal, seed or simulator version?)");
+    return next_seq_++;
+  }
+  store::Decision record;
+  record.run = run_;
+  record.iteration = iteration;
+  record.skill = skill;
+  record.action = decision.action;
+  record.proposer = decision.proposer;
+  record.inputs = decision.inputs;
+  record.evidence = decision.evidence;
+  record.alternatives = decision.alternatives;
+  record.rationale = decision.rationale;
+  record.outcome = decision.outcome;
+  record.duration_ms = duration_ms;
+  const int64_t seq = store_.append_decision(record);
+  AUTOTUNE_CHECK(seq == next_seq_, "the store assigned decision seq " + std::to_string(seq) + ", expected " +
+                                       std::to_string(next_seq_));
+  return next_seq_++;
+}
+
+void DecisionLog::set_outcome(int64_t seq, const std::string& outcome) {
+  std::lock_guard lock(mutex_);
+  store_.set_decision_outcome(run_, seq, outcome);
+}
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,420 @@
+#include "orchestrator/goal.hpp"
+
+#include <cmath>
+
+#include "core/config_reader.hpp"
+#include "core/error.hpp"
+#include "kernels/family.hpp"
+#include "search/strategy.hpp"
+#include "sim/program.hpp"
+
+namespace autotune::orchestrator {
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name",   "kernel",    "target", "objective",    "goal",
+                                           "max_iterations", "budget", "search", "start",  "variants",
+                                           "parallel", "timeout_s", "verification", "roles", "seed",
+                                           "llm",    "skills"};
+
+std::string where(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
+  return reader.location(node) + ": " + reader.key_path(key) + ": ";
+}
+
+search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) reader.fail(key, "expected a number or a string", &node);
+  const std::string text = node.Scalar();
+  try {
+    std::size_t used = 0;
+    const long long integer = std::stoll(text, &used);
+    if (used == text.size()) return std::int64_t(integer);
+  } catch (const std::exception&) {
+  }
+  try {
+    std::size_t used = 0;
+    const double real = std::stod(text, &used);
+    if (used == text.size()) return real;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+// One parameter's values as a goal writes them: a list, a single value,
+// {range: [lo, hi], step: s} or {pow2: [lo, hi]}.
+std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::string& key) {
+  const YAML::Node node = space.raw(key);
+  std::vector<search::ParamValue> values;
+  const std::string accepted = "a list of values, one value, {range: [lo, hi], step: s} or {pow2: [lo, hi]}";
+  if (node.IsSequence()) {
+    if (node.size() == 0) space.fail(key, "empty list of values", &node);
+    for (const auto& item : node) values.push_back(scalar_value(space, item, key));
+  } else if (node.IsScalar()) {
+    values.push_back(scalar_value(space, node, key));
+  } else if (node.IsMap()) {
+    ConfigReader domain(node, space.file(), space.key_path(key));
+    if (domain.has("range")) {
+      const auto bounds = domain.required<std::vector<std::int64_t>>("range", "[lo, hi]");
+      const auto step = domain.optional<std::int64_t>("step", 1);
+      if (bounds.size() != 2 || bounds[0] > bounds[1] || step < 1)
+        space.fail(key, "range must be [lo, hi] with lo <= hi and step >= 1", &node);
+      for (std::int64_t v = bounds[0]; v <= bounds[1]; v += step) values.push_back(v);
+    } else if (domain.has("pow2")) {
+      const auto bounds = domain.required<std::vector<std::int64_t>>("pow2", "[lo, hi]");
+      if (bounds.size() != 2 || bounds[0] < 1 || bounds[0] > bounds[1])
+        space.fail(key, "pow2 must be [lo, hi] with 1 <= lo <= hi", &node);
+      for (std::int64_t v = 1; v <= bounds[1]; v *= 2)
+        if (v >= bounds[0]) values.push_back(v);
+    } else {
+      space.fail(key, "expected " + accepted, &node);
+    }
+    domain.finish({"range", "step", "pow2"});
+  } else {
+    space.fail(key, "expected " + accepted, &node);
+  }
+  if (values.empty()) space.fail(key, "the domain has no value", &node);
+  return values;
+}
+
+Objective parse_objective(ConfigReader& reader) {
+  const std::string text = reader.optional<std::string>("objective", "latency", "latency, throughput or mfu");
+  if (text == "latency") return Objective::latency;
+  if (text == "throughput") return Objective::throughput;
+  if (text == "mfu") return Objective::mfu;
+  const YAML::Node node = reader.raw("objective");
+  reader.fail("objective", "unknown objective '" + text + "'; accepted: latency, throughput, mfu", &node);
+}
+
+void emit_value(YAML::Emitter& out, const search::ParamValue& value) {
+  if (std::holds_alternative<std::int64_t>(value)) out << std::get<std::int64_t>(value);
+  else if (std::holds_alternative<double>(value)) out << std::get<double>(value);
+  else out << std::get<std::string>(value);
+}
+
+void emit_json(YAML::Emitter& out, const Json& value) {
+  if (value.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, v] : value.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit_json(out, v);
+    }
+    out << YAML::EndMap;
+  } else if (value.is_array()) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& v : value) emit_json(out, v);
+    out << YAML::EndSeq;
+  } else if (value.is_string()) {
+    out << value.get<std::string>();
+  } else if (value.is_number_integer()) {
+    out << value.get<std::int64_t>();
+  } else if (value.is_number()) {
+    out << value.get<double>();
+  } else if (value.is_boolean()) {
+    out << value.get<bool>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+Json yaml_to_json(const YAML::Node& node) {
+  if (!node || node.IsNull()) return nullptr;
+  if (node.IsMap()) {
+    Json out = Json::object();
+    for (const auto& entry : node) out[entry.first.Scalar()] = yaml_to_json(entry.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    Json out = Json::array();
+    for (const auto& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() != "!") {  // unquoted scalars may be numbers or booleans
+    try {
+      std::size_t used = 0;
+      const long long integer = std::stoll(text, &used);
+      if (used == text.size()) return integer;
+    } catch (const std::exception&) {
+    }
+    try {
+      std::size_t used = 0;
+      const double real = std::stod(text, &used);
+      if (used == text.size()) return real;
+    } catch (const std::exception&) {
+    }
+    if (text == "true") return true;
+    if (text == "false") return false;
+  }
+  return text;
+}
+
+void read_kernel(ConfigReader& top, Goal& goal) {
+  auto kernel = top.maybe_child("kernel");
+  if (goal.target.kind == "replay") {
+    if (kernel) {
+      goal.family = kernel->optional<std::string>("family", goal.family);
+      kernel->finish({"family"});
+    }
+    return;
+  }
+  if (!kernel) top.fail("kernel", "missing required section (kernel: {family, shape, dtype})");
+  const YAML::Node family_node = kernel->raw("family");
+  goal.family = kernel->required<std::string>("family");
+  const auto& registry = kernels::family_registry();
+  if (!registry.contains(goal.family))
+    kernel->fail("family", "unknown kernel '" + goal.family + "'; accepted: " + registry.joined_names(), &family_node);
+  const kernels::FamilySpec& family = registry.get(goal.family);
+
+  goal.shape = family.default_shape;
+  const YAML::Node shape = kernel->raw("shape");
+  if (shape && !shape.IsNull()) {
+    std::string args;
+    for (const auto& a : family.shape_args) args += (args.empty() ? "" : ", ") + a;
+    if (shape.IsSequence()) {
+      if (shape.size() != family.shape_args.size())
+        kernel->fail("shape", "expected " + std::to_string(family.shape_args.size()) + " values [" + args + "]",
+                     &shape);
+      for (std::size_t i = 0; i < shape.size(); ++i) {
+        try {
+          goal.shape[family.shape_args[i]] = shape[i].as<std::int64_t>();
+        } catch (const YAML::Exception&) {
+          const YAML::Node item = shape[i];
+          kernel->fail("shape", "'" + item.Scalar() + "' is not an integer", &item);
+        }
+      }
+    } else if (shape.IsMap()) {
+      ConfigReader shape_reader(shape, top.file(), "kernel.shape");
+      for (const auto& arg : family.shape_args) goal.shape[arg] = shape_reader.optional<std::int64_t>(arg, goal.shape[arg]);
+      shape_reader.finish(family.shape_args);
+    } else {
+      kernel->fail("shape", "expected a list [" + args + "] or a mapping {" + args + "}", &shape);
+    }
+    if (family.check_shape) {
+      const std::string reason = family.check_shape(goal.shape);
+      if (!reason.empty()) kernel->fail("shape", reason, &shape);
+    }
+  }
+  const YAML::Node dtype_node = kernel->raw("dtype");
+  goal.dtype = kernel->optional<std::string>("dtype", std::string(sim::dtype_name(family.dtypes.front())));
+  const auto dtype = sim::parse_dtype(goal.dtype);
+  if (!dtype || !family.accepts(*dtype)) {
+    std::string accepted;
+    for (auto d : family.dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
+    kernel->fail("dtype", "kernel '" + goal.family + "' does not take dtype '" + goal.dtype + "'; accepted: " + accepted,
+                 &dtype_node);
+  }
+  kernel->finish({"family", "shape", "dtype"});
+}
+
+void read_target(ConfigReader& top, Goal& goal) {
+  const YAML::Node node = top.raw("target");
+  if (!node || node.IsNull()) return;
+  if (node.IsScalar()) {
+    goal.target.kind = "sim";
+    goal.target.name = node.Scalar();
+    return;
+  }
+  if (!node.IsMap()) top.fail("target", "expected a target name (trn1, trn2) or a mapping with kind", &node);
+  goal.target.spec = node;
+  ConfigReader target(node, top.file(), "target");
+  const YAML::Node kind_node = target.raw("kind");
+  goal.target.kind = target.required<std::string>("kind", "sim, replay or command");
+  if (goal.target.kind == "sim") {
+    goal.target.name = target.optional<std::string>("name", "trn1");
+    target.finish({"kind", "name"});
+  } else if (goal.target.kind == "replay") {
+    const YAML::Node file_node = target.raw("cachefile");
+    std::filesystem::path cachefile = target.required<std::string>("cachefile", "a Kernel Tuner cachefile path");
+    if (cachefile.is_relative()) cachefile = goal.file.parent_path() / cachefile;
+    cachefile = cachefile.lexically_normal();
+    if (!std::filesystem::exists(cachefile))
+      target.fail("cachefile", "file not found: " + cachefile.string(), &file_node);
+    goal.target.cachefile = cachefile;
+    goal.target.replay_objective = target.optional<std::string>("objective", "");
+    target.finish({"kind", "cachefile", "objective"});
+  } else if (goal.target.kind == "command") {
+    // Read by the command target (skills/targets/command_target.hpp).
+    for (const auto& entry : node) (void)target.raw(entry.first.Scalar());
+    goal.target.name = "command";
+  } else {
+    target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command", &kind_node);
+  }
+}
+
+}  // namespace
+
+const char* to_string(Objective objective) {
+  switch (objective) {
+    case Objective::latency: return "latency";
+    case Objective::throughput: return "throughput";
+    case Objective::mfu: return "mfu";
+  }
+  return "?";
+}
+
+Goal load_goal(const std::filesystem::path& path) {
+  Goal goal;
+  goal.file = path;
+  const YAML::Node document = load_yaml_file(path);
+  if (!document || document.IsNull()) throw UserError(path.string() + ": the goal file is empty");
+  ConfigReader top(document, path.string());
+  goal.name = top.optional<std::string>("name", path.stem().string());
+
+  read_target(top, goal);
+  read_kernel(top, goal);
+  goal.objective = parse_objective(top);
+
+  if (auto section = top.maybe_child("goal")) {
+    goal.improvement = section->maybe<double>("improvement");
+    if (goal.improvement && (*goal.improvement <= -1 || !std::isfinite(*goal.improvement)))
+      section->fail("improvement", "must be a fraction above -1 (0.20 = 20% better)");
+    const char* keys[] = {"latency_s", "throughput_flops_per_s", "mfu_percent"};
+    const char* wanted = goal.objective == Objective::latency      ? "latency_s"
+                         : goal.objective == Objective::throughput ? "throughput_flops_per_s"
+                                                                   : "mfu_percent";
+    for (const char* key : keys) {
+      if (!section->has(key)) continue;
+      const YAML::Node node = section->raw(key);
+      if (std::string(key) != wanted)
+        section->fail(key, std::string("does not match objective '") + to_string(goal.objective) + "'; use " + wanted,
+                      &node);
+      goal.absolute = section->required<double>(key);
+      if (*goal.absolute <= 0) section->fail(key, "must be positive", &node);
+    }
+    section->finish({"improvement", "latency_s", "throughput_flops_per_s", "mfu_percent"});
+  }
+  if (!goal.improvement && !goal.absolute) goal.improvement = 0.20;
+
+  goal.max_iterations = top.optional<int>("max_iterations", 5);
+  if (goal.max_iterations < 1) top.fail("max_iterations", "must be at least 1");
+  if (auto budget = top.maybe_child("budget")) {
+    goal.budget_evaluations = budget->optional<int>("evaluations", goal.budget_evaluations);
+    goal.budget_wall_time_s = budget->optional<double>("wall_time_s", goal.budget_wall_time_s);
+    if (goal.budget_evaluations < 1) budget->fail("evaluations", "must be at least 1");
+    if (goal.budget_wall_time_s <= 0) budget->fail("wall_time_s", "must be positive");
+    budget->finish({"evaluations", "wall_time_s"});
+  }
+  if (auto search = top.maybe_child("search")) {
+    const YAML::Node strategy_node = search->raw("strategy");
+    goal.strategy = search->optional<std::string>("strategy", goal.strategy);
+    if (!search::strategy_registry().contains(goal.strategy))
+      search->fail("strategy",
+                   "unknown strategy '" + goal.strategy + "'; accepted: " + search::strategy_registry().joined_names(), &strategy_node);
+    goal.strategy_options = yaml_to_json(search->raw("options"));
+    if (goal.strategy_options.is_null()) goal.strategy_options = Json::object();
+    if (!goal.strategy_options.is_object()) search->fail("options", "expected a mapping of strategy options");
+    goal.batch_size = search->optional<int>("batch_size", 0);
+    if (goal.batch_size < 0) search->fail("batch_size", "must be at least 1");
+    if (auto space = search->maybe_child("space")) {
+      for (const auto& key : space->keys()) goal.space.emplace_back(key, read_domain(*space, key));
+    }
+    goal.constraints = search->optional<std::vector<std::string>>("constraints", {}, "a list of expressions");
+    search->finish({"strategy", "options", "batch_size", "space", "constraints"});
+  }
+  if (auto start = top.maybe_child("start")) {
+    goal.start_variant = start->optional<std::string>("variant", "");
+    const YAML::Node params = start->raw("params");
+    if (params && !params.IsNull()) {
+      if (!params.IsMap()) start->fail("params", "expected a mapping parameter: value", &params);
+      goal.start_params = yaml_to_json(params);
+    }
+    start->finish({"variant", "params"});
+  }
+  goal.variants = top.optional<std::vector<std::string>>("variants", {}, "a list of variant names");
+  goal.parallel = top.optional<int>("parallel", 1);
+  if (goal.parallel < 1) top.fail("parallel", "must be at least 1");
+  goal.timeout_s = top.optional<double>("timeout_s", goal.timeout_s);
+  if (goal.timeout_s <= 0) top.fail("timeout_s", "must be positive");
+  if (auto verification = top.maybe_child("verification")) {
+    goal.tolerance = verification->maybe<double>("tolerance");
+    if (goal.tolerance && *goal.tolerance <= 0) verification->fail("tolerance", "must be positive");
+    goal.verification_seed = verification->optional<std::uint64_t>("seed", 0);
+    verification->finish({"tolerance", "seed"});
+  }
+  if (auto roles = top.maybe_child("roles")) {
+    for (const auto& key : roles->keys()) goal.roles[key] = roles->required<std::string>(key);
+  }
+  goal.seed = top.optional<std::uint64_t>("seed", 0);
+  goal.llm = top.raw("llm");
+  if (goal.llm && !goal.llm.IsNull() && !goal.llm.IsMap())
+    top.fail("llm", "expected a mapping {endpoint, model, api_key_env, timeout_s}", &goal.llm);
+  goal.skills = top.raw("skills");
+  if (goal.skills && !goal.skills.IsNull() && !goal.skills.IsSequence())
+    top.fail("skills", "expected a list of plugin skills", &goal.skills);
+  top.finish(kTopKeys);
+  return goal;
+}
+
+std::string to_yaml(const Goal& goal) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << goal.name;
+  out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap << YAML::Key << "family" << YAML::Value << goal.family;
+  if (!goal.shape.empty()) {
+    out << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [k, v] : goal.shape) out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+  }
+  if (!goal.dtype.empty()) out << YAML::Key << "dtype" << YAML::Value << goal.dtype;
+  out << YAML::EndMap;
+  out << YAML::Key << "target" << YAML::Value;
+  if (goal.target.kind == "sim") {
+    out << goal.target.name;
+  } else if (goal.target.kind == "replay") {
+    out << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << "replay" << YAML::Key << "cachefile" << YAML::Value
+        << goal.target.cachefile.string() << YAML::Key << "objective" << YAML::Value << goal.target.replay_objective
+        << YAML::EndMap;
+  } else {
+    out << goal.target.spec;
+  }
+  out << YAML::Key << "objective" << YAML::Value << to_string(goal.objective);
+  out << YAML::Key << "goal" << YAML::Value << YAML::BeginMap;
+  if (goal.improvement) out << YAML::Key << "improvement" << YAML::Value << *goal.improvement;
+  if (goal.absolute)
+    out << YAML::Key
+        << (goal.objective == Objective::latency      ? "latency_s"
+            : goal.objective == Objective::throughput ? "throughput_flops_per_s"
+                                                      : "mfu_percent")
+        << YAML::Value << *goal.absolute;
+  out << YAML::EndMap;
+  out << YAML::Key << "max_iterations" << YAML::Value << goal.max_iterations;
+  out << YAML::Key << "budget" << YAML::Value << YAML::BeginMap << YAML::Key << "evaluations" << YAML::Value
+      << goal.budget_evaluations << YAML::Key << "wall_time_s" << YAML::Value << goal.budget_wall_time_s
+      << YAML::EndMap;
+  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "strategy" << YAML::Value << goal.strategy;
+  out << YAML::Key << "options" << YAML::Value;
+  emit_json(out, goal.strategy_options);
+  out << YAML::Key << "batch_size" << YAML::Value << goal.effective_batch_size();
+  out << YAML::Key << "space" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, values] : goal.space) {
+    out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& v : values) emit_value(out, v);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
+  for (const auto& c : goal.constraints) out << c;
+  out << YAML::EndSeq << YAML::EndMap;
+  out << YAML::Key << "start" << YAML::Value << YAML::BeginMap << YAML::Key << "variant" << YAML::Value
+      << goal.start_variant << YAML::Key << "params" << YAML::Value;
+  emit_json(out, goal.start_params);
+  out << YAML::EndMap;
+  out << YAML::Key << "variants" << YAML::Value << YAML::Flow << goal.variants;
+  if (!goal.roles.empty()) {
+    out << YAML::Key << "roles" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : goal.roles) out << YAML::Key << k << YAML::Value << v;
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "parallel" << YAML::Value << goal.parallel;
+  out << YAML::Key << "timeout_s" << YAML::Value << goal.timeout_s;
+  out << YAML::Key << "verification" << YAML::Value << YAML::BeginMap;
+  if (goal.tolerance) out << YAML::Key << "tolerance" << YAML::Value << *goal.tolerance;
+  out << YAML::Key << "seed" << YAML::Value << goal.verification_seed << YAML::EndMap;
+  out << YAML::Key << "seed" << YAML::Value << goal.seed;
+  if (goal.llm && !goal.llm.IsNull()) out << YAML::Key << "llm" << YAML::Value << goal.llm;
+  if (goal.skills && !goal.skills.IsNull()) out << YAML::Key << "skills" << YAML::Value << goal.skills;
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,404 @@
+#include "orchestrator/orchestrator.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "skills/kernel_generator.hpp"
+#include "skills/param_explorer.hpp"
+#include "skills/profile_analyzer.hpp"
+
+namespace autotune::orchestrator {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double elapsed_ms(Clock::time_point start) { return seconds_since(start) * 1000; }
+
+std::string percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%", fraction * 100);
+  return buffer;
+}
+
+Json candidate_json(const skills::Candidate& c) { return {{"variant", c.variant}, {"params", c.params}}; }
+
+}  // namespace
+
+std::optional<double> objective_value(Objective objective, const Json& metrics) {
+  const char* key = objective == Objective::mfu ? "mfu_percent" : "latency_s";
+  if (!metrics.is_object() || !metrics.contains(key) || !metrics.at(key).is_number()) return std::nullopt;
+  const double value = metrics.at(key).get<double>();
+  if (!std::isfinite(value)) return std::nullopt;
+  return objective == Objective::mfu ? -value : value;
+}
+
+double improvement_of(Objective objective, double baseline, double best) {
+  if (baseline == 0 || best == 0) return 0;
+  switch (objective) {
+    case Objective::latency: return 1.0 - best / baseline;       // fraction of latency removed
+    case Objective::throughput: return baseline / best - 1.0;    // throughput gained
+    case Objective::mfu: return best / baseline - 1.0;           // MFU gained (values are -MFU)
+  }
+  return 0;
+}
+
+Json RunSummary::to_json() const {
+  Json out = {{"run_id", run_id},
+              {"status", status},
+              {"goal_met", goal_met},
+              {"stop_reason", stop_reason},
+              {"objective", objective},
+              {"baseline", {{"variant", baseline.variant}, {"params", baseline.params}, {"metrics", baseline_metrics}}},
+              {"best", {{"variant", best.variant}, {"params", best.params}, {"metrics", best_metrics}}},
+              {"improvement", improvement},
+              {"iterations", iterations},
+              {"evaluations", evaluations},
+              {"cache_hits", cache_hits},
+              {"resumed_trials", resumed_trials},
+              {"measured", measured},
+              {"wall_time_s", wall_time_s},
+              {"db", db}};
+  if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
+  if (best_trial) out["best"]["trial"] = *best_trial;
+  if (best_metrics.is_object() && baseline_metrics.is_object() && best_metrics.contains("latency_s") &&
+      baseline_metrics.contains("latency_s") && best_metrics["latency_s"].get<double>() > 0)
+    out["speedup"] = baseline_metrics["latency_s"].get<double>() / best_metrics["latency_s"].get<double>();
+  return out;
+}
+
+Orchestrator::Orchestrator(RunContext context, SkillSet skills) : context_(std::move(context)), skills_(std::move(skills)) {
+  if (!skills_.analyzer) skills_.analyzer = std::make_unique<skills::ProfileAnalyzer>();
+  if (!skills_.generator) skills_.generator = std::make_unique<skills::KernelGenerator>();
+  if (!skills_.explorer) skills_.explorer = std::make_unique<skills::ParamExplorer>();
+  if (!skills_.policy) skills_.policy = std::make_unique<RulePolicy>();
+}
+
+RunSummary Orchestrator::run() {
+  const auto started = Clock::now();
+  const Goal& goal = context_.goal;
+  const skills::VariantCatalog& catalog = context_.catalog;
+  store::Store& store = context_.store;
+  const RunOptions& options = context_.options;
+  const int jobs = options.jobs > 0 ? options.jobs : goal.parallel;
+  const std::string goal_yaml = to_yaml(goal);
+
+  // --- the run record (new, or the one being resumed) ---
+  store::Run record;
+  int64_t already_logged = 0;
+  std::vector<store::Trial> committed;
+  if (options.resume) {
+    auto existing = store.run(*options.resume);
+    if (!existing)
+      throw UserError("--resume " + std::to_string(*options.resume) + ": no such run in " + store.location());
+    if (existing->goal_yaml != goal_yaml)
+      throw UserError("--resume " + std::to_string(*options.resume) + ": the run was started from a different goal (" +
+                      existing->goal_name + "); resume it with the same goal file");
+    if (options.seed && *options.seed != existing->seed)
+      throw UserError("--resume " + std::to_string(*options.resume) + ": the run's seed is " +
+                      std::to_string(existing->seed) + ", not " + std::to_string(*options.seed));
+    record = *existing;
+    record.status = store::RunStatus::running;
+    store.update_run(record);
+    already_logged = store.last_decision_seq(record.id);
+    committed = store.trials(record.id);
+  } else {
+    record.goal_yaml = goal_yaml;
+    record.goal_name = goal.name;
+    record.kernel = catalog.kernel;
+    record.target = context_.target.description();
+    record.seed = options.seed.value_or(goal.seed);
+    record.simulator_version = context_.simulator_version;
+    record.status = store::RunStatus::running;
+    record.id = store.create_run(record);
+  }
+  const std::uint64_t seed = record.seed;
+  const Rng rng(seed);
+
+  DecisionLog log(store, record.id, already_logged);
+  skills::RunnerOptions runner_options;
+  runner_options.jobs = jobs;
+  runner_options.timeout_s = goal.timeout_s;
+  runner_options.use_cache = options.use_cache;
+  skills::BenchmarkRunner runner(context_.target, store, record.id, runner_options);
+  runner.resume(committed);
+
+  RunSummary summary;
+  summary.run_id = record.id;
+  summary.db = store.location();
+  summary.objective = to_string(goal.objective);
+
+  // --- the loop's state ---
+  std::optional<store::Trial> baseline_trial, best_trial;
+  double baseline_value = 0, best_value = 0;
+  std::map<std::string, std::vector<search::Observation>> observations;  // per variant, for warm starts
+  std::set<std::string> measured_variants;
+  std::set<std::string> tried_ideas;
+  Progress progress;
+  progress.max_iterations = goal.max_iterations;
+  progress.budget = goal.budget_evaluations;
+
+  auto current_improvement = [&] { return improvement_of(goal.objective, baseline_value, best_value); };
+  auto goal_met = [&] {
+    if (!best_trial || !baseline_trial) return false;
+    bool met = true;
+    if (goal.improvement) met = met && current_improvement() >= *goal.improvement - 1e-12;
+    if (goal.absolute) {
+      const Json& m = best_trial->metrics;
+      const double latency = m.value("latency_s", INFINITY);
+      if (goal.objective == Objective::latency) met = met && latency <= *goal.absolute;
+      if (goal.objective == Objective::throughput)
+        met = met && m.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
+      if (goal.objective == Objective::mfu) met = met && m.value("mfu_percent", 0.0) >= *goal.absolute;
+    }
+    return met;
+  };
+  auto report = [&](const std::string& phase) {
+    progress.phase = phase;
+    progress.evaluations = int(runner.counters().evaluations);
+    if (best_trial) progress.best_latency_s = best_trial->metric("latency_s");
+    if (baseline_trial) progress.improvement = current_improvement();
+    if (options.progress) options.progress(progress);
+  };
+
+  auto measure = [&](const std::vector<skills::Candidate>& candidates, int iteration, int64_t decision_seq) {
+    std::vector<skills::TrialRequest> requests;
+    for (const auto& c : candidates) requests.push_back({c, iteration, decision_seq});
+    const auto started_batch = Clock::now();
+    auto batch = runner.measure(requests, [&](const skills::MeasuredTrial&) { report(progress.phase); });
+    log.append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
+    std::vector<search::Observation> out;
+    for (const auto& measured : batch.result) {
+      const store::Trial& trial = measured.trial;
+      const skills::VariantSpace& variant = catalog.variant(trial.variant);
+      search::Configuration configuration;
+      try {
+        configuration = search::configuration_from_json(*variant.space, trial.params);
+      } catch (const UserError&) {
+        // Outside the goal's space (a start point the goal's space excludes): not a warm-start observation.
+      }
+      std::optional<double> value;
+      if (store::is_measured(trial.status)) value = objective_value(goal.objective, trial.metrics);
+      search::Observation observation =
+          value ? search::Observation::success(configuration, *value)
+                : search::Observation::failed(configuration, trial.error.empty() ? std::string(store::to_string(trial.status))
+                                                                                 : trial.error);
+      if (measured.fresh && !configuration.empty()) observations[trial.variant].push_back(observation);
+      if (value) {
+        measured_variants.insert(trial.variant);
+        if (!best_trial || *value < best_value) {
+          best_trial = trial;
+          best_value = *value;
+        }
+      }
+      out.push_back(std::move(observation));
+    }
+    report(progress.phase);
+    return out;
+  };
+
+  auto finish = [&](store::RunStatus status, const std::string& reason) {
+    summary.status = std::string(store::to_string(status));
+    summary.stop_reason = reason;
+    summary.goal_met = goal_met();
+    summary.iterations = progress.iteration;
+    const auto& counters = runner.counters();
+    summary.evaluations = int(counters.evaluations);
+    summary.cache_hits = int(counters.cache_hits);
+    summary.resumed_trials = int(counters.resumed);
+    summary.measured = int(counters.measured);
+    summary.target_seconds = counters.target_seconds;
+    summary.commit_seconds = counters.commit_seconds;
+    if (baseline_trial) {
+      summary.baseline = {baseline_trial->variant, baseline_trial->params};
+      summary.baseline_metrics = baseline_trial->metrics;
+      summary.baseline_trial = baseline_trial->id;
+    }
+    if (best_trial) {
+      summary.best = {best_trial->variant, best_trial->params};
+      summary.best_metrics = best_trial->metrics;
+      summary.best_trial = best_trial->id;
+      summary.improvement = current_improvement();
+    }
+    summary.wall_time_s = seconds_since(started);
+    skills::SkillDecision stop;
+    stop.action = status == store::RunStatus::completed ? "finish" : "fail";
+    stop.inputs = {{"iterations", summary.iterations}, {"evaluations", summary.evaluations}};
+    stop.evidence = {{"improvement", summary.improvement}, {"goal_met", summary.goal_met},
+                     {"cache_hits", summary.cache_hits}, {"resumed_trials", summary.resumed_trials}};
+    stop.rationale = reason;
+    stop.outcome = summary.goal_met ? "goal met" : "goal not met";
+    log.append(progress.iteration, "orchestrator", stop);
+    record.status = status;
+    record.stop_reason = reason;
+    record.goal_met = summary.goal_met;
+    record.baseline_trial = summary.baseline_trial;
+    record.best_trial = summary.best_trial;
+    record.summary = summary.to_json();
+    store.update_run(record);
+    return summary;
+  };
+
+  try {
+    // --- baseline ---
+    progress.iteration = 0;
+    report("baseline");
+    skills::SkillDecision start;
+    start.action = "baseline";
+    start.inputs = candidate_json(catalog.baseline);
+    start.evidence = {{"objective", to_string(goal.objective)},
+                      {"goal_improvement", goal.improvement ? Json(*goal.improvement) : Json(nullptr)},
+                      {"budget_evaluations", goal.budget_evaluations},
+                      {"max_iterations", goal.max_iterations},
+                      {"seed", seed}};
+    start.rationale = "measure the goal's starting point (" + catalog.baseline.key() +
+                      "): every improvement is measured against it";
+    const int64_t start_seq = log.append(0, "orchestrator", start);
+    const auto baseline_observation = measure({catalog.baseline}, 0, start_seq);
+    if (!baseline_observation.front().ok()) {
+      log.set_outcome(start_seq, "failed: " + baseline_observation.front().failure);
+      return finish(store::RunStatus::failed, "the baseline " + catalog.baseline.key() +
+                                                  " failed: " + baseline_observation.front().failure);
+    }
+    baseline_trial = best_trial;
+    baseline_value = best_value;
+    log.set_outcome(start_seq, "baseline " + std::to_string(baseline_trial->metric("latency_s").value_or(0)) + " s");
+
+    int failed_in_a_row = 0;
+    std::string stop_reason;
+    for (int iteration = 1;; ++iteration) {
+      if (goal_met()) {
+        stop_reason = "goal met: improvement " + percent(current_improvement()) +
+                      (goal.improvement ? " >= " + percent(*goal.improvement) : std::string());
+        break;
+      }
+      if (iteration > goal.max_iterations) {
+        stop_reason = "max_iterations (" + std::to_string(goal.max_iterations) + ") reached";
+        break;
+      }
+      if (runner.counters().evaluations >= goal.budget_evaluations) {
+        stop_reason = "evaluation budget (" + std::to_string(goal.budget_evaluations) + ") spent";
+        break;
+      }
+      if (seconds_since(started) >= goal.budget_wall_time_s) {
+        stop_reason = "wall-time budget (" + std::to_string(int(goal.budget_wall_time_s)) + " s) spent";
+        break;
+      }
+      progress.iteration = iteration;
+
+      // Re-profile the best so far and analyse it.
+      report("analyse");
+      skills::AnalysisRequest analysis_request{{best_trial->variant, best_trial->params},
+                                               best_trial->metrics,
+                                               runner.profile_of(*best_trial),
+                                               context_.target.facts()};
+      auto t0 = Clock::now();
+      auto analysis = skills_.analyzer->analyze(analysis_request);
+      log.append(iteration, skills_.analyzer->name(), analysis.decision, elapsed_ms(t0));
+
+      // Ideas from the findings.
+      skills::GenerationRequest generation_request;
+      generation_request.catalog = &catalog;
+      generation_request.best = {best_trial->variant, best_trial->params};
+      generation_request.best_metrics = best_trial->metrics;
+      generation_request.analysis = analysis.result;
+      generation_request.tried_ideas = tried_ideas;
+      generation_request.measured_variants = measured_variants;
+      for (const auto& [name, list] : observations) generation_request.measured_counts[name] = list.size();
+      t0 = Clock::now();
+      auto generation = skills_.generator->generate(generation_request);
+      log.append(iteration, skills_.generator->name(), generation.decision, elapsed_ms(t0));
+
+      // The policy picks one idea (or stops).
+      PolicyState state;
+      state.iteration = iteration;
+      state.max_iterations = goal.max_iterations;
+      state.evaluations = int(runner.counters().evaluations);
+      state.budget_evaluations = goal.budget_evaluations;
+      state.batch_size = goal.effective_batch_size();
+      state.best = generation_request.best;
+      state.best_value = best_value;
+      state.baseline_value = baseline_value;
+      state.improvement = current_improvement();
+      state.analysis = analysis.result;
+      state.ideas = generation.result.ideas;
+      state.failed_ideas_in_a_row = failed_in_a_row;
+      auto choice = skills_.policy->decide(state);
+      choice.decision.proposer = skills_.policy->name();
+      const int64_t policy_seq = log.append(iteration, "orchestrator", choice.decision);
+      if (choice.result.stop) {
+        stop_reason = choice.result.stop_reason;
+        log.set_outcome(policy_seq, "stop");
+        break;
+      }
+      const skills::Idea& idea = state.ideas.at(choice.result.idea);
+      tried_ideas.insert(idea.id);
+      const skills::VariantSpace& variant = catalog.variant(idea.variant);
+
+      skills::ExplorationRequest request;
+      request.variant = &variant;
+      request.probes = idea.probes;
+      if (idea.kind != "structural") {
+        if (idea.region.empty()) {
+          request.region = variant.space;
+        } else if (auto region = variant.region(idea.region)) {
+          request.region = std::make_shared<const search::SearchSpace>(std::move(*region));
+        } else {
+          log.set_outcome(policy_seq, "region infeasible under the constraints; next idea");
+          continue;
+        }
+      }
+      request.strategy = goal.strategy;
+      request.strategy_options = goal.strategy_options;
+      request.seed = rng.fork("param_explorer").fork(std::uint64_t(iteration)).seed();
+      request.budget = choice.result.budget;
+      request.batch_size = goal.effective_batch_size();
+      request.known = observations[variant.name];
+
+      t0 = Clock::now();
+      auto plan = skills_.explorer->plan(request);
+      const int64_t plan_seq = log.append(iteration, skills_.explorer->name(), plan.decision, elapsed_ms(t0));
+      report("search " + idea.kind + " " + variant.name);
+      const double before = best_value;
+      const auto before_key = best_trial->config_hash;
+      const auto exploration = skills_.explorer->explore(
+          request, plan.result,
+          [&](const std::vector<skills::Candidate>& batch) { return measure(batch, iteration, plan_seq); },
+          [&] {
+            return goal_met() || seconds_since(started) >= goal.budget_wall_time_s ||
+                   runner.counters().evaluations >= goal.budget_evaluations;
+          });
+      const bool improved = best_value < before && best_trial->config_hash != before_key;
+      const std::string result = std::to_string(exploration.evaluations) + " evaluations (" +
+                                 exploration.stop_reason + "); " +
+                                 (improved ? "improved the best to " + best_trial->variant + " " +
+                                                 skills::Candidate{best_trial->variant, best_trial->params}.key()
+                                           : std::string("no improvement"));
+      log.set_outcome(plan_seq, result);
+      log.set_outcome(policy_seq, improved ? "improved" : "no improvement");
+
+      skills::SkillDecision verdict;
+      verdict.action = improved ? "accept" : "rollback";
+      verdict.inputs = {{"idea", idea.id}};
+      verdict.evidence = {{"best_before", before},
+                          {"best_after", best_value},
+                          {"improvement", current_improvement()},
+                          {"evaluations", runner.counters().evaluations}};
+      verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
+                                   : "the idea did not improve the best: keep the best so far and try a different "
+                                     "idea (variant or region) next";
+      log.append(iteration, "orchestrator", verdict);
+      failed_in_a_row = improved ? 0 : failed_in_a_row + 1;
+    }
+    return finish(store::RunStatus::completed, stop_reason);
+  } catch (const UserError& e) {
+    finish(store::RunStatus::failed, std::string("error: ") + e.what());
+    throw;
+  }
+}
+
+}  // namespace autotune::orchestrator

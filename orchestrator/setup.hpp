@@ -1,0 +1,37 @@
+#pragma once
+// From a goal to what a run needs: the measurement target and the variant
+// catalog (each allowed variant with the goal's domains, the family's and the
+// goal's constraints, parameter roles, defaults), and the resolved start
+// point. Every misuse is a UserError naming file:line:key, raised before
+// anything is measured.
+#include <memory>
+
+#include "orchestrator/goal.hpp"
+#include "skills/measurement_target.hpp"
+#include "skills/variant_catalog.hpp"
+
+namespace autotune::orchestrator {
+
+struct RunSetup {
+  std::unique_ptr<skills::MeasurementTarget> target;
+  skills::VariantCatalog catalog;
+  std::string simulator_version;
+};
+
+// Resolves `goal` in place (start variant and parameters, variants, roles)
+// and builds the target and the catalog.
+RunSetup prepare_run(Goal& goal);
+
+// Loads, validates and prepares in one step.
+struct PreparedGoal {
+  Goal goal;
+  RunSetup setup;
+};
+PreparedGoal load_and_prepare(const std::filesystem::path& path);
+
+// The role of a parameter from its description, when the family declares
+// none: "rotating buffers"/"pipeline" -> pipeline_depth, "per step"/"unroll"
+// -> unroll, "block" -> block, "tile" -> tile; "" otherwise.
+std::string role_from_description(const std::string& description);
+
+}  // namespace autotune::orchestrator

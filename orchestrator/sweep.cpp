@@ -1,0 +1,100 @@
+#include "orchestrator/sweep.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "orchestrator/decision_log.hpp"
+#include "orchestrator/orchestrator.hpp"
+
+namespace autotune::orchestrator {
+
+SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, skills::MeasurementTarget& target,
+                      store::Store& store, const std::string& simulator_version, const SweepOptions& options,
+                      int top_k) {
+  const auto started = std::chrono::steady_clock::now();
+  SweepResult result;
+  store::Run record;
+  record.goal_yaml = to_yaml(goal);
+  record.goal_name = goal.name + " (sweep)";
+  record.kernel = catalog.kernel;
+  record.target = target.description();
+  record.seed = goal.seed;
+  record.simulator_version = simulator_version;
+  record.id = store.create_run(record);
+  result.run_id = record.id;
+
+  std::vector<skills::Candidate> all;
+  for (const auto& variant : catalog.variants) {
+    std::uint64_t n = variant.space->size();
+    if (options.limit) n = std::min(n, *options.limit - std::min<std::uint64_t>(*options.limit, all.size()));
+    for (std::uint64_t i = 0; i < n; ++i)
+      all.push_back({variant.name, search::to_json(*variant.space, variant.space->configuration_at(i))});
+  }
+  result.configurations = all.size();
+
+  DecisionLog log(store, record.id);
+  skills::SkillDecision plan;
+  plan.action = "sweep";
+  plan.proposer = "user";
+  Json sizes = Json::object();
+  for (const auto& variant : catalog.variants) sizes[variant.name] = variant.space->size();
+  plan.inputs = {{"variants", sizes}, {"jobs", options.jobs}};
+  plan.evidence = {{"configurations", all.size()}};
+  plan.rationale = "exhaustive evaluation of every valid configuration of the goal's space(s)";
+  const int64_t seq = log.append(0, "orchestrator", plan);
+
+  skills::RunnerOptions runner_options;
+  runner_options.jobs = options.jobs;
+  runner_options.timeout_s = goal.timeout_s;
+  runner_options.use_cache = options.use_cache;
+  // Larger commit batches: a sweep has no reader waiting on each result.
+  runner_options.commit_every = std::max(8, 2 * options.jobs);
+  runner_options.commit_interval_s = 1.0;
+  skills::BenchmarkRunner runner(target, store, record.id, runner_options);
+
+  const std::size_t chunk = std::size_t(std::max(64, 16 * options.jobs));
+  std::uint64_t done = 0;
+  for (std::size_t begin = 0; begin < all.size(); begin += chunk) {
+    std::vector<skills::TrialRequest> requests;
+    for (std::size_t i = begin; i < std::min(all.size(), begin + chunk); ++i) requests.push_back({all[i], 0, seq});
+    auto batch = runner.measure(requests, [&](const skills::MeasuredTrial&) {
+      ++done;
+      if (options.progress)
+        options.progress(done, all.size(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    });
+    log.append(0, skills::kBenchmarkRunner, batch.decision);
+    for (auto& measured : batch.result) result.trials.push_back(std::move(measured.trial));
+  }
+
+  std::vector<store::Trial> ranked;
+  for (const auto& trial : result.trials)
+    if (store::is_measured(trial.status) && objective_value(goal.objective, trial.metrics)) ranked.push_back(trial);
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
+    return *objective_value(goal.objective, a.metrics) < *objective_value(goal.objective, b.metrics);
+  });
+  if (int(ranked.size()) > top_k) ranked.resize(std::size_t(top_k));
+  result.top = ranked;
+  result.counters = runner.counters();
+  result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  record.status = store::RunStatus::completed;
+  record.stop_reason = "sweep finished: " + std::to_string(all.size()) + " configurations";
+  if (!ranked.empty()) record.best_trial = ranked.front().id;
+  record.summary = {{"mode", "sweep"},
+                    {"configurations", all.size()},
+                    {"measured", result.counters.measured},
+                    {"cache_hits", result.counters.cache_hits},
+                    {"wall_time_s", result.wall_time_s},
+                    {"target_seconds", result.counters.target_seconds}};
+  store.update_run(record);
+  skills::SkillDecision end;
+  end.action = "stop";
+  end.proposer = "user";
+  end.rationale = record.stop_reason;
+  end.evidence = record.summary;
+  log.append(0, "orchestrator", end);
+  return result;
+}
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,40 @@
+#pragma once
+// Exhaustive evaluation of a goal's space(s): every valid configuration of
+// every variant in the catalog, measured in parallel by the Benchmark Runner
+// and stored as one run (its decisions say it was a sweep). What the
+// agentic loop's results are compared against.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/goal.hpp"
+#include "skills/benchmark_runner.hpp"
+#include "skills/measurement_target.hpp"
+#include "skills/variant_catalog.hpp"
+#include "store/store.hpp"
+
+namespace autotune::orchestrator {
+
+struct SweepOptions {
+  int jobs = 1;
+  bool use_cache = true;
+  std::optional<std::uint64_t> limit;  // at most this many configurations (in index order per variant)
+  // Called after each result: done, total, seconds elapsed.
+  std::function<void(std::uint64_t, std::uint64_t, double)> progress;
+};
+
+struct SweepResult {
+  int64_t run_id = 0;
+  std::uint64_t configurations = 0;
+  std::vector<store::Trial> trials;  // every trial, in order
+  std::vector<store::Trial> top;     // measured, best first
+  double wall_time_s = 0;
+  skills::RunnerCounters counters;
+};
+
+SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, skills::MeasurementTarget& target,
+                      store::Store& store, const std::string& simulator_version, const SweepOptions& options,
+                      int top_k = 10);
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,41 @@
+"""Broken goal files: exit code 2 and one line naming file:line: key: reason, before anything runs."""
+import os
+
+from loop_support import SOURCE, check, query, run, tempdir
+
+CASES = {
+    "unknown_key.yaml": (":3: max_iteration:", "unknown key"),
+    "wrong_type.yaml": (":4: budget.evaluations:", "not an integer"),
+    "unknown_kernel.yaml": (":3: kernel.family:", "unknown kernel 'convolution'"),
+    "unknown_variant.yaml": (":4: start.variant:", "fancy"),
+    "unknown_parameter.yaml": (":6: search.space.tile_size:", "unknown parameter 'tile_size'"),
+    "value_outside_domain.yaml": (":5: search.space.tile_m:", "48"),
+    "infeasible.yaml": ("search.constraints:", "infeasible"),
+    "bad_objective.yaml": (":3: objective:", "speed"),
+    "unknown_strategy.yaml": (":4: search.strategy:", "hillclimb"),
+    "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
+    "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
+}
+
+
+def main():
+    broken = os.path.join(SOURCE, "tests", "data", "goals", "broken")
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "runs.db")
+        for name, (where, reason) in sorted(CASES.items()):
+            for command in ("run", "sweep"):
+                proc = run([command, os.path.join(broken, name)], db)
+                err = proc.stderr.strip()
+                check(proc.returncode == 2, f"{command} {name}: exit {proc.returncode}, stderr {err}")
+                check(err.startswith("autotune: error: ") and "\n" not in err, f"{name}: not one line: {err!r}")
+                check(name in err and where in err and reason in err, f"{name}: expected '{where}' and '{reason}' in {err!r}")
+                check(proc.stdout == "", f"{name}: stdout should be empty")
+        if os.path.exists(db):
+            check(query(db, "SELECT COUNT(*) FROM runs")[0][0] == 0, "a broken goal created a run")
+        proc = run(["run", os.path.join(broken, "no_such_goal.yaml")], db)
+        check(proc.returncode == 2 and "not found" in proc.stderr, f"missing goal file: {proc.stderr}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

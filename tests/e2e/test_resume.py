@@ -1,0 +1,72 @@
+"""kill -9 a run mid-way, --resume it, and reach the same best as an uninterrupted run with the same seed,
+without measuring committed trials again."""
+import os
+import signal
+import subprocess
+import time
+
+from loop_support import BIN, check, query, run_json, tempdir, write_goal
+
+GOAL = """
+name: resume-test
+kernel: {family: exp, shape: [512, 4096], dtype: fp32}
+objective: latency
+goal: {improvement: 0.95}
+max_iterations: 4
+budget: {evaluations: 24}
+search: {strategy: bayes, batch_size: 2}
+start: {variant: naive}
+parallel: 1
+seed: 7
+"""
+
+
+def main():
+    with tempdir() as tmp:
+        goal = write_goal(tmp, "goal.yaml", GOAL)
+        reference_db = os.path.join(tmp, "reference.db")
+        reference = run_json(["run", goal, "--no-cache"], reference_db)
+
+        db = os.path.join(tmp, "killed.db")
+        env = dict(os.environ)
+        env.pop("AUTOTUNE_DB", None)
+        proc = subprocess.Popen([BIN, "run", goal, "--db", db, "--no-cache"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env)
+        # Kill once a few trials are committed (or give up waiting and kill anyway).
+        deadline = time.time() + 120
+        killed_at = 0
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            try:
+                killed_at = query(db, "SELECT COUNT(*) FROM trials")[0][0]
+            except Exception:
+                continue
+            if killed_at >= max(3, reference["evaluations"] // 2):
+                break
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = query(db, "SELECT id FROM runs")[0][0]
+        committed = query(db, "SELECT COUNT(*) FROM trials WHERE run = ?", (run_id,))[0][0]
+        print(f"killed with {committed} trials committed (reference run: {reference['evaluations']})")
+
+        resumed = run_json(["run", goal, "--resume", str(run_id), "--no-cache"], db)
+        check(resumed["run_id"] == run_id, "resume created another run")
+        check(resumed["status"] == "completed", f"resumed run: {resumed['status']} {resumed['stop_reason']}")
+        check(resumed["resumed_trials"] == committed,
+              f"{committed} committed trials, but {resumed['resumed_trials']} served from them")
+        check(resumed["measured"] == resumed["evaluations"] - committed, "committed trials were measured again")
+        check(resumed["best"]["variant"] == reference["best"]["variant"] and
+              resumed["best"]["params"] == reference["best"]["params"],
+              f"resumed best {resumed['best']} differs from the uninterrupted {reference['best']}")
+        check(resumed["evaluations"] == reference["evaluations"], "a different number of evaluations after resume")
+        hashes = query(db, "SELECT config_hash, COUNT(*) FROM trials WHERE run = ? GROUP BY config_hash HAVING COUNT(*) > 1",
+                       (run_id,))
+        check(not hashes, f"trials measured twice: {hashes}")
+        seqs = [r[0] for r in query(db, "SELECT seq FROM decisions WHERE run = ? ORDER BY seq", (run_id,))]
+        check(seqs == list(range(1, len(seqs) + 1)), "decision sequence has gaps or repeats")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+// Goals: the example goals load and resolve; broken goals fail before
+// anything runs, naming file, line and key.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "orchestrator/goal.hpp"
+#include "orchestrator/policy.hpp"
+#include "orchestrator/setup.hpp"
+
+using namespace autotune;
+using namespace autotune::orchestrator;
+
+namespace {
+
+std::filesystem::path source(const std::string& relative) { return std::filesystem::path(AUTOTUNE_SOURCE_DIR) / relative; }
+
+std::string error_of(const std::string& relative) {
+  try {
+    load_and_prepare(source(relative));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("example goals load, resolve and round-trip their resolved YAML") {
+  for (const char* name : {"quickstart", "exp-profiler", "gemm-article", "replay-convolution"}) {
+    CAPTURE(name);
+    auto prepared = load_and_prepare(source(std::string("configs/goals/") + name + ".yaml"));
+    CHECK_FALSE(prepared.setup.catalog.variants.empty());
+    CHECK_FALSE(prepared.goal.start_variant.empty());
+    CHECK(prepared.setup.catalog.baseline.variant == prepared.goal.start_variant);
+    const std::string yaml = to_yaml(prepared.goal);
+    CHECK(yaml.find("start:") != std::string::npos);
+    // The stored goal is itself a valid goal that resolves to the same thing.
+    const auto path = std::filesystem::temp_directory_path() / (std::string("resolved-") + name + ".yaml");
+    std::ofstream(path) << yaml;
+    auto again = load_and_prepare(path);
+    again.goal.file = prepared.goal.file;
+    CHECK(to_yaml(again.goal) == yaml);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("the GEMM article goal searches its three knobs from the tiled step") {
+  auto prepared = load_and_prepare(source("configs/goals/gemm-article.yaml"));
+  const auto& tiled = prepared.setup.catalog.variant("tiled");
+  CHECK(tiled.parameter("tile_m")->size() == 3);
+  CHECK(tiled.parameter("pipeline_depth")->size() == 3);
+  CHECK(tiled.parameters_with_role("pipeline_depth") == std::vector<std::string>{"pipeline_depth"});
+  CHECK(tiled.parameters_with_role("unroll") == std::vector<std::string>{"unroll_factor"});
+  CHECK(prepared.goal.objective == Objective::throughput);
+}
+
+TEST_CASE("broken goals fail with file:line: key: reason") {
+  struct Case {
+    const char* file;
+    const char* line_and_key;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"unknown_key.yaml", ":3: max_iteration:", "unknown key"},
+      {"wrong_type.yaml", ":4: budget.evaluations:", "not an integer"},
+      {"unknown_kernel.yaml", ":3: kernel.family:", "unknown kernel 'convolution'"},
+      {"unknown_variant.yaml", ":4: start.variant:", "fancy"},
+      {"unknown_parameter.yaml", ":6: search.space.tile_size:", "unknown parameter 'tile_size'"},
+      {"value_outside_domain.yaml", ":5: search.space.tile_m:", "48"},
+      {"infeasible.yaml", ": search.constraints:", "infeasible"},
+      {"bad_objective.yaml", ":3: objective:", "speed"},
+      {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
+      {"missing_cachefile.yaml", ":4: target.cachefile:", "not found"},
+      {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.file);
+    const std::string message = error_of(std::string("tests/data/goals/broken/") + c.file);
+    CAPTURE(message);
+    CHECK(message.find(c.file) != std::string::npos);
+    CHECK(message.find(c.line_and_key) != std::string::npos);
+    CHECK(message.find(c.reason) != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("roles come from descriptions when the family declares none") {
+  CHECK(role_from_description("rotating buffers per stream, in loop steps") == "pipeline_depth");
+  CHECK(role_from_description("tiles per loop step (their loads, exps and stores issued together)") == "unroll");
+  CHECK(role_from_description("M tiles per block") == "block");
+  CHECK(role_from_description("columns per tile and per DMA transfer") == "tile");
+  CHECK(role_from_description("the answer") == "");
+}
+
+TEST_CASE("rule policy: a stop finding stops; otherwise the first idea gets a share of the budget") {
+  RulePolicy policy;
+  PolicyState state;
+  state.iteration = 1;
+  state.max_iterations = 5;
+  state.budget_evaluations = 50;
+  state.evaluations = 10;
+  state.batch_size = 2;
+  skills::Idea idea;
+  idea.id = "raise:b";
+  idea.kind = "raise";
+  state.ideas = {idea};
+  auto choice = policy.decide(state);
+  CHECK_FALSE(choice.result.stop);
+  CHECK(choice.result.budget == 16);  // 2 x 40/5
+  state.analysis.findings.push_back({"at_roofline", "1.05x", {}, "stop", {}, 0});
+  choice = policy.decide(state);
+  CHECK(choice.result.stop);
+  CHECK(choice.result.stop_reason.find("at_roofline") == 0);
+  state.analysis.findings.clear();
+  state.ideas.clear();
+  CHECK(policy.decide(state).result.stop);
+}

@@ -1,0 +1,276 @@
+// The built-in skills on synthetic inputs: the analyzer's rules, the
+// generator's regions, the explorer's budget and the runner's ordering,
+// commits, cache and timeouts.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "skills/benchmark_runner.hpp"
+#include "skills/kernel_generator.hpp"
+#include "skills/param_explorer.hpp"
+#include "skills/profile_analyzer.hpp"
+#include "skills/targets/replay_target.hpp"
+#include "store/store.hpp"
+
+using namespace autotune;
+using namespace autotune::skills;
+
+namespace {
+
+VariantSpace make_variant(const std::string& name) {
+  VariantSpace v;
+  v.name = name;
+  v.parameters = {search::ParameterSpec::ordered("a", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
+                  search::ParameterSpec::ordered("b", {std::int64_t(1), std::int64_t(2), std::int64_t(3)}),
+                  search::ParameterSpec::ordered("c", {std::int64_t(1), std::int64_t(2), std::int64_t(4)})};
+  v.roles = {{"a", kRoleTile}, {"b", kRolePipelineDepth}, {"c", kRoleUnroll}};
+  v.defaults = {{"a", 64}, {"b", 1}, {"c", 1}};
+  build_space(v);
+  return v;
+}
+
+// Latency as a smooth function of the parameters; "slow" adds a constant.
+class FakeTarget : public MeasurementTarget {
+ public:
+  std::string kind() const override { return "fake"; }
+  std::string description() const override { return "fake"; }
+  std::string cache_identity() const override { return identity; }
+  Measurement measure(const Candidate& c, const MeasureOptions&) override {
+    ++calls;
+    if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    Measurement m;
+    const double a = c.params.value("a", 64), b = c.params.value("b", 1), cc = c.params.value("c", 1);
+    if (a == 128 && cc == 4) {
+      m.status = store::TrialStatus::invalid;
+      m.error = "sbuf_overflow: does not fit";
+      return m;
+    }
+    m.status = store::TrialStatus::ok;
+    m.metrics = {{"latency_s", 1.0 / a + 0.5 / b + 0.2 / cc + (c.variant == "slow" ? 1.0 : 0.0)}};
+    m.verification = {{"passed", true}};
+    m.profile = {{"total_time", m.metrics["latency_s"]}};
+    return m;
+  }
+  std::string identity = "fake:1";
+  std::atomic<int> calls{0};
+  int sleep_ms = 0;
+};
+
+int64_t new_run(store::Store& s) {
+  store::Run run;
+  run.goal_name = "test";
+  return s.create_run(run);
+}
+
+}  // namespace
+
+TEST_CASE("analyzer: a DMA-bound profile without overlap asks for a deeper pipeline first") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request;
+  request.candidate = {"v", {{"a", 64}}};
+  request.metrics = {{"latency_s", 1e-3}, {"roofline_bound_s", 1e-4}, {"compulsory_bytes", 1e6}};
+  request.profile = {{"total_time", 1e-3},
+                     {"tensor_engine_active_time_percent", 10},
+                     {"vector_engine_active_time_percent", 40},
+                     {"scalar_engine_active_time_percent", 5},
+                     {"dma_active_time_percent", 60},
+                     {"compute_active_time_percent", 40},
+                     {"dma_compute_overlap_percent", 2},
+                     {"hbm_read_bytes", 0.6e6},
+                     {"hbm_write_bytes", 0.5e6},
+                     {"dma_transfer_count", 10},
+                     {"dma_transfer_average_bytes", 128 * 4096}};
+  const auto result = analyzer.analyze(request);
+  REQUIRE_FALSE(result.result.findings.empty());
+  CHECK(result.result.findings.front().kind == "dma_bound_no_overlap");
+  CHECK(result.result.findings.front().roles == std::vector<std::string>{kRolePipelineDepth});
+  CHECK(result.result.bound == "memory");
+  CHECK(result.decision.evidence.contains("dma_active_time_percent"));
+  CHECK_FALSE(result.result.at_roofline);
+}
+
+TEST_CASE("analyzer: repeated loads ask for a structural variant; at the roofline it says stop") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request;
+  request.metrics = {{"latency_s", 1e-3}, {"roofline_bound_s", 1e-4}, {"compulsory_bytes", 1e6}};
+  request.profile = {{"dma_active_time_percent", 95}, {"compute_active_time_percent", 90},
+                     {"tensor_engine_active_time_percent", 90}, {"dma_compute_overlap_percent", 88},
+                     {"hbm_read_bytes", 40e6}, {"hbm_write_bytes", 0.5e6}};
+  auto result = analyzer.analyze(request);
+  REQUIRE_FALSE(result.result.findings.empty());
+  CHECK(result.result.findings.front().kind == "repeated_loads");
+  CHECK(result.result.findings.front().action == "structural");
+
+  request.metrics["latency_s"] = 1.1e-4;
+  result = analyzer.analyze(request);
+  CHECK(result.result.at_roofline);
+  CHECK(result.result.findings.front().action == "stop");
+}
+
+TEST_CASE("analyzer: without a profile there are no findings, only the metrics") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request;
+  request.metrics = {{"latency_s", 2.0}};
+  const auto result = analyzer.analyze(request);
+  CHECK(result.result.findings.empty());
+  CHECK(result.result.bound == "unknown");
+}
+
+TEST_CASE("generator: a raise finding searches the role's higher values with the rest fixed") {
+  VariantCatalog catalog;
+  catalog.variants = {make_variant("fast"), make_variant("slow")};
+  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  KernelGenerator generator;
+  GenerationRequest request;
+  request.catalog = &catalog;
+  request.best = catalog.baseline;
+  request.measured_variants = {"fast"};
+  request.analysis.findings.push_back({"dma_bound_no_overlap", "", {}, "raise", {kRolePipelineDepth}, 0.3});
+  request.analysis.findings.push_back({"repeated_loads", "", {}, "structural", {}, 0.1});
+  const auto generation = generator.generate(request);
+  REQUIRE(generation.result.ideas.size() >= 2);
+  const Idea& raise = generation.result.ideas[0];
+  CHECK(raise.kind == "raise");
+  REQUIRE(raise.region.count("b"));
+  CHECK(raise.region.at("b").size() == 2);  // 2 and 3
+  CHECK(raise.region.at("a").size() == 1);
+  const auto region = catalog.variant("fast").region(raise.region);
+  REQUIRE(region.has_value());
+  CHECK(region->size() == 2);
+  const Idea& structural = generation.result.ideas[1];
+  CHECK(structural.kind == "structural");
+  REQUIRE(structural.probes.size() == 1);
+  CHECK(structural.probes[0].variant == "slow");
+  CHECK(structural.probes[0].params.at("b") == 2);  // carried over
+
+  request.tried_ideas.insert(raise.id);
+  const auto again = generator.generate(request);
+  CHECK(again.result.ideas.front().id != raise.id);
+}
+
+TEST_CASE("explorer: enumerates a small region, respects the budget, never repeats") {
+  const VariantSpace variant = make_variant("fast");
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.region = variant.space;
+  request.strategy = "random";
+  request.seed = 3;
+  request.batch_size = 4;
+  request.budget = 10;
+  std::set<std::string> seen;
+  int calls = 0;
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch) {
+      CHECK(seen.insert(c.key()).second);
+      ++calls;
+      out.push_back(search::Observation::success({}, c.params.at("a").get<double>()));
+    }
+    return out;
+  };
+  const auto plan = explorer.plan(request);
+  CHECK(plan.result.strategy == "random");  // 27 > 10
+  const auto result = explorer.explore(request, plan.result, measure, {});
+  CHECK(result.evaluations == 10);
+  CHECK(calls == 10);
+
+  request.budget = 100;
+  const auto full = explorer.plan(request);
+  CHECK(full.result.strategy == "grid");
+  CHECK(full.result.budget == int(variant.space->size()));
+}
+
+TEST_CASE("runner: results in request order, committed, re-used within the run and across runs") {
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  const int64_t run = new_run(*store);
+  std::vector<TrialRequest> requests;
+  const VariantSpace variant = make_variant("fast");
+  for (std::uint64_t i = 0; i < 8; ++i)
+    requests.push_back({{"fast", search::to_json(*variant.space, variant.space->configuration_at(i))}, 1, std::nullopt});
+  requests.push_back(requests.front());  // a duplicate within the batch
+  {
+    BenchmarkRunner runner(target, *store, run, {3, 10});
+    const auto batch = runner.measure(requests);
+    REQUIRE(batch.result.size() == requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) CHECK(batch.result[i].trial.params == requests[i].candidate.params);
+    CHECK(batch.result.back().fresh == false);
+    CHECK(target.calls == 8);
+    CHECK(store->trials(run).size() == 8);
+    CHECK(runner.counters().evaluations == 8);
+    // Again in the same run: nothing new.
+    runner.measure({requests[2]});
+    CHECK(target.calls == 8);
+    CHECK(store->trials(run).size() == 8);
+  }
+  const int64_t second = new_run(*store);
+  BenchmarkRunner runner(target, *store, second, {2, 10});
+  const auto batch = runner.measure({requests[0], requests[1]});
+  CHECK(target.calls == 8);
+  CHECK(runner.counters().cache_hits == 2);
+  CHECK(batch.result[0].trial.cache_hit);
+  CHECK(store->trials(second).size() == 2);
+
+  // Another identity (another shape, simulator version...): no re-use.
+  target.identity = "fake:2";
+  const int64_t third = new_run(*store);
+  BenchmarkRunner other(target, *store, third, {2, 10});
+  other.measure({requests[0]});
+  CHECK(target.calls == 9);
+}
+
+TEST_CASE("runner: a candidate past its timeout is a timeout trial and the batch goes on") {
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  target.sleep_ms = 400;
+  const int64_t run = new_run(*store);
+  RunnerOptions options;
+  options.jobs = 2;
+  options.timeout_s = 0.05;
+  BenchmarkRunner runner(target, *store, run, options);
+  const auto batch = runner.measure({{{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
+  CHECK(batch.result[0].trial.status == store::TrialStatus::timeout);
+  CHECK(store->trials(run).size() == 1);
+}
+
+TEST_CASE("runner: resumed trials are served from the store, not measured again") {
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  const int64_t run = new_run(*store);
+  const Candidate c{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}};
+  {
+    BenchmarkRunner runner(target, *store, run, {1, 10});
+    runner.measure({{c, 1, std::nullopt}});
+  }
+  BenchmarkRunner resumed(target, *store, run, {1, 10});
+  resumed.resume(store->trials(run));
+  const auto batch = resumed.measure({{c, 1, std::nullopt}});
+  CHECK(target.calls == 1);
+  CHECK(batch.result[0].fresh);
+  CHECK(resumed.counters().resumed == 1);
+  CHECK(store->trials(run).size() == 1);
+}
+
+TEST_CASE("replay target: recorded times are latencies, recorded failures are invalid") {
+  ReplayTarget target(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/convolution/RTX_3090.json", "");
+  const VariantSpace space = target.recorded_space();
+  CHECK(space.allowed.size() > 1000);
+  int ok = 0, invalid = 0;
+  VariantSpace built = space;
+  build_space(built);
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const Candidate c{"recorded", search::to_json(*built.space, built.space->configuration_at(i))};
+    const auto m = target.measure(c, {});
+    if (m.status == store::TrialStatus::ok) {
+      ++ok;
+      CHECK(m.metrics.at("latency_s").get<double>() > 0);
+    } else {
+      ++invalid;
+      CHECK_FALSE(m.error.empty());
+    }
+  }
+  CHECK(ok > 0);
+}
