@@ -29,17 +29,17 @@ int main(int argc, char** argv) {
 
   std::printf("NKI matmul tutorial, %s, bf16, [4096,8192] @ [8192,8192] (%s, %s)\n\n", target.name.c_str(),
               std::string(sim::kSimulatorVersion).c_str(), target.source_file.c_str());
-  std::printf("%-12s %-34s %12s %12s %7s %6s %6s %8s\n", "variant", "tutorial kernel", "simulated ms", "measured ms",
-              "ratio", "MFU %", "DMA %", "DMA eff%");
+  std::printf("%-12s %-34s %12s %12s %7s %6s %6s %8s\n", "variant", "tutorial kernel", "simulated ms",
+              "measured ms", "ratio", "MFU %", "DMA %", "DMA eff%");
   double previous = 1e300;
   bool in_band = true, ordered = true;
   for (const Step& s : steps) {
     const auto& variant = gemm.variant(s.variant);
     kernels::EvaluateOptions options;
     options.verify = false;
-    const kernels::Evaluation e = kernels::evaluate(gemm, s.variant, shape, sim::Dtype::bf16,
-                                                    kernels::resolve_params(variant, kernels::ParamValues{}), target,
-                                                    options);
+    const kernels::Evaluation e =
+        kernels::evaluate(gemm, s.variant, shape, sim::Dtype::bf16,
+                          kernels::resolve_params(variant, kernels::ParamValues{}), target, options);
     if (!e.sim.valid) {
       std::printf("%-12s invalid: %s\n", s.variant, e.error.c_str());
       in_band = false;
@@ -50,10 +50,12 @@ int main(int argc, char** argv) {
     in_band = in_band && ratio >= 0.75 && ratio <= 1.25;
     ordered = ordered && ms < previous;
     previous = ms;
-    std::printf("%-12s %-34s %12.2f %12.2f %7.2f %6.1f %6.1f %8.1f\n", s.variant, s.tutorial, ms, s.measured_ms, ratio,
-                e.sim.summary.value("mfu_estimated_percent", 0.0), e.sim.summary.value("dma_active_time_percent", 0.0),
+    std::printf("%-12s %-34s %12.2f %12.2f %7.2f %6.1f %6.1f %8.1f\n", s.variant, s.tutorial, ms,
+                s.measured_ms, ratio, e.sim.summary.value("mfu_estimated_percent", 0.0),
+                e.sim.summary.value("dma_active_time_percent", 0.0),
                 e.sim.summary.value("dma_average_efficiency_percent", 0.0));
   }
-  std::printf("\nevery ratio within 0.75-1.25: %s; order kept: %s\n", in_band ? "yes" : "NO", ordered ? "yes" : "NO");
+  std::printf("\nevery ratio within 0.75-1.25: %s; order kept: %s\n", in_band ? "yes" : "NO",
+              ordered ? "yes" : "NO");
   return 0;
 }

@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   std::printf("  %.2f M instructions/s simulated, %.2f M/s including tracing  (target >= 2 M/s)\n\n",
               double(instructions) / best_sim * 1e-6, double(instructions) / (best_trace + best_sim) * 1e-6);
 
-  std::printf("%-9s %-12s %-26s %12s %10s %10s %10s %12s\n", "family", "variant", "default shape", "instructions",
-              "trace s", "sim s", "M instr/s", "simulated ms");
+  std::printf("%-9s %-12s %-26s %12s %10s %10s %10s %12s\n", "family", "variant", "default shape",
+              "instructions", "trace s", "sim s", "M instr/s", "simulated ms");
   for (const auto& [name, family] : kernels::family_registry().entries()) {
     for (const auto& variant : family.variants) {
       const kernels::ParamValues p = kernels::resolve_params(variant, kernels::ParamValues{});
@@ -73,9 +73,10 @@ int main(int argc, char** argv) {
         latency = result.total_time_s;
         if (!result.valid) status = result.rule;
       }
-      std::printf("%-9s %-12s %-26s %12zu %10.4f %10.4f %10.2f %12.4f %s\n", name.c_str(), variant.name.c_str(),
-                  kernels::shape_text(family.default_shape, family).c_str(), count, trace_s, sim_s,
-                  sim_s > 0 ? double(count) / sim_s * 1e-6 : 0.0, latency * 1e3, status == "ok" ? "" : status.c_str());
+      std::printf("%-9s %-12s %-26s %12zu %10.4f %10.4f %10.2f %12.4f %s\n", name.c_str(),
+                  variant.name.c_str(), kernels::shape_text(family.default_shape, family).c_str(), count,
+                  trace_s, sim_s, sim_s > 0 ? double(count) / sim_s * 1e-6 : 0.0, latency * 1e3,
+                  status == "ok" ? "" : status.c_str());
     }
   }
   return 0;

@@ -29,7 +29,9 @@ nlohmann::json family_json(const kernels::FamilySpec& f) {
   for (const auto& v : f.variants) {
     nlohmann::json params = nlohmann::json::array();
     for (const auto& p : v.params)
-      params.push_back({{"name", p.name}, {"description", p.description}, {"values", p.values},
+      params.push_back({{"name", p.name},
+                        {"description", p.description},
+                        {"values", p.values},
                         {"default", p.default_value}});
     variants.push_back({{"name", v.name},
                         {"description", v.description},
@@ -41,8 +43,12 @@ nlohmann::json family_json(const kernels::FamilySpec& f) {
   }
   std::vector<std::string> dtypes;
   for (auto d : f.dtypes) dtypes.emplace_back(sim::dtype_name(d));
-  return {{"name", f.name},           {"description", f.description}, {"shape_args", f.shape_args},
-          {"default_shape", f.default_shape}, {"dtypes", dtypes},     {"baseline_variant", f.baseline_variant},
+  return {{"name", f.name},
+          {"description", f.description},
+          {"shape_args", f.shape_args},
+          {"default_shape", f.default_shape},
+          {"dtypes", dtypes},
+          {"baseline_variant", f.baseline_variant},
           {"variants", variants}};
 }
 

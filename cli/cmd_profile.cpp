@@ -34,7 +34,8 @@ std::map<std::string, std::string> parse_param_flags(const std::vector<std::stri
   for (const auto& flag : flags) {
     const auto eq = flag.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw UserError("--param '" + flag + "' is malformed (expected NAME=VALUE, e.g. --param unroll_factor=2)");
+      throw UserError("--param '" + flag +
+                      "' is malformed (expected NAME=VALUE, e.g. --param unroll_factor=2)");
     const std::string name = flag.substr(0, eq);
     if (out.count(name) != 0) throw UserError("--param " + name + " given twice");
     out[name] = flag.substr(eq + 1);
@@ -48,7 +49,8 @@ sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& t
   if (text.empty()) return family.dtypes.front();
   const auto dtype = sim::parse_dtype(text);
   if (!dtype || !family.accepts(*dtype))
-    throw UserError("unknown dtype '" + text + "' for kernel '" + family.name + "' (accepted: " + accepted + ")");
+    throw UserError("unknown dtype '" + text + "' for kernel '" + family.name + "' (accepted: " + accepted +
+                    ")");
   return *dtype;
 }
 
@@ -56,7 +58,8 @@ nlohmann::json verification_json(const kernels::Verification& v, const kernels::
   nlohmann::json j = {{"ran", v.ran}};
   if (!v.ran) return j;
   j["passed"] = v.passed;
-  j["max_rel_error"] = std::isfinite(v.max_rel_error) ? nlohmann::json(v.max_rel_error) : nlohmann::json(nullptr);
+  j["max_rel_error"] =
+      std::isfinite(v.max_rel_error) ? nlohmann::json(v.max_rel_error) : nlohmann::json(nullptr);
   j["mse"] = v.mse;
   j["cosine_similarity"] = v.cosine_similarity;
   j["tolerance"] = v.tolerance;
@@ -103,11 +106,13 @@ nlohmann::json evaluation_json(const kernels::Evaluation& e, const kernels::Fami
 
 std::string params_text(const kernels::ParamValues& params) {
   std::string out;
-  for (const auto& [name, value] : params) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  for (const auto& [name, value] : params)
+    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
   return out.empty() ? "(none)" : out;
 }
 
-void print_text(const kernels::Evaluation& e, const kernels::FamilySpec& family, const sim::TargetSpec& target) {
+void print_text(const kernels::Evaluation& e, const kernels::FamilySpec& family,
+                const sim::TargetSpec& target) {
   std::printf("kernel %s / %s on %s, shape %s, %s\nparams %s\n\n", e.family.c_str(), e.variant.c_str(),
               target.name.c_str(), kernels::shape_text(e.shape, family).c_str(),
               std::string(sim::dtype_name(e.dtype)).c_str(), params_text(e.params).c_str());
@@ -126,7 +131,8 @@ void print_text(const kernels::Evaluation& e, const kernels::FamilySpec& family,
   } else {
     std::printf("verification    not run\n");
   }
-  if (!e.ok()) std::printf("\n%s: %s\n", e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE", e.error.c_str());
+  if (!e.ok())
+    std::printf("\n%s: %s\n", e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE", e.error.c_str());
 }
 
 int run_profile(const ProfileOptions& o) {
@@ -142,7 +148,8 @@ int run_profile(const ProfileOptions& o) {
   options.verify = !o.no_verify;
   options.seed = o.seed;
   options.record_timeline = !o.trace.empty();
-  const kernels::Evaluation e = kernels::evaluate(family, variant_name, shape, dtype, params, target, options);
+  const kernels::Evaluation e =
+      kernels::evaluate(family, variant_name, shape, dtype, params, target, options);
 
   if (!o.trace.empty() && e.sim.valid) sim::write_perfetto_trace(e.sim, *e.program, o.trace);
   if (o.json) {
@@ -151,7 +158,8 @@ int run_profile(const ProfileOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     print_text(e, family, target);
-    if (!o.trace.empty() && e.sim.valid) std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
+    if (!o.trace.empty() && e.sim.valid)
+      std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
   return e.ok() ? 0 : 1;
 }
@@ -163,7 +171,8 @@ const CommandRegistration registration{
       app.add_option("--kernel", o->kernel, "Kernel family (see `autotune kernels`)")->required();
       app.add_option("--variant", o->variant, "Variant of the family (default: the family's baseline)");
       app.add_option("--target", o->target, "Target name or YAML path (default: trn1)");
-      app.add_option("--shape", o->shape, "Shape arguments, e.g. M=4096,N=8192,K=8192 (default: the family's)");
+      app.add_option("--shape", o->shape,
+                     "Shape arguments, e.g. M=4096,N=8192,K=8192 (default: the family's)");
       app.add_option("--dtype", o->dtype, "Data type (default: the family's first)");
       app.add_option("--param", o->params, "Parameter NAME=VALUE; repeatable (others take their defaults)");
       app.add_option("--trace", o->trace, "Write a Chrome/Perfetto trace JSON here");

@@ -98,8 +98,8 @@ ParamValues resolve_params(const VariantSpec& variant, const std::map<std::strin
     const ParamSpec& spec = find_param_or_throw(variant, name);
     std::int64_t value = 0;
     if (!parse_int(trim(text), value))
-      throw UserError("value '" + text + "' of parameter '" + name + "' is not an integer (accepted: " +
-                      joined(spec.values) + ")");
+      throw UserError("value '" + text + "' of parameter '" + name +
+                      "' is not an integer (accepted: " + joined(spec.values) + ")");
     check_value(variant, spec, value);
     out[name] = value;
   }
@@ -128,8 +128,8 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
     pos = comma + 1;
     const std::size_t eq = item.find('=');
     const std::string expected = "expected NAME=VALUE pairs separated by commas, e.g. " +
-                                 shape_text(family.default_shape, family) + " (arguments: " + shape_args(family) +
-                                 ")";
+                                 shape_text(family.default_shape, family) +
+                                 " (arguments: " + shape_args(family) + ")";
     if (eq == std::string::npos) throw UserError("malformed shape '" + text + "': " + expected);
     const std::string name = trim(std::string_view(item).substr(0, eq));
     const std::string value_text = trim(std::string_view(item).substr(eq + 1));
@@ -140,13 +140,15 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
     seen[name] = true;
     std::int64_t value = 0;
     if (!parse_int(value_text, value))
-      throw UserError("shape argument '" + name + "' has value '" + value_text + "', not an integer: " + expected);
+      throw UserError("shape argument '" + name + "' has value '" + value_text +
+                      "', not an integer: " + expected);
     shape[name] = value;
   }
   if (family.check_shape) {
     const std::string reason = family.check_shape(shape);
     if (!reason.empty())
-      throw UserError("shape " + shape_text(shape, family) + " of kernel '" + family.name + "' rejected: " + reason);
+      throw UserError("shape " + shape_text(shape, family) + " of kernel '" + family.name +
+                      "' rejected: " + reason);
   }
   return shape;
 }
@@ -171,7 +173,8 @@ double roofline_bound_s(const FamilySpec& family, const Shape& shape, sim::Dtype
       peak += target.elements_per_s(engine, dtype);
   }
   const double compute_s = peak > 0 ? family.flops(shape) / peak : 0.0;
-  const double memory_s = target.hbm_bytes_per_s > 0 ? family.hbm_bytes(shape, dtype) / target.hbm_bytes_per_s : 0.0;
+  const double memory_s =
+      target.hbm_bytes_per_s > 0 ? family.hbm_bytes(shape, dtype) / target.hbm_bytes_per_s : 0.0;
   return std::max(compute_s, memory_s);
 }
 
@@ -181,7 +184,8 @@ sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant,
     if (params.count(p.name) == 0)
       throw UserError("parameter '" + p.name + "' of variant '" + variant.name + "' has no value");
   for (const auto& arg : family.shape_args)
-    if (shape.count(arg) == 0) throw UserError("shape argument '" + arg + "' of kernel '" + family.name + "' missing");
+    if (shape.count(arg) == 0)
+      throw UserError("shape argument '" + arg + "' of kernel '" + family.name + "' missing");
   sim::Program program;
   KernelLimits limits;
   limits.psum_bank_bytes = target.psum_bank_bytes;
@@ -238,26 +242,29 @@ Verification compare_outputs(const HostTensors& reference, const std::vector<std
     v.error = std::to_string(non_finite) + " of " + std::to_string(count) +
               " output elements are NaN or infinite (unwritten or overflowed)";
   } else if (max_rel > tolerance) {
-    v.error = "max relative error " + std::to_string(max_rel) + " exceeds the tolerance " + std::to_string(tolerance);
+    v.error = "max relative error " + std::to_string(max_rel) + " exceeds the tolerance " +
+              std::to_string(tolerance);
   } else {
     v.passed = true;
   }
   return v;
 }
 
-Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, const Shape& shape, sim::Dtype dtype,
-                    const ParamValues& params, const sim::TargetSpec& target, const EvaluateOptions& options) {
+Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, const Shape& shape,
+                    sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
+                    const EvaluateOptions& options) {
   const VariantSpec& variant = family.variant(variant_name);
   if (!family.accepts(dtype)) {
     std::string accepted;
     for (auto d : family.dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
-    throw UserError("kernel '" + family.name + "' does not take dtype '" + std::string(sim::dtype_name(dtype)) +
-                    "' (accepted: " + accepted + ")");
+    throw UserError("kernel '" + family.name + "' does not take dtype '" +
+                    std::string(sim::dtype_name(dtype)) + "' (accepted: " + accepted + ")");
   }
   if (family.check_shape) {
     const std::string reason = family.check_shape(shape);
     if (!reason.empty())
-      throw UserError("shape " + shape_text(shape, family) + " of kernel '" + family.name + "' rejected: " + reason);
+      throw UserError("shape " + shape_text(shape, family) + " of kernel '" + family.name +
+                      "' rejected: " + reason);
   }
 
   Evaluation e;
@@ -272,9 +279,10 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
 
   const Shape verification_shape =
       variant.verification_shape ? variant.verification_shape(shape, params) : shape;
-  const std::int64_t full_elements = tensor_elements(family.inputs, shape) + tensor_elements(family.outputs, shape);
-  const bool combined =
-      options.verify && same_shape(verification_shape, shape) && full_elements <= options.functional_element_limit;
+  const std::int64_t full_elements =
+      tensor_elements(family.inputs, shape) + tensor_elements(family.outputs, shape);
+  const bool combined = options.verify && same_shape(verification_shape, shape) &&
+                        full_elements <= options.functional_element_limit;
 
   // 1. The full shape (functional too when it doubles as the verification run).
   auto program = std::make_shared<sim::Program>(trace_program(family, variant, shape, dtype, params, target));
@@ -285,7 +293,8 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     inputs = random_inputs(family, shape, dtype, options.seed);
     io.inputs = inputs;
   }
-  e.sim = sim::simulate(*program, target, sim::SimOptions{combined, options.record_timeline}, combined ? &io : nullptr);
+  e.sim = sim::simulate(*program, target, sim::SimOptions{combined, options.record_timeline},
+                        combined ? &io : nullptr);
   e.latency_s = e.sim.total_time_s;
   if (!e.sim.valid) {
     e.status = "invalid";
@@ -308,16 +317,17 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     if (combined) {
       outputs = std::move(io.outputs);
     } else {
-      const sim::Program check =
-          trace_program(family, variant, verification_shape, dtype, params, target);
+      const sim::Program check = trace_program(family, variant, verification_shape, dtype, params, target);
       inputs = random_inputs(family, verification_shape, dtype, options.seed);
       sim::HostIo check_io;
       check_io.inputs = inputs;
-      const sim::SimResult check_result = sim::simulate(check, target, sim::SimOptions{true, false}, &check_io);
+      const sim::SimResult check_result =
+          sim::simulate(check, target, sim::SimOptions{true, false}, &check_io);
       if (!check_result.valid) {
         e.status = "invalid";
         e.rule = check_result.rule;
-        e.error = "at the verification shape " + shape_text(verification_shape, family) + ": " + check_result.error;
+        e.error =
+            "at the verification shape " + shape_text(verification_shape, family) + ": " + check_result.error;
         e.verification.shape = verification_shape;
         return e;
       }
@@ -330,7 +340,8 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     e.verification.shape = verification_shape;
     if (!e.verification.passed) {
       e.status = "wrong_answer";
-      e.error = "verification at " + shape_text(verification_shape, family) + " failed: " + e.verification.error;
+      e.error =
+          "verification at " + shape_text(verification_shape, family) + " failed: " + e.verification.error;
       return e;
     }
   }

@@ -68,10 +68,10 @@ struct EvaluateOptions {
 };
 
 struct Evaluation {
-  std::string status;  // ok | invalid | wrong_answer | implausible
-  std::string error;   // one line when status != ok
-  std::string rule;    // the simulator's rule id when invalid
-  sim::SimResult sim;  // the full-shape simulation
+  std::string status;                           // ok | invalid | wrong_answer | implausible
+  std::string error;                            // one line when status != ok
+  std::string rule;                             // the simulator's rule id when invalid
+  sim::SimResult sim;                           // the full-shape simulation
   std::shared_ptr<const sim::Program> program;  // the traced full-shape program (for traces)
   Verification verification;
   double latency_s = 0;
@@ -92,8 +92,9 @@ sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant,
 
 // UserError only for misuse (unknown variant, dtype not accepted, bad shape,
 // incomplete parameters); every property of the candidate is in the result.
-Evaluation evaluate(const FamilySpec& family, const std::string& variant, const Shape& shape, sim::Dtype dtype,
-                    const ParamValues& params, const sim::TargetSpec& target, const EvaluateOptions& options = {});
+Evaluation evaluate(const FamilySpec& family, const std::string& variant, const Shape& shape,
+                    sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
+                    const EvaluateOptions& options = {});
 
 // Compares outputs with the reference: fills max_rel_error, mse,
 // cosine_similarity, checked_elements, and passed against `tolerance`.

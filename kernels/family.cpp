@@ -16,10 +16,13 @@ const VariantSpec& FamilySpec::variant(const std::string& variant_name) const {
     if (v.name == variant_name) return v;
     accepted += (accepted.empty() ? "" : ", ") + v.name;
   }
-  throw UserError("unknown variant '" + variant_name + "' of kernel '" + name + "' (accepted: " + accepted + ")");
+  throw UserError("unknown variant '" + variant_name + "' of kernel '" + name + "' (accepted: " + accepted +
+                  ")");
 }
 
-bool FamilySpec::accepts(Dtype dtype) const { return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(); }
+bool FamilySpec::accepts(Dtype dtype) const {
+  return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+}
 
 std::string instantiation_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
                                  Dtype dtype, const ParamValues& params) {

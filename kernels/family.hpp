@@ -80,7 +80,7 @@ struct FamilySpec {
   Shape default_shape;                  // what `run` tunes when a goal names none
   // C++ struct holding the shape arguments in shape_args order (for export).
   std::string shape_struct;
-  std::vector<Dtype> dtypes;            // accepted; the first is the default
+  std::vector<Dtype> dtypes;  // accepted; the first is the default
   std::vector<TensorSpec> inputs, outputs;
   std::vector<VariantSpec> variants;
   std::string baseline_variant;  // the naive starting point of a tuning run
@@ -106,7 +106,8 @@ struct FamilySpec {
 
 // The C++ statement that traces `variant` with these arguments, e.g.
 //   autotune::kernels::gemm_tiled<autotune::sim::Dtype::bf16>(kernel,
-//       autotune::kernels::GemmShape{.M = 4096, ...}, autotune::kernels::GemmTiledParams{.tile_m = 128, ...});
+//       autotune::kernels::GemmShape{.M = 4096, ...}, autotune::kernels::GemmTiledParams{.tile_m = 128,
+//       ...});
 // (what `autotune export` writes into a standalone source).
 std::string instantiation_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
                                  Dtype dtype, const ParamValues& params);

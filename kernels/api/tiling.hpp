@@ -14,9 +14,9 @@
 namespace autotune::kernels {
 
 struct TileSpan {
-  int index = 0;   // position of the tile in its loop, from 0
-  int begin = 0;   // first element (absolute)
-  int size = 0;    // elements in this tile (the tile size, or less for the last)
+  int index = 0;  // position of the tile in its loop, from 0
+  int begin = 0;  // first element (absolute)
+  int size = 0;   // elements in this tile (the tile size, or less for the last)
   int end() const { return begin + size; }
   // Position relative to the start of the span the loop walks.
   int offset = 0;
@@ -24,14 +24,16 @@ struct TileSpan {
 
 class TileRange {
  public:
-  TileRange(int begin, int extent, int tile) : begin_(begin), extent_(std::max(extent, 0)), tile_(std::max(tile, 1)) {}
+  TileRange(int begin, int extent, int tile)
+      : begin_(begin), extent_(std::max(extent, 0)), tile_(std::max(tile, 1)) {}
 
   class iterator {
    public:
     iterator(const TileRange* range, int index) : range_(range), index_(index) {}
     TileSpan operator*() const {
       const int offset = index_ * range_->tile_;
-      return TileSpan{index_, range_->begin_ + offset, std::min(range_->tile_, range_->extent_ - offset), offset};
+      return TileSpan{index_, range_->begin_ + offset, std::min(range_->tile_, range_->extent_ - offset),
+                      offset};
     }
     iterator& operator++() {
       ++index_;

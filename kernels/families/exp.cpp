@@ -21,7 +21,8 @@ VariantSpec naive_variant() {
     dispatch_dtype(dtype, [&]<Dtype D>() { exp_naive<D>(kernel, exp_shape(s), ExpNaiveParams{}); });
   };
   v.verification_shape = [](const Shape& full, const ParamValues&) {
-    return tiled_verification_shape(full, {{"rows", 128, 128}}, elements, kVerificationElements, {{"cols", 515}});
+    return tiled_verification_shape(full, {{"rows", 128, 128}}, elements, kVerificationElements,
+                                    {{"cols", 515}});
   };
   v.template_name = "autotune::kernels::exp_naive";
   v.params_struct = "autotune::kernels::ExpNaiveParams";
@@ -37,8 +38,8 @@ VariantSpec tiled_variant() {
             ExpTiledParams{}.tile_size),
       param("pipeline_depth", "rotating buffers per stream, in loop steps", {1, 2, 3, 4, 6, 8},
             ExpTiledParams{}.pipeline_depth),
-      param("unroll_factor", "tiles per loop step (their loads, exps and stores issued together)", {1, 2, 4, 8},
-            ExpTiledParams{}.unroll_factor),
+      param("unroll_factor", "tiles per loop step (their loads, exps and stores issued together)",
+            {1, 2, 4, 8}, ExpTiledParams{}.unroll_factor),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const ExpTiledParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"),
@@ -46,7 +47,8 @@ VariantSpec tiled_variant() {
     dispatch_dtype(dtype, [&]<Dtype D>() { exp_tiled<D>(kernel, exp_shape(s), params); });
   };
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
-    return tiled_verification_shape(full, {{"rows", 128, 128}, {"cols", p.at("tile_size"), p.at("tile_size")}},
+    return tiled_verification_shape(full,
+                                    {{"rows", 128, 128}, {"cols", p.at("tile_size"), p.at("tile_size")}},
                                     elements, kVerificationElements);
   };
   v.template_name = "autotune::kernels::exp_tiled";

@@ -20,9 +20,9 @@ struct ExpNaiveParams {};
 
 // Tiles of [partitions, tile_size], streamed through rotating buffers.
 struct ExpTiledParams {
-  int tile_size = 512;       // columns per tile (and per DMA transfer)
-  int pipeline_depth = 2;    // rotating buffers per stream, in steps
-  int unroll_factor = 1;     // tiles per loop step: loads, then activations, then stores
+  int tile_size = 512;     // columns per tile (and per DMA transfer)
+  int pipeline_depth = 2;  // rotating buffers per stream, in steps
+  int unroll_factor = 1;   // tiles per loop step: loads, then activations, then stores
 };
 
 template <Dtype D>

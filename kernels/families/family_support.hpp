@@ -20,10 +20,17 @@ inline ParamSpec param(std::string name, std::string description, std::vector<st
 template <class F>
 void dispatch_dtype(Dtype dtype, F&& f) {
   switch (dtype) {
-    case Dtype::fp32: f.template operator()<Dtype::fp32>(); return;
-    case Dtype::bf16: f.template operator()<Dtype::bf16>(); return;
-    case Dtype::fp16: f.template operator()<Dtype::fp16>(); return;
-    case Dtype::int32: break;
+    case Dtype::fp32:
+      f.template operator()<Dtype::fp32>();
+      return;
+    case Dtype::bf16:
+      f.template operator()<Dtype::bf16>();
+      return;
+    case Dtype::fp16:
+      f.template operator()<Dtype::fp16>();
+      return;
+    case Dtype::int32:
+      break;
   }
   throw InternalError("kernel families do not trace int32 kernels");
 }

@@ -15,17 +15,19 @@ double macs(const Shape& s) { return double(s.at("M")) * double(s.at("N")) * dou
 
 std::vector<ParamSpec> tile_params() {
   return {
-      param("tile_m", "M tile: free size of the stationary operand (tensor engine: at most 128)", {32, 64, 128}, 128),
-      param("tile_n", "N tile: free size of the moving operand (tensor engine: at most 512)", {64, 128, 256, 512},
-            512),
+      param("tile_m", "M tile: free size of the stationary operand (tensor engine: at most 128)",
+            {32, 64, 128}, 128),
+      param("tile_n", "N tile: free size of the moving operand (tensor engine: at most 512)",
+            {64, 128, 256, 512}, 512),
       param("tile_k", "K tile: contraction rows per matmul (partitions: at most 128)", {32, 64, 128}, 128),
   };
 }
 
 ParamSpec unroll_param() {
-  return param("unroll_factor",
-               "adjacent N tiles per step: one PSUM tile, one drain instruction and one store for all of them",
-               {1, 2, 4}, 1);
+  return param(
+      "unroll_factor",
+      "adjacent N tiles per step: one PSUM tile, one drain instruction and one store for all of them",
+      {1, 2, 4}, 1);
 }
 
 std::vector<std::string> tile_constraints() {
@@ -66,8 +68,8 @@ VariantSpec hoisted_variant() {
   v.description = "tutorial step 2: operand loads hoisted out of the innermost loop (lhsT once per M tile)";
   v.params = tile_params();
   v.params.push_back(unroll_param());
-  v.params.push_back(param("pipeline_depth", "rotating buffers per loaded K column of operand tiles", {1, 2, 3},
-                           GemmHoistedParams{}.pipeline_depth));
+  v.params.push_back(param("pipeline_depth", "rotating buffers per loaded K column of operand tiles",
+                           {1, 2, 3}, GemmHoistedParams{}.pipeline_depth));
   v.constraints = tile_constraints();
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const GemmHoistedParams params{int_param(p, "tile_m"), int_param(p, "tile_n"), int_param(p, "tile_k"),
@@ -159,8 +161,13 @@ FamilySpec gemm_family() {
   f.default_shape = {{"M", 4096}, {"N", 8192}, {"K", 8192}};
   f.shape_struct = "autotune::kernels::GemmShape";
   f.dtypes = {Dtype::bf16, Dtype::fp32, Dtype::fp16};
-  f.inputs = {{"lhsT", [](const Shape& s) { return std::pair{s.at("K"), s.at("M")}; }},
-              {"rhs", [](const Shape& s) { return std::pair{s.at("K"), s.at("N")}; }}};
+  f.inputs = {{"lhsT",
+               [](const Shape& s) {
+                 return std::pair{s.at("K"), s.at("M")};
+               }},
+              {"rhs", [](const Shape& s) {
+                 return std::pair{s.at("K"), s.at("N")};
+               }}};
   f.outputs = {{"result", [](const Shape& s) { return std::pair{s.at("M"), s.at("N")}; }}};
   f.variants = {tiled_variant(), hoisted_variant(), blocked_mn_variant(), blocked_mnk_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/gemm.hpp";

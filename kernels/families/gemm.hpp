@@ -85,8 +85,8 @@ inline GemmOperands gemm_operands(Kernel& kernel, const GemmShape& shape, Dtype 
 inline void matmul_step(Kernel& kernel, const Tensor& psum, const Tensor& lhsT_tile, const Tensor& rhs_step,
                         int tile_n, bool accumulate, Kernel::Where where = Kernel::Where::current()) {
   for (TileSpan j : tiles(psum.cols(), tile_n))
-    kernel.matmul(psum.col_range(j.begin, j.end()), lhsT_tile, rhs_step.col_range(j.begin, j.end()), accumulate,
-                  where);
+    kernel.matmul(psum.col_range(j.begin, j.end()), lhsT_tile, rhs_step.col_range(j.begin, j.end()),
+                  accumulate, where);
 }
 
 template <Dtype D>
@@ -208,8 +208,10 @@ void gemm_blocked_mnk(Kernel& kernel, const GemmShape& shape, const GemmBlockedM
   // Partial results of one block column of N: a [tile_m, block_n] row per M
   // tile, kept in SBUF across the K blocks and stored once (coalesced).
   TilePool partial_rows = kernel.sbuf_pool("result_tmp", tile_count(shape.M, p.tile_m), p.tile_m, block_n, D);
-  TilePool rhs_tiles = kernel.sbuf_pool("rhs_tile", p.tiles_in_block_k * p.pipeline_depth, p.tile_k, block_n, D);
-  TilePool lhsT_tiles = kernel.sbuf_pool("lhsT_tile", p.tiles_in_block_k * p.pipeline_depth, p.tile_k, block_m, D);
+  TilePool rhs_tiles =
+      kernel.sbuf_pool("rhs_tile", p.tiles_in_block_k * p.pipeline_depth, p.tile_k, block_n, D);
+  TilePool lhsT_tiles =
+      kernel.sbuf_pool("lhsT_tile", p.tiles_in_block_k * p.pipeline_depth, p.tile_k, block_m, D);
   TilePool psum_tiles = kernel.psum_pool("result_tile", 2, p.tile_m, step_n);
 
   for (TileSpan n : tiles(shape.N, block_n)) {

@@ -15,12 +15,15 @@ double elements(const Shape& s) { return double(s.at("rows")) * double(s.at("col
 VariantSpec naive_variant() {
   VariantSpec v;
   v.name = "naive";
-  v.description = "one instruction per formula step, two passes, 1/rms round-trips through HBM, single buffers";
+  v.description =
+      "one instruction per formula step, two passes, 1/rms round-trips through HBM, single buffers";
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues&) {
-    dispatch_dtype(dtype, [&]<Dtype D>() { rmsnorm_naive<D>(kernel, rmsnorm_shape(s), RmsnormNaiveParams{}); });
+    dispatch_dtype(dtype,
+                   [&]<Dtype D>() { rmsnorm_naive<D>(kernel, rmsnorm_shape(s), RmsnormNaiveParams{}); });
   };
   v.verification_shape = [](const Shape& full, const ParamValues&) {
-    return tiled_verification_shape(full, {{"rows", 128, 128}}, elements, kVerificationElements, {{"cols", 515}});
+    return tiled_verification_shape(full, {{"rows", 128, 128}}, elements, kVerificationElements,
+                                    {{"cols", 515}});
   };
   v.template_name = "autotune::kernels::rmsnorm_naive";
   v.params_struct = "autotune::kernels::RmsnormNaiveParams";
@@ -30,7 +33,8 @@ VariantSpec naive_variant() {
 VariantSpec fused_variant() {
   VariantSpec v;
   v.name = "fused";
-  v.description = "square+row-sum in one activation, one rsqrt pass, scale and gamma per chunk; pipelined row tiles";
+  v.description =
+      "square+row-sum in one activation, one rsqrt pass, scale and gamma per chunk; pipelined row tiles";
   v.params = {
       param("tile_size", "columns per chunk: per DMA transfer and per instruction",
             {128, 256, 512, 1024, 2048, 4096, 8192}, RmsnormFusedParams{}.tile_size),
@@ -63,8 +67,16 @@ FamilySpec rmsnorm_family() {
   f.default_shape = {{"rows", 4096}, {"cols", 4096}};
   f.shape_struct = "autotune::kernels::RmsnormShape";
   f.dtypes = {Dtype::fp32, Dtype::bf16, Dtype::fp16};
-  f.inputs = {{"x", [](const Shape& s) { return std::pair{s.at("rows"), s.at("cols")}; }, -2.0, 2.0},
-              {"gamma", [](const Shape& s) { return std::pair{std::int64_t{1}, s.at("cols")}; }, 0.5, 1.5}};
+  f.inputs = {{"x",
+               [](const Shape& s) {
+                 return std::pair{s.at("rows"), s.at("cols")};
+               },
+               -2.0, 2.0},
+              {"gamma",
+               [](const Shape& s) {
+                 return std::pair{std::int64_t{1}, s.at("cols")};
+               },
+               0.5, 1.5}};
   f.outputs = {{"y", [](const Shape& s) { return std::pair{s.at("rows"), s.at("cols")}; }}};
   f.variants = {naive_variant(), fused_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/rmsnorm.hpp";

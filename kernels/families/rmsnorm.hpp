@@ -25,9 +25,9 @@ struct RmsnormNaiveParams {};
 // operand) and * gamma (tensor_tensor); row tiles stream through rotating
 // buffers.
 struct RmsnormFusedParams {
-  int tile_size = 2048;     // columns per chunk: per DMA transfer and per instruction
-  int pipeline_depth = 2;   // rotating row-tile buffers, in loop steps
-  int unroll_factor = 1;    // row tiles per loop step
+  int tile_size = 2048;    // columns per chunk: per DMA transfer and per instruction
+  int pipeline_depth = 2;  // rotating row-tile buffers, in loop steps
+  int unroll_factor = 1;   // row tiles per loop step
 };
 
 // gamma_bcast[p, :] = row[0, :] for every partition p: ones[1, P]^T . row[1, c]
@@ -143,7 +143,8 @@ void rmsnorm_fused(Kernel& kernel, const RmsnormShape& shape, const RmsnormFused
       for (TileSpan c : tiles(shape.cols, p.tile_size)) {
         Tensor y_chunk = yt.col_range(c.begin, c.end());
         kernel.tensor_scalar(y_chunk, xt.col_range(c.begin, c.end()), AluOp::multiply, inv_rms[r.index]);
-        kernel.tensor_tensor(y_chunk, y_chunk, gamma_bcast.slice(0, r.size, c.begin, c.end()), AluOp::multiply);
+        kernel.tensor_tensor(y_chunk, y_chunk, gamma_bcast.slice(0, r.size, c.begin, c.end()),
+                             AluOp::multiply);
         kernel.dma_copy(y.slice(r.begin, r.end(), c.begin, c.end()), y_chunk);
       }
     }

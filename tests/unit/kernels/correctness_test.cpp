@@ -34,8 +34,8 @@ void check_case(const Case& c, std::uint64_t seed) {
   EvaluateOptions options;
   options.seed = seed;
   const Evaluation e = evaluate(family, c.variant, c.shape, c.dtype, params, trn1(), options);
-  INFO(c.family, "/", c.variant, " ", shape_text(c.shape, family), " ", sim::dtype_name(c.dtype), " -> ", e.status,
-       ": ", e.error);
+  INFO(c.family, "/", c.variant, " ", shape_text(c.shape, family), " ", sim::dtype_name(c.dtype), " -> ",
+       e.status, ": ", e.error);
   for (const auto& [name, value] : params) INFO(name, "=", value);
   REQUIRE(e.status == "ok");
   CHECK(e.verification.ran);
@@ -52,11 +52,20 @@ TEST_CASE("exp variants match the reference, ragged row and column tiles include
       {"exp", "naive", {{"rows", 250}, {"cols", 512}}, sim::Dtype::fp32, {}},
       {"exp", "naive", {{"rows", 130}, {"cols", 77}}, sim::Dtype::bf16, {}},
       {"exp", "tiled", {{"rows", 250}, {"cols", 512}}, sim::Dtype::fp32, {}},
-      {"exp", "tiled", {{"rows", 300}, {"cols", 1000}}, sim::Dtype::fp32,
+      {"exp",
+       "tiled",
+       {{"rows", 300}, {"cols", 1000}},
+       sim::Dtype::fp32,
        {{"tile_size", 128}, {"pipeline_depth", 3}, {"unroll_factor", 4}}},
-      {"exp", "tiled", {{"rows", 129}, {"cols", 200}}, sim::Dtype::bf16,
+      {"exp",
+       "tiled",
+       {{"rows", 129}, {"cols", 200}},
+       sim::Dtype::bf16,
        {{"tile_size", 64}, {"pipeline_depth", 1}, {"unroll_factor", 2}}},
-      {"exp", "tiled", {{"rows", 257}, {"cols", 333}}, sim::Dtype::fp16,
+      {"exp",
+       "tiled",
+       {{"rows", 257}, {"cols", 333}},
+       sim::Dtype::fp16,
        {{"tile_size", 256}, {"pipeline_depth", 2}, {"unroll_factor", 8}}},
   };
   std::uint64_t seed = 1;
@@ -67,24 +76,59 @@ TEST_CASE("gemm variants match the reference on ragged M, N and K") {
   const Shape ragged = {{"M", 200}, {"N", 600}, {"K", 300}};
   const std::vector<Case> cases = {
       {"gemm", "tiled", ragged, sim::Dtype::bf16, {}},
-      {"gemm", "tiled", ragged, sim::Dtype::fp32,
+      {"gemm",
+       "tiled",
+       ragged,
+       sim::Dtype::fp32,
        {{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 32}, {"unroll_factor", 2}, {"pipeline_depth", 1}}},
-      {"gemm", "tiled", ragged, sim::Dtype::bf16,
+      {"gemm",
+       "tiled",
+       ragged,
+       sim::Dtype::bf16,
        {{"tile_m", 32}, {"tile_n", 256}, {"tile_k", 64}, {"unroll_factor", 4}, {"pipeline_depth", 3}}},
       {"gemm", "hoisted", ragged, sim::Dtype::bf16, {}},
-      {"gemm", "hoisted", ragged, sim::Dtype::fp32,
+      {"gemm",
+       "hoisted",
+       ragged,
+       sim::Dtype::fp32,
        {{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 128}, {"unroll_factor", 4}, {"pipeline_depth", 2}}},
       {"gemm", "blocked_mn", ragged, sim::Dtype::bf16, {}},
-      {"gemm", "blocked_mn", {{"M", 330}, {"N", 900}, {"K", 200}}, sim::Dtype::fp16,
-       {{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 64}, {"tiles_in_block_m", 2}, {"tiles_in_block_n", 4},
-        {"unroll_factor", 2}, {"pipeline_depth", 2}}},
+      {"gemm",
+       "blocked_mn",
+       {{"M", 330}, {"N", 900}, {"K", 200}},
+       sim::Dtype::fp16,
+       {{"tile_m", 64},
+        {"tile_n", 128},
+        {"tile_k", 64},
+        {"tiles_in_block_m", 2},
+        {"tiles_in_block_n", 4},
+        {"unroll_factor", 2},
+        {"pipeline_depth", 2}}},
       {"gemm", "blocked_mnk", ragged, sim::Dtype::bf16, {}},
-      {"gemm", "blocked_mnk", {{"M", 330}, {"N", 700}, {"K", 420}}, sim::Dtype::bf16,
-       {{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 64}, {"tiles_in_block_m", 2}, {"tiles_in_block_n", 2},
-        {"tiles_in_block_k", 2}, {"unroll_factor", 2}, {"pipeline_depth", 1}}},
-      {"gemm", "blocked_mnk", {{"M", 300}, {"N", 1100}, {"K", 300}}, sim::Dtype::fp32,
-       {{"tile_m", 128}, {"tile_n", 256}, {"tile_k", 128}, {"tiles_in_block_m", 1}, {"tiles_in_block_n", 4},
-        {"tiles_in_block_k", 1}, {"unroll_factor", 4}, {"pipeline_depth", 3}}},
+      {"gemm",
+       "blocked_mnk",
+       {{"M", 330}, {"N", 700}, {"K", 420}},
+       sim::Dtype::bf16,
+       {{"tile_m", 64},
+        {"tile_n", 128},
+        {"tile_k", 64},
+        {"tiles_in_block_m", 2},
+        {"tiles_in_block_n", 2},
+        {"tiles_in_block_k", 2},
+        {"unroll_factor", 2},
+        {"pipeline_depth", 1}}},
+      {"gemm",
+       "blocked_mnk",
+       {{"M", 300}, {"N", 1100}, {"K", 300}},
+       sim::Dtype::fp32,
+       {{"tile_m", 128},
+        {"tile_n", 256},
+        {"tile_k", 128},
+        {"tiles_in_block_m", 1},
+        {"tiles_in_block_n", 4},
+        {"tiles_in_block_k", 1},
+        {"unroll_factor", 4},
+        {"pipeline_depth", 3}}},
   };
   std::uint64_t seed = 100;
   for (const auto& c : cases) check_case(c, seed++);
@@ -95,9 +139,15 @@ TEST_CASE("rmsnorm variants match the reference") {
       {"rmsnorm", "naive", {{"rows", 300}, {"cols", 700}}, sim::Dtype::fp32, {}},
       {"rmsnorm", "naive", {{"rows", 130}, {"cols", 256}}, sim::Dtype::bf16, {}},
       {"rmsnorm", "fused", {{"rows", 300}, {"cols", 700}}, sim::Dtype::fp32, {}},
-      {"rmsnorm", "fused", {{"rows", 300}, {"cols", 700}}, sim::Dtype::fp32,
+      {"rmsnorm",
+       "fused",
+       {{"rows", 300}, {"cols", 700}},
+       sim::Dtype::fp32,
        {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 2}}},
-      {"rmsnorm", "fused", {{"rows", 520}, {"cols", 1100}}, sim::Dtype::bf16,
+      {"rmsnorm",
+       "fused",
+       {{"rows", 520}, {"cols", 1100}},
+       sim::Dtype::bf16,
        {{"tile_size", 512}, {"pipeline_depth", 3}, {"unroll_factor", 4}}},
   };
   std::uint64_t seed = 200;
@@ -138,8 +188,8 @@ TEST_CASE("large shapes are verified on a smaller ragged shape of the same code 
 
   const FamilySpec& exp = family_registry().get("exp");
   const Shape profiler_example = {{"rows", 250}, {"cols", 512}};
-  CHECK(exp.variant("tiled").verification_shape(profiler_example, resolve_params(exp.variant("tiled"), ParamValues{})) ==
-        profiler_example);
+  CHECK(exp.variant("tiled").verification_shape(
+            profiler_example, resolve_params(exp.variant("tiled"), ParamValues{})) == profiler_example);
 }
 
 TEST_CASE("the output check fails a kernel that leaves its ragged last tile unwritten") {

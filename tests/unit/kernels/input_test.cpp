@@ -22,7 +22,9 @@ std::string user_error_of(const std::function<void()>& f) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -35,16 +37,22 @@ TEST_CASE("resolve_params fills defaults and rejects unknown names and values ou
   CHECK(p.at("tiles_in_block_k") == 8);
   CHECK(p.size() == variant.params.size());
 
-  std::string e = user_error_of([&] { resolve_params(variant, std::map<std::string, std::string>{{"tile", "2"}}); });
+  std::string e = user_error_of([&] {
+    resolve_params(variant, std::map<std::string, std::string>{{"tile", "2"}});
+  });
   CHECK(contains(e, "unknown parameter 'tile'"));
   CHECK(contains(e, "tiles_in_block_k"));  // lists what is accepted
   CHECK(e.find('\n') == std::string::npos);
 
-  e = user_error_of([&] { resolve_params(variant, std::map<std::string, std::string>{{"unroll_factor", "3"}}); });
+  e = user_error_of([&] {
+    resolve_params(variant, std::map<std::string, std::string>{{"unroll_factor", "3"}});
+  });
   CHECK(contains(e, "value 3 of parameter 'unroll_factor'"));
   CHECK(contains(e, "accepted: 1, 2, 4"));
 
-  e = user_error_of([&] { resolve_params(variant, std::map<std::string, std::string>{{"unroll_factor", "two"}}); });
+  e = user_error_of([&] {
+    resolve_params(variant, std::map<std::string, std::string>{{"unroll_factor", "two"}});
+  });
   CHECK(contains(e, "not an integer"));
   CHECK(contains(e, "accepted: 1, 2, 4"));
 
@@ -153,7 +161,8 @@ TEST_CASE("traced programs carry the kernel's source lines and no trace errors")
       CHECK(program.size() > 0);
       CHECK(program.trace_errors().empty());
       bool names_family_header = false;
-      for (const auto& loc : program.locations()) names_family_header |= contains(loc.file, v.header.substr(17));
+      for (const auto& loc : program.locations())
+        names_family_header |= contains(loc.file, v.header.substr(17));
       CHECK(names_family_header);
     }
   }
