@@ -37,7 +37,8 @@ Timed time_variant(const FamilySpec& family, const std::string& variant, const S
   using Clock = std::chrono::steady_clock;
   Timed t;
   const auto t0 = Clock::now();
-  const sim::Program program = trace_program(family, family.variant(variant), shape, sim::Dtype::bf16, params, target);
+  const sim::Program program =
+      trace_program(family, family.variant(variant), shape, sim::Dtype::bf16, params, target);
   const auto t1 = Clock::now();
   t.result = sim::simulate(program, target, sim::SimOptions{false, false});
   const auto t2 = Clock::now();
@@ -63,13 +64,14 @@ void print_row(const char* label, const Timed& t) {
     return;
   }
   const double hbm = summary_number(t.result, "hbm_read_bytes") + summary_number(t.result, "hbm_write_bytes");
-  std::printf("  %-34s %10.3f ms  MFU %5.1f%%  HBM %9.1f MB  PE %5.1f%%  ACT %5.1f%%  DVE %5.1f%%  DMA %5.1f%%  "
-              "[%zu instr, trace %.2f s, sim %.2f s]\n",
-              label, t.result.total_time_s * 1e3, summary_number(t.result, "mfu_estimated_percent"), hbm / 1e6,
-              summary_number(t.result, "tensor_engine_active_time_percent"),
-              summary_number(t.result, "scalar_engine_active_time_percent"),
-              summary_number(t.result, "vector_engine_active_time_percent"),
-              summary_number(t.result, "dma_active_time_percent"), t.instructions, t.trace_s, t.simulate_s);
+  std::printf(
+      "  %-34s %10.3f ms  MFU %5.1f%%  HBM %9.1f MB  PE %5.1f%%  ACT %5.1f%%  DVE %5.1f%%  DMA %5.1f%%  "
+      "[%zu instr, trace %.2f s, sim %.2f s]\n",
+      label, t.result.total_time_s * 1e3, summary_number(t.result, "mfu_estimated_percent"), hbm / 1e6,
+      summary_number(t.result, "tensor_engine_active_time_percent"),
+      summary_number(t.result, "scalar_engine_active_time_percent"),
+      summary_number(t.result, "vector_engine_active_time_percent"),
+      summary_number(t.result, "dma_active_time_percent"), t.instructions, t.trace_s, t.simulate_s);
 }
 
 }  // namespace
@@ -96,17 +98,19 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--max-seq") && i + 1 < argc) {
       max_seq = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--target T] [--flash kv,q,depth,unroll] [--sweep] [--max-seq N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--target T] [--flash kv,q,depth,unroll] [--sweep] [--max-seq N]\n",
+                   argv[0]);
       return 2;
     }
   }
   const sim::TargetSpec target = sim::load_target(target_name);
   const ParamValues naive = defaults_of(family.variant("naive"));
-  std::printf("attention, Qwen3-0.6B shapes (head_dim 128, 16 q heads, 8 kv heads, causal, bf16), target %s\n",
-              target.name.c_str());
+  std::printf(
+      "attention, Qwen3-0.6B shapes (head_dim 128, 16 q heads, 8 kv heads, causal, bf16), target %s\n",
+      target.name.c_str());
   std::printf("flash parameters: kv_tile %lld, q_tile %lld, pipeline_depth %lld, unroll_factor %lld\n",
-              (long long)flash.at("kv_tile"), (long long)flash.at("q_tile"), (long long)flash.at("pipeline_depth"),
-              (long long)flash.at("unroll_factor"));
+              (long long)flash.at("kv_tile"), (long long)flash.at("q_tile"),
+              (long long)flash.at("pipeline_depth"), (long long)flash.at("unroll_factor"));
   Shape shape = family.default_shape;
   for (std::int64_t seq = 1024; seq <= max_seq; seq *= 2) {
     shape["seq"] = seq;
@@ -122,16 +126,18 @@ int main(int argc, char** argv) {
   }
   if (sweep) {
     shape["seq"] = max_seq;
-    std::printf("flash sweep at seq %lld (kv_tile q_tile pipeline_depth unroll_factor)\n", (long long)max_seq);
+    std::printf("flash sweep at seq %lld (kv_tile q_tile pipeline_depth unroll_factor)\n",
+                (long long)max_seq);
     const VariantSpec& v = family.variant("flash");
     for (auto kv : v.find_param("kv_tile")->values)
       for (auto q : v.find_param("q_tile")->values)
         for (auto depth : v.find_param("pipeline_depth")->values)
           for (auto unroll : v.find_param("unroll_factor")->values) {
-            const ParamValues p{{"kv_tile", kv}, {"q_tile", q}, {"pipeline_depth", depth}, {"unroll_factor", unroll}};
+            const ParamValues p{
+                {"kv_tile", kv}, {"q_tile", q}, {"pipeline_depth", depth}, {"unroll_factor", unroll}};
             char label[64];
-            std::snprintf(label, sizeof label, "%lld %lld %lld %lld", (long long)kv, (long long)q, (long long)depth,
-                          (long long)unroll);
+            std::snprintf(label, sizeof label, "%lld %lld %lld %lld", (long long)kv, (long long)q,
+                          (long long)depth, (long long)unroll);
             print_row(label, time_variant(family, "flash", shape, p, target));
           }
   }

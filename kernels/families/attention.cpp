@@ -33,11 +33,13 @@ std::string check_attention_shape(const Shape& shape) {
     if (it->second < 1) return std::string("shape argument '") + arg + "' must be at least 1";
   }
   if (shape.at("head_dim") > kPartitions)
-    return "head_dim " + std::to_string(shape.at("head_dim")) + " is larger than the 128 partitions it is contracted on";
+    return "head_dim " + std::to_string(shape.at("head_dim")) +
+           " is larger than the 128 partitions it is contracted on";
   if (shape.at("q_heads") % shape.at("kv_heads") != 0)
     return "q_heads (" + std::to_string(shape.at("q_heads")) + ") must be a multiple of kv_heads (" +
            std::to_string(shape.at("kv_heads")) + ")";
-  if (shape.at("seq") > 65536) return "seq " + std::to_string(shape.at("seq")) + " is above the supported 65536";
+  if (shape.at("seq") > 65536)
+    return "seq " + std::to_string(shape.at("seq")) + " is above the supported 65536";
   return {};
 }
 
@@ -86,7 +88,8 @@ double attention_flops(const Shape& shape) {
 
 double attention_hbm_bytes(const Shape& shape, Dtype dtype) {
   const double seq = static_cast<double>(shape.at("seq")), d = static_cast<double>(shape.at("head_dim"));
-  const double q_heads = static_cast<double>(shape.at("q_heads")), kv_heads = static_cast<double>(shape.at("kv_heads"));
+  const double q_heads = static_cast<double>(shape.at("q_heads")),
+               kv_heads = static_cast<double>(shape.at("kv_heads"));
   // Q and O per query head, K and V per kv head.
   return (2.0 * q_heads + 2.0 * kv_heads) * seq * d * sim::dtype_bytes(dtype);
 }
@@ -113,7 +116,8 @@ VariantSpec naive_variant() {
       "O = PV reading P back (the score matrix round-trips through HBM); computes the masked half too";
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
     const AttentionShape attention_shape = to_attention_shape(shape);
-    dispatch_dtype(dtype, [&]<Dtype D>() { attention_naive<D>(kernel, attention_shape, NaiveAttentionParams{}); });
+    dispatch_dtype(dtype,
+                   [&]<Dtype D>() { attention_naive<D>(kernel, attention_shape, NaiveAttentionParams{}); });
   };
   // Two 512-column score chunks and two PSUM banks of transposed blocks, the
   // second of each ragged, and a ragged last row tile.
@@ -136,10 +140,11 @@ VariantSpec flash_variant() {
       param("kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512},
             defaults.kv_tile),
       param("q_tile", "queries per score tile (its partitions)", {32, 64, 128}, defaults.q_tile),
-      param("pipeline_depth",
-            "rotating buffers for K/V and probabilities: steps in flight (the softmax of later steps overlaps "
-            "the output of earlier ones, the next loads overlap compute)",
-            {1, 2, 3, 4}, defaults.pipeline_depth),
+      param(
+          "pipeline_depth",
+          "rotating buffers for K/V and probabilities: steps in flight (the softmax of later steps overlaps "
+          "the output of earlier ones, the next loads overlap compute)",
+          {1, 2, 3, 4}, defaults.pipeline_depth),
       param("unroll_factor", "unroll: query tiles per query head that share each K/V load", {1, 2, 4, 8},
             defaults.unroll_factor),
   };
@@ -173,12 +178,24 @@ FamilySpec attention_family() {
   f.shape_struct = "autotune::kernels::AttentionShape";
   f.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   f.inputs = {
-      {"q_t", [](const Shape& s) { return std::pair{s.at("q_heads") * s.at("head_dim"), s.at("seq")}; }},
-      {"k_t", [](const Shape& s) { return std::pair{s.at("kv_heads") * s.at("head_dim"), s.at("seq")}; }},
-      {"v", [](const Shape& s) { return std::pair{s.at("kv_heads") * s.at("seq"), s.at("head_dim")}; }},
+      {"q_t",
+       [](const Shape& s) {
+         return std::pair{s.at("q_heads") * s.at("head_dim"), s.at("seq")};
+       }},
+      {"k_t",
+       [](const Shape& s) {
+         return std::pair{s.at("kv_heads") * s.at("head_dim"), s.at("seq")};
+       }},
+      {"v",
+       [](const Shape& s) {
+         return std::pair{s.at("kv_heads") * s.at("seq"), s.at("head_dim")};
+       }},
   };
   f.outputs = {
-      {"out", [](const Shape& s) { return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")}; }},
+      {"out",
+       [](const Shape& s) {
+         return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")};
+       }},
   };
   f.variants = {naive_variant(), flash_variant()};
   f.baseline_variant = "naive";

@@ -49,10 +49,10 @@ struct AttentionShape {
 struct NaiveAttentionParams {};
 
 struct FlashAttentionParams {
-  int kv_tile = 256;        // keys per step: the free size of the score tile (<= 512, multiple of 128)
-  int q_tile = 128;         // queries per score tile: its partitions (<= 128)
-  int pipeline_depth = 2;   // steps in flight: rotating K/V and probability buffers (see attention_flash)
-  int unroll_factor = 1;    // query tiles (per query head of the group) that share each K/V load
+  int kv_tile = 256;       // keys per step: the free size of the score tile (<= 512, multiple of 128)
+  int q_tile = 128;        // queries per score tile: its partitions (<= 128)
+  int pipeline_depth = 2;  // steps in flight: rotating K/V and probability buffers (see attention_flash)
+  int unroll_factor = 1;   // query tiles (per query head of the group) that share each K/V load
 };
 
 // Fill for masked scores: far below any real score, and exp(scale * (fill -
@@ -78,7 +78,8 @@ inline AttentionTensors declare_attention_tensors(Kernel& kernel, const Attentio
 // ---------------------------------------------------------------------------
 // naive: score matrix and probabilities round-trip through HBM.
 template <Dtype dtype>
-void attention_naive(Kernel& kernel, const AttentionShape& shape, const NaiveAttentionParams& /*params*/ = {}) {
+void attention_naive(Kernel& kernel, const AttentionShape& shape,
+                     const NaiveAttentionParams& /*params*/ = {}) {
   const AttentionTensors io = declare_attention_tensors(kernel, shape, dtype);
   const int seq = shape.seq, d = shape.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -172,7 +173,8 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape, const NaiveAtt
           for (int j = 0; j < in_bank; ++j) {
             const int k0 = (c0 + j) * kPartitions;
             const int crows = std::min(kPartitions, seq - k0);
-            kernel.transpose(pt_ps.slice(0, crows, j * rows, j * rows + rows), p.slice(0, rows, k0, k0 + crows));
+            kernel.transpose(pt_ps.slice(0, crows, j * rows, j * rows + rows),
+                             p.slice(0, rows, k0, k0 + crows));
             if (crows == kPartitions) full_chunks = j + 1;
           }
           if (full_chunks > 0)
@@ -186,8 +188,8 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape, const NaiveAtt
           for (int j = 0; j < in_bank; ++j) {
             const int c = c0 + j;
             const int crows = std::min(kPartitions, seq - c * kPartitions);
-            kernel.matmul(o_ps, pt.slice(0, crows, j * rows, j * rows + rows), v.slice(0, crows, c * d, c * d + d),
-                          c > 0);
+            kernel.matmul(o_ps, pt.slice(0, crows, j * rows, j * rows + rows),
+                          v.slice(0, crows, c * d, c * d + d), c > 0);
           }
         }
         const Tensor o = o_pool.next().slice(0, rows, 0, d);
@@ -215,9 +217,10 @@ namespace flash_detail {
 
 struct QueryTile {
   int head = 0, q0 = 0, rows = 0;
-  Tensor q_t;    // [d, rows] view of the block's Q^T tile
-  Tensor acc;    // [rows, d] fp32 output accumulator
-  Tensor stats;  // [rows, 3] fp32: running max in column max_col (the other is the next one), running sum in 2
+  Tensor q_t;  // [d, rows] view of the block's Q^T tile
+  Tensor acc;  // [rows, d] fp32 output accumulator
+  Tensor
+      stats;  // [rows, 3] fp32: running max in column max_col (the other is the next one), running sum in 2
   int max_col = 0;
   int steps_left = 0;
 };
@@ -240,7 +243,7 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
   const AttentionTensors io = declare_attention_tensors(kernel, shape, dtype);
   const int seq = shape.seq, d = shape.head_dim, group = shape.group();
   const int q_tile = params.q_tile, kv_tile = params.kv_tile;
-  const int block_rows = q_tile * params.unroll_factor;  // query rows per K/V pass, per query head
+  const int block_rows = q_tile * params.unroll_factor;    // query rows per K/V pass, per query head
   const int kv_chunks = tile_count(kv_tile, kPartitions);  // 128-key blocks of one key tile
   const int tiles_per_block = tile_count(std::min(block_rows, seq), q_tile) * group;
   const int lookahead = std::max(params.pipeline_depth, 1) - 1;
@@ -252,7 +255,8 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
   auto v_pool = kernel.sbuf_pool("flash_v", depth, kPartitions, kv_chunks * d, dtype);
   auto q_pool = kernel.sbuf_pool("flash_q_t", 2 * group, d, block_rows, dtype);
   auto acc_pool = kernel.sbuf_pool("flash_acc", (lookahead + 2) * tiles_per_block, q_tile, d, Dtype::fp32);
-  auto stats_pool = kernel.sbuf_pool("flash_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
+  auto stats_pool =
+      kernel.sbuf_pool("flash_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
   auto p_pool = kernel.sbuf_pool("flash_probs", depth, q_tile, kv_tile, dtype);
   auto alpha_pool = kernel.sbuf_pool("flash_rescale", depth + 1, q_tile, 1, Dtype::fp32);
   // Used within one stage; double-buffered. PSUM: 3 pools x 2 banks of the 8.
@@ -324,7 +328,8 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
     if (full_chunks < chunks) {  // the ragged last block of keys
       const int crows = s.cols - full_chunks * kPartitions;
       kernel.activation(s.probs_t.slice(0, crows, full_chunks * rows, chunks * rows),
-                        pt_ps.slice(0, crows, full_chunks * rows, chunks * rows), ActivationFunction::identity);
+                        pt_ps.slice(0, crows, full_chunks * rows, chunks * rows),
+                        ActivationFunction::identity);
     }
   };
   // Output half, part 2: P V accumulated over the key blocks in one PSUM tile.
@@ -386,7 +391,8 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
       for (int j = 0; j < group; ++j) {
         const int h = g * group + j;
         const Tensor q_t = q_pool.next();
-        kernel.dma_copy(q_t.slice(0, d, 0, block.size), io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
+        kernel.dma_copy(q_t.slice(0, d, 0, block.size),
+                        io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
         for (const TileSpan q : tiles(block, q_tile)) {
           QueryTile& t = query_tiles.emplace_back();
           t.head = h;
@@ -395,7 +401,8 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
           t.q_t = q_t.slice(0, d, q.offset, q.offset + q.size);
           t.acc = acc_pool.next().slice(0, q.size, 0, d);
           t.stats = stats_pool.next().slice(0, q.size, 0, 3);
-          t.steps_left = tile_count(q.end(), kv_tile);  // causal: key tiles starting at or before its last row
+          t.steps_left =
+              tile_count(q.end(), kv_tile);  // causal: key tiles starting at or before its last row
           block_tiles.push_back(&t);
         }
       }

@@ -1,6 +1,8 @@
 // The attention family: both variants match the double reference (causal,
 // grouped-query, ragged tiles) over a spread of parameters; flash is not
 // slower than naive at a moderate length; no variant beats the roofline.
+#include "kernels/families/attention.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "core/rng.hpp"
 #include "kernels/evaluate.hpp"
-#include "kernels/families/attention.hpp"
 #include "kernels/family.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
@@ -45,18 +46,21 @@ Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamVa
   for (const TensorSpec& spec : family.inputs) {
     const auto [rows, cols] = spec.dims(shape);
     std::vector<float> values(static_cast<std::size_t>(rows * cols));
-    for (float& x : values) x = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
+    for (float& x : values)
+      x = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
     host_inputs.emplace_back(values.begin(), values.end());
     io.inputs.push_back(std::move(values));
   }
   Outcome out;
   out.sim = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
   if (out.sim.valid)
-    out.verification = compare_outputs(family.reference(shape, host_inputs), io.outputs, family.tolerance.at(dtype));
+    out.verification =
+        compare_outputs(family.reference(shape, host_inputs), io.outputs, family.tolerance.at(dtype));
   return out;
 }
 
-Shape qwen_like(std::int64_t seq, std::int64_t q_heads = 4, std::int64_t kv_heads = 2, std::int64_t head_dim = 128) {
+Shape qwen_like(std::int64_t seq, std::int64_t q_heads = 4, std::int64_t kv_heads = 2,
+                std::int64_t head_dim = 128) {
   return {{"seq", seq}, {"q_heads", q_heads}, {"kv_heads", kv_heads}, {"head_dim", head_dim}};
 }
 
@@ -71,7 +75,8 @@ void check_matches(const Outcome& o) {
 
 }  // namespace
 
-TEST_CASE("attention: both variants pass evaluation (ragged causal GQA verification) over a spread of parameters") {
+TEST_CASE(
+    "attention: both variants pass evaluation (ragged causal GQA verification) over a spread of parameters") {
   const FamilySpec& family = attention_family();
   const sim::TargetSpec target = sim::load_target("trn1");
   const Shape shape = qwen_like(1024);
@@ -94,9 +99,9 @@ TEST_CASE("attention: both variants pass evaluation (ragged causal GQA verificat
     const Evaluation e = evaluate(family, c.variant, shape, Dtype::bf16, params, target, options);
     std::string text = c.variant;
     for (const auto& [name, value] : params) text += " " + name + "=" + std::to_string(value);
-    INFO(text << ": " << e.status << " " << e.error << "; verified at " << shape_text(e.verification.shape, family)
-              << ", max rel " << e.verification.max_rel_error << ", mse " << e.verification.mse << ", cos "
-              << e.verification.cosine_similarity);
+    INFO(text << ": " << e.status << " " << e.error << "; verified at "
+              << shape_text(e.verification.shape, family) << ", max rel " << e.verification.max_rel_error
+              << ", mse " << e.verification.mse << ", cos " << e.verification.cosine_similarity);
     CHECK(e.status == "ok");
     CHECK(e.verification.ran);
     CHECK(e.verification.cosine_similarity > 0.999);
