@@ -9,13 +9,13 @@ from loop_support import BIN, check, query, run_json, tempdir, write_goal
 
 GOAL = """
 name: resume-test
-kernel: {family: exp, shape: [512, 4096], dtype: fp32}
+kernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, dtype: bf16}
 objective: latency
-goal: {improvement: 0.95}
+goal: {improvement: 0.9}
 max_iterations: 4
-budget: {evaluations: 24}
+budget: {evaluations: 16}
 search: {strategy: bayes, batch_size: 2}
-start: {variant: naive}
+start: {variant: tiled}
 parallel: 1
 seed: 7
 """
