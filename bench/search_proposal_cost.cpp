@@ -5,6 +5,7 @@
 //   build/bench/bench_search_proposal_cost [observations=300] [batch=1]
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,12 +18,10 @@ using namespace autotune::search;
 int main(int argc, char** argv) {
   const std::size_t observations = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 300;
   const std::size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
-  // 20 000 valid configurations: 5 ordered parameters and a categorical one,
-  // tied by a constraint.
-  const SearchSpace space({ParameterSpec::range("a", 1, 25), ParameterSpec::powers_of_two("b", 1, 64),
+  // 20 000 configurations: four ordered parameters and a categorical one.
+  const SearchSpace space({ParameterSpec::range("a", 1, 25), ParameterSpec::powers_of_two("b", 1, 16),
                            ParameterSpec::range("c", 0, 9), ParameterSpec::ordered("d", {0.5, 1.0, 2.0, 4.0}),
-                           ParameterSpec::categorical("e", {"x", "y", "z", "w"})},
-                          {"a * b <= 1400 || d < 1"});
+                           ParameterSpec::categorical("e", {"x", "y", "z", "w"})});
   std::printf("space: %s\n", space.describe().c_str());
   const auto f = [&](const Configuration& c) {
     const double a = numeric_value(c[0]), b = std::log2(numeric_value(c[1])), cc = numeric_value(c[2]);
@@ -43,6 +42,7 @@ int main(int argc, char** argv) {
   // 30 proposals span the hyperparameter refit the strategy does as data
   // grow by 10%, so the mean is the amortised cost a runner sees.
   const int rounds = 30;
+  const std::clock_t cpu_start = std::clock();
   std::vector<double> per_configuration;
   double total_ms = 0;
   std::size_t proposed = 0;
@@ -57,10 +57,13 @@ int main(int argc, char** argv) {
     for (const auto& c : asked) told.push_back(Observation::success(c, f(c)));
     strategy->tell(told);
   }
+  const double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   std::sort(per_configuration.begin(), per_configuration.end());
   std::printf("bayes proposal cost, %zu observations, batch %zu, %zu proposals: mean %.1f ms per configuration, "
               "median %.1f ms, worst %.1f ms (a hyperparameter refit)\n",
               observations, batch, proposed, total_ms / static_cast<double>(proposed),
               per_configuration[per_configuration.size() / 2], per_configuration.back());
+  std::printf("CPU time (excludes waiting for a core on a shared machine): %.1f ms per configuration\n",
+              cpu_ms / static_cast<double>(proposed));
   return 0;
 }

@@ -24,9 +24,9 @@
 //    (`batch: "believer"`, kriging believer) or the best value seen
 //    (`batch: "liar"`, constant liar), before the next one is chosen.
 //
-// Options: initial (6), exhaustive_limit (2000), candidates (1000),
-// local_starts (8), local_steps (8), xi (0.01), batch ("believer"),
-// fit_iterations (40), refit_growth (0.1).
+// Options: initial (6), exhaustive_limit (2000), candidates (500),
+// local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
+// fit_iterations (30), refit_growth (0.1).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -44,12 +44,12 @@ namespace {
 struct BayesOptions {
   int initial = 6;
   std::size_t exhaustive_limit = 2000;
-  std::size_t candidates = 1000;
-  int local_starts = 8;
-  int local_steps = 8;
+  std::size_t candidates = 500;
+  int local_starts = 6;
+  int local_steps = 6;
   double xi = 0.01;
   bool believer = true;
-  int fit_iterations = 40;
+  int fit_iterations = 30;
   double refit_growth = 0.1;
 };
 

@@ -187,9 +187,7 @@ void GaussianProcess::factorize() {
   }
   alpha_ = factor_lower_.triangularView<Eigen::Lower>().solve(targets_);
   factor_lower_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
-  inverse_ = Eigen::MatrixXd::Identity(n, n);
-  factor_lower_.triangularView<Eigen::Lower>().solveInPlace(inverse_);
-  inverse_ = inverse_.transpose() * inverse_;  // (L L^T)^-1 = L^-T L^-1
+  (void)n;
 }
 
 Eigen::MatrixXd GaussianProcess::correlation(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const {
@@ -201,8 +199,9 @@ void GaussianProcess::predict(const Eigen::MatrixXd& points, Eigen::VectorXd& me
   const double signal = std::exp(hyper_.log_signal);
   const Eigen::MatrixXd cross = signal * correlation(points, inputs_);  // m x n
   mean = cross * alpha_;
-  const Eigen::MatrixXd projected = cross * inverse_;
-  variance = (signal - (projected.array() * cross.array()).rowwise().sum()).matrix().cwiseMax(1e-12);
+  // var = k** - |L^-1 k*|^2, one triangular solve for all points.
+  const Eigen::MatrixXd projected = factor_lower_.triangularView<Eigen::Lower>().solve(cross.transpose());
+  variance = (signal - projected.colwise().squaredNorm().array()).matrix().transpose().cwiseMax(1e-12);
 }
 
 }  // namespace autotune::search

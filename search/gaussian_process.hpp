@@ -53,7 +53,6 @@ class GaussianProcess {
   Eigen::VectorXd targets_;
   GpHyperparameters hyper_;
   Eigen::MatrixXd factor_lower_;  // L with K = L L^T
-  Eigen::MatrixXd inverse_;       // K^-1
   Eigen::VectorXd alpha_;         // K^-1 y
   double objective_ = 0;
 };
