@@ -3,15 +3,15 @@
 // read and write in one address space (SBUF or PSUM by physical address:
 // partition x byte; an HBM tensor by element row x column).
 //
-// The space is cut into a grid of buckets; an access is recorded in every
-// bucket it overlaps. A query returns when every earlier conflicting access
-// (read-after-write, write-after-read, write-after-write on overlapping
-// regions) has finished, plus the semaphore latency when the earlier access
-// ran on another compute engine. Records made redundant by a newer access are
-// pruned, which keeps buckets short: a newer write hides every older access
-// inside it (it finished after them, and any later conflict with them
-// conflicts with it), and a newer read on the same engine hides older reads
-// it covers. Pruning is exact for the ready times this class returns.
+// Accesses are fed in program order. For each access, `conflicts` names every
+// earlier instruction whose access conflicts with it (read-after-write,
+// write-after-read, write-after-write on overlapping regions); `record` then
+// remembers the access. The space is cut into a grid of buckets; an access is
+// recorded in every bucket it overlaps. Records made redundant are pruned,
+// which keeps buckets short and loses no ordering: a newer write hides every
+// older access inside it (the write depends on them, so it finishes after
+// them and any later conflict with them conflicts with it), and a newer read
+// on the same in-order compute engine hides older reads it covers.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -36,42 +36,38 @@ class DependencyTracker {
         col_buckets_(((std::max<std::int64_t>(cols, 1) - 1) >> col_shift_) + 1),
         buckets_(static_cast<std::size_t>(row_buckets_ * col_buckets_)) {}
 
-  // `semaphore_ns[e]`: extra latency for engine e waiting on another engine.
-  double ready_time(const Region& r, bool write, Engine consumer, const double* semaphore_ns) const {
-    double ready = 0;
+  // Calls on_conflict(instruction) for each earlier conflicting access (an
+  // instruction may be named more than once).
+  template <class F>
+  void conflicts(const Region& r, bool write, F&& on_conflict) const {
     for_each_bucket(r, [&](std::size_t b, const Region&) {
       for (const Record& rec : buckets_[b]) {
-        if (!write && !rec.write) continue;
-        if (!overlaps(rec.region, r)) continue;
-        double t = rec.finish;
-        if (rec.engine != consumer && rec.engine != Engine::dma && consumer != Engine::dma)
-          t += semaphore_ns[static_cast<int>(consumer)];
-        ready = std::max(ready, t);
+        if ((write || rec.write) && overlaps(rec.region, r)) on_conflict(rec.instruction);
       }
     });
-    return ready;
   }
 
-  void record(const Region& r, bool write, Engine engine, double finish) {
+  void record(const Region& r, bool write, Engine engine, InstructionId instruction) {
+    const bool in_order = engine != Engine::dma;
     for_each_bucket(r, [&](std::size_t b, const Region& bucket) {
       auto& list = buckets_[b];
       const Region clip_new = intersect(r, bucket);
       std::size_t kept = 0;
       for (std::size_t i = 0; i < list.size(); ++i) {
         const Record& old = list[i];
-        const bool hidden = old.finish <= finish && contains(clip_new, intersect(old.region, bucket)) &&
-                            (write || (!old.write && old.engine == engine));
+        const bool hidden = (write || (!old.write && in_order && old.engine == engine)) &&
+                            contains(clip_new, intersect(old.region, bucket));
         if (!hidden) list[kept++] = old;
       }
       list.resize(kept);
-      list.push_back(Record{r, finish, engine, write});
+      list.push_back(Record{r, instruction, engine, write});
     });
   }
 
  private:
   struct Record {
     Region region;
-    double finish;
+    InstructionId instruction;
     Engine engine;
     bool write;
   };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <queue>
 
 #include "core/error.hpp"
 #include "sim/access.hpp"
@@ -130,12 +131,73 @@ class Scheduler {
     for (const Instruction& in : program.instructions()) ++per_engine[static_cast<int>(in.engine)];
     for (int e = 0; e < kComputeEngines; ++e) compute_busy_[e].reserve(per_engine[e]);
     dma_busy_.reserve(per_engine[static_cast<int>(Engine::dma)]);
-    if (record_) timeline_.reserve(program.size());
+    if (record_) timeline_.resize(program.size());
   }
 
+  // Event-driven schedule. Dependencies are first derived in program order
+  // (edges from each instruction to the earlier ones it must wait for); then
+  // instructions are placed in the order they become ready: each compute
+  // engine takes its own instructions in program order, a DMA transfer may
+  // start as soon as its dependencies are done, and shared resources (DMA
+  // queues, ports) are granted in order of readiness.
   void run() {
+    derive_dependencies();
     const auto& instructions = program_.instructions();
-    for (std::size_t i = 0; i < instructions.size(); ++i) schedule(static_cast<InstructionId>(i), instructions[i]);
+    const std::size_t n = instructions.size();
+    finish_.assign(n, 0.0);
+    dep_ready_.assign(n, 0.0);
+    stationary_ready_.assign(n, 0.0);
+    std::vector<std::uint32_t> engine_position(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int e = static_cast<int>(instructions[i].engine);
+      if (e < kComputeEngines) {
+        engine_position[i] = static_cast<std::uint32_t>(engine_order_[e].size());
+        engine_order_[e].push_back(static_cast<InstructionId>(i));
+      }
+    }
+    using Candidate = std::pair<double, InstructionId>;  // (ready time, id): earliest first, then program order
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> ready;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (remaining_[i] != 0) continue;
+      const int e = static_cast<int>(instructions[i].engine);
+      if (e == static_cast<int>(Engine::dma) || engine_position[i] == 0) ready.push({0.0, static_cast<InstructionId>(i)});
+    }
+    std::size_t engine_head[kComputeEngines] = {};
+    std::size_t scheduled = 0;
+    while (!ready.empty()) {
+      const InstructionId id = ready.top().second;
+      ready.pop();
+      const Instruction& in = instructions[id];
+      schedule(id, in);
+      ++scheduled;
+      const int e = static_cast<int>(in.engine);
+      if (e < kComputeEngines) {
+        // The engine's next instruction may now issue, if its data is ready.
+        const std::size_t next = ++engine_head[e];
+        if (next < engine_order_[e].size()) {
+          const InstructionId successor = engine_order_[e][next];
+          if (remaining_[successor] == 0)
+            ready.push({std::max(dep_ready_[successor], engine_free_[e]), successor});
+        }
+      }
+      for (std::uint32_t k = successor_begin_[id]; k < successor_begin_[id + 1]; ++k) {
+        const Edge& edge = successors_[k];
+        const Engine consumer = instructions[edge.instruction].engine;
+        double t = finish_[id];
+        if (consumer != in.engine && consumer != Engine::dma && in.engine != Engine::dma)
+          t += semaphore_ns_[static_cast<int>(consumer)];
+        dep_ready_[edge.instruction] = std::max(dep_ready_[edge.instruction], t);
+        if (edge.stationary) stationary_ready_[edge.instruction] = std::max(stationary_ready_[edge.instruction], t);
+        if (--remaining_[edge.instruction] != 0) continue;
+        const int ce = static_cast<int>(consumer);
+        if (consumer == Engine::dma) {
+          ready.push({dep_ready_[edge.instruction], edge.instruction});
+        } else if (engine_position[edge.instruction] == engine_head[ce]) {
+          ready.push({std::max(dep_ready_[edge.instruction], engine_free_[ce]), edge.instruction});
+        }
+      }
+    }
+    AUTOTUNE_CHECK(scheduled == n, "the dependency graph left instructions unscheduled");
   }
 
   void fill(SimResult& result, const ValidationResult& validation) const;
@@ -161,6 +223,11 @@ class Scheduler {
             write};
   }
 
+  struct Edge {
+    InstructionId instruction;
+    bool stationary;  // the dependency is on the matmul's stationary operand
+  };
+  void derive_dependencies();
   double compute_cycles(const Instruction& in) const;
   void schedule(InstructionId id, const Instruction& in);
   double schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry);
@@ -178,6 +245,14 @@ class Scheduler {
   bool queues_in_sync_ = true;
   int queue_cursor_ = 0;
   ResourceCalendar sbuf_port_, psum_port_;
+
+  // The dependency graph: successors of instruction i are
+  // successors_[successor_begin_[i] .. successor_begin_[i + 1]).
+  std::vector<std::uint32_t> successor_begin_;
+  std::vector<Edge> successors_;
+  std::vector<std::uint32_t> remaining_;  // unfinished dependencies per instruction
+  std::vector<double> finish_, dep_ready_, stationary_ready_;
+  std::vector<InstructionId> engine_order_[kComputeEngines];
 
   double engine_free_[kEngineCount] = {};
   // The tensor engine's stationary operand and when the last PE instruction started.
@@ -322,21 +397,59 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   return end;
 }
 
+void Scheduler::derive_dependencies() {
+  const auto& instructions = program_.instructions();
+  const std::size_t n = instructions.size();
+  struct RawEdge {
+    InstructionId from, to;
+    bool stationary;
+  };
+  std::vector<RawEdge> edges;
+  edges.reserve(n * 3);
+  remaining_.assign(n, 0);
+  InstructionId seen[8];
+  for (std::size_t i = 0; i < n; ++i) {
+    const Instruction& in = instructions[i];
+    const AccessList accesses = instruction_accesses(in);
+    Located located[7];
+    int seen_count = 0;
+    for (int a = 0; a < accesses.count; ++a) {
+      located[a] = locate(*accesses.items[a].view, accesses.items[a].write);
+      if (located[a].tracker == nullptr) continue;
+      const bool stationary = a == 0 && in.opcode == Opcode::matmul;
+      located[a].tracker->conflicts(located[a].region, located[a].write, [&](InstructionId from) {
+        // Drop repeats of the last few predecessors (one record spans several buckets).
+        for (int k = 0; k < seen_count; ++k)
+          if (seen[k] == from && !stationary) return;
+        if (seen_count < 8) seen[seen_count++] = from;
+        edges.push_back({from, static_cast<InstructionId>(i), stationary});
+      });
+    }
+    for (int a = 0; a < accesses.count; ++a)
+      if (located[a].tracker != nullptr)
+        located[a].tracker->record(located[a].region, located[a].write, in.engine, static_cast<InstructionId>(i));
+  }
+  successor_begin_.assign(n + 1, 0);
+  for (const RawEdge& e : edges) ++successor_begin_[e.from + 1];
+  for (std::size_t i = 0; i < n; ++i) successor_begin_[i + 1] += successor_begin_[i];
+  successors_.resize(edges.size());
+  std::vector<std::uint32_t> fill = successor_begin_;
+  for (const RawEdge& e : edges) {
+    successors_[fill[e.from]++] = Edge{e.to, e.stationary};
+    ++remaining_[e.to];
+  }
+}
+
 void Scheduler::schedule(InstructionId id, const Instruction& in) {
-  const AccessList accesses = instruction_accesses(in);
-  Located located[7];
-  double ready = 0, stationary_ready = 0;
   bool touches_sbuf = false, touches_psum = false;
+  const AccessList accesses = instruction_accesses(in);
   for (int a = 0; a < accesses.count; ++a) {
-    located[a] = locate(*accesses.items[a].view, accesses.items[a].write);
     const MemorySpace space = program_.buffer(accesses.items[a].view->buffer).space;
     touches_sbuf = touches_sbuf || space == MemorySpace::sbuf;
     touches_psum = touches_psum || space == MemorySpace::psum;
-    if (located[a].tracker == nullptr) continue;
-    const double r = located[a].tracker->ready_time(located[a].region, located[a].write, in.engine, semaphore_ns_);
-    ready = std::max(ready, r);
-    if (a == 0) stationary_ready = r;
   }
+  const double ready = dep_ready_[id];
+  const double stationary_ready = stationary_ready_[id];
 
   TimelineEntry entry;
   entry.instruction = id;
@@ -411,14 +524,11 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     ++location_count_[in.location];
   }
 
-  for (int a = 0; a < accesses.count; ++a)
-    if (located[a].tracker != nullptr)
-      located[a].tracker->record(located[a].region, located[a].write, in.engine, end);
-
+  finish_[id] = end;
   if (record_) {
     entry.start_s = start * 1e-9;
     entry.end_s = end * 1e-9;
-    timeline_.push_back(entry);
+    timeline_[id] = entry;
   }
 }
 

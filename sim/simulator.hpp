@@ -19,7 +19,7 @@
 namespace autotune::sim {
 
 // Part of every result-cache key: bump whenever simulated times can change.
-constexpr std::string_view kSimulatorVersion = "sim-1.0";
+constexpr std::string_view kSimulatorVersion = "sim-1.1";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage
