@@ -39,9 +39,20 @@ int main(int argc, char** argv) {
     if (!repeated) warm.push_back(Observation::success(c, f(c)));
   }
   strategy->tell(warm);
-  // 30 proposals span the hyperparameter refit the strategy does as data
-  // grow by 10%, so the mean is the amortised cost a runner sees.
-  const int rounds = 30;
+  // The first proposal fits the hyperparameters from scratch on all 300
+  // observations (a warm start from a cache); it is reported on its own. The
+  // next 40 proposals span one refit (data grow by 10%), so their mean is the
+  // amortised cost a runner sees in a run at this size.
+  {
+    const std::clock_t start = std::clock();
+    const auto asked = strategy->ask(batch);
+    std::printf("first proposal after the warm start (full hyperparameter fit): %.1f ms CPU\n",
+                1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC);
+    std::vector<Observation> told;
+    for (const auto& c : asked) told.push_back(Observation::success(c, f(c)));
+    strategy->tell(told);
+  }
+  const int rounds = 40;
   const std::clock_t cpu_start = std::clock();
   std::vector<double> per_configuration;
   double total_ms = 0;
