@@ -80,7 +80,18 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     if (request.region->contains(o.configuration)) known.push_back(o);
   if (!known.empty()) strategy->tell(known);
 
+  // A region that stopped paying: after kPatience batches in a row without a
+  // better value, the rest of the budget is worth more elsewhere.
+  constexpr int kPatience = 3;
+  int stale_batches = 0;
+  std::optional<double> region_best;
+  for (const auto& o : known)
+    if (o.ok() && (!region_best || *o.value < *region_best)) region_best = o.value;
   while (true) {
+    if (stale_batches >= kPatience) {
+      out.stop_reason = "no improvement in " + std::to_string(kPatience) + " batches";
+      break;
+    }
     if (out.evaluations >= plan.budget) {
       out.stop_reason = "budget of " + std::to_string(plan.budget) + " spent";
       break;
@@ -104,7 +115,15 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
     note(batch, observations);
-    for (std::size_t i = 0; i < observations.size(); ++i) observations[i].configuration = configurations[i];
+    bool better = false;
+    for (std::size_t i = 0; i < observations.size(); ++i) {
+      observations[i].configuration = configurations[i];
+      if (observations[i].ok() && (!region_best || *observations[i].value < *region_best)) {
+        region_best = observations[i].value;
+        better = true;
+      }
+    }
+    stale_batches = better ? 0 : stale_batches + 1;
     strategy->tell(observations);
   }
   return out;
