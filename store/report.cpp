@@ -244,7 +244,7 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
     const auto latency = latency_of(trial);
     const auto speedup = ratio(baseline_latency_s, latency);
     table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant,
-               compact(trial.params, 50), std::string(to_string(trial.status)),
+               compact(trial.params, 100), std::string(to_string(trial.status)),
                latency ? format_seconds(*latency) : "-", speedup ? format_speedup(*speedup) : "-",
                trial.cache_hit ? "hit" : "", first_line(trial.error, 40)});
   }
