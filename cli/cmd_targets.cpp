@@ -28,13 +28,15 @@ nlohmann::json target_json(const sim::TargetSpec& t) {
         {"bf16", t.elements_per_s(Engine::vector, sim::Dtype::bf16) * 1e-9}}},
       {"scalar_gelems_per_s", t.elements_per_s(Engine::scalar, sim::Dtype::fp32) * 1e-9},
       {"hbm_gb_per_s", t.hbm_bytes_per_s * 1e-9},
-      {"dma", {{"queues", t.dma_queues},
-               {"gb_per_s_per_queue", t.dma_queue_bytes_per_s * 1e-9},
-               {"fixed_cost_us", t.dma_fixed_cost_s * 1e6},
-               {"efficiency_half_bytes", t.dma_efficiency_half_bytes}}},
+      {"dma",
+       {{"queues", t.dma_queues},
+        {"gb_per_s_per_queue", t.dma_queue_bytes_per_s * 1e-9},
+        {"fixed_cost_us", t.dma_fixed_cost_s * 1e6},
+        {"efficiency_half_bytes", t.dma_efficiency_half_bytes}}},
       {"launch_overhead_us", t.launch_overhead_s * 1e6},
-      {"shared_ports", {{"vector_gpsimd_sbuf", t.vector_gpsimd_share_sbuf_port},
-                        {"vector_scalar_psum", t.vector_scalar_share_psum_port}}},
+      {"shared_ports",
+       {{"vector_gpsimd_sbuf", t.vector_gpsimd_share_sbuf_port},
+        {"vector_scalar_psum", t.vector_scalar_share_psum_port}}},
       {"constants", t.constants()},
   };
 }
@@ -43,23 +45,29 @@ std::string target_text(const sim::TargetSpec& t) {
   using sim::Engine;
   char line[512];
   std::string out = t.name + "  " + t.description + "\n";
-  std::snprintf(line, sizeof line, "  engines     tensor %.2f GHz, vector %.2f GHz, scalar %.2f GHz, gpsimd %.2f GHz\n",
-                t.clock(Engine::tensor) * 1e-9, t.clock(Engine::vector) * 1e-9, t.clock(Engine::scalar) * 1e-9,
-                t.clock(Engine::gpsimd) * 1e-9);
+  std::snprintf(line, sizeof line,
+                "  engines     tensor %.2f GHz, vector %.2f GHz, scalar %.2f GHz, gpsimd %.2f GHz\n",
+                t.clock(Engine::tensor) * 1e-9, t.clock(Engine::vector) * 1e-9,
+                t.clock(Engine::scalar) * 1e-9, t.clock(Engine::gpsimd) * 1e-9);
   out += line;
-  std::snprintf(line, sizeof line, "  peak        %.2f TFLOPS bf16, %.2f TFLOPS fp32; vector %.0f Gelem/s (bf16 %.0f)\n",
+  std::snprintf(line, sizeof line,
+                "  peak        %.2f TFLOPS bf16, %.2f TFLOPS fp32; vector %.0f Gelem/s (bf16 %.0f)\n",
                 t.peak_flops_16bit * 1e-12, t.peak_flops_fp32 * 1e-12,
                 t.elements_per_s(Engine::vector, sim::Dtype::fp32) * 1e-9,
                 t.elements_per_s(Engine::vector, sim::Dtype::bf16) * 1e-9);
   out += line;
-  std::snprintf(line, sizeof line, "  memory      %d partitions, SBUF %lld B usable per partition, PSUM %d x %lld B banks\n",
+  std::snprintf(line, sizeof line,
+                "  memory      %d partitions, SBUF %lld B usable per partition, PSUM %d x %lld B banks\n",
                 t.partitions, static_cast<long long>(t.sbuf_bytes_per_partition), t.psum_banks,
                 static_cast<long long>(t.psum_bank_bytes));
   out += line;
-  std::snprintf(line, sizeof line, "  HBM / DMA   %.0f GB/s HBM; %d DMA queues x %.0f GB/s, %.2f us fixed per transfer\n",
-                t.hbm_bytes_per_s * 1e-9, t.dma_queues, t.dma_queue_bytes_per_s * 1e-9, t.dma_fixed_cost_s * 1e6);
+  std::snprintf(line, sizeof line,
+                "  HBM / DMA   %.0f GB/s HBM; %d DMA queues x %.0f GB/s, %.2f us fixed per transfer\n",
+                t.hbm_bytes_per_s * 1e-9, t.dma_queues, t.dma_queue_bytes_per_s * 1e-9,
+                t.dma_fixed_cost_s * 1e6);
   out += line;
-  std::snprintf(line, sizeof line, "  launch      %.1f us; shared ports: vector+gpsimd SBUF %s, vector+scalar PSUM %s\n",
+  std::snprintf(line, sizeof line,
+                "  launch      %.1f us; shared ports: vector+gpsimd SBUF %s, vector+scalar PSUM %s\n",
                 t.launch_overhead_s * 1e6, t.vector_gpsimd_share_sbuf_port ? "yes" : "no",
                 t.vector_scalar_share_psum_port ? "yes" : "no");
   out += line;

@@ -54,14 +54,16 @@ void run(const Instruction& in, HostMemory& m) {
   switch (in.opcode) {
     case Opcode::dma_copy:
       for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) m.set(dst, r, c, in.transpose ? m.get(in.src[0], c, r) : m.get(in.src[0], r, c));
+        for (int c = 0; c < cols; ++c)
+          m.set(dst, r, c, in.transpose ? m.get(in.src[0], c, r) : m.get(in.src[0], r, c));
       break;
     case Opcode::matmul: {
       const View& st = in.src[0];
       const View& mv = in.src[1];
       const int k_size = st.rows();
       // Raw rows of the three operands: this loop dominates functional runs.
-      const std::size_t st_cols = m.cols(st.buffer), mv_cols = m.cols(mv.buffer), dst_cols = m.cols(dst.buffer);
+      const std::size_t st_cols = m.cols(st.buffer), mv_cols = m.cols(mv.buffer),
+                        dst_cols = m.cols(dst.buffer);
       const float* st_data = m.of(st.buffer).data() + std::size_t(st.row_begin) * st_cols + st.col_begin;
       const float* mv_data = m.of(mv.buffer).data() + std::size_t(mv.row_begin) * mv_cols + mv.col_begin;
       float* dst_data = m.of(dst.buffer).data() + std::size_t(dst.row_begin) * dst_cols + dst.col_begin;
@@ -185,7 +187,8 @@ void execute_program(const Program& program, HostIo& io) {
   std::vector<std::vector<BufferId>> ending(program.size() + 1);
   for (BufferId id = 0; id < buffers.size(); ++id) {
     const Buffer& b = buffers[id];
-    if (b.space != MemorySpace::hbm && b.end_instruction <= program.size()) ending[b.end_instruction].push_back(id);
+    if (b.space != MemorySpace::hbm && b.end_instruction <= program.size())
+      ending[b.end_instruction].push_back(id);
   }
   const auto& instructions = program.instructions();
   for (std::size_t i = 0; i < instructions.size(); ++i) {

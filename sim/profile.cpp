@@ -22,9 +22,10 @@ std::string short_path(const std::string& file) {
 
 std::string view_text(const Program& program, const View& v) {
   const Buffer& b = program.buffer(v.buffer);
-  std::string out = std::string(memory_space_name(b.space)) + " '" + b.name + "'[" + std::to_string(v.row_begin) +
-                    ":" + std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" +
-                    std::to_string(v.col_end) + "] " + std::string(dtype_name(b.dtype));
+  std::string out = std::string(memory_space_name(b.space)) + " '" + b.name + "'[" +
+                    std::to_string(v.row_begin) + ":" + std::to_string(v.row_end) + ", " +
+                    std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "] " +
+                    std::string(dtype_name(b.dtype));
   return out;
 }
 
@@ -62,8 +63,8 @@ std::string operands_summary(const Program& program, InstructionId instruction) 
   for (int s = 0; s < in.src_count; ++s) out += (s ? ", " : "") + view_text(program, in.src[s]);
   if (in.opcode == Opcode::memset) out += std::to_string(in.immediate);
   if (in.opcode == Opcode::iota)
-    out += "iota(base " + std::to_string(in.immediate) + ", partition step " + std::to_string(in.partition_step) +
-           ", column step " + std::to_string(in.col_step) + ")";
+    out += "iota(base " + std::to_string(in.immediate) + ", partition step " +
+           std::to_string(in.partition_step) + ", column step " + std::to_string(in.col_step) + ")";
   if (in.opcode == Opcode::dma_copy && in.transpose) out += " (transposed)";
   return out;
 }
@@ -88,9 +89,11 @@ std::string format_profile_text(const SimResult& result, std::size_t hot_lines) 
       << format_number(number("gpsimd_engine_active_time_percent"), 1) << " %  dma "
       << format_number(number("dma_active_time_percent"), 1) << " %\n";
   out << "instructions     " << s.value("instruction_count", 0) << " (tensor "
-      << s.value("tensor_engine_instruction_count", 0) << ", vector " << s.value("vector_engine_instruction_count", 0)
-      << ", scalar " << s.value("scalar_engine_instruction_count", 0) << ", gpsimd "
-      << s.value("gpsimd_engine_instruction_count", 0) << ", dma " << s.value("dma_transfer_count", 0) << ")\n";
+      << s.value("tensor_engine_instruction_count", 0) << ", vector "
+      << s.value("vector_engine_instruction_count", 0) << ", scalar "
+      << s.value("scalar_engine_instruction_count", 0) << ", gpsimd "
+      << s.value("gpsimd_engine_instruction_count", 0) << ", dma " << s.value("dma_transfer_count", 0)
+      << ")\n";
   out << "DMA              " << s.value("dma_transfer_count", 0) << " transfers, average "
       << format_bytes(number("dma_transfer_average_bytes")) << ", " << s.value("dma_small_transfer_count", 0)
       << " small, efficiency " << format_number(number("dma_average_efficiency_percent"), 1)
@@ -115,22 +118,34 @@ nlohmann::json perfetto_trace_json(const SimResult& result, const Program& progr
   constexpr int kPid = 1;
   constexpr int kDmaTidBase = 100;
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"}, {"pid", kPid}, {"name", "process_name"},
+  events.push_back({{"ph", "M"},
+                    {"pid", kPid},
+                    {"name", "process_name"},
                     {"args", {{"name", "NeuronCore (" + result.target + ")"}}}});
   for (int e = 0; e < 4; ++e) {
     const std::string name = std::string(engine_name(static_cast<Engine>(e))) + " engine";
-    events.push_back({{"ph", "M"}, {"pid", kPid}, {"tid", e + 1}, {"name", "thread_name"}, {"args", {{"name", name}}}});
     events.push_back(
-        {{"ph", "M"}, {"pid", kPid}, {"tid", e + 1}, {"name", "thread_sort_index"}, {"args", {{"sort_index", e}}}});
+        {{"ph", "M"}, {"pid", kPid}, {"tid", e + 1}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+    events.push_back({{"ph", "M"},
+                      {"pid", kPid},
+                      {"tid", e + 1},
+                      {"name", "thread_sort_index"},
+                      {"args", {{"sort_index", e}}}});
   }
   int queues = 0;
   for (const auto& slice : result.dma_slices) queues = std::max(queues, slice.queue + 1);
   for (const auto& entry : result.timeline)
     if (entry.dma_queue >= 0) queues = std::max(queues, entry.dma_queue + 1);
   for (int q = 0; q < queues; ++q) {
-    events.push_back({{"ph", "M"}, {"pid", kPid}, {"tid", kDmaTidBase + q}, {"name", "thread_name"},
+    events.push_back({{"ph", "M"},
+                      {"pid", kPid},
+                      {"tid", kDmaTidBase + q},
+                      {"name", "thread_name"},
                       {"args", {{"name", "dma queue " + std::to_string(q)}}}});
-    events.push_back({{"ph", "M"}, {"pid", kPid}, {"tid", kDmaTidBase + q}, {"name", "thread_sort_index"},
+    events.push_back({{"ph", "M"},
+                      {"pid", kPid},
+                      {"tid", kDmaTidBase + q},
+                      {"name", "thread_sort_index"},
                       {"args", {{"sort_index", 10 + q}}}});
   }
   auto args_of = [&](InstructionId id, const TimelineEntry* entry) {
@@ -166,8 +181,10 @@ nlohmann::json perfetto_trace_json(const SimResult& result, const Program& progr
   }
   return {{"traceEvents", std::move(events)},
           {"displayTimeUnit", "ns"},
-          {"otherData", {{"simulator", std::string(kSimulatorVersion)}, {"target", result.target},
-                         {"total_time_s", result.total_time_s}}}};
+          {"otherData",
+           {{"simulator", std::string(kSimulatorVersion)},
+            {"target", result.target},
+            {"total_time_s", result.total_time_s}}}};
 }
 
 void write_perfetto_trace(const SimResult& result, const Program& program, const std::string& path) {

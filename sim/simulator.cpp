@@ -51,8 +51,10 @@ double intersection_length(const std::vector<Interval>& a, const std::vector<Int
     const double lo = std::max(a[i].first, b[j].first);
     const double hi = std::min(a[i].second, b[j].second);
     if (hi > lo) total += hi - lo;
-    if (a[i].second < b[j].second) ++i;
-    else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return total;
 }
@@ -111,10 +113,12 @@ class Scheduler {
     }
     cycle_ns_[static_cast<int>(Engine::dma)] = 0;
     semaphore_ns_[static_cast<int>(Engine::dma)] = 0;
-    sbuf_ = DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.sbuf_peak_bytes_per_partition, 1),
-                              t_.partitions, 1024);
-    psum_ = DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.psum_peak_bytes_per_partition, 1),
-                              t_.partitions, t_.psum_bank_bytes);
+    sbuf_ =
+        DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.sbuf_peak_bytes_per_partition, 1),
+                          t_.partitions, 1024);
+    psum_ =
+        DependencyTracker(t_.partitions, std::max<std::int64_t>(validation.psum_peak_bytes_per_partition, 1),
+                          t_.partitions, t_.psum_bank_bytes);
     // Only HBM tensors that some instruction writes can carry a dependency.
     hbm_index_.assign(program.buffers().size(), -1);
     for (const Instruction& in : program.instructions()) {
@@ -155,12 +159,14 @@ class Scheduler {
         engine_order_[e].push_back(static_cast<InstructionId>(i));
       }
     }
-    using Candidate = std::pair<double, InstructionId>;  // (ready time, id): earliest first, then program order
+    using Candidate =
+        std::pair<double, InstructionId>;  // (ready time, id): earliest first, then program order
     std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> ready;
     for (std::size_t i = 0; i < n; ++i) {
       if (remaining_[i] != 0) continue;
       const int e = static_cast<int>(instructions[i].engine);
-      if (e == static_cast<int>(Engine::dma) || engine_position[i] == 0) ready.push({0.0, static_cast<InstructionId>(i)});
+      if (e == static_cast<int>(Engine::dma) || engine_position[i] == 0)
+        ready.push({0.0, static_cast<InstructionId>(i)});
     }
     std::size_t engine_head[kComputeEngines] = {};
     std::size_t scheduled = 0;
@@ -187,7 +193,8 @@ class Scheduler {
         if (consumer != in.engine && consumer != Engine::dma && in.engine != Engine::dma)
           t += semaphore_ns_[static_cast<int>(consumer)];
         dep_ready_[edge.instruction] = std::max(dep_ready_[edge.instruction], t);
-        if (edge.stationary) stationary_ready_[edge.instruction] = std::max(stationary_ready_[edge.instruction], t);
+        if (edge.stationary)
+          stationary_ready_[edge.instruction] = std::max(stationary_ready_[edge.instruction], t);
         if (--remaining_[edge.instruction] != 0) continue;
         const int ce = static_cast<int>(consumer);
         if (consumer == Engine::dma) {
@@ -218,8 +225,8 @@ class Scheduler {
     }
     const std::int64_t eb = dtype_bytes(b.dtype);
     return {b.space == MemorySpace::sbuf ? &sbuf_ : &psum_,
-            Region{b.partition_offset + v.row_begin, b.partition_offset + v.row_end, b.byte_offset + v.col_begin * eb,
-                   b.byte_offset + v.col_end * eb},
+            Region{b.partition_offset + v.row_begin, b.partition_offset + v.row_end,
+                   b.byte_offset + v.col_begin * eb, b.byte_offset + v.col_end * eb},
             write};
   }
 
@@ -293,11 +300,17 @@ double Scheduler::compute_cycles(const Instruction& in) const {
   double per_cycle = 1;
   switch (in.engine) {
     case Engine::vector:
-      per_cycle = dtype_bytes(widest) == 2 ? t_.vector_elements_per_cycle_16bit : t_.vector_elements_per_cycle_fp32;
+      per_cycle =
+          dtype_bytes(widest) == 2 ? t_.vector_elements_per_cycle_16bit : t_.vector_elements_per_cycle_fp32;
       break;
-    case Engine::scalar: per_cycle = t_.scalar_elements_per_cycle; break;
-    case Engine::gpsimd: per_cycle = t_.gpsimd_elements_per_cycle; break;
-    default: break;
+    case Engine::scalar:
+      per_cycle = t_.scalar_elements_per_cycle;
+      break;
+    case Engine::gpsimd:
+      per_cycle = t_.gpsimd_elements_per_cycle;
+      break;
+    default:
+      break;
   }
   const double n = static_cast<double>(src.cols()) / per_cycle;
   switch (in.opcode) {
@@ -305,29 +318,36 @@ double Scheduler::compute_cycles(const Instruction& in) const {
       // max(min(64, M), N) with a fixed minimum of 64 PE cycles.
       const double m = in.src[0].cols();
       const double moving = in.src[1].cols();
-      const double cycles = std::max(t_.matmul_min_cycles, std::max(std::min(t_.matmul_min_cycles, m), moving));
+      const double cycles =
+          std::max(t_.matmul_min_cycles, std::max(std::min(t_.matmul_min_cycles, m), moving));
       const bool fp32 = program_.buffer(in.src[0].buffer).dtype == Dtype::fp32;
       return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
     }
     case Opcode::transpose: {
       // A matmul against the identity: the source [P, F] is the stationary
       // operand (M = F), the identity [P, P] moves.
-      const double cycles = std::max(t_.matmul_min_cycles,
-                                     std::max(std::min(t_.matmul_min_cycles, double(src.cols())), double(src.rows())));
+      const double cycles =
+          std::max(t_.matmul_min_cycles,
+                   std::max(std::min(t_.matmul_min_cycles, double(src.cols())), double(src.rows())));
       const bool fp32 = program_.buffer(src.buffer).dtype == Dtype::fp32;
       return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
     }
     case Opcode::activation:
     case Opcode::tensor_scalar:
     case Opcode::tensor_copy:
-    case Opcode::memset: return std::max(min_cycles, n);
+    case Opcode::memset:
+      return std::max(min_cycles, n);
     case Opcode::tensor_tensor:
       return std::max(min_cycles, psum_input ? n : t_.tensor_tensor_cycles_per_element * n);
-    case Opcode::tensor_reduce: return n;
-    case Opcode::reciprocal: return std::max(min_cycles, t_.reciprocal_cycles_per_element * n);
+    case Opcode::tensor_reduce:
+      return n;
+    case Opcode::reciprocal:
+      return std::max(min_cycles, t_.reciprocal_cycles_per_element * n);
     case Opcode::iota:
-    case Opcode::affine_select: return t_.gpsimd_fixed_cycles + n;
-    case Opcode::dma_copy: break;
+    case Opcode::affine_select:
+      return t_.gpsimd_fixed_cycles + n;
+    case Opcode::dma_copy:
+      break;
   }
   return min_cycles;
 }
@@ -349,8 +369,8 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   if (touches_hbm) bytes_per_ns = std::min(bytes_per_ns, t_.hbm_bytes_per_s * 1e-9 / t_.dma_queues);
   const double efficiency = double(chunk_bytes) / (double(chunk_bytes) + t_.dma_efficiency_half_bytes);
   const double work_ns = double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
-  const std::int64_t split_limit = std::max<std::int64_t>(
-      chunks, static_cast<std::int64_t>(double(bytes) / t_.dma_min_bytes_per_queue));
+  const std::int64_t split_limit =
+      std::max<std::int64_t>(chunks, static_cast<std::int64_t>(double(bytes) / t_.dma_min_bytes_per_queue));
   const int parts = static_cast<int>(std::clamp<std::int64_t>(split_limit, 1, t_.dma_queues));
   const double part_ns = work_ns / parts;
 
@@ -363,7 +383,8 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
     first_start = start;
     data_end = start + part_ns;
     if (record_)
-      for (int q = 0; q < t_.dma_queues; ++q) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
+      for (int q = 0; q < t_.dma_queues; ++q)
+        slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
   } else {
     if (queues_in_sync_) {
       queues_in_sync_ = false;
@@ -427,7 +448,8 @@ void Scheduler::derive_dependencies() {
     }
     for (int a = 0; a < accesses.count; ++a)
       if (located[a].tracker != nullptr)
-        located[a].tracker->record(located[a].region, located[a].write, in.engine, static_cast<InstructionId>(i));
+        located[a].tracker->record(located[a].region, located[a].write, in.engine,
+                                   static_cast<InstructionId>(i));
   }
   successor_begin_.assign(n + 1, 0);
   for (const RawEdge& e : edges) ++successor_begin_[e.from + 1];
@@ -471,11 +493,12 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
       // size and overlaps the previous PE instruction once its data is ready.
       const View& st = in.src[0];
       const bool same = st.buffer == last_stationary_.buffer && st.row_begin == last_stationary_.row_begin &&
-                        st.row_end == last_stationary_.row_end && st.col_begin == last_stationary_.col_begin &&
-                        st.col_end == last_stationary_.col_end;
+                        st.row_end == last_stationary_.row_end &&
+                        st.col_begin == last_stationary_.col_begin && st.col_end == last_stationary_.col_end;
       if (!same) {
         const bool fp32 = program_.buffer(st.buffer).dtype == Dtype::fp32;
-        const double load_ns = t_.stationary_load_fraction * std::max(t_.matmul_min_cycles, double(st.cols())) *
+        const double load_ns = t_.stationary_load_fraction *
+                               std::max(t_.matmul_min_cycles, double(st.cols())) *
                                (fp32 ? t_.matmul_fp32_factor : 1.0) * cycle_ns_[e];
         const double loaded = std::max(stationary_ready, last_pe_start_) + load_ns;
         if (loaded > start) ++exposed_stationary_loads_;
@@ -573,7 +596,8 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   instructions += count_[dma];
   s["instruction_count"] = instructions;
   s["dma_active_time_percent"] = percent(dma_active);
-  s["dma_queue_utilization_percent"] = total_ns > 0 ? 100.0 * queue_busy_ns_ / (total_ns * t_.dma_queues) : 0.0;
+  s["dma_queue_utilization_percent"] =
+      total_ns > 0 ? 100.0 * queue_busy_ns_ / (total_ns * t_.dma_queues) : 0.0;
   s["dma_queue_wait_time"] = stall_ns_[dma] * 1e-9;
   s["hbm_read_bytes"] = hbm_read_bytes_;
   s["hbm_write_bytes"] = hbm_write_bytes_;
@@ -582,7 +606,8 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   s["dma_transfer_average_bytes"] = count_[dma] ? double(dma_bytes_) / double(count_[dma]) : 0.0;
   s["dma_small_transfer_count"] = small_dma_;
   s["dma_transposed_transfer_count"] = transposed_dma_;
-  s["dma_average_efficiency_percent"] = dma_bytes_ ? 100.0 * dma_efficiency_weighted_ / double(dma_bytes_) : 0.0;
+  s["dma_average_efficiency_percent"] =
+      dma_bytes_ ? 100.0 * dma_efficiency_weighted_ / double(dma_bytes_) : 0.0;
   s["dma_compute_overlap_percent"] = percent(dma_compute_overlap);
   s["compute_active_time_percent"] = percent(compute_active);
   s["engine_overlap_percent"] = percent(engine_overlap);

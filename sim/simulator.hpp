@@ -39,8 +39,8 @@ struct TimelineEntry {
   InstructionId instruction = 0;
   Opcode opcode = Opcode::memset;
   Engine engine = Engine::vector;
-  int dma_queue = -1;        // DMA: the first queue used; -1 otherwise
-  int dma_queue_count = 0;   // DMA: number of queues the transfer was spread over
+  int dma_queue = -1;       // DMA: the first queue used; -1 otherwise
+  int dma_queue_count = 0;  // DMA: number of queues the transfer was spread over
   double start_s = 0, end_s = 0;
   double dependency_wait_s = 0;  // time the instruction waited on dependencies after its engine was free
   std::int64_t bytes = 0;        // DMA: bytes moved

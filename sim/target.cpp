@@ -17,9 +17,14 @@ double TargetSpec::elements_per_s(Engine engine, Dtype dtype) const {
     case Engine::vector:
       per_cycle = dtype_bytes(dtype) == 2 ? vector_elements_per_cycle_16bit : vector_elements_per_cycle_fp32;
       break;
-    case Engine::scalar: per_cycle = scalar_elements_per_cycle; break;
-    case Engine::gpsimd: per_cycle = gpsimd_elements_per_cycle; break;
-    default: break;
+    case Engine::scalar:
+      per_cycle = scalar_elements_per_cycle;
+      break;
+    case Engine::gpsimd:
+      per_cycle = gpsimd_elements_per_cycle;
+      break;
+    default:
+      break;
   }
   return per_cycle * partitions * clock(engine);
 }
@@ -95,7 +100,8 @@ std::vector<std::string> list_targets() {
   const fs::path dir = targets_directory();
   if (dir.empty()) return names;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -146,7 +152,8 @@ TargetSpec load_target_file(const fs::path& path) {
   {
     ConfigReader memory = root.child("memory");
     t.partitions = positive_int(memory, "partitions");
-    t.sbuf_bytes_per_partition = static_cast<std::int64_t>(positive(memory, "sbuf_usable_bytes_per_partition"));
+    t.sbuf_bytes_per_partition =
+        static_cast<std::int64_t>(positive(memory, "sbuf_usable_bytes_per_partition"));
     t.psum_banks = positive_int(memory, "psum_banks");
     t.psum_bank_bytes = static_cast<std::int64_t>(positive(memory, "psum_bank_bytes"));
     memory.finish({"partitions", "sbuf_usable_bytes_per_partition", "psum_banks", "psum_bank_bytes"});
@@ -161,8 +168,8 @@ TargetSpec load_target_file(const fs::path& path) {
     t.stationary_load_fraction = non_negative(mm, "stationary_load_fraction");
     t.peak_flops_16bit = positive(mm, "peak_tflops_bf16") * 1e12;
     t.peak_flops_fp32 = positive(mm, "peak_tflops_fp32") * 1e12;
-    mm.finish({"max_contraction", "max_stationary_free", "max_moving_free", "matmul_min_cycles", "fp32_cycle_factor",
-               "stationary_load_fraction", "peak_tflops_bf16", "peak_tflops_fp32"});
+    mm.finish({"max_contraction", "max_stationary_free", "max_moving_free", "matmul_min_cycles",
+               "fp32_cycle_factor", "stationary_load_fraction", "peak_tflops_bf16", "peak_tflops_fp32"});
   }
   {
     ConfigReader costs = root.child("instruction_cycles");
@@ -183,8 +190,8 @@ TargetSpec load_target_file(const fs::path& path) {
     t.dma_efficiency_half_bytes = non_negative(dma, "efficiency_half_bytes");
     t.dma_min_bytes_per_queue = positive(dma, "min_bytes_per_queue");
     t.dma_small_transfer_bytes = static_cast<std::int64_t>(positive(dma, "small_transfer_bytes"));
-    dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes", "min_bytes_per_queue",
-                "small_transfer_bytes"});
+    dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes",
+                "min_bytes_per_queue", "small_transfer_bytes"});
   }
   t.hbm_bytes_per_s = positive(root, "hbm_bytes_per_ns") * 1e9;
   t.launch_overhead_s = non_negative(root, "launch_overhead_us") * 1e-6;

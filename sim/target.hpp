@@ -40,10 +40,10 @@ struct TargetSpec {
   std::int64_t psum_bank_bytes = 2048;
 
   // Tensor engine.
-  int max_contraction = 128;       // K
-  int max_stationary_free = 128;   // M
-  int max_moving_free = 512;       // N
-  double matmul_fp32_factor = 4;   // fp32 operands take this many times longer
+  int max_contraction = 128;      // K
+  int max_stationary_free = 128;  // M
+  int max_moving_free = 512;      // N
+  double matmul_fp32_factor = 4;  // fp32 operands take this many times longer
   double matmul_min_cycles = 64;
   double stationary_load_fraction = 0.25;
   double peak_flops_16bit = 0;  // bf16 / fp16 on the tensor engine, FLOP/s

@@ -90,7 +90,8 @@ class WrittenCoverage {
 std::string region_text(const Program& program, const View& v) {
   const Buffer& b = program.buffer(v.buffer);
   return std::string(memory_space_name(b.space)) + " '" + b.name + "'[" + std::to_string(v.row_begin) + ":" +
-         std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "]";
+         std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) +
+         "]";
 }
 
 }  // namespace
@@ -110,8 +111,8 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
       result.psum_peak_bytes_per_partition =
           std::max(result.psum_peak_bytes_per_partition, b.byte_offset + b.bytes_per_partition());
   }
-  result.psum_peak_banks =
-      static_cast<int>((result.psum_peak_bytes_per_partition + target.psum_bank_bytes - 1) / target.psum_bank_bytes);
+  result.psum_peak_banks = static_cast<int>(
+      (result.psum_peak_bytes_per_partition + target.psum_bank_bytes - 1) / target.psum_bank_bytes);
 
   auto fail = [&](std::string rule, std::uint32_t location, const std::string& message) {
     result.valid = false;
@@ -128,7 +129,8 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
 
   std::vector<WrittenCoverage> written(buffers.size());
   for (std::size_t b = 0; b < buffers.size(); ++b)
-    if (buffers[b].space == MemorySpace::hbm && buffers[b].role == Buffer::Role::input) written[b].full = true;
+    if (buffers[b].space == MemorySpace::hbm && buffers[b].role == Buffer::Role::input)
+      written[b].full = true;
 
   const std::int64_t psum_capacity = target.psum_bank_bytes * target.psum_banks;
   // Placement of an on-chip buffer, checked at the first instruction that
@@ -149,15 +151,17 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition) {
       fail("sbuf_overflow", loc,
            "SBUF overflow: the kernel needs " + std::to_string(result.sbuf_peak_bytes_per_partition) +
-               " bytes per partition (peak), the target has " + std::to_string(target.sbuf_bytes_per_partition) +
-               " usable; tile '" + b.name + "' ends at byte " + std::to_string(end));
+               " bytes per partition (peak), the target has " +
+               std::to_string(target.sbuf_bytes_per_partition) + " usable; tile '" + b.name +
+               "' ends at byte " + std::to_string(end));
       return false;
     }
     if (b.space == MemorySpace::psum && end > psum_capacity) {
       fail("psum_overflow", loc,
            "PSUM overflow: the kernel needs " + std::to_string(result.psum_peak_banks) + " banks of " +
                std::to_string(target.psum_bank_bytes) + " bytes (peak), the target has " +
-               std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " + std::to_string(end));
+               std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " +
+               std::to_string(end));
       return false;
     }
     return true;
@@ -172,16 +176,16 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
 
     // Engine and opcode.
     const bool on_tensor = in.opcode == Opcode::matmul || in.opcode == Opcode::transpose;
-    const bool engine_ok = in.opcode == Opcode::dma_copy ? in.engine == Engine::dma
-                           : on_tensor                  ? in.engine == Engine::tensor
+    const bool engine_ok = in.opcode == Opcode::dma_copy     ? in.engine == Engine::dma
+                           : on_tensor                       ? in.engine == Engine::tensor
                            : in.opcode == Opcode::activation ? in.engine == Engine::scalar
                            : (in.opcode == Opcode::iota || in.opcode == Opcode::affine_select)
                                ? in.engine == Engine::gpsimd
                                : (in.engine != Engine::tensor && in.engine != Engine::dma);
     if (!engine_ok)
       return fail("engine_opcode", loc,
-                  std::string(opcode_name(in.opcode)) + " cannot run on the " + std::string(engine_name(in.engine)) +
-                      " engine");
+                  std::string(opcode_name(in.opcode)) + " cannot run on the " +
+                      std::string(engine_name(in.engine)) + " engine");
 
     if (on_tensor) {
       const View& stationary = in.src[0];
@@ -194,7 +198,8 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
       if (m > target.max_stationary_free)
         return fail("matmul_stationary_free", loc,
                     std::string(opcode_name(in.opcode)) + " stationary operand has " + std::to_string(m) +
-                        " free elements (output partitions); at most " + std::to_string(target.max_stationary_free));
+                        " free elements (output partitions); at most " +
+                        std::to_string(target.max_stationary_free));
       if (in.opcode == Opcode::matmul) {
         const int n = in.src[1].cols();
         if (n > target.max_moving_free)
@@ -202,9 +207,9 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
                       "matmul moving operand has " + std::to_string(n) + " free elements; at most " +
                           std::to_string(target.max_moving_free));
         if (program.buffer(in.dst.buffer).dtype != Dtype::fp32)
-          return fail("matmul_psum_dtype", loc, "matmul writes fp32 PSUM; result tile '" +
-                                                    program.buffer(in.dst.buffer).name + "' is " +
-                                                    std::string(dtype_name(program.buffer(in.dst.buffer).dtype)));
+          return fail("matmul_psum_dtype", loc,
+                      "matmul writes fp32 PSUM; result tile '" + program.buffer(in.dst.buffer).name +
+                          "' is " + std::string(dtype_name(program.buffer(in.dst.buffer).dtype)));
         if (program.buffer(in.src[0].buffer).dtype != program.buffer(in.src[1].buffer).dtype)
           return fail("matmul_dtype_mismatch", loc,
                       "matmul operands differ in dtype (stationary " +
@@ -215,11 +220,13 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
       const int elem = dtype_bytes(dst.dtype);
       const std::int64_t begin = dst.byte_offset + std::int64_t(in.dst.col_begin) * elem;
       const std::int64_t end = dst.byte_offset + std::int64_t(in.dst.col_end) * elem;
-      if (end - begin > target.psum_bank_bytes || begin / target.psum_bank_bytes != (end - 1) / target.psum_bank_bytes)
+      if (end - begin > target.psum_bank_bytes ||
+          begin / target.psum_bank_bytes != (end - 1) / target.psum_bank_bytes)
         return fail("psum_bank_overflow", loc,
-                    std::string(opcode_name(in.opcode)) + " output " + region_text(program, in.dst) + " spans bytes [" +
-                        std::to_string(begin) + ", " + std::to_string(end) + ") of PSUM; it must fit one bank of " +
-                        std::to_string(target.psum_bank_bytes) + " bytes per partition");
+                    std::string(opcode_name(in.opcode)) + " output " + region_text(program, in.dst) +
+                        " spans bytes [" + std::to_string(begin) + ", " + std::to_string(end) +
+                        ") of PSUM; it must fit one bank of " + std::to_string(target.psum_bank_bytes) +
+                        " bytes per partition");
     }
 
     // Reads of unwritten elements, then this instruction's writes.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "kernels/evaluate.hpp"
 #include "kernels/families/exp.hpp"
@@ -236,4 +237,25 @@ TEST_CASE("the output check measures error, MSE and cosine similarity") {
       compare_outputs(reference, {{1.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f, 0.5f}}, 1.0);
   CHECK_FALSE(poisoned.passed);
   CHECK(std::isinf(poisoned.max_rel_error));
+}
+
+TEST_CASE("evaluate is safe to call from several threads at once") {
+  const FamilySpec& gemm = family_registry().get("gemm");
+  const Shape shape = {{"M", 200}, {"N", 600}, {"K", 300}};
+  const ParamValues params = resolve_params(gemm.variant("blocked_mnk"), ParamValues{{"tiles_in_block_m", 2}});
+  EvaluateOptions options;
+  options.seed = 7;
+  const Evaluation serial = evaluate(gemm, "blocked_mnk", shape, Dtype::bf16, params, trn1(), options);
+  REQUIRE(serial.status == "ok");
+  std::vector<Evaluation> results(4);
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    workers.emplace_back(
+        [&, i] { results[i] = evaluate(gemm, "blocked_mnk", shape, Dtype::bf16, params, trn1(), options); });
+  for (auto& w : workers) w.join();
+  for (const auto& r : results) {
+    CHECK(r.status == "ok");
+    CHECK(r.latency_s == serial.latency_s);
+    CHECK(r.verification.max_rel_error == serial.verification.max_rel_error);
+  }
 }

@@ -123,12 +123,13 @@ TEST_CASE("activation with scale, per-partition bias and row sum") {
 TEST_CASE("tensor_tensor, tensor_scalar, reduce, reciprocal, memset, iota, affine_select") {
   ProgramBuilder b;
   auto x = b.input("x", 2, 3);
-  auto outs = std::vector<BufferId>{b.output("tt", 2, 3), b.output("ts", 2, 3), b.output("red", 2, 1),
+  auto outs = std::vector<BufferId>{b.output("tt", 2, 3),  b.output("ts", 2, 3),  b.output("red", 2, 1),
                                     b.output("rec", 2, 3), b.output("mem", 2, 3), b.output("iota", 2, 3),
                                     b.output("sel", 2, 3)};
   auto t = b.sbuf("t", 2, 3);
   std::vector<BufferId> tiles;
-  for (int i = 0; i < 7; ++i) tiles.push_back(b.sbuf("r" + std::to_string(i), 2, i == 2 ? 1 : 3, Dtype::fp32, 64 * (i + 1)));
+  for (int i = 0; i < 7; ++i)
+    tiles.push_back(b.sbuf("r" + std::to_string(i), 2, i == 2 ? 1 : 3, Dtype::fp32, 64 * (i + 1)));
   b.dma(b.all(t), b.all(x));
   b.tensor_tensor(b.all(tiles[0]), b.all(t), b.all(t), AluOp::multiply);
   ScalarOperand two{2.0f, std::nullopt}, one{1.0f, std::nullopt};

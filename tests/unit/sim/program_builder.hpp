@@ -47,8 +47,8 @@ class ProgramBuilder {
     b.partition_offset = partition_offset;
     return program.add_buffer(b);
   }
-  BufferId sbuf(const std::string& name, int rows, int cols, Dtype dtype = Dtype::fp32, std::int64_t byte_offset = 0,
-                int partition_offset = 0) {
+  BufferId sbuf(const std::string& name, int rows, int cols, Dtype dtype = Dtype::fp32,
+                std::int64_t byte_offset = 0, int partition_offset = 0) {
     return onchip(MemorySpace::sbuf, name, rows, cols, dtype, byte_offset, partition_offset);
   }
   BufferId psum(const std::string& name, int rows, int cols, std::int64_t byte_offset = 0,
@@ -75,7 +75,8 @@ class ProgramBuilder {
     in.transpose = transpose;
     return emit(in, where);
   }
-  InstructionId matmul(View dst, View stationary, View moving, bool accumulate, Where where = Where::current()) {
+  InstructionId matmul(View dst, View stationary, View moving, bool accumulate,
+                       Where where = Where::current()) {
     Instruction in;
     in.opcode = Opcode::matmul;
     in.engine = Engine::tensor;
@@ -147,7 +148,8 @@ class ProgramBuilder {
     in.operand1 = b;
     return emit(in, where);
   }
-  InstructionId reduce(View dst, View src, AluOp op, Engine engine = Engine::vector, Where where = Where::current()) {
+  InstructionId reduce(View dst, View src, AluOp op, Engine engine = Engine::vector,
+                       Where where = Where::current()) {
     Instruction in;
     in.opcode = Opcode::tensor_reduce;
     in.engine = engine;
@@ -157,7 +159,8 @@ class ProgramBuilder {
     in.alu0 = op;
     return emit(in, where);
   }
-  InstructionId memset(View dst, float value, Engine engine = Engine::vector, Where where = Where::current()) {
+  InstructionId memset(View dst, float value, Engine engine = Engine::vector,
+                       Where where = Where::current()) {
     Instruction in;
     in.opcode = Opcode::memset;
     in.engine = engine;

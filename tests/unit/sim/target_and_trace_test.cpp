@@ -44,8 +44,8 @@ TEST_CASE("trn1 and trn2 load with NEURONCORE.md's figures") {
   CHECK_FALSE(t2.vector_scalar_share_psum_port);
   CHECK(t2.elements_per_s(Engine::vector, Dtype::bf16) == doctest::Approx(512 * 0.96e9));
   const auto c = t1.constants();
-  for (const char* key : {"sbuf_bytes_per_partition", "psum_bank_bytes", "psum_banks", "partitions", "max_moving_free",
-                          "max_stationary_free"})
+  for (const char* key : {"sbuf_bytes_per_partition", "psum_bank_bytes", "psum_banks", "partitions",
+                          "max_moving_free", "max_stationary_free"})
     CHECK_MESSAGE(c.count(key) == 1, key);
   CHECK(c.at("max_moving_free") == 512);
 }
@@ -82,8 +82,9 @@ TEST_CASE("a target file with an unknown key is rejected with file:line:key") {
     FAIL("unknown key accepted");
   } catch (const autotune::UserError& e) {
     const std::string message = e.what();
-    CHECK_MESSAGE(message.find(file.string() + ":" + std::to_string(line) + ": dma.queue_count: unknown key") == 0,
-                  message);
+    CHECK_MESSAGE(
+        message.find(file.string() + ":" + std::to_string(line) + ": dma.queue_count: unknown key") == 0,
+        message);
   }
   fs::remove_all(dir);
 }

@@ -54,9 +54,9 @@ TEST_CASE("disjoint regions carry no dependency, overlapping ones do") {
   auto disjoint = b.copy(b.all(u), b.part(t, 0, 128, 512, 1024), Engine::scalar);
   auto overlapping = b.copy(b.all(u), b.part(t, 0, 128, 256, 768), Engine::gpsimd);
   const auto r = timing(b.program);
-  CHECK(entry(r, disjoint).start_s < entry(r, load).end_s);      // independent of the DMA
-  CHECK(entry(r, disjoint).start_s >= entry(r, fill).end_s);     // but after the memset (RAW)
-  CHECK(entry(r, overlapping).start_s >= entry(r, load).end_s);  // RAW on the overlap
+  CHECK(entry(r, disjoint).start_s < entry(r, load).end_s);          // independent of the DMA
+  CHECK(entry(r, disjoint).start_s >= entry(r, fill).end_s);         // but after the memset (RAW)
+  CHECK(entry(r, overlapping).start_s >= entry(r, load).end_s);      // RAW on the overlap
   CHECK(entry(r, overlapping).start_s >= entry(r, disjoint).end_s);  // WAW on u
 }
 
@@ -263,10 +263,11 @@ TEST_CASE("summary carries the profile fields and MFU counts 2KMN per matmul") {
   const auto r = timing(b.program);
   for (const char* key :
        {"total_time", "neuroncore_cycle_count", "mfu_estimated_percent", "mbu_estimated_percent",
-        "tensor_engine_active_time_percent", "vector_engine_active_time_percent", "scalar_engine_active_time_percent",
-        "gpsimd_engine_active_time_percent", "dma_active_time_percent", "hbm_read_bytes", "hbm_write_bytes",
-        "dma_transfer_count", "dma_transfer_average_bytes", "sbuf_peak_bytes_per_partition", "psum_peak_banks",
-        "tensor_engine_instruction_count", "dma_compute_overlap_percent", "engine_overlap_percent"})
+        "tensor_engine_active_time_percent", "vector_engine_active_time_percent",
+        "scalar_engine_active_time_percent", "gpsimd_engine_active_time_percent", "dma_active_time_percent",
+        "hbm_read_bytes", "hbm_write_bytes", "dma_transfer_count", "dma_transfer_average_bytes",
+        "sbuf_peak_bytes_per_partition", "psum_peak_banks", "tensor_engine_instruction_count",
+        "dma_compute_overlap_percent", "engine_overlap_percent"})
     CHECK_MESSAGE(r.summary.contains(key), key);
   CHECK(r.summary["matmul_flops"].get<double>() == 2.0 * 128 * 128 * 512);
   const double mfu = 100.0 * 2.0 * 128 * 128 * 512 / trn1().peak_flops_16bit / r.total_time_s;
@@ -288,7 +289,7 @@ TEST_CASE("overlap figures: DMA/compute overlap and engine overlap match a hand-
   auto s = b.sbuf("s", 128, 2048);
   auto a = b.sbuf("a", 128, 512, Dtype::fp32, 8192);
   auto c = b.sbuf("c", 128, 512, Dtype::fp32, 8192 + 2048);
-  auto load = b.dma(b.all(s), b.all(x));                       // independent of the two memsets
+  auto load = b.dma(b.all(s), b.all(x));  // independent of the two memsets
   auto v = b.memset(b.all(a), 1.0f, Engine::vector);
   auto g = b.memset(b.all(c), 1.0f, Engine::gpsimd);
   const auto r = timing(b.program, t);
@@ -300,8 +301,10 @@ TEST_CASE("overlap figures: DMA/compute overlap and engine overlap match a hand-
   const double compute_end = std::max(V.end_s, G.end_s);
   const double dma_with_compute = std::min(L.end_s, compute_end) - std::max(L.start_s, 0.0);
   CHECK(r.summary["engine_overlap_percent"].get<double>() == doctest::Approx(100.0 * both_engines / total));
-  CHECK(r.summary["dma_compute_overlap_percent"].get<double>() == doctest::Approx(100.0 * dma_with_compute / total));
-  CHECK(r.summary["dma_active_time_percent"].get<double>() == doctest::Approx(100.0 * (L.end_s - L.start_s) / total));
+  CHECK(r.summary["dma_compute_overlap_percent"].get<double>() ==
+        doctest::Approx(100.0 * dma_with_compute / total));
+  CHECK(r.summary["dma_active_time_percent"].get<double>() ==
+        doctest::Approx(100.0 * (L.end_s - L.start_s) / total));
 }
 
 TEST_CASE("trn1's shared PSUM port serialises vector and scalar reads of PSUM") {
@@ -356,8 +359,10 @@ TEST_CASE("a late stationary operand exposes its load; a ready one hides it unde
     auto p = b.psum("p", 128, 512);
     b.memset(b.all(a), 1.0f);
     b.memset(b.all(mv), 1.0f);
-    if (late) b.dma(b.all(st2), b.all(x));
-    else b.memset(b.all(st2), 1.0f);
+    if (late)
+      b.dma(b.all(st2), b.all(x));
+    else
+      b.memset(b.all(st2), 1.0f);
     auto first = b.matmul(b.all(p), b.all(a), b.all(mv), false);
     auto second = b.matmul(b.all(p), b.all(st2), b.all(mv), true);
     const auto r = timing(b.program, t);
