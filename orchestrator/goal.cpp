@@ -7,6 +7,7 @@
 #include "kernels/family.hpp"
 #include "search/strategy.hpp"
 #include "sim/program.hpp"
+#include "skills/targets/command_target.hpp"
 
 namespace autotune::orchestrator {
 
@@ -149,7 +150,9 @@ Json yaml_to_json(const YAML::Node& node) {
 
 void read_kernel(ConfigReader& top, Goal& goal) {
   auto kernel = top.maybe_child("kernel");
-  if (goal.target.kind == "replay") {
+  // A replayed or command target brings its own space: `kernel:` only names it.
+  if (goal.target.kind == "replay" || goal.target.kind == "command") {
+    if (goal.target.kind == "command") goal.family = "command";
     if (kernel) {
       goal.family = kernel->optional<std::string>("family", goal.family);
       kernel->finish({"family"});
@@ -232,8 +235,9 @@ void read_target(ConfigReader& top, Goal& goal) {
     goal.target.replay_objective = target.optional<std::string>("objective", "");
     target.finish({"kind", "cachefile", "objective"});
   } else if (goal.target.kind == "command") {
-    // Read by the command target (skills/targets/command_target.hpp).
-    for (const auto& entry : node) (void)target.raw(entry.first.Scalar());
+    // Validated here (keys, program); placeholders are checked against the
+    // goal's space when the run is prepared (setup.cpp).
+    (void)parse_command_target(target, goal.file.parent_path());
     goal.target.name = "command";
   } else {
     target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command", &kind_node);

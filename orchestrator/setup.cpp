@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "kernels/family.hpp"
 #include "sim/simulator.hpp"
+#include "skills/targets/command_target.hpp"
 #include "skills/targets/replay_target.hpp"
 #include "skills/targets/sim_target.hpp"
 
@@ -276,6 +277,69 @@ skills::VariantCatalog replay_catalog(Goal& goal, const skills::ReplayTarget& ta
   return catalog;
 }
 
+// A command target's space is the goal's own: one variant (named after
+// `kernel.family`, default "command") whose parameters are search.space.
+skills::VariantCatalog command_catalog(Goal& goal) {
+  if (goal.space.empty())
+    throw UserError(locate(goal, {"search", "space"}) +
+                    "a command target needs its parameters here, e.g. space: {tile: [32, 64, 128]}");
+  skills::VariantSpace variant;
+  variant.name = goal.family;
+  variant.description = "the command target's program";
+  for (const auto& [name, values] : goal.space) {
+    const bool all_text = std::all_of(values.begin(), values.end(),
+                                      [](const auto& v) { return std::holds_alternative<std::string>(v); });
+    if (all_text) {
+      std::vector<std::string> names;
+      for (const auto& v : values) names.push_back(std::get<std::string>(v));
+      variant.parameters.push_back(search::ParameterSpec::categorical(name, names));
+    } else {
+      variant.parameters.push_back(search::ParameterSpec::ordered(name, values));
+    }
+    variant.roles[name] = "";
+  }
+  for (const auto& [name, role] : goal.roles) {
+    if (!variant.parameter(name))
+      throw UserError(locate(goal, {"roles", name}) + "unknown parameter '" + name + "'; the space has: " +
+                      [&] {
+                        std::string all;
+                        for (const auto& [n, v] : goal.space) all += (all.empty() ? "" : ", ") + n;
+                        return all;
+                      }());
+    variant.roles[name] = role;
+  }
+  variant.constraints = goal.constraints;
+  try {
+    skills::build_space(variant);
+  } catch (const UserError& e) {
+    throw UserError(locate(goal, {"search", goal.constraints.empty() ? "space" : "constraints"}) + e.what());
+  }
+  // Start: the goal's parameters over the first valid configuration in index order.
+  Json params = search::to_json(*variant.space, variant.space->configuration_at(0));
+  variant.defaults = params;
+  for (const auto& [name, value] : goal.start_params.items()) {
+    const auto* parameter = variant.parameter(name);
+    if (!parameter)
+      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name + "' of search.space");
+    if (!parameter->position(search::param_value_from_json(value, name)))
+      throw UserError(locate(goal, {"start", "params", name}) + "value " + value.dump() + " is not in search.space." +
+                      name + ": " + values_text(parameter->values()));
+    params[name] = value;
+  }
+  if (!variant.space->contains(search::configuration_from_json(*variant.space, params)))
+    throw UserError(locate(goal, {"start", "params"}) + "the start point violates search.constraints");
+  if (!goal.start_variant.empty() && goal.start_variant != variant.name)
+    throw UserError(locate(goal, {"start", "variant"}) + "a command target has one variant, '" + variant.name + "'");
+  goal.start_variant = variant.name;
+  goal.start_params = params;
+  goal.variants = {variant.name};
+  skills::VariantCatalog catalog;
+  catalog.kernel = variant.name;
+  catalog.baseline = {variant.name, params};
+  catalog.variants.push_back(std::move(variant));
+  return catalog;
+}
+
 }  // namespace
 
 std::string role_from_description(const std::string& description) {
@@ -308,9 +372,17 @@ RunSetup prepare_run(Goal& goal) {
     setup.catalog = replay_catalog(goal, *target);
     setup.simulator_version = "replay";
     setup.target = std::move(target);
+  } else if (goal.target.kind == "command") {
+    setup.catalog = command_catalog(goal);
+    std::vector<std::string> names;
+    for (const auto& [name, values] : goal.space) names.push_back(name);
+    ConfigReader spec(goal.target.spec, goal.file.string(), "target");
+    setup.target =
+        std::make_unique<skills::CommandMeasurementTarget>(parse_command_target(spec, goal.file.parent_path(), &names));
+    setup.simulator_version = "command";
   } else {
     throw UserError(locate(goal, {"target", "kind"}) + "the '" + goal.target.kind +
-                    "' target is not wired into `run` yet; accepted here: sim, replay");
+                    "' target is not wired into `run` yet; accepted here: sim, replay, command");
   }
   return setup;
 }

@@ -247,17 +247,27 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   CommandTargetConfig config;
   const auto kind = target.required<std::string>("kind", "command");
   if (kind != "command") target.fail("kind", "'" + kind + "' is not the command target; accepted: command");
+  const YAML::Node argv_node = target.raw("argv");
   config.argv =
       target.required<std::vector<std::string>>("argv", "a list of strings: the program and its arguments");
   if (config.argv.empty() || config.argv[0].empty()) {
-    target.fail("argv", "must name a program, e.g. [python3, bench.py, \"{tile_size}\"]");
+    target.fail("argv", "must name a program, e.g. [python3, bench.py, \"{tile_size}\"]", &argv_node);
   }
   config.timeout_s = target.optional<double>("timeout_s", config.timeout_s);
-  if (!(config.timeout_s > 0)) target.fail("timeout_s", "must be a positive number of seconds");
+  if (!(config.timeout_s > 0)) {
+    const YAML::Node node = target.raw("timeout_s");
+    target.fail("timeout_s", "must be a positive number of seconds", &node);
+  }
   config.repeats = target.optional<int>("repeats", config.repeats);
-  if (config.repeats < 1) target.fail("repeats", "must be at least 1");
+  if (config.repeats < 1) {
+    const YAML::Node node = target.raw("repeats");
+    target.fail("repeats", "must be at least 1", &node);
+  }
   config.objective = target.optional<std::string>("objective", config.objective);
-  if (config.objective.empty()) target.fail("objective", "must name a metric the program prints");
+  if (config.objective.empty()) {
+    const YAML::Node node = target.raw("objective");
+    target.fail("objective", "must name a metric the program prints", &node);
+  }
   config.metrics = target.optional<std::vector<std::string>>("metrics", {});
   const auto workdir = target.maybe<std::string>("workdir");
   config.workdir = goal_dir;
@@ -275,22 +285,26 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   try {
     parsed.emplace(config);
   } catch (const UserError& e) {
-    target.fail("argv", e.what());
+    target.fail("argv", e.what(), &argv_node);
   }
   if (parameter_names) {
     for (const auto& name : parsed->placeholders()) {
       if (std::find(parameter_names->begin(), parameter_names->end(), name) == parameter_names->end()) {
         std::string known;
         for (const auto& p : *parameter_names) known += (known.empty() ? "" : ", ") + p;
-        target.fail("argv", "placeholder {" + name + "} names no parameter; parameters: " + known);
+        target.fail("argv", "placeholder {" + name + "} names no parameter; parameters: " + known, &argv_node);
       }
     }
   }
   if (config.argv[0].find('{') == std::string::npos && !find_executable(config.argv[0], config.workdir)) {
     target.fail("argv", "program '" + config.argv[0] + "' " +
                             (config.argv[0].find('/') != std::string::npos
-                                 ? "is not an executable file (relative to " + config.workdir.string() + ")"
-                                 : "is not found on PATH"));
+                                 ? "is not an executable file (relative to " +
+                                       (config.workdir.empty() ? std::string("the current directory")
+                                                               : config.workdir.string()) +
+                                       ")"
+                                 : "is not found on PATH"),
+                &argv_node);
   }
   return config;
 }
