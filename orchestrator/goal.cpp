@@ -342,8 +342,7 @@ Goal load_goal(const std::filesystem::path& path) {
   if (goal.llm && !goal.llm.IsNull() && !goal.llm.IsMap())
     top.fail("llm", "expected a mapping {endpoint, model, api_key_env, timeout_s}", &goal.llm);
   goal.skills = top.raw("skills");
-  if (goal.skills && !goal.skills.IsNull() && !goal.skills.IsSequence())
-    top.fail("skills", "expected a list of plugin skills", &goal.skills);
+  goal.plugins = parse_plugin_skills(top, goal.file.parent_path());
   top.finish(kTopKeys);
   return goal;
 }

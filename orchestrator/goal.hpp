@@ -17,6 +17,7 @@
 
 #include "search/parameter.hpp"
 #include "skills/candidate.hpp"
+#include "skills/plugin/plugin_skill.hpp"
 
 namespace autotune::orchestrator {
 
@@ -71,6 +72,7 @@ struct Goal {
   // Accepted and stored; used by issue-6 extensions.
   YAML::Node llm;
   YAML::Node skills;
+  std::vector<PluginSkillConfig> plugins;  // `skills:` validated (docs/plugins.md)
 
   int effective_batch_size() const { return batch_size > 0 ? batch_size : parallel; }
 };

@@ -27,6 +27,13 @@ std::string percent(double fraction) {
 
 Json candidate_json(const skills::Candidate& c) { return {{"variant", c.variant}, {"params", c.params}}; }
 
+// Plugin calls that are not a skill's own decision (an `after` plugin's
+// answer, any plugin failure), logged right after that skill's decision.
+void log_plugin_calls(DecisionLog& log, int iteration, skills::PluginCallRecords* records) {
+  if (!records) return;
+  for (auto& record : records->take()) log.append(iteration, record.skill, record.decision);
+}
+
 }  // namespace
 
 std::optional<double> objective_value(Objective objective, const Json& metrics) {
@@ -76,6 +83,16 @@ Orchestrator::Orchestrator(RunContext context, SkillSet skills) : context_(std::
   if (!skills_.generator) skills_.generator = std::make_unique<skills::KernelGenerator>();
   if (!skills_.explorer) skills_.explorer = std::make_unique<skills::ParamExplorer>();
   if (!skills_.policy) skills_.policy = std::make_unique<RulePolicy>();
+  if (!context_.goal.plugins.empty()) {
+    const Json goal = {{"name", context_.goal.name},
+                       {"kernel", context_.catalog.kernel},
+                       {"target", context_.target.description()},
+                       {"objective", to_string(context_.goal.objective)},
+                       {"improvement", context_.goal.improvement ? Json(*context_.goal.improvement) : Json(nullptr)}};
+    skills_.plugin_calls = skills::install_plugins(context_.goal.plugins, goal, skills_.analyzer, skills_.generator,
+                                                   skills_.explorer)
+                               .records;
+  }
 }
 
 RunSummary Orchestrator::run() {
@@ -299,6 +316,7 @@ RunSummary Orchestrator::run() {
       auto t0 = Clock::now();
       auto analysis = skills_.analyzer->analyze(analysis_request);
       log.append(iteration, skills_.analyzer->name(), analysis.decision, elapsed_ms(t0));
+      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
 
       // Ideas from the findings.
       skills::GenerationRequest generation_request;
@@ -312,6 +330,7 @@ RunSummary Orchestrator::run() {
       t0 = Clock::now();
       auto generation = skills_.generator->generate(generation_request);
       log.append(iteration, skills_.generator->name(), generation.decision, elapsed_ms(t0));
+      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
 
       // The policy picks one idea (or stops).
       PolicyState state;
@@ -362,6 +381,7 @@ RunSummary Orchestrator::run() {
       t0 = Clock::now();
       auto plan = skills_.explorer->plan(request);
       const int64_t plan_seq = log.append(iteration, skills_.explorer->name(), plan.decision, elapsed_ms(t0));
+      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
       report("search " + idea.kind + " " + variant.name);
       const double before = best_value;
       const auto before_key = best_trial->config_hash;

@@ -28,6 +28,7 @@
 #include "orchestrator/policy.hpp"
 #include "skills/benchmark_runner.hpp"
 #include "skills/measurement_target.hpp"
+#include "skills/plugin/plugin_skills.hpp"
 #include "skills/skill.hpp"
 #include "skills/variant_catalog.hpp"
 #include "store/store.hpp"
@@ -52,6 +53,9 @@ struct SkillSet {
   std::unique_ptr<skills::GeneratorSkill> generator;
   std::unique_ptr<skills::ExplorerSkill> explorer;
   std::unique_ptr<Policy> policy;
+  // Set when the goal has plugins: their calls' records, logged by the loop
+  // after each skill's decision (skills/plugin/plugin_skills.hpp).
+  std::shared_ptr<skills::PluginCallRecords> plugin_calls;
 };
 
 struct RunOptions {

@@ -99,6 +99,16 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   if (!config.after.empty() && !is_plugin_role(config.after)) {
     entry.fail("after", "'" + config.after + "' is not a built-in skill; accepted: " + roles);
   }
+  if (!config.after.empty() && config.after != config.role) {
+    entry.fail("after", "a plugin that runs after " + config.after + " must have role " + config.after +
+                            " (role is " + config.role + "): it receives that skill's result and amends it");
+  }
+  // Measuring is the Benchmark Runner's own job (verification, cache,
+  // isolation); an external measurement is the command target.
+  if (config.role == "benchmark_runner") {
+    entry.fail("role", "a benchmark_runner plugin is not supported: to measure through your own program use "
+                       "target: {kind: command, argv: [...]} (docs/goals.md)");
+  }
   config.timeout_s = entry.optional<double>("timeout_s", config.timeout_s);
   if (!(config.timeout_s > 0)) entry.fail("timeout_s", "must be a positive number of seconds");
   config.max_restarts = entry.optional<int>("max_restarts", config.max_restarts);
@@ -127,6 +137,9 @@ std::vector<PluginSkillConfig> parse_plugin_skills(ConfigReader& goal,
     PluginSkillConfig plugin = parse_plugin_skill(entry, goal_dir);
     if (!names.insert(plugin.name).second)
       entry.fail("name", "'" + plugin.name + "' is used by another plugin");
+    for (const auto& other : plugins)
+      if (!plugin.replaces.empty() && other.replaces == plugin.replaces)
+        entry.fail("replaces", plugin.replaces + " is already replaced by plugin '" + other.name + "'");
     plugins.push_back(std::move(plugin));
   }
   return plugins;
