@@ -341,6 +341,7 @@ Goal load_goal(const std::filesystem::path& path) {
   goal.llm = top.raw("llm");
   if (goal.llm && !goal.llm.IsNull() && !goal.llm.IsMap())
     top.fail("llm", "expected a mapping {endpoint, model, api_key_env, timeout_s}", &goal.llm);
+  if (auto llm_section = top.maybe_child("llm")) goal.llm_config = llm::parse_llm_config(*llm_section);
   goal.skills = top.raw("skills");
   goal.plugins = parse_plugin_skills(top, goal.file.parent_path());
   top.finish(kTopKeys);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/llm/llm_client.hpp"
 #include "search/parameter.hpp"
 #include "skills/candidate.hpp"
 #include "skills/plugin/plugin_skill.hpp"
@@ -71,6 +72,7 @@ struct Goal {
   std::uint64_t seed = 0;
   // Accepted and stored; used by issue-6 extensions.
   YAML::Node llm;
+  std::optional<llm::LlmConfig> llm_config;  // `llm:` validated (docs/llm.md); the key is never here
   YAML::Node skills;
   std::vector<PluginSkillConfig> plugins;  // `skills:` validated (docs/plugins.md)
 

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "orchestrator/llm/llm_policy.hpp"
 #include "skills/kernel_generator.hpp"
 #include "skills/param_explorer.hpp"
 #include "skills/profile_analyzer.hpp"
@@ -82,7 +83,7 @@ Orchestrator::Orchestrator(RunContext context, SkillSet skills) : context_(std::
   if (!skills_.analyzer) skills_.analyzer = std::make_unique<skills::ProfileAnalyzer>();
   if (!skills_.generator) skills_.generator = std::make_unique<skills::KernelGenerator>();
   if (!skills_.explorer) skills_.explorer = std::make_unique<skills::ParamExplorer>();
-  if (!skills_.policy) skills_.policy = std::make_unique<RulePolicy>();
+  if (!skills_.policy) skills_.policy = llm::make_policy(context_.goal, context_.catalog, context_.store);
   if (!context_.goal.plugins.empty()) {
     const Json goal = {{"name", context_.goal.name},
                        {"kernel", context_.catalog.kernel},
@@ -346,15 +347,18 @@ RunSummary Orchestrator::run() {
       state.analysis = analysis.result;
       state.ideas = generation.result.ideas;
       state.failed_ideas_in_a_row = failed_in_a_row;
+      state.run = record.id;
+      state.tried_ideas = tried_ideas;
+      state.measured_counts = generation_request.measured_counts;
       auto choice = skills_.policy->decide(state);
-      choice.decision.proposer = skills_.policy->name();
+      if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
       const int64_t policy_seq = log.append(iteration, "orchestrator", choice.decision);
       if (choice.result.stop) {
         stop_reason = choice.result.stop_reason;
         log.set_outcome(policy_seq, "stop");
         break;
       }
-      const skills::Idea& idea = state.ideas.at(choice.result.idea);
+      const skills::Idea& idea = choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
       tried_ideas.insert(idea.id);
       const skills::VariantSpace& variant = catalog.variant(idea.variant);
 

@@ -27,6 +27,9 @@ struct PolicyState {
   skills::Analysis analysis;
   std::vector<skills::Idea> ideas;  // from the generator, best first
   int failed_ideas_in_a_row = 0;    // ideas that did not improve, since the last improvement
+  int64_t run = 0;                  // the run id (an LLM policy logs its calls against it)
+  std::set<std::string> tried_ideas;  // ideas whose region settled
+  std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured
 };
 
 struct PolicyChoice {
@@ -34,6 +37,8 @@ struct PolicyChoice {
   std::string stop_reason;  // when stop
   std::size_t idea = 0;     // index into PolicyState::ideas
   int budget = 0;           // evaluations for this iteration
+  // A policy's own idea (e.g. an LLM's region), tried instead of ideas[idea].
+  std::optional<skills::Idea> new_idea;
 };
 
 class Policy {

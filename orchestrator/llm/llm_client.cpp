@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +102,18 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   }
   config.model = reader.required<std::string>("model");
   config.api_key_env = reader.optional<std::string>("api_key_env", "");
+  // The goal is stored with the run: a key pasted here instead of a variable
+  // name would be stored too. Refused, without echoing the value.
+  const bool variable_name =
+      config.api_key_env.empty() ||
+      ((std::isalpha(static_cast<unsigned char>(config.api_key_env[0])) || config.api_key_env[0] == '_') &&
+       std::all_of(config.api_key_env.begin(), config.api_key_env.end(),
+                   [](unsigned char c) { return std::isalnum(c) || c == '_'; }) &&
+       config.api_key_env.size() <= 128);
+  if (!variable_name)
+    reader.fail("api_key_env",
+                "must be the NAME of the environment variable that holds the key (letters, digits, _), "
+                "not the key itself");
   config.timeout_s = reader.optional<double>("timeout_s", config.timeout_s);
   if (!(config.timeout_s > 0)) reader.fail("timeout_s", "must be a positive number of seconds");
   config.max_calls = reader.optional<int>("max_calls", config.max_calls);

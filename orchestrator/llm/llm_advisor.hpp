@@ -1,0 +1,67 @@
+#pragma once
+// One consultation of the goal's LLM, with the run's replay cache and the
+// llm_calls log (docs/llm.md).
+//
+// Contract:
+//  - consult() answers from the store's cache when any run in the database
+//    already got a response to the same prompt hash (model, temperature and
+//    the whole message list); only otherwise does it call the endpoint. So a
+//    replayed run (same goal, seed) takes the same decisions with the endpoint
+//    down. Prompts therefore hold nothing that varies between replays (no
+//    times, no run ids).
+//  - A call the client refuses (max_calls spent) is not sent, not logged and
+//    reported as skipped; every other consultation (fresh or cached) becomes
+//    one llm_calls row through record(), once the caller knows whether it
+//    accepted the answer. Callers must record() every consultation that is
+//    not skipped.
+//  - Nothing here throws for what the endpoint does; the key never leaves
+//    the client (LlmClient's contract).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/llm/llm_client.hpp"
+#include "store/store.hpp"
+
+namespace autotune::llm {
+
+struct Consultation {
+  enum class Source { endpoint, cache, skipped };
+  Source source = Source::endpoint;
+  std::string prompt_hash;
+  nlohmann::json request;  // the chat request body (never holds the key)
+  // The model's reply text; empty when the endpoint gave none.
+  std::string content;
+  // Why there is no usable reply: "<error kind>: <one line>" ("" when content is set).
+  std::string error;
+  double latency_ms = 0;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  std::optional<int64_t> cached_from;  // the llm_calls row a cached answer came from
+
+  bool answered() const { return error.empty(); }
+};
+std::string to_string(Consultation::Source source);
+
+class LlmAdvisor {
+ public:
+  LlmAdvisor(LlmConfig config, store::Store& store);
+
+  const LlmConfig& config() const { return client_.config(); }
+  // "llm:<model>", the proposer of the decisions an accepted answer drives.
+  std::string proposer() const { return "llm:" + client_.config().model; }
+  int calls_made() const { return client_.calls_made(); }
+
+  Consultation consult(const std::vector<ChatMessage>& messages);
+  // Logs the consultation in llm_calls; returns the row's id. `reject_reason`
+  // is ignored when accepted; for an unanswered consultation it defaults to
+  // the consultation's error.
+  int64_t record(int64_t run, const Consultation& consultation, bool accepted, const std::string& reject_reason);
+
+ private:
+  LlmClient client_;
+  store::Store& store_;
+};
+
+}  // namespace autotune::llm

@@ -1,0 +1,75 @@
+#pragma once
+// The decision policy with an LLM in the loop (docs/llm.md, "Next action").
+//
+// At each decision point the rules decide first. When they would stop, the
+// run stops (the LLM is not asked to overrule a stop). Otherwise the LLM is
+// shown the goal, every variant with its parameter domains, roles and
+// constraints, the best so far, the latest findings, the generator's ideas
+// and what earlier iterations tried with what outcome, and asked for the next
+// action as one JSON object:
+//
+//   {"idea": "<id of a listed idea>", "rationale": "..."}                or
+//   {"variant": "<name>", "region": {"<param>": [v, ...] | v | {"min": a, "max": b}}, "rationale": "..."}
+//
+// The reply is validated against the catalog: it must parse, name a known
+// idea or variant, only that variant's parameters and only values of their
+// domains, and the region must hold a valid configuration. An accepted reply
+// steers the iteration (PolicyChoice::idea or a new Idea of kind "llm" over
+// the named region, with the rules' budget) and the decision's proposer is
+// "llm:<model>"; a rejected one is logged with its reason and the rules'
+// choice stands (proposer "rules"). Either way the call is in llm_calls.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/goal.hpp"
+#include "orchestrator/llm/llm_advisor.hpp"
+#include "orchestrator/policy.hpp"
+#include "skills/variant_catalog.hpp"
+
+namespace autotune::llm {
+
+// The reply, validated: either a listed idea (index) or a new region idea.
+struct NextAction {
+  std::optional<std::size_t> idea;       // index into PolicyState::ideas
+  std::optional<skills::Idea> new_idea;  // kind "llm"
+  std::string rationale;
+};
+struct ValidatedAction {
+  std::optional<NextAction> action;
+  std::string reject_reason;  // why not, when there is no action
+};
+
+// Validates a model's reply text against the catalog and the listed ideas.
+ValidatedAction validate_next_action(const std::string& reply, const skills::VariantCatalog& catalog,
+                                     const std::vector<skills::Idea>& ideas);
+
+// The chat messages for one decision. Deterministic in its inputs (they are
+// the cache key). `history` lists earlier iterations (JSON objects).
+std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog,
+                                            const orchestrator::PolicyState& state, const nlohmann::json& history);
+
+class LlmPolicy : public orchestrator::Policy {
+ public:
+  // `goal`, `catalog` and `store` must outlive the policy.
+  LlmPolicy(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog, store::Store& store,
+            LlmConfig config);
+
+  std::string name() const override { return advisor_.proposer(); }
+  skills::SkillResult<orchestrator::PolicyChoice> decide(const orchestrator::PolicyState& state) override;
+
+ private:
+  const orchestrator::Goal& goal_;
+  const skills::VariantCatalog& catalog_;
+  LlmAdvisor advisor_;
+  orchestrator::RulePolicy rules_;
+  nlohmann::json history_ = nlohmann::json::array();  // one entry per decision that tried something
+  std::optional<double> value_before_last_;           // best value when the last entry was decided
+};
+
+// The run's policy: the rules, advised by the goal's LLM when it names one.
+std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,
+                                                  const skills::VariantCatalog& catalog, store::Store& store);
+
+}  // namespace autotune::llm
