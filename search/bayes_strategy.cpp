@@ -6,7 +6,12 @@
 //    are positive, then standardised. Hyperparameters are refitted when the
 //    data grew by `refit_growth` (relative) since the last fit; in between the
 //    GP is only refactorised.
-//  - Failures: a kernel-smoothed feasibility estimate
+//  - Failures: a failed configuration joins the GP data at the worst
+//    (standardised) value observed (`impute_failures`), so the mean turns
+//    against its region and the variance there collapses; without it the
+//    unexplored, failing corners of a space keep the largest uncertainty and
+//    attract EI (on recorded GPU spaces two thirds of the evaluations failed).
+//    On top, a kernel-smoothed feasibility estimate
 //      p(x) = (c p0 + sum_ok k(x, x_i)) / (c + sum_all k(x, x_i))
 //    over all observations with the GP's length scales (p0: observed success
 //    rate, c: prior weight 0.5). The acquisition is EI(x) * p(x), so the
@@ -26,7 +31,7 @@
 //
 // Options: initial (6), exhaustive_limit (2000), candidates (500),
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
-// fit_iterations (30), refit_growth (0.1).
+// fit_iterations (30), refit_growth (0.1), impute_failures (true).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -51,6 +56,7 @@ struct BayesOptions {
   bool believer = true;
   int fit_iterations = 30;
   double refit_growth = 0.1;
+  bool impute_failures = true;
 };
 
 constexpr double kFeasibilityPriorWeight = 0.5;
@@ -179,8 +185,22 @@ class BayesStrategy final : public IndexedStrategy {
     m.has_failures = ok.size() < all.size();
     m.success_rate = static_cast<double>(ok.size()) / static_cast<double>(all.size());
 
-    gp_.set_data(m.ok_x, y);
-    const std::size_t n = ok.size();
+    Eigen::MatrixXd gp_x = m.ok_x;
+    if (options_.impute_failures && m.has_failures) {
+      // A failed configuration joins the GP at the worst value seen: the mean
+      // turns against its region and its variance (so EI) collapses there.
+      std::vector<std::uint64_t> failed;
+      for (const auto& o : history())
+        if (!o.value) failed.push_back(o.index);
+      const Eigen::Index n_ok = gp_x.rows(), n_failed = static_cast<Eigen::Index>(failed.size());
+      const double worst = y.maxCoeff();
+      gp_x.conservativeResize(n_ok + n_failed, Eigen::NoChange);
+      gp_x.bottomRows(n_failed) = encode(failed);
+      y.conservativeResize(n_ok + n_failed);
+      y.tail(n_failed).setConstant(worst);
+    }
+    gp_.set_data(gp_x, y);
+    const std::size_t n = static_cast<std::size_t>(y.size());
     if (last_fit_size_ == 0 || static_cast<double>(n) >= static_cast<double>(last_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
       // The first fit, and fits while data are few, also start from the
       // defaults (the landscape of the likelihood still changes a lot); later
@@ -191,7 +211,7 @@ class BayesStrategy final : public IndexedStrategy {
     } else {
       gp_.factorize();
     }
-    data_x_ = m.ok_x;
+    data_x_ = gp_x;
     data_y_ = y;
     return m;
   }
@@ -359,6 +379,7 @@ const StrategyRegistration registration("bayes", [](const SearchSpace& space, st
   const auto batch = options.get<std::string>("batch", "believer", "\"believer\" or \"liar\"");
   o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
   o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
+  o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
   if (batch != "believer" && batch != "liar")
     throw UserError("strategy 'bayes': option 'batch': '" + batch + "' is not accepted; accepted: believer, liar");
   o.believer = batch == "believer";
