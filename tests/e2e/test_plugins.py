@@ -1,0 +1,173 @@
+"""Plugin skills end to end: the example profile analyzer amends the built-in analysis and its finding is in the
+decision log under its name; plugins that crash, hang past their timeout, answer malformed JSON or propose
+ideas outside the catalog are logged as such while the run completes on the built-in path."""
+import json
+import os
+import re
+import stat
+import subprocess
+
+from loop_support import BIN, SOURCE, check, goal_path, run, run_json, tempdir, write_goal
+
+CRASH = """#!/usr/bin/env python3
+import sys
+sys.stdin.readline()
+print("crash plugin: giving up on purpose", file=sys.stderr)
+sys.exit(3)
+"""
+
+HANG = """#!/usr/bin/env python3
+import sys, time
+sys.stdin.readline()
+time.sleep(600)
+"""
+
+MALFORMED = """#!/usr/bin/env python3
+import sys
+for line in sys.stdin:
+    print("planning... {not json", flush=True)
+"""
+
+# A well-formed reply whose result names a variant the catalog does not have.
+UNKNOWN_VARIANT = """#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    reply = {"result": {"ideas": [{"id": "x", "kind": "structural", "variant": "no_such_variant"}]},
+             "decision": {"action": "propose", "rationale": "try a variant that does not exist"}}
+    print(json.dumps(reply), flush=True)
+"""
+
+
+def small_quickstart(tmp, name, skills_yaml):
+    """configs/goals/quickstart.yaml with a tiny budget and the given skills: section."""
+    with open(goal_path("quickstart.yaml")) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^budget:.*$", "budget: {evaluations: 6, wall_time_s: 60}", text)
+    text = re.sub(r"(?m)^max_iterations:.*$", "max_iterations: 2", text)
+    check("budget: {evaluations: 6" in text and "max_iterations: 2" in text, "quickstart.yaml changed shape")
+    return write_goal(tmp, name, text + "\n" + skills_yaml)
+
+
+def script(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    return path
+
+
+def decisions(run_id, db):
+    proc = run(["log", str(run_id), "--json"], db)
+    check(proc.returncode == 0, f"autotune log exited {proc.returncode}: {proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def by(log, proposer):
+    return [d for d in log if d["proposer"] == proposer]
+
+
+def check_completed(summary, what):
+    check(summary["status"] == "completed", f"{what}: status {summary['status']} ({summary.get('stop_reason')})")
+    check(summary["evaluations"] >= 1, f"{what}: nothing measured")
+
+
+def main():
+    example = os.path.join(SOURCE, "examples", "plugins", "sbuf_pressure_analyzer.py")
+    check(os.path.exists(example), f"missing {example}")
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "plugins.db")
+
+        # --- the example analyzer, after the built-in one ---
+        goal = small_quickstart(tmp, "example.yaml", f"""skills:
+  - name: sbuf-pressure
+    command: [python3, {json.dumps(example)}]
+    role: profile_analyzer
+    after: profile_analyzer
+    timeout_s: 60
+""")
+        listed = subprocess.run([BIN, "skills", goal, "--json"], capture_output=True, text=True, timeout=60)
+        check(listed.returncode == 0, f"autotune skills exited {listed.returncode}: {listed.stderr}")
+        listing = json.loads(listed.stdout)
+        check([b["name"] for b in listing["builtin"]] ==
+              ["profile_analyzer", "kernel_generator", "param_explorer", "benchmark_runner"],
+              f"built-in skills: {listing['builtin']}")
+        check(len(listing["plugins"]) == 1 and listing["plugins"][0]["name"] == "sbuf-pressure" and
+              listing["plugins"][0]["after"] == "profile_analyzer", f"plugins: {listing['plugins']}")
+
+        summary = run_json(["run", goal], db)
+        check_completed(summary, "example plugin run")
+        log = decisions(summary["run_id"], db)
+        calls = by(log, "sbuf-pressure")
+        check(calls, "no decision with proposer sbuf-pressure")
+        analyses = [d for d in log if d["skill"] == "profile_analyzer" and d["proposer"] == "rules"]
+        check(len(calls) == len(analyses), f"{len(calls)} plugin calls for {len(analyses)} built-in analyses")
+        for call in calls:
+            check(call["skill"] == "profile_analyzer" and call["action"] == "add_finding",
+                  f"plugin decision: {call['skill']} {call['action']} ({call['outcome']})")
+            added = call["evidence"].get("findings_added", [])
+            check(len(added) == 1 and added[0]["kind"] == "sbuf_pressure", f"findings added: {added}")
+            evidence = added[0]["evidence"]
+            check(evidence["sbuf_peak_bytes_per_partition"] > 0 and evidence["sbuf_usable_bytes_per_partition"] > 0,
+                  f"finding evidence: {evidence}")
+            check(call["outcome"].startswith("amended the built-in analysis"), f"outcome: {call['outcome']}")
+            # The plugin's record follows the built-in analysis of the same iteration.
+            previous = [d for d in log if d["seq"] == call["seq"] - 1][0]
+            check(previous["skill"] == "profile_analyzer" and previous["proposer"] == "rules",
+                  f"decision before the plugin's: {previous['skill']} {previous['proposer']}")
+
+        # --- plugins that crash, hang, answer garbage or name an unknown variant ---
+        script(tmp, "crash.py", CRASH)
+        script(tmp, "hang.py", HANG)
+        script(tmp, "malformed.py", MALFORMED)
+        script(tmp, "unknown_variant.py", UNKNOWN_VARIANT)
+        goal = small_quickstart(tmp, "broken.yaml", """skills:
+  - {name: crasher, command: [./crash.py], role: profile_analyzer, after: profile_analyzer, max_restarts: 1}
+  - {name: sleeper, command: [./hang.py], role: kernel_generator, after: kernel_generator, timeout_s: 0.5,
+     max_restarts: 0}
+  - {name: garbler, command: [./malformed.py], role: param_explorer, replaces: param_explorer}
+  - {name: dreamer, command: [./unknown_variant.py], role: kernel_generator, replaces: kernel_generator}
+""")
+        proc = run(["run", goal, "--json"], db, timeout=120)
+        check(proc.returncode == 0, f"run with broken plugins exited {proc.returncode}: {proc.stderr[-2000:]}")
+        summary = json.loads(proc.stdout)
+        check_completed(summary, "broken plugins run")
+        log = decisions(summary["run_id"], db)
+
+        def failures(name, kind):
+            calls = by(log, name)
+            check(calls, f"no decision with proposer {name}")
+            for call in calls:
+                check(call["action"] == "plugin_failed", f"{name}: action {call['action']}")
+                check(call["outcome"].endswith("the built-in result is used"), f"{name}: outcome {call['outcome']}")
+            check(calls[0]["outcome"].startswith(kind + ":"), f"{name}: first outcome {calls[0]['outcome']}")
+            return calls
+
+        crashed = failures("crasher", "crashed")
+        check("exited with code 3" in crashed[0]["outcome"] and "giving up on purpose" in crashed[0]["outcome"],
+              f"crash outcome lacks the exit code or stderr: {crashed[0]['outcome']}")
+        hung = failures("sleeper", "timed_out")
+        check("timed out after 0.5 s" in hung[0]["outcome"], f"hang outcome: {hung[0]['outcome']}")
+        for later in hung[1:]:
+            check(later["outcome"].startswith("dead:"), f"a hung plugin without restarts is dead: {later['outcome']}")
+        garbled = failures("garbler", "malformed")
+        check("not JSON" in garbled[0]["outcome"], f"malformed outcome: {garbled[0]['outcome']}")
+        dreamed = failures("dreamer", "malformed")
+        check("unknown variant 'no_such_variant'" in dreamed[0]["outcome"], f"result check: {dreamed[0]['outcome']}")
+        # The built-in skills answered every step.
+        for skill in ("profile_analyzer", "kernel_generator", "param_explorer"):
+            check(any(d["skill"] == skill and d["proposer"] == "rules" for d in log), f"no built-in {skill} decision")
+
+        # --- misconfiguration: one line naming file, line and key, before anything runs ---
+        goal = small_quickstart(tmp, "bad.yaml", """skills:
+  - {name: runner, command: [./crash.py], role: benchmark_runner, replaces: benchmark_runner}
+""")
+        proc = run(["run", goal], db)
+        lines = proc.stderr.strip().splitlines()
+        check(proc.returncode == 2 and len(lines) == 1, f"bad plugin: exit {proc.returncode}, stderr {proc.stderr!r}")
+        check(re.search(r"bad\.yaml:\d+: skills\[0\]\.role: ", lines[0]) and "target: {kind: command" in lines[0],
+              f"bad plugin message: {lines[0]}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
