@@ -1,4 +1,4 @@
-// autotune profile --kernel K [--variant V] [--target T] [--shape A=1,B=2] [--dtype D]
+// autotune profile (--kernel K [--variant V] | --kernel-source FILE.cc [--timeout S]) [--target T] [--shape A=1,B=2] [--dtype D]
 //                  [--param name=value]... [--trace out.json] [--json] [--no-verify] [--seed S]
 //
 // Simulates one kernel variant once through the evaluation pipeline
@@ -8,6 +8,8 @@
 // implausible (the report says which); 2 on misuse.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -16,6 +18,8 @@
 #include "cli/command.hpp"
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
+#include "kernels/external/evaluation_report.hpp"
+#include "kernels/external/kernel_source.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
 
@@ -23,7 +27,8 @@ namespace autotune::cli {
 namespace {
 
 struct ProfileOptions {
-  std::string kernel, variant, target = "trn1", shape, dtype, trace;
+  std::string kernel, variant, target = "trn1", shape, dtype, trace, kernel_source;
+  double timeout_s = 120;
   std::vector<std::string> params;
   bool json = false, no_verify = false;
   std::uint64_t seed = 0;
@@ -54,88 +59,81 @@ sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& t
   return *dtype;
 }
 
-nlohmann::json verification_json(const kernels::Verification& v, const kernels::FamilySpec& family) {
-  nlohmann::json j = {{"ran", v.ran}};
-  if (!v.ran) return j;
-  j["passed"] = v.passed;
-  j["max_rel_error"] =
-      std::isfinite(v.max_rel_error) ? nlohmann::json(v.max_rel_error) : nlohmann::json(nullptr);
-  j["mse"] = v.mse;
-  j["cosine_similarity"] = v.cosine_similarity;
-  j["tolerance"] = v.tolerance;
-  j["shape"] = v.shape;
-  j["shape_text"] = kernels::shape_text(v.shape, family);
-  j["checked_elements"] = v.checked_elements;
-  if (!v.error.empty()) j["error"] = v.error;
-  return j;
-}
-
-nlohmann::json evaluation_json(const kernels::Evaluation& e, const kernels::FamilySpec& family,
-                               const sim::TargetSpec& target) {
-  nlohmann::json j = {
-      {"kernel", e.family},
-      {"variant", e.variant},
-      {"target", target.name},
-      {"shape", e.shape},
-      {"dtype", std::string(sim::dtype_name(e.dtype))},
-      {"params", e.params},
-      {"status", e.status},
-      {"valid", e.sim.valid},
-      {"latency_s", e.latency_s},
-      {"roofline_bound_s", e.roofline_bound_s},
-      {"simulator_version", std::string(sim::kSimulatorVersion)},
-      {"summary", e.sim.summary.is_null() ? nlohmann::json::object() : e.sim.summary},
-      {"verification", verification_json(e.verification, family)},
-  };
-  if (!e.error.empty()) j["error"] = e.error;
-  if (!e.rule.empty()) j["rule"] = e.rule;
-  if (e.sim.valid && e.latency_s > 0) j["roofline_fraction"] = e.roofline_bound_s / e.latency_s;
-  nlohmann::json hot = nlohmann::json::array();
-  for (std::size_t i = 0; i < e.sim.hot_lines.size() && i < 5; ++i) {
-    const auto& h = e.sim.hot_lines[i];
-    hot.push_back({{"file", h.file},
-                   {"line", h.line},
-                   {"function", h.function},
-                   {"busy_s", h.busy_s},
-                   {"instructions", h.instructions},
-                   {"percent_of_total", h.percent_of_total}});
+// --kernel-source: compiled into a shared object, traced, simulated and
+// verified in an isolated worker process (kernels/external/kernel_source.hpp).
+int run_source_profile(const ProfileOptions& o) {
+  if (!o.kernel.empty() || !o.variant.empty())
+    throw UserError("--kernel-source replaces --kernel and --variant; give one or the other");
+  const auto kernel = kernels::external::compile_and_describe(o.kernel_source);
+  if (!kernel.ok) {
+    if (!kernel.compiler_output.empty()) std::fputs(kernel.compiler_output.c_str(), stderr);
+    throw UserError(o.kernel_source + ": " + kernel.error);
   }
-  j["hot_lines"] = hot;
-  return j;
-}
-
-std::string params_text(const kernels::ParamValues& params) {
-  std::string out;
-  for (const auto& [name, value] : params)
-    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
-  return out.empty() ? "(none)" : out;
-}
-
-void print_text(const kernels::Evaluation& e, const kernels::FamilySpec& family,
-                const sim::TargetSpec& target) {
-  std::printf("kernel %s / %s on %s, shape %s, %s\nparams %s\n\n", e.family.c_str(), e.variant.c_str(),
-              target.name.c_str(), kernels::shape_text(e.shape, family).c_str(),
-              std::string(sim::dtype_name(e.dtype)).c_str(), params_text(e.params).c_str());
-  if (!e.sim.valid) {
-    std::printf("INVALID (%s): %s\n", e.rule.c_str(), e.error.c_str());
-    return;
+  kernels::external::WorkerRequest request;
+  request.so_path = kernel.so_path;
+  for (const auto& [name, text] : parse_param_flags(o.params)) {
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size())
+      throw UserError("value '" + text + "' of parameter '" + name + "' is not an integer");
+    request.params[name] = value;
   }
-  std::fputs(sim::format_profile_text(e.sim, 5).c_str(), stdout);
-  std::printf("\nroofline bound  %.4f ms (simulated time is %.1fx the bound)\n", e.roofline_bound_s * 1e3,
-              e.roofline_bound_s > 0 ? e.latency_s / e.roofline_bound_s : 0.0);
-  const auto& v = e.verification;
-  if (v.ran) {
-    std::printf("verification    %s at %s: max rel error %.3g (tolerance %.3g), MSE %.3g, cosine %.6f\n",
-                v.passed ? "passed" : "FAILED", kernels::shape_text(v.shape, family).c_str(), v.max_rel_error,
-                v.tolerance, v.mse, v.cosine_similarity);
+  if (!o.shape.empty()) {
+    // The kernel's shape arguments, checked by the worker.
+    std::stringstream items(o.shape);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos)
+        throw UserError("malformed shape '" + o.shape + "': expected NAME=VALUE pairs separated by commas");
+      try {
+        request.shape[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+      } catch (const std::exception&) {
+        throw UserError("shape argument '" + item.substr(0, eq) + "' is not an integer");
+      }
+    }
+  }
+  request.dtype = o.dtype;
+  request.target = o.target;
+  request.seed = o.seed;
+  request.verify = !o.no_verify;
+  request.report_text = !o.json;
+  if (!o.trace.empty()) request.trace_path = std::filesystem::absolute(o.trace);
+  kernels::external::WorkerOptions worker;
+  worker.timeout_s = o.timeout_s;
+  nlohmann::json result;
+  const auto outcome = kernels::external::evaluate_in_worker(request, worker);
+  if (!outcome.result.contains("kernel")) {  // no evaluation: a crash, a timeout, or a rejected request
+    if (o.json) {
+      std::cout << nlohmann::json({{"kernel_source", o.kernel_source}, {"status", outcome.status}, {"error", outcome.error}}).dump(2) << "\n";
+    } else {
+      std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(), outcome.status.c_str(), outcome.error.c_str());
+    }
+    return 1;
+  }
+  result = outcome.result;
+  result["kernel_source"] = o.kernel_source;
+  result["shared_object"] = kernel.so_path.string();
+  result["compiled"] = kernel.cached ? "cached" : "compiled";
+  if (o.json) {
+    std::cout << result.dump(2) << "\n";
   } else {
-    std::printf("verification    not run\n");
+    std::printf("kernel source %s (%s %s)\n\n", o.kernel_source.c_str(), kernel.cached ? "cached build" : "compiled to",
+                kernel.so_path.c_str());
+    std::fputs(result.value("report_text", "").c_str(), stdout);
+    if (!o.trace.empty() && result.contains("trace")) std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
-  if (!e.ok())
-    std::printf("\n%s: %s\n", e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE", e.error.c_str());
+  return outcome.ok() ? 0 : 1;
 }
 
 int run_profile(const ProfileOptions& o) {
+  if (!o.kernel_source.empty()) return run_source_profile(o);
+  if (o.kernel.empty()) throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");
   const auto& family = kernels::family_registry().get(o.kernel);
   const std::string variant_name = o.variant.empty() ? family.baseline_variant : o.variant;
   const kernels::VariantSpec& variant = family.variant(variant_name);
@@ -153,11 +151,11 @@ int run_profile(const ProfileOptions& o) {
 
   if (!o.trace.empty() && e.sim.valid) sim::write_perfetto_trace(e.sim, *e.program, o.trace);
   if (o.json) {
-    nlohmann::json j = evaluation_json(e, family, target);
+    nlohmann::json j = kernels::external::evaluation_json(e, family, target);
     if (!o.trace.empty() && e.sim.valid) j["trace"] = o.trace;
     std::cout << j.dump(2) << "\n";
   } else {
-    print_text(e, family, target);
+    std::fputs(kernels::external::evaluation_text(e, family, target).c_str(), stdout);
     if (!o.trace.empty() && e.sim.valid)
       std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
@@ -168,7 +166,10 @@ const CommandRegistration registration{
     "profile", "Simulate one kernel variant once: profile summary, hottest source lines, trace",
     [](CLI::App& app) -> CommandAction {
       auto o = std::make_shared<ProfileOptions>();
-      app.add_option("--kernel", o->kernel, "Kernel family (see `autotune kernels`)")->required();
+      app.add_option("--kernel", o->kernel, "Kernel family (see `autotune kernels`)");
+      app.add_option("--kernel-source", o->kernel_source,
+                     "A C++ kernel source (AUTOTUNE_USER_KERNEL): compiled, then run in an isolated worker");
+      app.add_option("--timeout", o->timeout_s, "With --kernel-source: seconds before the worker is killed (120)");
       app.add_option("--variant", o->variant, "Variant of the family (default: the family's baseline)");
       app.add_option("--target", o->target, "Target name or YAML path (default: trn1)");
       app.add_option("--shape", o->shape,

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
@@ -410,6 +409,7 @@ Json WorkerRequest::to_json() const {
             {"target", target},   {"params", params},       {"seed", seed},   {"verify", verify}};
   if (tolerance) j["tolerance"] = *tolerance;
   if (!trace_path.empty()) j["trace"] = trace_path.string();
+  if (report_text) j["text"] = true;
   return j;
 }
 

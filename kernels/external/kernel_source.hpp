@@ -147,6 +147,7 @@ struct WorkerRequest {
   bool verify = true;
   std::optional<double> tolerance;  // overrides the family's for the dtype
   std::filesystem::path trace_path;  // when set, the worker writes a Perfetto trace there
+  bool report_text = false;          // the reply also carries "report_text" (what `profile` prints)
 
   Json to_json() const;
 };

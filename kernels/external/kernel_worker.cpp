@@ -121,7 +121,8 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
     const VariantSpec& variant = family.variants.front();
 
     Shape shape = family.default_shape;
-    for (const auto& [arg, value] : request.value("shape", nlohmann::json::object()).items()) {
+    const nlohmann::json shape_json = request.value("shape", nlohmann::json::object());
+    for (const auto& [arg, value] : shape_json.items()) {
       if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end()) {
         std::string accepted;
         for (const auto& a : family.shape_args) accepted += (accepted.empty() ? "" : ", ") + a;
@@ -143,7 +144,8 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
       family.tolerance[dtype] = request["tolerance"].get<double>();
     const sim::TargetSpec target = sim::load_target(request.value("target", "trn1"));
     ParamValues given;
-    for (const auto& [name, value] : request.value("params", nlohmann::json::object()).items()) {
+    const nlohmann::json params_json = request.value("params", nlohmann::json::object());
+    for (const auto& [name, value] : params_json.items()) {
       if (!value.is_number_integer()) throw UserError("parameter '" + name + "' is not an integer");
       given[name] = value.get<std::int64_t>();
     }

@@ -1,0 +1,121 @@
+// autotune export RUN [--trial T] [--db F] -o FILE.cc
+//
+// Writes a standalone C++ source for one trial (default: the run's best
+// verified trial): the variant's template instantiated with the trial's
+// parameters, declared as a user kernel, with a header comment naming the
+// run, goal, variant, parameters, shape, dtype, target and the measured
+// figures (kernels/external/export_source.hpp). `autotune profile
+// --kernel-source FILE.cc` measures it again in an isolated worker.
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/store_options.hpp"
+#include "core/error.hpp"
+#include "kernels/evaluate.hpp"
+#include "kernels/external/export_source.hpp"
+
+namespace autotune::cli {
+namespace {
+
+struct ExportOptions {
+  DatabaseOption db;
+  int64_t run = 0;
+  std::optional<int64_t> trial;
+  std::string output;
+};
+
+int run_export(const ExportOptions& o) {
+  auto store = open_store_for_reading(o.db);
+  const auto run = store->run(o.run);
+  if (!run) throw UserError("no run " + std::to_string(o.run) + " in " + store->location() + " (see `autotune runs`)");
+  std::optional<store::Trial> trial;
+  if (o.trial) {
+    trial = store->trial(o.run, *o.trial);
+    if (!trial)
+      throw UserError("run " + std::to_string(o.run) + " has no trial " + std::to_string(*o.trial) +
+                      " (see `autotune trials " + std::to_string(o.run) + "`)");
+  } else {
+    if (run->best_trial) trial = store->trial(o.run, *run->best_trial);
+    if (!trial || !store::is_measured(trial->status)) trial = store->best_trial(o.run);
+    if (!trial) throw UserError("run " + std::to_string(o.run) + " has no verified trial to export");
+  }
+
+  // Shape, dtype and target come from the goal as the run resolved it.
+  YAML::Node goal;
+  try {
+    goal = YAML::Load(run->goal_yaml);
+  } catch (const YAML::Exception& e) {
+    throw UserError("run " + std::to_string(o.run) + ": its stored goal does not parse: " + e.what());
+  }
+  const std::string family_name = run->kernel;
+  const auto& registry = kernels::family_registry();
+  if (!registry.contains(family_name))
+    throw UserError("run " + std::to_string(o.run) + " tuned '" + family_name +
+                    "', which is not a built-in kernel family; only simulated kernels can be exported");
+  const kernels::FamilySpec& family = registry.get(family_name);
+  const kernels::VariantSpec* variant = nullptr;
+  for (const auto& v : family.variants)
+    if (v.name == trial->variant) variant = &v;
+  if (variant == nullptr)
+    throw UserError("trial " + std::to_string(trial->id) + " measured '" + trial->variant +
+                    "', not a built-in variant of '" + family_name +
+                    "' (a kernel source: export its source file instead)");
+
+  kernels::Shape shape = family.default_shape;
+  std::string dtype_text;
+  if (const auto kernel = goal["kernel"]; kernel && kernel.IsMap()) {
+    if (kernel["shape"] && kernel["shape"].IsMap())
+      for (const auto& entry : kernel["shape"]) shape[entry.first.Scalar()] = entry.second.as<std::int64_t>();
+    if (kernel["dtype"]) dtype_text = kernel["dtype"].Scalar();
+  }
+  const auto dtype = dtype_text.empty() ? std::optional(family.dtypes.front()) : sim::parse_dtype(dtype_text);
+  if (!dtype) throw UserError("run " + std::to_string(o.run) + ": unknown dtype '" + dtype_text + "' in its goal");
+
+  kernels::ParamValues params;
+  if (trial->params.is_object())
+    for (const auto& [name, value] : trial->params.items())
+      if (value.is_number_integer() && variant->find_param(name) != nullptr) params[name] = value.get<std::int64_t>();
+
+  kernels::external::ExportProvenance provenance;
+  provenance.run = "run " + std::to_string(run->id) + " (goal " + run->goal_name + ", seed " +
+                   std::to_string(run->seed) + ", simulator " + run->simulator_version + ")";
+  provenance.trial = "trial " + std::to_string(trial->id) + " (" + std::string(store::to_string(trial->status)) + ")";
+  provenance.target = goal["target"] && goal["target"].IsScalar() ? goal["target"].Scalar() : run->target;
+  provenance.metrics = trial->metrics.is_object() ? trial->metrics : nlohmann::json::object();
+  provenance.verification = trial->verification;
+  const std::string name = kernels::external::export_kernel_name(
+      family.name, variant->name, "run" + std::to_string(run->id) + "_trial" + std::to_string(trial->id));
+  const std::string source =
+      kernels::external::export_source(family, *variant, shape, *dtype, params, name, provenance);
+
+  if (o.output.empty() || o.output == "-") {
+    std::cout << source;
+    return 0;
+  }
+  std::ofstream out(o.output, std::ios::binary);
+  if (!out) throw UserError("cannot write " + o.output);
+  out << source;
+  out.close();
+  if (!out) throw UserError("cannot write " + o.output);
+  std::cerr << "wrote " << o.output << ": " << family.name << " / " << variant->name << ", trial " << trial->id
+            << " of run " << run->id << "\n";
+  return 0;
+}
+
+const CommandRegistration registration{
+    "export", "Write a trial's kernel as a standalone C++ source (the variant's template, tuned parameters)",
+    [](CLI::App& command) -> CommandAction {
+      auto o = std::make_shared<ExportOptions>();
+      command.add_option("RUN", o->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("--trial", o->trial, "Trial id (default: the run's best verified trial)");
+      command.add_option("-o,--output", o->output, "Where to write the source (default: stdout)");
+      add_database_option(command, o->db);
+      return [o] { return run_export(*o); };
+    }};
+
+}  // namespace
+}  // namespace autotune::cli
