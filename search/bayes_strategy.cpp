@@ -67,7 +67,9 @@ double normal_pdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_
 class BayesStrategy final : public IndexedStrategy {
  public:
   BayesStrategy(const SearchSpace& space, std::uint64_t seed, BayesOptions options)
-      : IndexedStrategy(space, seed, "bayes"), options_(options), gp_(std::max(1, space.encoded_dimension())) {}
+      : IndexedStrategy(space, seed, "bayes"),
+        options_(options),
+        gp_(std::max(1, space.encoded_dimension())) {}
 
  private:
   std::vector<std::uint64_t> propose(std::size_t k) override {
@@ -101,7 +103,8 @@ class BayesStrategy final : public IndexedStrategy {
   }
 
   // Distinct unseen indices not in `exclude`, uniformly at random.
-  std::vector<std::uint64_t> random_candidates(std::size_t count, const std::unordered_set<std::uint64_t>& exclude) {
+  std::vector<std::uint64_t> random_candidates(std::size_t count,
+                                               const std::unordered_set<std::uint64_t>& exclude) {
     std::vector<std::uint64_t> out;
     std::unordered_set<std::uint64_t> taken(exclude);
     const std::uint64_t available = space_.size() - seen_count();
@@ -121,7 +124,8 @@ class BayesStrategy final : public IndexedStrategy {
     std::vector<std::uint64_t> pool = random_candidates(std::max<std::size_t>(64, 16 * k), {});
     if (pool.empty()) return {};
     const Eigen::MatrixXd pool_x = encode(pool);
-    Eigen::VectorXd nearest = Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
+    Eigen::VectorXd nearest =
+        Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
     const auto account = [&](const Eigen::VectorXd& point) {
       nearest = nearest.cwiseMin((pool_x.rowwise() - point.transpose()).rowwise().squaredNorm());
     };
@@ -201,7 +205,8 @@ class BayesStrategy final : public IndexedStrategy {
     }
     gp_.set_data(gp_x, y);
     const std::size_t n = static_cast<std::size_t>(y.size());
-    if (last_fit_size_ == 0 || static_cast<double>(n) >= static_cast<double>(last_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
+    if (last_fit_size_ == 0 ||
+        static_cast<double>(n) >= static_cast<double>(last_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
       // The first fit, and fits while data are few, also start from the
       // defaults (the landscape of the likelihood still changes a lot); later
       // fits continue from the previous optimum with half the iterations.
@@ -291,7 +296,8 @@ class BayesStrategy final : public IndexedStrategy {
   void refine_locally(std::vector<std::uint64_t>& candidates, Eigen::MatrixXd& x, Eigen::VectorXd& score,
                       const Model& m) {
     std::unordered_map<std::uint64_t, double> known;
-    for (std::size_t i = 0; i < candidates.size(); ++i) known[candidates[i]] = score[static_cast<Eigen::Index>(i)];
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      known[candidates[i]] = score[static_cast<Eigen::Index>(i)];
     std::vector<std::size_t> order(candidates.size());
     std::iota(order.begin(), order.end(), 0);
     const std::size_t starts = std::min<std::size_t>(options_.local_starts, order.size());
@@ -328,7 +334,8 @@ class BayesStrategy final : public IndexedStrategy {
       }
       if (!fresh.empty()) {
         const Eigen::VectorXd fresh_score = acquisition(encode(fresh), m);
-        for (std::size_t i = 0; i < fresh.size(); ++i) known[fresh[i]] = fresh_score[static_cast<Eigen::Index>(i)];
+        for (std::size_t i = 0; i < fresh.size(); ++i)
+          known[fresh[i]] = fresh_score[static_cast<Eigen::Index>(i)];
         added.insert(added.end(), fresh.begin(), fresh.end());
       }
       bool moved = false;
@@ -356,7 +363,8 @@ class BayesStrategy final : public IndexedStrategy {
     x.conservativeResize(static_cast<Eigen::Index>(candidates.size()), Eigen::NoChange);
     x.bottomRows(static_cast<Eigen::Index>(added.size())) = encode(added);
     score.conservativeResize(static_cast<Eigen::Index>(candidates.size()));
-    for (std::size_t i = 0; i < added.size(); ++i) score[old + static_cast<Eigen::Index>(i)] = known[added[i]];
+    for (std::size_t i = 0; i < added.size(); ++i)
+      score[old + static_cast<Eigen::Index>(i)] = known[added[i]];
   }
 
   BayesOptions options_;
@@ -367,28 +375,33 @@ class BayesStrategy final : public IndexedStrategy {
   Eigen::VectorXd data_y_;
 };
 
-const StrategyRegistration registration("bayes", [](const SearchSpace& space, std::uint64_t seed,
-                                                    StrategyOptions& options) -> std::unique_ptr<Strategy> {
-  BayesOptions o;
-  o.initial = options.get<int>("initial", o.initial, "an integer >= 1");
-  o.exhaustive_limit = options.get<std::size_t>("exhaustive_limit", o.exhaustive_limit, "an integer >= 0");
-  o.candidates = options.get<std::size_t>("candidates", o.candidates, "an integer >= 1");
-  o.local_starts = options.get<int>("local_starts", o.local_starts, "an integer >= 0");
-  o.local_steps = options.get<int>("local_steps", o.local_steps, "an integer >= 0");
-  o.xi = options.get<double>("xi", o.xi, "a number >= 0");
-  const auto batch = options.get<std::string>("batch", "believer", "\"believer\" or \"liar\"");
-  o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
-  o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
-  o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
-  if (batch != "believer" && batch != "liar")
-    throw UserError("strategy 'bayes': option 'batch': '" + batch + "' is not accepted; accepted: believer, liar");
-  o.believer = batch == "believer";
-  if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
-      o.fit_iterations < 1 || !(o.refit_growth >= 0))
-    throw UserError("strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= 0, "
-                    "local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0");
-  return std::make_unique<BayesStrategy>(space, seed, o);
-});
+const StrategyRegistration registration(
+    "bayes",
+    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
+      BayesOptions o;
+      o.initial = options.get<int>("initial", o.initial, "an integer >= 1");
+      o.exhaustive_limit =
+          options.get<std::size_t>("exhaustive_limit", o.exhaustive_limit, "an integer >= 0");
+      o.candidates = options.get<std::size_t>("candidates", o.candidates, "an integer >= 1");
+      o.local_starts = options.get<int>("local_starts", o.local_starts, "an integer >= 0");
+      o.local_steps = options.get<int>("local_steps", o.local_steps, "an integer >= 0");
+      o.xi = options.get<double>("xi", o.xi, "a number >= 0");
+      const auto batch = options.get<std::string>("batch", "believer", "\"believer\" or \"liar\"");
+      o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
+      o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
+      o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
+      if (batch != "believer" && batch != "liar")
+        throw UserError("strategy 'bayes': option 'batch': '" + batch +
+                        "' is not accepted; accepted: believer, liar");
+      o.believer = batch == "believer";
+      if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
+          o.fit_iterations < 1 || !(o.refit_growth >= 0))
+        throw UserError(
+            "strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= "
+            "0, "
+            "local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0");
+      return std::make_unique<BayesStrategy>(space, seed, o);
+    });
 
 }  // namespace
 
