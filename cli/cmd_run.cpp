@@ -30,6 +30,22 @@ std::string params_text(const nlohmann::json& params) {
   return out.empty() ? "(no parameters)" : out;
 }
 
+// "  MFU 12.3 %  1.23 TFLOP/s" for what the metrics report, else "".
+std::string rates_text(const nlohmann::json& metrics) {
+  std::string out;
+  char buffer[64];
+  if (!metrics.is_object()) return out;
+  if (auto it = metrics.find("mfu_percent"); it != metrics.end() && it->is_number()) {
+    std::snprintf(buffer, sizeof buffer, "  MFU %.1f %%", it->get<double>());
+    out += buffer;
+  }
+  if (auto it = metrics.find("throughput_flops_per_s"); it != metrics.end() && it->is_number()) {
+    std::snprintf(buffer, sizeof buffer, "  %.2f TFLOP/s", it->get<double>() / 1e12);
+    out += buffer;
+  }
+  return out;
+}
+
 void print_summary(const orchestrator::RunSummary& s) {
   std::printf("run %lld: %s; goal %s\n", static_cast<long long>(s.run_id), s.status.c_str(),
               s.goal_met ? "met" : "not met");
@@ -37,11 +53,11 @@ void print_summary(const orchestrator::RunSummary& s) {
   const double base = s.baseline_metrics.is_object() ? s.baseline_metrics.value("latency_s", 0.0) : 0.0;
   const double best = s.best_metrics.is_object() ? s.best_metrics.value("latency_s", 0.0) : 0.0;
   if (!s.baseline.variant.empty())
-    std::printf("  baseline:    %s %s  %s\n", s.baseline.variant.c_str(), params_text(s.baseline.params).c_str(),
-                seconds_text(base).c_str());
+    std::printf("  baseline:    %s %s  %s%s\n", s.baseline.variant.c_str(), params_text(s.baseline.params).c_str(),
+                seconds_text(base).c_str(), rates_text(s.baseline_metrics).c_str());
   if (!s.best.variant.empty())
-    std::printf("  best:        %s %s  %s\n", s.best.variant.c_str(), params_text(s.best.params).c_str(),
-                seconds_text(best).c_str());
+    std::printf("  best:        %s %s  %s%s\n", s.best.variant.c_str(), params_text(s.best.params).c_str(),
+                seconds_text(best).c_str(), rates_text(s.best_metrics).c_str());
   if (base > 0 && best > 0)
     std::printf("  improvement: %.1f%% (%s objective; %s -> %s, %.2fx)\n", s.improvement * 100, s.objective.c_str(),
                 seconds_text(base).c_str(), seconds_text(best).c_str(), base / best);

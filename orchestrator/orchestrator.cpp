@@ -73,6 +73,11 @@ Json RunSummary::to_json() const {
               {"db", db}};
   if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
   if (best_trial) out["best"]["trial"] = *best_trial;
+  // The headline figures next to the metrics, where the target reports them.
+  for (const auto& [side, metrics] : {std::pair{"baseline", &baseline_metrics}, std::pair{"best", &best_metrics}})
+    for (const char* key : {"latency_s", "mfu_percent", "throughput_flops_per_s"})
+      if (metrics->is_object() && metrics->contains(key) && metrics->at(key).is_number())
+        out[side][key] = metrics->at(key);
   if (best_metrics.is_object() && baseline_metrics.is_object() && best_metrics.contains("latency_s") &&
       baseline_metrics.contains("latency_s") && best_metrics["latency_s"].get<double>() > 0)
     out["speedup"] = baseline_metrics["latency_s"].get<double>() / best_metrics["latency_s"].get<double>();
@@ -359,7 +364,6 @@ RunSummary Orchestrator::run() {
         break;
       }
       const skills::Idea& idea = choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
-      tried_ideas.insert(idea.id);
       const skills::VariantSpace& variant = catalog.variant(idea.variant);
 
       skills::ExplorationRequest request;
@@ -371,6 +375,7 @@ RunSummary Orchestrator::run() {
         } else if (auto region = variant.region(idea.region)) {
           request.region = std::make_shared<const search::SearchSpace>(std::move(*region));
         } else {
+          tried_ideas.insert(idea.id);
           log.set_outcome(policy_seq, "region infeasible under the constraints; next idea");
           continue;
         }
@@ -381,6 +386,7 @@ RunSummary Orchestrator::run() {
       request.budget = choice.result.budget;
       request.batch_size = goal.effective_batch_size();
       request.known = observations[variant.name];
+      request.carry_patience = !idea.continuation;
 
       t0 = Clock::now();
       auto plan = skills_.explorer->plan(request);
@@ -396,9 +402,14 @@ RunSummary Orchestrator::run() {
             return goal_met() || seconds_since(started) >= goal.budget_wall_time_s ||
                    runner.counters().evaluations >= goal.budget_evaluations;
           });
+      // An idea is done with once its region settled (exhausted, or no
+      // better value for the explorer's patience); one cut short by its
+      // budget share may be continued by a later iteration.
+      if (exploration.settled) tried_ideas.insert(idea.id);
       const bool improved = best_value < before && best_trial->config_hash != before_key;
       const std::string result = std::to_string(exploration.evaluations) + " evaluations (" +
-                                 exploration.stop_reason + "); " +
+                                 exploration.stop_reason + (exploration.settled ? ", settled" : ", may continue") +
+                                 "); " +
                                  (improved ? "improved the best to " + best_trial->variant + " " +
                                                  skills::Candidate{best_trial->variant, best_trial->params}.key()
                                            : std::string("no improvement"));

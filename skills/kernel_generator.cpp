@@ -161,6 +161,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
                    [](const Idea& a, const Idea& b) { return a.expected_gain > b.expected_gain; });
 
   // Exploration fallbacks, after every finding-driven idea.
+  std::map<std::string, std::vector<search::ParamValue>> neighbourhood;
   {
     bool roles_known = false;
     for (const auto& [name, role] : current.roles) roles_known = roles_known || !role.empty();
@@ -187,8 +188,42 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.kind = "explore";
       idea.variant = current.name;
       idea.region = fixed_except(current, best, free);
+      neighbourhood = free;
       idea.id = "neighbourhood:" + best.key();
       idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
+      consider(std::move(idea));
+    }
+  }
+  {
+    // A wider search around the best: two steps along every parameter, roled
+    // or not. Worth more than a whole space when the best's neighbourhood has
+    // settled, since good configurations cluster around good ones.
+    std::map<std::string, std::vector<search::ParamValue>> free;
+    std::vector<std::string> names;
+    bool wider = false;
+    for (const auto& parameter : current.parameters) {
+      const auto now = value_of(best, parameter.name());
+      if (!now || parameter.size() < 2) continue;
+      const auto position = parameter.position(*now);
+      if (!position) continue;
+      const std::size_t lo = *position >= 2 ? *position - 2 : 0;
+      const std::size_t hi = std::min<std::size_t>(parameter.size() - 1, *position + 2);
+      std::vector<search::ParamValue> around(parameter.values().begin() + lo, parameter.values().begin() + hi + 1);
+      const auto near = neighbourhood.find(parameter.name());
+      wider = wider || near == neighbourhood.end() || near->second.size() < around.size();
+      free[parameter.name()] = std::move(around);
+      names.push_back(parameter.name());
+    }
+    std::uint64_t size = 1;
+    for (const auto& [name, values] : free) size *= values.size();
+    if (!free.empty() && wider && size < current.space->size()) {
+      Idea idea;
+      idea.kind = "explore";
+      idea.variant = current.name;
+      idea.region = fixed_except(current, best, free);
+      idea.id = "wide:" + best.key();
+      idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" + std::to_string(size) +
+                       " configurations)";
       consider(std::move(idea));
     }
   }
@@ -210,6 +245,26 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.id = "space:" + variant->name;
       idea.rationale = "search the whole space of " + variant->name + " (" + variant->space->describe() + ")";
       consider(std::move(idea));
+    }
+    // Every idea settled and budget is left: it goes to the most promising
+    // space not exhausted yet, the best's variant first. The id carries the
+    // measurement count, so the continuation is a new idea each time the
+    // space grows.
+    if (ideas.empty()) {
+      for (const VariantSpace* variant : order) {
+        const auto measured = request.measured_counts.find(variant->name);
+        const std::uint64_t count = measured == request.measured_counts.end() ? 0 : measured->second;
+        if (count >= variant->space->size() || !request.tried_ideas.count("space:" + variant->name)) continue;
+        Idea idea;
+        idea.kind = "explore";
+        idea.variant = variant->name;
+        idea.id = "space:" + variant->name + "@" + std::to_string(count);
+        idea.continuation = true;
+        idea.rationale = "every idea settled; the remaining budget goes on searching the space of " + variant->name +
+                         (variant == &current ? " (the best's variant)" : "") + ", " + std::to_string(count) + " of " +
+                         std::to_string(variant->space->size()) + " configurations measured";
+        consider(std::move(idea));
+      }
     }
   }
 

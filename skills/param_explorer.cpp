@@ -16,6 +16,12 @@ std::uint64_t unknown_in_region(const ExplorationRequest& request) {
 
 }  // namespace
 
+int region_patience(const search::SearchSpace& region, int batch_size) {
+  const int by_batches = 3 * std::max(batch_size, 1);
+  const auto by_size = int(std::min<std::uint64_t>((region.size() + 9) / 10, 1u << 20));
+  return std::max({by_batches, by_size, 12});
+}
+
 SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& request) {
   SkillResult<ExplorationPlan> out;
   ExplorationPlan& plan = out.result;
@@ -36,6 +42,7 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                      {"budget_offered", request.budget},
                      {"batch_size", request.batch_size}};
   decision.evidence = {{"unmeasured_in_region", fresh}, {"budget", plan.budget}};
+  if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
   decision.alternatives = Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
                                        {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
   decision.rationale = enumerable ? "the region's " + std::to_string(fresh) +
@@ -69,6 +76,7 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
   }
   if (!request.region) {
     out.stop_reason = "probes measured";
+    out.settled = true;
     return out;
   }
 
@@ -80,16 +88,32 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     if (request.region->contains(o.configuration)) known.push_back(o);
   if (!known.empty()) strategy->tell(known);
 
-  // A region that stopped paying: after kPatience batches in a row without a
-  // better value, the rest of the budget is worth more elsewhere.
-  constexpr int kPatience = 3;
-  int stale_batches = 0;
+  // A region that stopped paying: after `patience` evaluations in a row
+  // without a better value the rest of the budget is worth more elsewhere.
+  // The stretch grows with the region (a model-based strategy spends its
+  // first batches on an initial design), so a large region is not written off
+  // after a handful of samples.
+  const int patience = region_patience(*request.region, request.batch_size);
+  std::uint64_t unmeasured = unknown_in_region(request);
+  // Earlier measurements count towards the stretch (in the order they were
+  // made), so a region continued by a later iteration keeps its history.
+  int stale_evaluations = 0;
   std::optional<double> region_best;
-  for (const auto& o : known)
-    if (o.ok() && (!region_best || *o.value < *region_best)) region_best = o.value;
+  for (const auto& o : known) {
+    const bool better = o.ok() && (!region_best || *o.value < *region_best);
+    if (better) region_best = o.value;
+    stale_evaluations = better ? 0 : stale_evaluations + 1;
+  }
+  if (!request.carry_patience) stale_evaluations = 0;
   while (true) {
-    if (stale_batches >= kPatience) {
-      out.stop_reason = "no improvement in " + std::to_string(kPatience) + " batches";
+    if (unmeasured == 0) {
+      out.stop_reason = "region exhausted";
+      out.settled = true;
+      break;
+    }
+    if (stale_evaluations >= patience) {
+      out.stop_reason = "no improvement in " + std::to_string(stale_evaluations) + " evaluations";
+      out.settled = true;
       break;
     }
     if (out.evaluations >= plan.budget) {
@@ -102,18 +126,21 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     }
     if (strategy->done()) {
       out.stop_reason = "strategy done";
+      out.settled = true;
       break;
     }
     const std::size_t k = std::size_t(std::min(std::max(request.batch_size, 1), plan.budget - out.evaluations));
     const auto configurations = strategy->ask(k);
     if (configurations.empty()) {
       out.stop_reason = "region exhausted";
+      out.settled = true;
       break;
     }
     std::vector<Candidate> batch;
     for (const auto& c : configurations) batch.push_back({request.variant->name, search::to_json(*request.region, c)});
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
+    unmeasured -= std::min<std::uint64_t>(unmeasured, batch.size());
     note(batch, observations);
     bool better = false;
     for (std::size_t i = 0; i < observations.size(); ++i) {
@@ -123,7 +150,7 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
         better = true;
       }
     }
-    stale_batches = better ? 0 : stale_batches + 1;
+    stale_evaluations = better ? 0 : stale_evaluations + int(batch.size());
     strategy->tell(observations);
   }
   return out;

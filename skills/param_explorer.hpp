@@ -6,9 +6,17 @@
 // cheaper than any model and cannot miss); otherwise the goal's strategy runs
 // for the budget. Earlier measurements of the variant are told to the
 // strategy first (warm start), so nothing is proposed twice.
+//
+// A region settles (Exploration::settled) when it is exhausted or when
+// region_patience() evaluations in a row brought no better value; a search
+// cut short by its budget is not settled and may be continued later.
 #include "skills/skill.hpp"
 
 namespace autotune::skills {
+
+// Evaluations in a row without improvement after which a region is settled:
+// at least three batches and 12 evaluations, and a tenth of the region.
+int region_patience(const search::SearchSpace& region, int batch_size);
 
 class ParamExplorer : public ExplorerSkill {
  public:

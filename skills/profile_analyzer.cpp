@@ -58,17 +58,30 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   }
 
   if (profile.is_object()) {
+    // The profile's percentages are of the whole latency, launch floor
+    // included; what the kernel can change is its own time, so activity is
+    // judged against the kernel time (a DMA busy for all of it is busy, however
+    // long the launch).
+    const auto kernel_time = number(profile, "kernel_time");
+    const double to_kernel_time =
+        latency && kernel_time && *kernel_time > 0 && *kernel_time < *latency ? *latency / *kernel_time : 1.0;
+    if (kernel_time) evidence["kernel_time_s"] = *kernel_time;
+    auto active_percent = [&](const std::string& key) -> std::optional<double> {
+      const auto value = number(profile, key);
+      if (!value) return std::nullopt;
+      return std::min(100.0, *value * to_kernel_time);
+    };
     double busiest_compute = 0;
     std::string busiest_engine;
     Json engines = Json::object();
     for (const char* engine : kComputeEngines) {
-      const auto active = number(profile, std::string(engine) + "_engine_active_time_percent");
+      const auto active = active_percent(std::string(engine) + "_engine_active_time_percent");
       if (!active) continue;
       engines[engine] = *active;
       if (*active > busiest_compute) busiest_compute = *active, busiest_engine = engine;
     }
-    const double dma_active = number(profile, "dma_active_time_percent").value_or(0);
-    const double overlap = number(profile, "dma_compute_overlap_percent").value_or(0);
+    const double dma_active = active_percent("dma_active_time_percent").value_or(0);
+    const double overlap = active_percent("dma_compute_overlap_percent").value_or(0);
     const auto mfu = number(profile, "mfu_estimated_percent");
     evidence["engine_active_percent"] = engines;
     evidence["dma_active_time_percent"] = dma_active;
@@ -132,7 +145,7 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     // DMA-bound without overlap: rotating buffers let the next tile's load
     // run under the current tile's compute. Overlap is measured against the
     // time that could overlap at most (the shorter of DMA and compute).
-    const double compute_active = number(profile, "compute_active_time_percent").value_or(busiest_compute);
+    const double compute_active = active_percent("compute_active_time_percent").value_or(busiest_compute);
     const double overlappable = std::min(dma_active, compute_active);
     const double overlap_fraction = overlappable > 0 ? std::min(1.0, overlap / overlappable) : 1.0;
     evidence["overlap_fraction"] = overlap_fraction;

@@ -46,6 +46,7 @@ void to_json(Json& out, const Idea& idea) {
   out = Json{{"id", idea.id},         {"kind", idea.kind},           {"variant", idea.variant},
              {"region", region},      {"probes", probes},            {"finding", idea.finding},
              {"rationale", idea.rationale}, {"expected_gain", idea.expected_gain}};
+  if (idea.continuation) out["continuation"] = true;
 }
 
 }  // namespace autotune::skills

@@ -105,6 +105,9 @@ struct Idea {
   std::string finding;  // the finding kind it answers ("" for exploration)
   std::string rationale;
   double expected_gain = 0;
+  // Continues a region that settled earlier: its search gets a fresh stretch
+  // of patience instead of inheriting the earlier measurements' staleness.
+  bool continuation = false;
 };
 void to_json(Json& out, const Idea& idea);
 
@@ -113,7 +116,7 @@ struct GenerationRequest {
   Candidate best;
   Json best_metrics = Json::object();
   Analysis analysis;
-  std::set<std::string> tried_ideas;
+  std::set<std::string> tried_ideas;  // ideas whose region settled (Exploration::settled); never proposed again
   std::set<std::string> measured_variants;  // variants with at least one measurement
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured (any outcome)
 };
@@ -140,6 +143,9 @@ struct ExplorationRequest {
   int batch_size = 1;  // candidates per ask
   // Earlier measurements of this variant (warm start; never re-proposed).
   std::vector<search::Observation> known;
+  // Whether the earlier measurements without improvement count towards the
+  // explorer's patience (false for a continuation: a fresh stretch).
+  bool carry_patience = true;
 };
 
 struct ExplorationPlan {
@@ -157,6 +163,10 @@ struct Exploration {
   std::optional<Candidate> best;
   std::optional<double> best_value;
   std::string stop_reason;
+  // The region has nothing more to give: exhausted, or searched without
+  // improvement for the explorer's patience. A search cut short by its budget
+  // or by the orchestrator is not settled, so its idea may be continued.
+  bool settled = false;
 };
 
 class ExplorerSkill : public Skill {
