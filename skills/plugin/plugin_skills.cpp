@@ -296,7 +296,8 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
   if (!merged["at_roofline"].is_boolean()) return fail_with(error, "\"at_roofline\" must be true or false"), std::nullopt;
   if (!merged["headroom"].is_number()) return fail_with(error, "\"headroom\" must be a number"), std::nullopt;
   for (std::size_t i = 0; i < merged["findings"].size(); ++i) {
-    const Json& f = merged["findings"][i];
+    Json& f = merged["findings"][i];
+    if (f.is_object() && f.contains("evidence") && f["evidence"].is_null()) f["evidence"] = Json::object();
     const std::string at = "findings[" + std::to_string(i) + "]";
     if (!f.is_object()) return fail_with(error, at + " must be an object"), std::nullopt;
     if (!f.contains("kind") || !f["kind"].is_string() || f["kind"].get<std::string>().empty())
