@@ -16,7 +16,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",   "kernel",    "target", "objective",    "goal",
                                            "max_iterations", "budget", "search", "start",  "variants",
                                            "parallel", "timeout_s", "verification", "roles", "seed",
-                                           "llm",    "skills"};
+                                           "llm",    "skills", "kernel_source"};
 
 std::string where(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
   return reader.location(node) + ": " + reader.key_path(key) + ": ";
@@ -265,6 +265,15 @@ Goal load_goal(const std::filesystem::path& path) {
 
   read_target(top, goal);
   read_kernel(top, goal);
+  if (top.has("kernel_source")) {
+    const YAML::Node node = top.raw("kernel_source");
+    std::filesystem::path source = top.required<std::string>("kernel_source", "a C++ kernel source path");
+    if (source.is_relative()) source = goal.file.parent_path() / source;
+    source = source.lexically_normal();
+    if (!std::filesystem::is_regular_file(source)) top.fail("kernel_source", "file not found: " + source.string(), &node);
+    if (goal.target.kind != "sim") top.fail("kernel_source", "needs a simulated target (sim)", &node);
+    goal.kernel_source = source;
+  }
   goal.objective = parse_objective(top);
 
   if (auto section = top.maybe_child("goal")) {
@@ -360,6 +369,7 @@ std::string to_yaml(const Goal& goal) {
   }
   if (!goal.dtype.empty()) out << YAML::Key << "dtype" << YAML::Value << goal.dtype;
   out << YAML::EndMap;
+  if (!goal.kernel_source.empty()) out << YAML::Key << "kernel_source" << YAML::Value << goal.kernel_source.string();
   out << YAML::Key << "target" << YAML::Value;
   if (goal.target.kind == "sim") {
     out << goal.target.name;

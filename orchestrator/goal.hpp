@@ -37,6 +37,9 @@ struct TargetChoice {
 
 struct Goal {
   std::filesystem::path file;
+  // A user kernel source (docs/kernel_sources.md) measured instead of the
+  // family's built-in variants; resolved against the goal file's folder.
+  std::filesystem::path kernel_source;
   std::string name;
   // kernel
   std::string family;  // sim: a registered family; replay: the cachefile's kernel name

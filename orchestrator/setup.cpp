@@ -10,6 +10,7 @@
 #include "skills/targets/command_target.hpp"
 #include "skills/targets/replay_target.hpp"
 #include "skills/targets/sim_target.hpp"
+#include "skills/targets/source_target.hpp"
 
 namespace autotune::orchestrator {
 
@@ -61,8 +62,8 @@ const std::vector<search::ParamValue>* goal_domain(const Goal& goal, const std::
   return nullptr;
 }
 
-skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, double>& target_constants) {
-  const kernels::FamilySpec& family = kernels::family_registry().get(goal.family);
+skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, double>& target_constants,
+                                   const kernels::FamilySpec& family) {
   skills::VariantCatalog catalog;
   catalog.kernel = family.name;
 
@@ -355,7 +356,30 @@ std::string role_from_description(const std::string& description) {
 
 RunSetup prepare_run(Goal& goal) {
   RunSetup setup;
-  if (goal.target.kind == "sim") {
+  if (goal.target.kind == "sim" && !goal.kernel_source.empty()) {
+    // The goal's kernel is a user source: compiled now, measured in kernel workers.
+    skills::SourceTargetConfig config;
+    config.source = goal.kernel_source;
+    config.shape = goal.shape;
+    config.dtype = goal.dtype;
+    config.target = goal.target.name;
+    config.tolerance = goal.tolerance;
+    config.verification_seed = goal.verification_seed;
+    config.worker.timeout_s = goal.timeout_s;
+    std::unique_ptr<skills::SourceTarget> target;
+    try {
+      target = std::make_unique<skills::SourceTarget>(config);
+    } catch (const UserError& e) {
+      throw UserError(locate(goal, {"kernel_source"}) + e.what());
+    }
+    if (target->kernel().descriptor.family != goal.family)
+      throw UserError(locate(goal, {"kernel_source"}) + "the source's kernel '" + target->kernel().descriptor.name +
+                      "' matches family '" + target->kernel().descriptor.family + "', the goal's kernel.family is '" +
+                      goal.family + "'");
+    setup.catalog = sim_catalog(goal, target->constants(), target->family());
+    setup.simulator_version = std::string(sim::kSimulatorVersion);
+    setup.target = std::move(target);
+  } else if (goal.target.kind == "sim") {
     skills::SimTargetConfig config{goal.family, goal.shape, goal.dtype, goal.target.name, goal.tolerance,
                                    goal.verification_seed};
     std::unique_ptr<skills::SimTarget> target;
@@ -364,7 +388,7 @@ RunSetup prepare_run(Goal& goal) {
     } catch (const UserError& e) {
       throw UserError(locate(goal, {"target"}) + e.what());
     }
-    setup.catalog = sim_catalog(goal, target->constants());
+    setup.catalog = sim_catalog(goal, target->constants(), kernels::family_registry().get(goal.family));
     setup.simulator_version = std::string(sim::kSimulatorVersion);
     setup.target = std::move(target);
   } else if (goal.target.kind == "replay") {

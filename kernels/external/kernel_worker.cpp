@@ -158,6 +158,8 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
     options.record_timeline = !trace_path.empty();
     const Evaluation evaluation = evaluate(family, variant.name, shape, dtype, params, target, options);
     nlohmann::json reply = evaluation_json(evaluation, family, target);
+    if (family.flops) reply["flops"] = family.flops(shape);
+    if (family.hbm_bytes) reply["compulsory_bytes"] = family.hbm_bytes(shape, dtype);
     if (!trace_path.empty() && evaluation.sim.valid) {
       sim::write_perfetto_trace(evaluation.sim, *evaluation.program, trace_path);
       reply["trace"] = trace_path;

@@ -34,7 +34,8 @@ LoadedKernel load_user_kernel(const std::filesystem::path& so_path);
 //     -> {"ok": true, "descriptor": {...}} | {"ok": false, "error": "..."}
 //   {"op": "evaluate", "so": PATH, "shape": {...}, "dtype": "bf16", "target": "trn1",
 //    "params": {...}, "seed": 0, "verify": true, "tolerance": 0.01?, "trace": PATH?, "text": bool?}
-//     -> evaluation_json(...) (status ok | invalid | wrong_answer | implausible), plus
+//     -> evaluation_json(...) (status ok | invalid | wrong_answer | implausible) with the
+//        kernel's "flops" and "compulsory_bytes" at the shape, plus
 //        "report_text" when text is true; {"status": "failed", "error": "..."} when the
 //        request or the kernel is unusable.
 // Never throws; a crash or hang of the kernel's code ends the process, which

@@ -1,0 +1,149 @@
+#include "skills/targets/source_target.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/simulator.hpp"
+#include "sim/target.hpp"
+
+namespace autotune::skills {
+
+struct SourceTarget::Impl {
+  sim::TargetSpec target;
+};
+
+SourceTarget::SourceTarget(SourceTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
+  impl_->target = sim::load_target(config_.target);
+  kernel_ = kernels::external::compile_and_describe(config_.source.string(), config_.compile, config_.worker);
+  if (!kernel_.ok) {
+    std::string message = config_.source.string() + ": " + kernel_.error;
+    if (!kernel_.compiler_output.empty()) message += "\n" + kernel_.compiler_output;
+    throw UserError(message);
+  }
+  const auto& d = kernel_.descriptor;
+  family_.name = d.family.empty() ? d.name : d.family;
+  family_.description = d.description;
+  family_.shape_args = d.shape_args;
+  family_.default_shape = d.default_shape;
+  for (const auto& text : d.dtypes)
+    if (auto dtype = sim::parse_dtype(text)) family_.dtypes.push_back(*dtype);
+  kernels::VariantSpec variant;
+  variant.name = d.name;
+  variant.description = d.description.empty() ? "kernel source " + config_.source.filename().string() : d.description;
+  variant.params = d.params;
+  variant.constraints = d.constraints;
+  family_.variants = {variant};
+  family_.baseline_variant = d.name;
+  for (const auto& arg : d.shape_args)
+    if (config_.shape.count(arg) == 0) config_.shape[arg] = d.default_shape.at(arg);
+  if (config_.dtype.empty() && !d.dtypes.empty()) config_.dtype = d.dtypes.front();
+}
+
+SourceTarget::~SourceTarget() = default;
+
+std::string SourceTarget::description() const {
+  return config_.target + " (simulated; kernel source " + config_.source.filename().string() + ")";
+}
+
+std::string SourceTarget::cache_identity() const {
+  std::string shape;
+  for (const auto& [k, v] : config_.shape) shape += k + "=" + std::to_string(v) + ",";
+  return "source:" + config_.target + ":" + kernel_.source_hash + ":" + shape + ":" + config_.dtype + ":" +
+         std::string(sim::kSimulatorVersion) +
+         ":tol=" + (config_.tolerance ? std::to_string(*config_.tolerance) : "family") +
+         ":vseed=" + std::to_string(config_.verification_seed);
+}
+
+std::map<std::string, double> SourceTarget::constants() const { return impl_->target.constants(); }
+
+Json SourceTarget::facts() const {
+  const auto& t = impl_->target;
+  const auto dtype = sim::parse_dtype(config_.dtype).value_or(sim::Dtype::fp32);
+  return {{"partitions", t.partitions},
+          {"sbuf_usable_bytes_per_partition", t.sbuf_bytes_per_partition},
+          {"kernel_launch_s", t.launch_overhead_s},
+          {"hbm_bytes_per_s", t.hbm_bytes_per_s},
+          {"peak_flops", t.peak_flops(dtype)},
+          {"engine_clock_hz", t.clock(sim::Engine::scalar)},
+          {"dma_efficiency_half_bytes", t.dma_efficiency_half_bytes}};
+}
+
+Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outcome) {
+  Measurement m;
+  const Json& r = outcome.result;
+  const std::string status = outcome.status;
+  m.error = outcome.error;
+  if (status == "ok") {
+    m.status = store::TrialStatus::ok;
+  } else if (status == "invalid") {
+    m.status = store::TrialStatus::invalid;
+    if (r.contains("rule") && r["rule"].is_string()) m.error = r["rule"].get<std::string>() + ": " + m.error;
+  } else if (status == "wrong_answer") {
+    m.status = store::TrialStatus::wrong_answer;
+  } else if (status == "timeout") {
+    m.status = store::TrialStatus::timeout;
+  } else {
+    m.status = store::TrialStatus::failed;
+    if (status == "implausible") m.error = status + ": " + m.error;
+  }
+  if (r.contains("verification") && r["verification"].value("ran", false)) {
+    const Json& v = r["verification"];
+    m.verification = {{"passed", v.value("passed", false)},
+                      {"max_rel_error", v["max_rel_error"].is_number() ? v["max_rel_error"] : Json("inf")},
+                      {"mse", v["mse"].is_number() ? v["mse"] : Json("inf")},
+                      {"cosine", v["cosine_similarity"]},
+                      {"tolerance", v["tolerance"]},
+                      {"checked_elements", v["checked_elements"]},
+                      {"shape", v["shape"]}};
+    if (v.contains("error")) m.verification["error"] = v["error"];
+  }
+  if (r.value("valid", false)) {
+    const double latency = r.value("latency_s", 0.0);
+    const double bound = r.value("roofline_bound_s", 0.0);
+    const Json summary = r.value("summary", Json::object());
+    m.metrics = {{"latency_s", latency}, {"roofline_bound_s", bound}};
+    const double flops = r.value("flops", 0.0);
+    if (flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = flops / latency;
+    if (r.value("compulsory_bytes", 0.0) > 0) m.metrics["compulsory_bytes"] = r["compulsory_bytes"];
+    if (summary.contains("mfu_estimated_percent")) m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
+    if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
+    if (latency > 0 && bound > 0) m.metrics["roofline_fraction"] = bound / latency;
+    m.profile = summary;
+    if (r.contains("hot_lines") && r["hot_lines"].is_array() && !r["hot_lines"].empty()) {
+      Json hot = Json::array();
+      for (std::size_t i = 0; i < std::min<std::size_t>(3, r["hot_lines"].size()); ++i) {
+        const Json& line = r["hot_lines"][i];
+        hot.push_back({{"file", line["file"]}, {"line", line["line"]}, {"percent", line["percent_of_total"]}});
+      }
+      m.profile["hot_lines"] = hot;
+    }
+  }
+  m.duration_ms = outcome.wall_s * 1000;
+  return m;
+}
+
+Measurement SourceTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
+  kernels::external::WorkerRequest request;
+  request.so_path = kernel_.so_path;
+  request.shape = config_.shape;
+  request.dtype = config_.dtype;
+  request.target = config_.target;
+  request.seed = config_.verification_seed;
+  request.tolerance = config_.tolerance;
+  for (const auto& [name, value] : candidate.params.items()) {
+    if (name == "_") continue;  // the placeholder of a kernel without parameters
+    if (!value.is_number_integer()) {
+      Measurement m;
+      m.status = store::TrialStatus::invalid;
+      m.error = "parameter '" + name + "' is not an integer";
+      return m;
+    }
+    request.params[name] = value.get<std::int64_t>();
+  }
+  kernels::external::WorkerOptions worker = config_.worker;
+  worker.timeout_s = std::min(worker.timeout_s, options.deadline_s);
+  return measurement_from_worker(kernels::external::evaluate_in_worker(request, worker));
+}
+
+}  // namespace autotune::skills
