@@ -6,14 +6,14 @@
 #
 #   bench/search_compare.sh [REPEATS=10]
 #   env: AUTOTUNE_BIN (default build/autotune), OUT_DIR (default build/search-compare),
-#        STRATEGIES (default "bayes annealing random"), DATA (default ../shared/data/tuning)
+#        STRATEGIES (default "bayes genetic annealing random"), DATA (default ../shared/data/tuning)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${1:-10}
 bin=${AUTOTUNE_BIN:-build/autotune}
 out=${OUT_DIR:-build/search-compare}
 data=${DATA:-../shared/data/tuning}
-strategies=${STRATEGIES:-bayes annealing random}
+strategies=${STRATEGIES:-bayes genetic annealing random}
 mkdir -p "$out"
 files=("$data"/convolution/RTX_3090.json "$data"/convolution/RTX_Titan.json "$data"/convolution_hip/A4000.json
        "$data"/convolution_hip/W6600.json "$data"/dedispersion/A4000.json "$data"/pnpoly/RTX_3090.json)
