@@ -71,7 +71,7 @@ Json SourceTarget::facts() const {
 
 Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outcome) {
   Measurement m;
-  const Json& r = outcome.result;
+  const Json r = outcome.result.is_object() ? outcome.result : Json::object();
   const std::string status = outcome.status;
   m.error = outcome.error;
   if (status == "ok") {
