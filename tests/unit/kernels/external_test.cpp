@@ -1,0 +1,73 @@
+// Kernel sources: the exported text, and compilation failures as data (a real
+// compiler run). Loading and evaluating in the worker is covered end to end by
+// tests/e2e/test_kernel_sources.py (it needs the autotune executable).
+#include <doctest/doctest.h>
+
+#include "kernels/evaluate.hpp"
+#include "kernels/external/export_source.hpp"
+#include "kernels/external/kernel_source.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace autotune;
+using namespace autotune::kernels;
+
+TEST_CASE("export_source instantiates the variant's template with the trial's parameters as defaults") {
+  const FamilySpec& family = family_registry().get("gemm");
+  const VariantSpec& variant = family.variant("tiled");
+  ParamValues params = resolve_params(variant, ParamValues{{"tile_n", 256}, {"pipeline_depth", 3}});
+  external::ExportProvenance provenance;
+  provenance.run = "run 7 (goal g)";
+  provenance.metrics = {{"latency_s", 2.5e-5}, {"cycles", 35000}, {"mfu_percent", 5.5}};
+  const Shape shape{{"M", 256}, {"N", 512}, {"K", 512}};
+  const std::string text = external::export_source(family, variant, shape, Dtype::bf16, params,
+                                                   external::export_kernel_name("gemm", "tiled", "run7"), provenance);
+  CHECK(text.find("AUTOTUNE_USER_KERNEL(gemm_tiled_run7)") != std::string::npos);
+  CHECK(text.find("#include \"kernels/families/gemm.hpp\"") != std::string::npos);
+  CHECK(text.find("autotune::kernels::gemm_tiled<D>") != std::string::npos);
+  CHECK(text.find("{64, 128, 256, 512}, 256}") != std::string::npos);  // domain kept, tuned value as default
+  CHECK(text.find("{1, 2, 3, 4, 6, 8}, 3}") != std::string::npos);
+  CHECK(text.find("cycles       35000") != std::string::npos);
+  CHECK(text.find("shape        M=256,N=512,K=512") != std::string::npos);
+  CHECK(text.find("kernel.verification_as_variant = \"tiled\"") != std::string::npos);
+}
+
+TEST_CASE("export_kernel_name is a C identifier") {
+  CHECK(external::export_kernel_name("gemm", "blocked-mn", "run1 trial2") == "gemm_blocked_mn_run1_trial2");
+  CHECK(external::export_kernel_name("9x", "v", "") == "k_9x_v");
+}
+
+TEST_CASE("a compile error is a result with the compiler's message, never an exception") {
+  testing::TempDir dir;
+  external::CompileOptions options;
+  options.cache_dir = dir.path() / "cache";
+  const auto result = external::compile_kernel_source(
+      "#include \"kernels/external/user_kernel.hpp\"\nAUTOTUNE_USER_KERNEL(k) { no_such_function(); }\n", options);
+  CHECK_FALSE(result.ok);
+  CHECK(result.error.find("compilation failed") != std::string::npos);
+  CHECK(result.compiler_output.find("no_such_function") != std::string::npos);
+  CHECK(result.so_path.empty());
+}
+
+TEST_CASE("a missing compiler is a result too") {
+  testing::TempDir dir;
+  external::CompileOptions options;
+  options.cache_dir = dir.path() / "cache";
+  options.compiler = "no-such-compiler-xyz";
+  const auto result = external::compile_kernel_source("int x;\n", options);
+  CHECK_FALSE(result.ok);
+  CHECK(result.error.find("no C++ compiler found") != std::string::npos);
+}
+
+TEST_CASE("KernelDescriptor survives its JSON form") {
+  external::KernelDescriptor d;
+  d.name = "k";
+  d.family = "exp";
+  d.params = {ParamSpec{"tile", "columns", {1, 2}, 2}};
+  d.shape_args = {"rows", "cols"};
+  d.default_shape = {{"rows", 1}, {"cols", 2}};
+  d.dtypes = {"fp32"};
+  const auto back = external::KernelDescriptor::from_json(d.to_json());
+  CHECK(back.name == "k");
+  CHECK(back.params.at(0).values == std::vector<std::int64_t>{1, 2});
+  CHECK(back.default_shape == d.default_shape);
+}
