@@ -24,17 +24,20 @@ std::vector<BuiltinSkill> builtin_skills() {
   // Names come from the skills themselves, so the list follows the code.
   return {
       {skills::ProfileAnalyzer().name(),
-       "reads the best candidate's profile and returns findings with evidence (bound, engine activity, DMA/compute "
+       "reads the best candidate's profile and returns findings with evidence (bound, engine activity, "
+       "DMA/compute "
        "overlap, small transfers, SBUF/PSUM pressure, roofline headroom), each mapped to an action",
        "replaces or after"},
       {skills::KernelGenerator().name(),
        "turns findings into ideas: which structural variant to try and which region of its parameter space",
        "replaces or after"},
       {skills::ParamExplorer().name(),
-       "searches an idea's region with the goal's strategy (grid, random, bayes, ...) within a budget, in batches",
+       "searches an idea's region with the goal's strategy (grid, random, bayes, ...) within a budget, in "
+       "batches",
        "replaces or after (the plan: strategy and budget)"},
       {skills::kBenchmarkRunner,
-       "measures candidates on the target (sim, replay, command) in parallel with a timeout, verifies them, caches "
+       "measures candidates on the target (sim, replay, command) in parallel with a timeout, verifies them, "
+       "caches "
        "and commits every trial",
        "none (measure through your own program with target: {kind: command})"},
   };
@@ -62,7 +65,8 @@ std::string command_text(const std::vector<std::string>& argv) {
 }
 
 const CommandRegistration registration(
-    "skills", "List the built-in skills and, given a goal, its plugin skills", [](CLI::App& app) -> CommandAction {
+    "skills", "List the built-in skills and, given a goal, its plugin skills",
+    [](CLI::App& app) -> CommandAction {
       struct Options {
         std::optional<std::string> goal;
         bool json = false;
@@ -77,7 +81,8 @@ const CommandRegistration registration(
         if (options->json) {
           nlohmann::json out = {{"builtin", nlohmann::json::array()}};
           for (const auto& b : builtins)
-            out["builtin"].push_back({{"name", b.name}, {"role", b.name}, {"does", b.does}, {"plugins", b.plugins}});
+            out["builtin"].push_back(
+                {{"name", b.name}, {"role", b.name}, {"does", b.does}, {"plugins", b.plugins}});
           if (goal) {
             out["goal"] = goal->file.string();
             out["plugins"] = nlohmann::json::array();
@@ -93,18 +98,21 @@ const CommandRegistration registration(
         }
         if (goal) {
           std::printf("\nplugin skills of %s", goal->file.string().c_str());
-          if (goal->plugins.empty()) std::printf(": none\n");
-          else std::printf("\n");
+          if (goal->plugins.empty())
+            std::printf(": none\n");
+          else
+            std::printf("\n");
           for (const auto& p : goal->plugins) {
-            std::printf("  %-17s role %s, %s %s, timeout %g s, %d restart(s)\n", p.name.c_str(), p.role.c_str(),
-                        p.replaces.empty() ? "after" : "replaces",
+            std::printf("  %-17s role %s, %s %s, timeout %g s, %d restart(s)\n", p.name.c_str(),
+                        p.role.c_str(), p.replaces.empty() ? "after" : "replaces",
                         (p.replaces.empty() ? p.after : p.replaces).c_str(), p.timeout_s, p.max_restarts);
             std::printf("  %-17s command: %s (in %s)\n", "", command_text(p.command).c_str(),
                         p.workdir.empty() ? "." : p.workdir.string().c_str());
           }
         } else {
-          std::printf("\nplugin skills are declared in a goal (skills:); `autotune skills GOAL.yaml` lists and "
-                      "validates them (docs/plugins.md)\n");
+          std::printf(
+              "\nplugin skills are declared in a goal (skills:); `autotune skills GOAL.yaml` lists and "
+              "validates them (docs/plugins.md)\n");
         }
         return 0;
       };

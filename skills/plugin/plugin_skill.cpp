@@ -106,8 +106,9 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   // Measuring is the Benchmark Runner's own job (verification, cache,
   // isolation); an external measurement is the command target.
   if (config.role == "benchmark_runner") {
-    entry.fail("role", "a benchmark_runner plugin is not supported: to measure through your own program use "
-                       "target: {kind: command, argv: [...]} (docs/goals.md)");
+    entry.fail("role",
+               "a benchmark_runner plugin is not supported: to measure through your own program use "
+               "target: {kind: command, argv: [...]} (docs/goals.md)");
   }
   config.timeout_s = entry.optional<double>("timeout_s", config.timeout_s);
   if (!(config.timeout_s > 0)) entry.fail("timeout_s", "must be a positive number of seconds");

@@ -21,13 +21,16 @@ Json candidate_json(const Candidate& c) { return {{"variant", c.variant}, {"para
 // The common part of the three wrappers: one plugin, its mode, its records.
 class PluginStage {
  public:
-  PluginStage(std::shared_ptr<PluginSkillClient> client, std::shared_ptr<PluginCallRecords> records, Json goal)
+  PluginStage(std::shared_ptr<PluginSkillClient> client, std::shared_ptr<PluginCallRecords> records,
+              Json goal)
       : client_(std::move(client)), records_(std::move(records)), goal_(std::move(goal)) {}
 
  protected:
   const PluginSkillConfig& config() const { return client_->config(); }
   bool replaces() const { return !config().replaces.empty(); }
-  std::string mode() const { return replaces() ? "replaces " + config().replaces : "after " + config().after; }
+  std::string mode() const {
+    return replaces() ? "replaces " + config().replaces : "after " + config().after;
+  }
 
   // The plugin's reply, or nullopt after recording the failure.
   std::optional<PluginReply> ask(Json request) {
@@ -44,7 +47,8 @@ class PluginStage {
   }
 
   // The decision record of an accepted answer.
-  SkillDecision accepted(const PluginReply& reply, const std::string& outcome, const Json& extra_evidence) const {
+  SkillDecision accepted(const PluginReply& reply, const std::string& outcome,
+                         const Json& extra_evidence) const {
     SkillDecision decision;
     decision.proposer = config().name;
     decision.action = reply.decision.value("action", "");
@@ -62,7 +66,8 @@ class PluginStage {
 
  private:
   Json inputs() const {
-    return {{"plugin", config().name}, {"mode", mode()}, {"role", config().role}, {"command", config().command}};
+    return {
+        {"plugin", config().name}, {"mode", mode()}, {"role", config().role}, {"command", config().command}};
   }
 
   void record_failure(const std::string& kind, const std::string& error, double latency_ms) {
@@ -96,9 +101,10 @@ class PluginAnalyzer : public AnalyzerSkill, PluginStage {
         std::string error;
         if (auto analysis = analysis_from_plugin(reply->result, Analysis{"unknown", {}, false, 0}, &error)) {
           const std::size_t count = analysis->findings.size();
-          return {std::move(*analysis),
-                  accepted(*reply, "answered instead of the built-in: " + std::to_string(count) + " finding(s)",
-                           Json::object())};
+          return {
+              std::move(*analysis),
+              accepted(*reply, "answered instead of the built-in: " + std::to_string(count) + " finding(s)",
+                       Json::object())};
         }
         record_unusable(*reply, error);
       }
@@ -116,8 +122,8 @@ class PluginAnalyzer : public AnalyzerSkill, PluginStage {
           if (!before.count(finding_key(f))) added.push_back(f);
         const std::size_t removed = built.result.findings.size() + added.size() - analysis->findings.size();
         record(accepted(*reply,
-                        "amended the built-in analysis: " + std::to_string(added.size()) + " finding(s) added, " +
-                            std::to_string(removed) + " removed",
+                        "amended the built-in analysis: " + std::to_string(added.size()) +
+                            " finding(s) added, " + std::to_string(removed) + " removed",
                         {{"findings_added", added}, {"bound", analysis->bound}}));
         built.result = std::move(*analysis);
       } else {
@@ -145,9 +151,10 @@ class PluginGenerator : public GeneratorSkill, PluginStage {
         if (auto generation = generation_from_plugin(reply->result, request, &error)) {
           Json ideas = Json::array();
           for (const auto& idea : generation->ideas) ideas.push_back(idea.id);
-          auto decision = accepted(*reply, "answered instead of the built-in: " +
-                                               std::to_string(generation->ideas.size()) + " idea(s)",
-                                   {{"ideas", ideas}});
+          auto decision = accepted(
+              *reply,
+              "answered instead of the built-in: " + std::to_string(generation->ideas.size()) + " idea(s)",
+              {{"ideas", ideas}});
           return {std::move(*generation), std::move(decision)};
         }
         record_unusable(*reply, error);
@@ -192,16 +199,18 @@ class PluginExplorer : public ExplorerSkill, PluginStage {
     // the fallback); a replacing plugin does not see it.
     auto built = inner_->plan(request);
     Json message = exploration_request_json(request);
-    if (!replaces()) message["builtin"] = {{"strategy", built.result.strategy}, {"budget", built.result.budget}};
+    if (!replaces())
+      message["builtin"] = {{"strategy", built.result.strategy}, {"budget", built.result.budget}};
     if (auto reply = ask(message)) {
       std::string error;
       if (auto plan = plan_from_plugin(reply->result, request, built.result, &error)) {
         const std::string what = plan->strategy + ", budget " + std::to_string(plan->budget);
-        auto decision = accepted(*reply,
-                                 replaces() ? "answered instead of the built-in: " + what
-                                            : "amended the built-in plan: " + built.result.strategy + ", budget " +
-                                                  std::to_string(built.result.budget) + " -> " + what,
-                                 {{"strategy", plan->strategy}, {"budget", plan->budget}});
+        auto decision =
+            accepted(*reply,
+                     replaces() ? "answered instead of the built-in: " + what
+                                : "amended the built-in plan: " + built.result.strategy + ", budget " +
+                                      std::to_string(built.result.budget) + " -> " + what,
+                     {{"strategy", plan->strategy}, {"budget", plan->budget}});
         built.result = *plan;
         if (replaces()) return {built.result, std::move(decision)};
         record(std::move(decision));
@@ -212,8 +221,8 @@ class PluginExplorer : public ExplorerSkill, PluginStage {
     return built;
   }
 
-  Exploration explore(const ExplorationRequest& request, const ExplorationPlan& plan, const MeasureBatch& measure,
-                      const std::function<bool()>& should_stop) override {
+  Exploration explore(const ExplorationRequest& request, const ExplorationPlan& plan,
+                      const MeasureBatch& measure, const std::function<bool()>& should_stop) override {
     return inner_->explore(request, plan, measure, should_stop);
   }
 
@@ -293,7 +302,8 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
   for (const auto& [key, value] : result.items()) merged[key] = value;
   if (!merged["bound"].is_string()) return fail_with(error, "\"bound\" must be a string"), std::nullopt;
   if (!merged["findings"].is_array()) return fail_with(error, "\"findings\" must be a list"), std::nullopt;
-  if (!merged["at_roofline"].is_boolean()) return fail_with(error, "\"at_roofline\" must be true or false"), std::nullopt;
+  if (!merged["at_roofline"].is_boolean())
+    return fail_with(error, "\"at_roofline\" must be true or false"), std::nullopt;
   if (!merged["headroom"].is_number()) return fail_with(error, "\"headroom\" must be a number"), std::nullopt;
   for (std::size_t i = 0; i < merged["findings"].size(); ++i) {
     Json& f = merged["findings"][i];
@@ -309,8 +319,8 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
     if (f.contains("action") && (!f["action"].is_string() || !kActions.count(f["action"].get<std::string>())))
       return fail_with(error, at + ".action must be one of raise, structural, stop, none"), std::nullopt;
     if (f.contains("roles") &&
-        (!f["roles"].is_array() || !std::all_of(f["roles"].begin(), f["roles"].end(),
-                                                 [](const Json& r) { return r.is_string(); })))
+        (!f["roles"].is_array() ||
+         !std::all_of(f["roles"].begin(), f["roles"].end(), [](const Json& r) { return r.is_string(); })))
       return fail_with(error, at + ".roles must be a list of strings"), std::nullopt;
     if (f.contains("expected_gain") && !f["expected_gain"].is_number())
       return fail_with(error, at + ".expected_gain must be a number"), std::nullopt;
@@ -355,7 +365,8 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
       for (const auto& value : values) {
         try {
           const auto v = search::param_value_from_json(value, name);
-          if (!parameter->position(v)) return bad("region." + name + ": " + value.dump() + " is not in its domain");
+          if (!parameter->position(v))
+            return bad("region." + name + ": " + value.dump() + " is not in its domain");
           idea.region[name].push_back(v);
         } catch (const UserError& e) {
           return bad(e.what());
@@ -383,7 +394,8 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
     }
     if (in.contains("finding") && !in["finding"].is_string()) return bad("\"finding\" must be a string");
     idea.finding = in.value("finding", "");
-    if (in.contains("rationale") && !in["rationale"].is_string()) return bad("\"rationale\" must be a string");
+    if (in.contains("rationale") && !in["rationale"].is_string())
+      return bad("\"rationale\" must be a string");
     idea.rationale = in.value("rationale", "");
     if (in.contains("expected_gain") && !in["expected_gain"].is_number())
       return bad("\"expected_gain\" must be a number");
@@ -397,7 +409,8 @@ std::optional<ExplorationPlan> plan_from_plugin(const Json& result, const Explor
                                                 const ExplorationPlan& base, std::string* error) {
   ExplorationPlan plan = base;
   if (result.contains("strategy")) {
-    if (!result["strategy"].is_string()) return fail_with(error, "\"strategy\" must be a string"), std::nullopt;
+    if (!result["strategy"].is_string())
+      return fail_with(error, "\"strategy\" must be a string"), std::nullopt;
     plan.strategy = result["strategy"];
     if (!search::strategy_registry().contains(plan.strategy))
       return fail_with(error, "unknown strategy '" + plan.strategy +
@@ -405,7 +418,8 @@ std::optional<ExplorationPlan> plan_from_plugin(const Json& result, const Explor
              std::nullopt;
   }
   if (result.contains("budget")) {
-    if (!result["budget"].is_number_integer()) return fail_with(error, "\"budget\" must be an integer"), std::nullopt;
+    if (!result["budget"].is_number_integer())
+      return fail_with(error, "\"budget\" must be an integer"), std::nullopt;
     plan.budget = result["budget"];
     const int most = request.budget > 0 ? request.budget : base.budget;
     if (plan.budget < 1 || plan.budget > most)
@@ -415,7 +429,8 @@ std::optional<ExplorationPlan> plan_from_plugin(const Json& result, const Explor
 }
 
 PluginWiring install_plugins(const std::vector<PluginSkillConfig>& plugins, const Json& goal,
-                             std::unique_ptr<AnalyzerSkill>& analyzer, std::unique_ptr<GeneratorSkill>& generator,
+                             std::unique_ptr<AnalyzerSkill>& analyzer,
+                             std::unique_ptr<GeneratorSkill>& generator,
                              std::unique_ptr<ExplorerSkill>& explorer) {
   PluginWiring wiring;
   // Replacing plugins wrap the built-in first; `after` plugins wrap that, in order.
@@ -435,8 +450,9 @@ PluginWiring install_plugins(const std::vector<PluginSkillConfig>& plugins, cons
     } else if (config->role == kParamExplorer) {
       explorer = std::make_unique<PluginExplorer>(std::move(explorer), std::move(stage));
     } else {
-      throw UserError("plugin '" + config->name + "': role " + config->role +
-                      " cannot be a plugin; measure through an external program with target: {kind: command}");
+      throw UserError(
+          "plugin '" + config->name + "': role " + config->role +
+          " cannot be a plugin; measure through an external program with target: {kind: command}");
     }
   }
   return wiring;

@@ -63,7 +63,8 @@ struct PluginWiring {
 // name, kernel, target, objective). Plugins start on their first call and
 // stop when the wrappers are destroyed.
 PluginWiring install_plugins(const std::vector<PluginSkillConfig>& plugins, const Json& goal,
-                             std::unique_ptr<AnalyzerSkill>& analyzer, std::unique_ptr<GeneratorSkill>& generator,
+                             std::unique_ptr<AnalyzerSkill>& analyzer,
+                             std::unique_ptr<GeneratorSkill>& generator,
                              std::unique_ptr<ExplorerSkill>& explorer);
 
 // The role's request as sent to a plugin (exposed for docs/plugins.md and tests).

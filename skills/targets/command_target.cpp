@@ -292,18 +292,20 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
       if (std::find(parameter_names->begin(), parameter_names->end(), name) == parameter_names->end()) {
         std::string known;
         for (const auto& p : *parameter_names) known += (known.empty() ? "" : ", ") + p;
-        target.fail("argv", "placeholder {" + name + "} names no parameter; parameters: " + known, &argv_node);
+        target.fail("argv", "placeholder {" + name + "} names no parameter; parameters: " + known,
+                    &argv_node);
       }
     }
   }
   if (config.argv[0].find('{') == std::string::npos && !find_executable(config.argv[0], config.workdir)) {
-    target.fail("argv", "program '" + config.argv[0] + "' " +
-                            (config.argv[0].find('/') != std::string::npos
-                                 ? "is not an executable file (relative to " +
-                                       (config.workdir.empty() ? std::string("the current directory")
-                                                               : config.workdir.string()) +
-                                       ")"
-                                 : "is not found on PATH"),
+    target.fail("argv",
+                "program '" + config.argv[0] + "' " +
+                    (config.argv[0].find('/') != std::string::npos
+                         ? "is not an executable file (relative to " +
+                               (config.workdir.empty() ? std::string("the current directory")
+                                                       : config.workdir.string()) +
+                               ")"
+                         : "is not found on PATH"),
                 &argv_node);
   }
   return config;

@@ -20,8 +20,9 @@ VariantCatalog small_catalog() {
   for (const char* name : {"a", "b"}) {
     VariantSpace v;
     v.name = name;
-    v.parameters = {search::ParameterSpec::ordered("tile", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
-                    search::ParameterSpec::ordered("depth", {std::int64_t(1), std::int64_t(2)})};
+    v.parameters = {
+        search::ParameterSpec::ordered("tile", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
+        search::ParameterSpec::ordered("depth", {std::int64_t(1), std::int64_t(2)})};
     v.constraints = {"tile * depth <= 128"};
     v.defaults = {{"tile", 32}, {"depth", 1}};
     v.roles = {{"tile", "tile"}, {"depth", "pipeline_depth"}};
@@ -96,7 +97,9 @@ Wired wire(const std::vector<PluginSkillConfig>& plugins) {
   return w;
 }
 
-AnalysisRequest request() { return {{"a", {{"tile", 64}, {"depth", 1}}}, {{"latency_s", 1e-3}}, nullptr, {}}; }
+AnalysisRequest request() {
+  return {{"a", {{"tile", 64}, {"depth", 1}}}, {{"latency_s", 1e-3}}, nullptr, {}};
+}
 
 }  // namespace
 
@@ -123,15 +126,20 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
   GenerationRequest request;
   request.catalog = &catalog;
   std::string error;
-  const Json good = {{"ideas",
-                      {{{"id", "bigger"}, {"kind", "raise"}, {"variant", "a"}, {"region", {{"tile", {64, 128}}}}},
-                       {{"id", "try-b"}, {"kind", "structural"}, {"variant", "b"}, {"probes", {{{"params", {{"depth", 2}}}}}}}}}};
+  const Json good = {
+      {"ideas",
+       {{{"id", "bigger"}, {"kind", "raise"}, {"variant", "a"}, {"region", {{"tile", {64, 128}}}}},
+        {{"id", "try-b"},
+         {"kind", "structural"},
+         {"variant", "b"},
+         {"probes", {{{"params", {{"depth", 2}}}}}}}}}};
   auto generation = generation_from_plugin(good, request, &error);
   REQUIRE_MESSAGE(generation, error);
   REQUIRE(generation->ideas.size() == 2);
   CHECK(generation->ideas[0].region.at("tile").size() == 2);
   REQUIRE(generation->ideas[1].probes.size() == 1);
-  CHECK(generation->ideas[1].probes[0] == Candidate{"b", {{"tile", 32}, {"depth", 2}}});  // defaults fill the rest
+  CHECK(generation->ideas[1].probes[0] ==
+        Candidate{"b", {{"tile", 32}, {"depth", 2}}});  // defaults fill the rest
 
   auto rejected = [&](const Json& idea) {
     std::string why;
@@ -143,8 +151,9 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
         "ideas[0]: variant 'a' has no parameter 'width'");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"region", {{"tile", {48}}}}}) ==
         "ideas[0]: region.tile: 48 is not in its domain");
-  CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"probes", {{{"params", {{"tile", 128}, {"depth", 2}}}}}}}) ==
-        "ideas[0]: probe a{depth=2,tile=128} violates the variant's constraints");
+  CHECK(
+      rejected({{"id", "x"}, {"variant", "a"}, {"probes", {{{"params", {{"tile", 128}, {"depth", 2}}}}}}}) ==
+      "ideas[0]: probe a{depth=2,tile=128} violates the variant's constraints");
   CHECK(rejected({{"variant", "a"}}) == "ideas[0]: \"id\" must be a non-empty string");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"kind", "magic"}}) ==
         "ideas[0]: \"kind\" must be one of raise, structural, explore");
@@ -172,7 +181,8 @@ TEST_CASE("an after plugin amends the built-in analysis and leaves a record unde
   CHECK(w.analyzer->name() == kProfileAnalyzer);
   auto answer = w.analyzer->analyze(request());
   CHECK(w.builtin->calls == 1);
-  CHECK(answer.decision.action == "findings:small_transfers");  // the skill's own decision stays the built-in's
+  CHECK(answer.decision.action ==
+        "findings:small_transfers");  // the skill's own decision stays the built-in's
   auto records = w.wiring.records->take();
   REQUIRE(records.size() == 1);
   INFO(records[0].decision.outcome);
