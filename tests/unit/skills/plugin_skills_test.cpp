@@ -253,3 +253,103 @@ TEST_CASE("a benchmark_runner plugin cannot be installed") {
   config.role = config.replaces = kBenchmarkRunner;
   CHECK_THROWS_AS(wire({config}), UserError);
 }
+
+namespace {
+
+class FixedGenerator : public GeneratorSkill {
+ public:
+  int calls = 0;
+  std::string name() const override { return kKernelGenerator; }
+  SkillResult<Generation> generate(const GenerationRequest&) override {
+    ++calls;
+    SkillResult<Generation> out;
+    Idea idea;
+    idea.id = "builtin-idea";
+    idea.kind = "explore";
+    idea.variant = "a";
+    out.result.ideas.push_back(idea);
+    return out;
+  }
+};
+
+class FixedExplorer : public ExplorerSkill {
+ public:
+  std::string name() const override { return kParamExplorer; }
+  SkillResult<ExplorationPlan> plan(const ExplorationRequest& request) override {
+    return {{"grid", request.budget, 6}, {}};
+  }
+  Exploration explore(const ExplorationRequest&, const ExplorationPlan&, const MeasureBatch&,
+                      const std::function<bool()>&) override {
+    return {};
+  }
+};
+
+// Answers generator requests with an idea for the last catalog variant, and
+// explorer requests with half the budget; checks what each request carries.
+const char* kGeneratorAndExplorer = R"(
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    request = message["request"]
+    if message["role"] == "kernel_generator":
+        variants = request["catalog"]["variants"]
+        builtin = [i["id"] for i in request.get("builtin", {}).get("ideas", [])]
+        idea = {"id": "plugin-idea", "kind": "raise", "variant": variants[-1]["name"],
+                "region": {"tile": variants[-1]["parameters"]["tile"][:2]}, "rationale": ",".join(builtin)}
+        reply = {"result": {"ideas": [idea]}, "decision": {"action": "propose", "rationale": "r"}}
+    else:
+        reply = {"result": {"budget": request["budget"] // 2},
+                 "decision": {"action": "halve", "rationale": "r", "evidence": {"was": request["builtin"]["budget"]}}}
+    print(json.dumps(reply), flush=True)
+)";
+
+}  // namespace
+
+TEST_CASE("generator and explorer plugins: a replacing generator's ideas, an after explorer's budget") {
+  TempDir dir;
+  const VariantCatalog catalog = small_catalog();
+  PluginSkillConfig generator_plugin;
+  generator_plugin.name = "ideas";
+  generator_plugin.command = {dir.python_script("both.py", kGeneratorAndExplorer).string()};
+  generator_plugin.role = generator_plugin.replaces = kKernelGenerator;
+  generator_plugin.workdir = dir.path();
+  PluginSkillConfig explorer_plugin = generator_plugin;
+  explorer_plugin.name = "planner";
+  explorer_plugin.role = explorer_plugin.after = kParamExplorer;
+  explorer_plugin.replaces.clear();
+
+  std::unique_ptr<AnalyzerSkill> analyzer = std::make_unique<FixedAnalyzer>();
+  auto fixed_generator = std::make_unique<FixedGenerator>();
+  FixedGenerator* builtin_generator = fixed_generator.get();
+  std::unique_ptr<GeneratorSkill> generator = std::move(fixed_generator);
+  std::unique_ptr<ExplorerSkill> explorer = std::make_unique<FixedExplorer>();
+  auto wiring =
+      install_plugins({generator_plugin, explorer_plugin}, {{"name", "unit"}}, analyzer, generator, explorer);
+
+  GenerationRequest generation_request;
+  generation_request.catalog = &catalog;
+  generation_request.best = catalog.baseline;
+  auto generation = generator->generate(generation_request);
+  CHECK(builtin_generator->calls == 0);
+  CHECK(generation.decision.proposer == "ideas");
+  REQUIRE(generation.result.ideas.size() == 1);
+  CHECK(generation.result.ideas[0].id == "plugin-idea");
+  CHECK(generation.result.ideas[0].variant == "b");
+  CHECK(generation.result.ideas[0].rationale == "");  // a replacing plugin sees no built-in ideas
+  CHECK(generation.result.ideas[0].region.at("tile").size() == 2);
+
+  ExplorationRequest exploration_request;
+  exploration_request.variant = &catalog.variants[0];
+  exploration_request.region = catalog.variants[0].space;
+  exploration_request.budget = 8;
+  auto plan = explorer->plan(exploration_request);
+  CHECK(plan.result.strategy == "grid");
+  CHECK(plan.result.budget == 4);
+  CHECK(plan.result.region_size == 6);
+  auto records = wiring.records->take();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].skill == kParamExplorer);
+  CHECK(records[0].decision.proposer == "planner");
+  CHECK(records[0].decision.evidence["was"] == 8);
+  CHECK(records[0].decision.outcome == "amended the built-in plan: grid, budget 8 -> grid, budget 4");
+}
