@@ -29,7 +29,9 @@ struct AnnealingOptions {
 class AnnealingStrategy final : public IndexedStrategy {
  public:
   AnnealingStrategy(const SearchSpace& space, std::uint64_t seed, AnnealingOptions options)
-      : IndexedStrategy(space, seed, "annealing"), options_(options) {}
+      : IndexedStrategy(space, seed, "annealing"), options_(options) {
+    restart_to_propose_ = static_cast<std::size_t>(options_.restart_samples);
+  }
 
  private:
   static double scaled(double v) { return v > 0 ? std::log(v) : v; }
@@ -46,14 +48,15 @@ class AnnealingStrategy final : public IndexedStrategy {
       if (out.empty()) restart();
     }
     if (!current_) {
-      // Restart: sample a few random configurations; the walk continues from
-      // the best of them once they are told.
-      const std::size_t want = std::max<std::size_t>(k, restart_pending_ == 0 ? options_.restart_samples : 0);
-      while (out.size() < want && seen_count() + out.size() < space_.size()) {
+      // Restart: sample at least `restart_samples` random configurations
+      // (over as many asks as it takes, whole batches); the walk continues
+      // from the best of them once all are told.
+      while (out.size() < k && seen_count() + out.size() < space_.size()) {
         const auto index = random_unseen();
         if (!index) break;
         if (std::find(out.begin(), out.end(), *index) == out.end()) out.push_back(*index);
       }
+      restart_to_propose_ -= std::min(restart_to_propose_, out.size());
       restart_pending_ += out.size();
     }
     return out;
@@ -67,14 +70,17 @@ class AnnealingStrategy final : public IndexedStrategy {
           restart_best_ = observation.index;
           restart_best_value_ = *observation.value;
         }
-        if (restart_pending_ == 0 && restart_best_) {
-          current_ = restart_best_;
-          current_value_ = restart_best_value_;
-          walk_best_ = current_value_;
-          temperature_ = options_.temperature;
-          since_improvement_ = 0;
-          restart_best_.reset();
+        if (restart_pending_ > 0 || restart_to_propose_ > 0) continue;
+        if (!restart_best_) {
+          restart_to_propose_ = options_.restart_samples;  // every sample failed: sample again
+          continue;
         }
+        current_ = restart_best_;
+        current_value_ = restart_best_value_;
+        walk_best_ = current_value_;
+        temperature_ = options_.temperature;
+        since_improvement_ = 0;
+        restart_best_.reset();
         continue;
       }
       ++since_improvement_;
@@ -95,6 +101,7 @@ class AnnealingStrategy final : public IndexedStrategy {
 
   void restart() {
     current_.reset();
+    restart_to_propose_ = options_.restart_samples;
     restart_pending_ = 0;
     restart_best_.reset();
   }
@@ -103,23 +110,27 @@ class AnnealingStrategy final : public IndexedStrategy {
   std::optional<std::uint64_t> current_;
   double current_value_ = 0, walk_best_ = 0, temperature_ = 0;
   int since_improvement_ = 0;
-  std::size_t restart_pending_ = 0;
+  std::size_t restart_to_propose_ = 0;  // restart samples not yet proposed
+  std::size_t restart_pending_ = 0;     // restart samples proposed, not yet told
   std::optional<std::uint64_t> restart_best_;
   double restart_best_value_ = 0;
 };
 
-const StrategyRegistration registration("annealing", [](const SearchSpace& space, std::uint64_t seed,
-                                                        StrategyOptions& options) -> std::unique_ptr<Strategy> {
-  AnnealingOptions o;
-  o.temperature = options.get<double>("temperature", o.temperature, "a positive number");
-  o.cooling = options.get<double>("cooling", o.cooling, "a number in (0, 1]");
-  o.patience = options.get<int>("patience", o.patience, "a positive integer");
-  o.restart_samples = options.get<int>("restart_samples", o.restart_samples, "a positive integer");
-  if (!(o.temperature > 0) || !(o.cooling > 0 && o.cooling <= 1) || o.patience < 1 || o.restart_samples < 1)
-    throw UserError("strategy 'annealing': options out of range; accepted: temperature > 0, 0 < cooling <= 1, "
-                    "patience >= 1, restart_samples >= 1");
-  return std::make_unique<AnnealingStrategy>(space, seed, o);
-});
+const StrategyRegistration registration(
+    "annealing",
+    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
+      AnnealingOptions o;
+      o.temperature = options.get<double>("temperature", o.temperature, "a positive number");
+      o.cooling = options.get<double>("cooling", o.cooling, "a number in (0, 1]");
+      o.patience = options.get<int>("patience", o.patience, "a positive integer");
+      o.restart_samples = options.get<int>("restart_samples", o.restart_samples, "a positive integer");
+      if (!(o.temperature > 0) || !(o.cooling > 0 && o.cooling <= 1) || o.patience < 1 ||
+          o.restart_samples < 1)
+        throw UserError(
+            "strategy 'annealing': options out of range; accepted: temperature > 0, 0 < cooling <= 1, "
+            "patience >= 1, restart_samples >= 1");
+      return std::make_unique<AnnealingStrategy>(space, seed, o);
+    });
 
 }  // namespace
 

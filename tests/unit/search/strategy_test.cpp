@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -28,11 +29,13 @@ double smooth(const SearchSpace& space, const Configuration& c) {
 
 std::string key(const SearchSpace& space, const Configuration& c) { return to_string(space, c); }
 
-std::vector<std::string> run(const std::string& name, std::uint64_t seed, std::size_t budget, std::size_t batch) {
+std::vector<std::string> run(const std::string& name, std::uint64_t seed, std::size_t budget,
+                             std::size_t batch) {
   const SearchSpace space = test_space();
   auto strategy = make_strategy(name, space, seed);
   const auto record = run_search(
-      *strategy, [&](const Configuration& c) { return std::optional(Observation::success(c, smooth(space, c))); },
+      *strategy,
+      [&](const Configuration& c) { return std::optional(Observation::success(c, smooth(space, c))); },
       StopCondition::evaluations(budget), batch);
   std::vector<std::string> out;
   for (const auto& o : record.observations) out.push_back(key(space, o.configuration));
@@ -56,7 +59,8 @@ TEST_CASE("every strategy: no repeats, in the space, respects the budget, determ
 }
 
 TEST_CASE("every strategy: exhausts a small space exactly once, then is done") {
-  const SearchSpace space({ParameterSpec::range("x", 0, 5), ParameterSpec::categorical("m", {"p", "q"})}, {"x != 3"});
+  const SearchSpace space({ParameterSpec::range("x", 0, 5), ParameterSpec::categorical("m", {"p", "q"})},
+                          {"x != 3"});
   for (const auto& name : kStrategies) {
     CAPTURE(name);
     auto strategy = make_strategy(name, space, 1);
@@ -155,8 +159,26 @@ TEST_CASE("unknown strategies and options are one clear error") {
     CHECK(message.find("bayes") != std::string::npos);
     CHECK(message.find("random") != std::string::npos);
   }
-  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"inital", 3}}), doctest::Contains("unknown option 'inital'"),
-                       UserError);
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"inital", 3}}),
+                       doctest::Contains("unknown option 'inital'"), UserError);
   CHECK_THROWS_AS(make_strategy("grid", space, 1, {{"order", "zigzag"}}), UserError);
   CHECK_THROWS_AS(make_strategy("bayes", space, 1, {{"batch", "optimist"}}), UserError);
+}
+
+TEST_CASE(
+    "annealing: after its restart samples are told one by one, the walk steps to a neighbour of the best") {
+  const SearchSpace space = test_space();
+  auto strategy = make_strategy("annealing", space, 5, {{"restart_samples", 4}});
+  std::optional<Observation> best;
+  for (int i = 0; i < 4; ++i) {
+    const auto batch = strategy->ask(1);
+    REQUIRE(batch.size() == 1);
+    const auto observation = Observation::success(batch[0], smooth(space, batch[0]));
+    if (!best || *observation.value < *best->value) best = observation;
+    strategy->tell({observation});
+  }
+  const auto step = strategy->ask(1);
+  REQUIRE(step.size() == 1);
+  const auto neighbours = space.neighbours(best->configuration);
+  CHECK(std::find(neighbours.begin(), neighbours.end(), step[0]) != neighbours.end());
 }
