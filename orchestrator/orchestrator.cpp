@@ -363,6 +363,8 @@ RunSummary Orchestrator::run() {
         log.set_outcome(policy_seq, "stop");
         break;
       }
+      // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own (docs/llm.md).
+      llm::propose_kernel_source(*skills_.policy, state, *best_trial, log, store, goal.timeout_s);
       const skills::Idea& idea = choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
       const skills::VariantSpace& variant = catalog.variant(idea.variant);
 

@@ -120,7 +120,9 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   if (config.max_calls < 0) reader.fail("max_calls", "must be 0 or more");
   config.temperature = reader.optional<double>("temperature", config.temperature);
   if (config.temperature < 0 || config.temperature > 2) reader.fail("temperature", "must be between 0 and 2");
-  reader.finish({"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature"});
+  config.kernel_sources = reader.optional<int>("kernel_sources", config.kernel_sources);
+  if (config.kernel_sources < 0) reader.fail("kernel_sources", "must be 0 or more");
+  reader.finish({"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature", "kernel_sources"});
   return config;
 }
 

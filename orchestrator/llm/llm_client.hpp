@@ -29,10 +29,12 @@ struct LlmConfig {
   double timeout_s = 60.0;  // whole request, connection included
   int max_calls = 20;       // calls allowed over the client's lifetime
   double temperature = 0.2;
+  // Kernel sources the LLM is asked for over a run (docs/llm.md); 0: next actions only.
+  int kernel_sources = 0;
 };
 
 // Reads a goal's `llm:` mapping: {endpoint, model, api_key_env, timeout_s,
-// max_calls, temperature}; endpoint and model are required, unknown keys are
+// max_calls, temperature, kernel_sources}; endpoint and model are required, unknown keys are
 // rejected (UserError naming file, line and key).
 LlmConfig parse_llm_config(ConfigReader& reader);
 

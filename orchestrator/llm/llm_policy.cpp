@@ -1,9 +1,11 @@
 #include "orchestrator/llm/llm_policy.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
+#include "orchestrator/llm/llm_source_proposer.hpp"
 
 namespace autotune::llm {
 
@@ -321,6 +323,62 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
                       {"outcome", "pending"}});
   value_before_last_ = state.best_value;
   return out;
+}
+
+void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::PolicyState& state,
+                           const store::Trial& best, orchestrator::DecisionLog& log, store::Store& store,
+                           double worker_timeout_s) {
+  auto* llm_policy = dynamic_cast<LlmPolicy*>(&policy);
+  if (llm_policy == nullptr) return;
+  const orchestrator::Goal& goal = llm_policy->goal();
+  if (llm_policy->kernel_sources_asked >= goal.llm_config->kernel_sources) return;
+  ++llm_policy->kernel_sources_asked;
+  if (goal.target.kind != "sim" || !goal.kernel_source.empty()) {
+    skills::SkillDecision skipped;
+    skipped.action = "propose_source";
+    skipped.rationale = "kernel sources are proposed for built-in families on the sim target only";
+    skipped.outcome = "skipped";
+    log.append(state.iteration, skills::kKernelGenerator, skipped);
+    return;
+  }
+  SourceProposalRequest request;
+  request.run = state.run;
+  request.goal = &goal;
+  request.best = {best.variant, best.params};
+  request.best_metrics = best.metrics;
+  request.analysis = state.analysis;
+  request.worker_timeout_s = worker_timeout_s;
+  const auto started = std::chrono::steady_clock::now();
+  SourceProposal proposal = LlmSourceProposer(llm_policy->advisor()).propose(request);
+  if (proposal.measurement && proposal.measurement->status == store::TrialStatus::ok) {
+    if (const auto latency = best.metric("latency_s"); latency && *latency > 0)
+      if (const auto mine = proposal.measurement->metrics.find("latency_s");
+          mine != proposal.measurement->metrics.end() && mine->is_number())
+        proposal.decision.evidence["speedup_over_best"] = *latency / mine->get<double>();
+  }
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const int64_t seq = log.append(state.iteration, skills::kKernelGenerator, proposal.decision, elapsed_ms);
+  if (!proposal.measurement) return;
+  store::Trial trial;
+  trial.run = state.run;
+  trial.iteration = state.iteration;
+  trial.decision_seq = seq;
+  trial.variant = proposal.kernel_name;
+  trial.params = proposal.params;
+  trial.config_hash = skills::stable_hash("llm-source " + proposal.source_hash + " " + proposal.params.dump());
+  trial.cache_key = "llm-source:" + trial.config_hash;  // never served to a built-in candidate
+  trial.status = proposal.measurement->status;
+  trial.metrics = proposal.measurement->metrics;
+  trial.repeats = proposal.measurement->repeats;
+  trial.error = proposal.measurement->error;
+  trial.verification = proposal.measurement->verification;
+  trial.duration_ms = proposal.measurement->duration_ms;
+  for (const auto& committed : store.trials(state.run))
+    if (committed.config_hash == trial.config_hash) return;
+  std::vector<store::Trial> batch = {trial};
+  store.commit_trials(batch);
+  if (proposal.measurement->profile.is_object()) store.save_profile({batch.front().id, proposal.measurement->profile, {}, ""});
 }
 
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,

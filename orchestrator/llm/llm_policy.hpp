@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/decision_log.hpp"
 #include "orchestrator/goal.hpp"
 #include "orchestrator/llm/llm_advisor.hpp"
 #include "orchestrator/policy.hpp"
@@ -57,6 +58,11 @@ class LlmPolicy : public orchestrator::Policy {
             LlmConfig config);
 
   std::string name() const override { return advisor_.proposer(); }
+  // The advisor (client, cache, llm_calls log); kernel source proposals share
+  // it, so llm.max_calls bounds both uses together.
+  LlmAdvisor& advisor() { return advisor_; }
+  const orchestrator::Goal& goal() const { return goal_; }
+  int kernel_sources_asked = 0;  // by propose_kernel_source
   skills::SkillResult<orchestrator::PolicyChoice> decide(const orchestrator::PolicyState& state) override;
 
  private:
@@ -67,6 +73,18 @@ class LlmPolicy : public orchestrator::Policy {
   nlohmann::json history_ = nlohmann::json::array();  // one entry per decision that tried something
   std::optional<double> value_before_last_;           // best value when the last entry was decided
 };
+
+// One step of the loop, after the policy chose to go on: while the goal's
+// llm.kernel_sources allows, asks `policy`'s LLM for a kernel source
+// (LlmSourceProposer), logs the kernel_generator decision (proposer
+// llm:<model> when accepted) and commits the measured source as a trial of its
+// own (variant = the declared kernel's name, proposed by that decision). The
+// trial is recorded and ranked with the others but is not searched further by
+// the loop (its variant is not in the catalog). Does nothing for any other
+// policy. A resumed run does not commit the same trial twice.
+void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::PolicyState& state,
+                           const store::Trial& best, orchestrator::DecisionLog& log, store::Store& store,
+                           double worker_timeout_s);
 
 // The run's policy: the rules, advised by the goal's LLM when it names one.
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,

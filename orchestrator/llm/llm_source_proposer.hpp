@@ -1,0 +1,66 @@
+#pragma once
+// New kernel sources from the goal's LLM (docs/llm.md, "Kernel sources").
+//
+// The LLM is given the kernel API a user kernel is written against
+// (kernels/external/user_kernel.hpp), the current best configuration as a
+// standalone source (the text `autotune export` writes) and the Profile
+// Analyzer's findings about it, and asked for a new kernel source that
+// computes the same family. The answer goes through what any user kernel
+// goes through (kernels/external, skills/targets/source_target.hpp): compiled
+// with the system compiler, described and measured in an isolated
+// kernel-worker process, verified against the family's reference on fresh
+// inputs, simulated on the goal's shape. It is accepted only when it compiles,
+// declares the goal's family (no reference of its own) and verifies; then its
+// measurement is returned for the caller to record as a trial. Everything
+// else is a rejection with its reason, logged in llm_calls; nothing here
+// throws for what the model or the kernel does.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "orchestrator/goal.hpp"
+#include "orchestrator/llm/llm_advisor.hpp"
+#include "skills/skill.hpp"
+
+namespace autotune::llm {
+
+struct SourceProposalRequest {
+  int64_t run = 0;
+  const orchestrator::Goal* goal = nullptr;  // family, shape, dtype, target, tolerance, verification seed
+  skills::Candidate best;
+  nlohmann::json best_metrics = nlohmann::json::object();
+  skills::Analysis analysis;
+  double worker_timeout_s = 60;  // per compiled candidate
+};
+
+struct SourceProposal {
+  std::string status;  // accepted | rejected | unanswered | skipped
+  std::string reason;  // why not, when not accepted
+  std::optional<int64_t> llm_call;
+  std::string prompt_hash;
+  std::string kernel_name;  // the declared kernel (the trial's variant name)
+  std::string source_hash;
+  std::filesystem::path source_path;  // the compiled copy in the kernel cache
+  nlohmann::json params = nlohmann::json::object();  // the kernel's defaults, as measured
+  std::optional<skills::Measurement> measurement;    // when it was measured (accepted, or a wrong answer)
+  skills::SkillDecision decision;                    // for the decision log (proposer llm:<model> when accepted)
+};
+
+// The chat messages asking for a new source. Deterministic in its inputs.
+std::vector<ChatMessage> kernel_source_prompt(const SourceProposalRequest& request, const std::string& best_source,
+                                              const std::string& api_summary);
+
+// The source text in a reply: {"source": "..."} JSON, or the first ```cpp /
+// ```c++ / ``` fenced block. nullopt with the reason otherwise.
+std::optional<std::string> extract_kernel_source(const std::string& reply, std::string& reason);
+
+class LlmSourceProposer {
+ public:
+  explicit LlmSourceProposer(LlmAdvisor& advisor) : advisor_(advisor) {}
+  SourceProposal propose(const SourceProposalRequest& request);
+
+ private:
+  LlmAdvisor& advisor_;
+};
+
+}  // namespace autotune::llm
