@@ -57,7 +57,8 @@ class LlmAdvisor {
   // Logs the consultation in llm_calls; returns the row's id. `reject_reason`
   // is ignored when accepted; for an unanswered consultation it defaults to
   // the consultation's error.
-  int64_t record(int64_t run, const Consultation& consultation, bool accepted, const std::string& reject_reason);
+  int64_t record(int64_t run, const Consultation& consultation, bool accepted,
+                 const std::string& reject_reason);
 
  private:
   LlmClient client_;

@@ -122,7 +122,8 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   if (config.temperature < 0 || config.temperature > 2) reader.fail("temperature", "must be between 0 and 2");
   config.kernel_sources = reader.optional<int>("kernel_sources", config.kernel_sources);
   if (config.kernel_sources < 0) reader.fail("kernel_sources", "must be 0 or more");
-  reader.finish({"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature", "kernel_sources"});
+  reader.finish(
+      {"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature", "kernel_sources"});
   return config;
 }
 

@@ -59,8 +59,8 @@ std::string short_line(const std::string& text, std::size_t limit) {
 }
 
 // One region entry: a list, one value, or {min, max}; "" or the reason it is not valid.
-std::string read_region_entry(const Json& entry, const search::ParameterSpec& parameter, const std::string& variant,
-                              std::vector<search::ParamValue>& values) {
+std::string read_region_entry(const Json& entry, const search::ParameterSpec& parameter,
+                              const std::string& variant, std::vector<search::ParamValue>& values) {
   const std::string where = "'" + parameter.name() + "' in variant '" + variant + "'";
   auto add = [&](const Json& item) -> std::string {
     search::ParamValue value;
@@ -73,7 +73,8 @@ std::string read_region_entry(const Json& entry, const search::ParameterSpec& pa
     if (!parameter.position(value))
       return "region: value " + search::to_string(value) + " is not in the domain of " + where + ": " +
              values_text(parameter.values());
-    if (std::none_of(values.begin(), values.end(), [&](const auto& v) { return search::same_value(v, value); }))
+    if (std::none_of(values.begin(), values.end(),
+                     [&](const auto& v) { return search::same_value(v, value); }))
       values.push_back(value);
     return "";
   };
@@ -88,9 +89,12 @@ std::string read_region_entry(const Json& entry, const search::ParameterSpec& pa
       if (key != "min" && key != "max")
         return "region: unknown key '" + key + "' for " + where + "; accepted: a list, a value, {min, max}";
     if (parameter.is_categorical()) return "region: " + where + " is categorical; give a list of values";
-    const double lo = entry.contains("min") && entry["min"].is_number() ? entry["min"].get<double>() : -INFINITY;
-    const double hi = entry.contains("max") && entry["max"].is_number() ? entry["max"].get<double>() : INFINITY;
-    if ((entry.contains("min") && !entry["min"].is_number()) || (entry.contains("max") && !entry["max"].is_number()))
+    const double lo =
+        entry.contains("min") && entry["min"].is_number() ? entry["min"].get<double>() : -INFINITY;
+    const double hi =
+        entry.contains("max") && entry["max"].is_number() ? entry["max"].get<double>() : INFINITY;
+    if ((entry.contains("min") && !entry["min"].is_number()) ||
+        (entry.contains("max") && !entry["max"].is_number()))
       return "region: min and max of " + where + " must be numbers";
     for (const auto& v : parameter.values())
       if (search::is_numeric(v) && search::numeric_value(v) >= lo && search::numeric_value(v) <= hi)
@@ -141,7 +145,8 @@ ValidatedAction validate_next_action(const std::string& reply, const skills::Var
   if (!variant) {
     std::vector<std::string> accepted;
     for (const auto& v : catalog.variants) accepted.push_back(v.name);
-    return reject("unknown variant '" + short_line(variant_name, 80) + "'; accepted: " + names_text(accepted));
+    return reject("unknown variant '" + short_line(variant_name, 80) +
+                  "'; accepted: " + names_text(accepted));
   }
   std::map<std::string, std::vector<search::ParamValue>> region;
   if (object.contains("region") && !object["region"].is_null()) {
@@ -175,7 +180,8 @@ ValidatedAction validate_next_action(const std::string& reply, const skills::Var
   return out;
 }
 
-std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog,
+std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal,
+                                            const skills::VariantCatalog& catalog,
                                             const orchestrator::PolicyState& state, const Json& history) {
   Json context;
   Json goal_json = {{"name", goal.name},
@@ -212,7 +218,8 @@ std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal, cons
     Json parameters = Json::array();
     for (const auto& p : v.parameters) {
       Json entry = {{"name", p.name()}, {"values", values_json(p.values())}};
-      if (auto it = v.roles.find(p.name()); it != v.roles.end() && !it->second.empty()) entry["role"] = it->second;
+      if (auto it = v.roles.find(p.name()); it != v.roles.end() && !it->second.empty())
+        entry["role"] = it->second;
       parameters.push_back(entry);
     }
     Json variant = {{"name", v.name},
@@ -228,28 +235,31 @@ std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal, cons
   context["variants"] = variants;
   Json ideas = Json::array();
   for (const auto& idea : state.ideas) {
-    Json entry = {{"id", idea.id}, {"kind", idea.kind}, {"variant", idea.variant}, {"rationale", idea.rationale}};
+    Json entry = {
+        {"id", idea.id}, {"kind", idea.kind}, {"variant", idea.variant}, {"rationale", idea.rationale}};
     if (!idea.region.empty()) entry["region"] = region_json(idea.region);
     if (!idea.finding.empty()) entry["answers_finding"] = idea.finding;
     ideas.push_back(entry);
   }
   context["ideas"] = ideas;
   context["earlier_iterations"] = history;
-  context["settled_ideas"] = Json(std::vector<std::string>(state.tried_ideas.begin(), state.tried_ideas.end()));
+  context["settled_ideas"] =
+      Json(std::vector<std::string>(state.tried_ideas.begin(), state.tried_ideas.end()));
 
   return {{"system", kSystemPrompt},
           {"user", "Context (JSON):\n" + context.dump(1) + "\n\nWhich action next? One JSON object."}};
 }
 
-LlmPolicy::LlmPolicy(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog, store::Store& store,
-                     LlmConfig config)
+LlmPolicy::LlmPolicy(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog,
+                     store::Store& store, LlmConfig config)
     : goal_(goal), catalog_(catalog), advisor_(std::move(config), store) {}
 
 skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestrator::PolicyState& state) {
   auto out = rules_.decide(state);
   out.decision.proposer = "rules";
   if (!history_.empty() && value_before_last_)
-    history_.back()["outcome"] = state.best_value < *value_before_last_ ? "improved the best" : "no improvement";
+    history_.back()["outcome"] =
+        state.best_value < *value_before_last_ ? "improved the best" : "no improvement";
   if (out.result.stop) {
     out.decision.evidence["llm"] = {{"status", "not asked"}, {"reason", "the rules stop the run"}};
     return out;
@@ -267,8 +277,10 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
     llm_evidence["call"] = advisor_.record(state.run, consultation, false, "");
   } else {
     ValidatedAction validated = validate_next_action(consultation.content, catalog_, state.ideas);
-    if (validated.action && validated.action->new_idea && state.tried_ideas.count(validated.action->new_idea->id)) {
-      validated.reject_reason = "the region " + validated.action->new_idea->id + " was already searched until settled";
+    if (validated.action && validated.action->new_idea &&
+        state.tried_ideas.count(validated.action->new_idea->id)) {
+      validated.reject_reason =
+          "the region " + validated.action->new_idea->id + " was already searched until settled";
       validated.action.reset();
     }
     rejected = validated.reject_reason;
@@ -296,15 +308,16 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
       const skills::Idea& idea = state.ideas.at(*action->idea);
       out.result.idea = *action->idea;
       out.decision.action = "try:" + idea.kind;
-      out.decision.rationale = "the LLM (" + goal_.llm_config->model + ") chose the listed idea " + idea.id + why +
-                               "; budget " + std::to_string(out.result.budget) + " (the rules' share)";
+      out.decision.rationale = "the LLM (" + goal_.llm_config->model + ") chose the listed idea " + idea.id +
+                               why + "; budget " + std::to_string(out.result.budget) + " (the rules' share)";
       tried_idea = idea.id;
       tried_variant = idea.variant;
       tried_region = region_json(idea.region);
     } else {
       const skills::Idea& idea = *action->new_idea;
       out.decision.action = "try:llm";
-      out.decision.inputs["llm_idea"] = {{"id", idea.id}, {"variant", idea.variant}, {"region", region_json(idea.region)}};
+      out.decision.inputs["llm_idea"] = {
+          {"id", idea.id}, {"variant", idea.variant}, {"region", region_json(idea.region)}};
       out.decision.rationale = "the LLM (" + goal_.llm_config->model + ") proposed variant " + idea.variant +
                                " over the region " + region_json(idea.region).dump() + why + "; budget " +
                                std::to_string(out.result.budget) + " (the rules' share)";
@@ -366,7 +379,8 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   trial.decision_seq = seq;
   trial.variant = proposal.kernel_name;
   trial.params = proposal.params;
-  trial.config_hash = skills::stable_hash("llm-source " + proposal.source_hash + " " + proposal.params.dump());
+  trial.config_hash =
+      skills::stable_hash("llm-source " + proposal.source_hash + " " + proposal.params.dump());
   trial.cache_key = "llm-source:" + trial.config_hash;  // never served to a built-in candidate
   trial.status = proposal.measurement->status;
   trial.metrics = proposal.measurement->metrics;
@@ -378,11 +392,13 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
     if (committed.config_hash == trial.config_hash) return;
   std::vector<store::Trial> batch = {trial};
   store.commit_trials(batch);
-  if (proposal.measurement->profile.is_object()) store.save_profile({batch.front().id, proposal.measurement->profile, {}, ""});
+  if (proposal.measurement->profile.is_object())
+    store.save_profile({batch.front().id, proposal.measurement->profile, {}, ""});
 }
 
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,
-                                                  const skills::VariantCatalog& catalog, store::Store& store) {
+                                                  const skills::VariantCatalog& catalog,
+                                                  store::Store& store) {
   if (!goal.llm_config) return std::make_unique<orchestrator::RulePolicy>();
   return std::make_unique<LlmPolicy>(goal, catalog, store, *goal.llm_config);
 }

@@ -48,8 +48,10 @@ ValidatedAction validate_next_action(const std::string& reply, const skills::Var
 
 // The chat messages for one decision. Deterministic in its inputs (they are
 // the cache key). `history` lists earlier iterations (JSON objects).
-std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal, const skills::VariantCatalog& catalog,
-                                            const orchestrator::PolicyState& state, const nlohmann::json& history);
+std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal,
+                                            const skills::VariantCatalog& catalog,
+                                            const orchestrator::PolicyState& state,
+                                            const nlohmann::json& history);
 
 class LlmPolicy : public orchestrator::Policy {
  public:

@@ -71,9 +71,9 @@ std::string best_source(const orchestrator::Goal& goal, const skills::Candidate&
     provenance.run = "the current best (goal " + goal.name + ")";
     provenance.target = goal.target.name;
     provenance.metrics = metrics;
-    return kernels::external::export_source(family, variant, goal.shape, *dtype, params,
-                                            kernels::external::export_kernel_name(goal.family, best.variant, "best"),
-                                            provenance);
+    return kernels::external::export_source(
+        family, variant, goal.shape, *dtype, params,
+        kernels::external::export_kernel_name(goal.family, best.variant, "best"), provenance);
   } catch (const UserError&) {
     return "";
   }
@@ -98,11 +98,15 @@ std::vector<ChatMessage> kernel_source_prompt(const SourceProposalRequest& reque
                   {"dtype", goal.dtype},
                   {"target", goal.target.name},
                   {"objective", orchestrator::to_string(goal.objective)},
-                  {"best", {{"variant", request.best.variant}, {"params", request.best.params}, {"metrics", request.best_metrics}}},
+                  {"best",
+                   {{"variant", request.best.variant},
+                    {"params", request.best.params},
+                    {"metrics", request.best_metrics}}},
                   {"analysis_of_best", {{"bound", request.analysis.bound}, {"findings", findings}}}};
   std::string user = "Goal and current best (JSON):\n" + context.dump(1) + "\n\n";
   user += "The kernel API (headers):\n```cpp\n" + api + "```\n\n";
-  if (!source.empty()) user += "The current best as a standalone kernel source:\n```cpp\n" + source + "```\n\n";
+  if (!source.empty())
+    user += "The current best as a standalone kernel source:\n```cpp\n" + source + "```\n\n";
   user += "Write the new kernel source.";
   return {{"system", kSystemPrompt}, {"user", user}};
 }
@@ -122,8 +126,9 @@ std::optional<std::string> extract_kernel_source(const std::string& reply, std::
     if (block.find("AUTOTUNE_USER_KERNEL") != std::string::npos) return block;
     open = reply.find("```", close + 3);
   }
-  reason = "the reply holds no kernel source (a {\"source\": ...} object or a fenced block declaring "
-           "AUTOTUNE_USER_KERNEL)";
+  reason =
+      "the reply holds no kernel source (a {\"source\": ...} object or a fenced block declaring "
+      "AUTOTUNE_USER_KERNEL)";
   return std::nullopt;
 }
 
@@ -138,8 +143,8 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   const auto messages = kernel_source_prompt(request, source, api_summary());
   const Consultation consultation = advisor_.consult(messages);
   proposal.prompt_hash = consultation.prompt_hash;
-  proposal.decision.evidence = {{"llm", {{"prompt_hash", consultation.prompt_hash},
-                                         {"source", to_string(consultation.source)}}}};
+  proposal.decision.evidence = {
+      {"llm", {{"prompt_hash", consultation.prompt_hash}, {"source", to_string(consultation.source)}}}};
   auto finish = [&](SourceProposal p) {
     if (consultation.source != Consultation::Source::skipped)
       p.llm_call = advisor_.record(request.run, consultation, p.status == "accepted", p.reason);
@@ -147,8 +152,8 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
     p.decision.evidence["llm"]["status"] = p.status;
     if (p.status == "accepted") {
       p.decision.proposer = advisor_.proposer();
-      p.decision.rationale = "the LLM's kernel source " + p.kernel_name + " compiled and verified against the " +
-                             goal.family + " reference";
+      p.decision.rationale = "the LLM's kernel source " + p.kernel_name +
+                             " compiled and verified against the " + goal.family + " reference";
     } else {
       p.decision.rationale = "the LLM's kernel source was not used: " + p.reason;
     }
@@ -171,9 +176,8 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   if (!text) return finish(reject(std::move(proposal), "malformed reply: " + reason));
 
   // The source goes to a file of its own (the source target compiles files).
-  const auto file =
-      std::filesystem::temp_directory_path() / ("autotune-llm-" + consultation.prompt_hash + "-" +
-                                                std::to_string(::getpid()) + ".cc");
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("autotune-llm-" + consultation.prompt_hash + "-" + std::to_string(::getpid()) + ".cc");
   {
     std::ofstream out(file, std::ios::trunc);
     out << *text;
@@ -202,24 +206,28 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   proposal.source_hash = kernel.source_hash;
   proposal.source_path = kernel.source_path;
   if (kernel.descriptor.family != goal.family || kernel.descriptor.own_reference)
-    return finish(reject(std::move(proposal),
-                         "the kernel must declare family '" + goal.family + "' without a reference of its own (it "
-                         "declares " + (kernel.descriptor.family.empty() ? "none" : "'" + kernel.descriptor.family + "'") +
-                         (kernel.descriptor.own_reference ? " with its own reference" : "") + ")"));
+    return finish(
+        reject(std::move(proposal),
+               "the kernel must declare family '" + goal.family +
+                   "' without a reference of its own (it "
+                   "declares " +
+                   (kernel.descriptor.family.empty() ? "none" : "'" + kernel.descriptor.family + "'") +
+                   (kernel.descriptor.own_reference ? " with its own reference" : "") + ")"));
   for (const auto& p : kernel.descriptor.params) proposal.params[p.name] = p.default_value;
   skills::MeasureOptions options;
   options.deadline_s = request.worker_timeout_s;
   proposal.measurement = target->measure({proposal.kernel_name, proposal.params}, options);
   proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
                                           {"source_hash", proposal.source_hash},
+                                          {"source_path", proposal.source_path.string()},
                                           {"status", store::to_string(proposal.measurement->status)},
                                           {"metrics", proposal.measurement->metrics},
                                           {"verification", proposal.measurement->verification}};
   if (proposal.measurement->status != store::TrialStatus::ok)
-    return finish(reject(std::move(proposal), "measured " + std::string(store::to_string(proposal.measurement->status)) +
-                                                  (proposal.measurement->error.empty()
-                                                       ? std::string()
-                                                       : ": " + proposal.measurement->error)));
+    return finish(reject(
+        std::move(proposal),
+        "measured " + std::string(store::to_string(proposal.measurement->status)) +
+            (proposal.measurement->error.empty() ? std::string() : ": " + proposal.measurement->error)));
   proposal.status = "accepted";
   return finish(std::move(proposal));
 }

@@ -40,15 +40,15 @@ struct SourceProposal {
   std::string prompt_hash;
   std::string kernel_name;  // the declared kernel (the trial's variant name)
   std::string source_hash;
-  std::filesystem::path source_path;  // the compiled copy in the kernel cache
+  std::filesystem::path source_path;                 // the compiled copy in the kernel cache
   nlohmann::json params = nlohmann::json::object();  // the kernel's defaults, as measured
   std::optional<skills::Measurement> measurement;    // when it was measured (accepted, or a wrong answer)
-  skills::SkillDecision decision;                    // for the decision log (proposer llm:<model> when accepted)
+  skills::SkillDecision decision;  // for the decision log (proposer llm:<model> when accepted)
 };
 
 // The chat messages asking for a new source. Deterministic in its inputs.
-std::vector<ChatMessage> kernel_source_prompt(const SourceProposalRequest& request, const std::string& best_source,
-                                              const std::string& api_summary);
+std::vector<ChatMessage> kernel_source_prompt(const SourceProposalRequest& request,
+                                              const std::string& best_source, const std::string& api_summary);
 
 // The source text in a reply: {"source": "..."} JSON, or the first ```cpp /
 // ```c++ / ``` fenced block. nullopt with the reason otherwise.

@@ -1,3 +1,5 @@
+#include "orchestrator/llm/llm_advisor.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -5,7 +7,6 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "orchestrator/llm/llm_advisor.hpp"
 #include "orchestrator/llm/llm_policy.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
@@ -50,8 +51,8 @@ struct RunRecord {
 };
 
 RunRecord run_goal(orchestrator::PreparedGoal& prepared, store::Store& store) {
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target, store,
-                                   prepared.setup.simulator_version, {}};
+  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
+                                   store,         prepared.setup.simulator_version, {}};
   RunRecord out;
   out.summary = orchestrator::Orchestrator(context).run();
   for (const auto& d : store.decisions(out.summary.run_id, std::string("orchestrator")))
@@ -98,7 +99,8 @@ TEST_CASE("validate_next_action accepts known variants, parameters and values an
       {"I think you should raise the tile size.", "malformed reply: the reply contains no JSON object"},
       {R"({"variant": "tiled", "region": {"tile_m": [64, )", "malformed reply"},
       {R"({"variant": "blocked_magic"})", "unknown variant 'blocked_magic'; accepted: tiled"},
-      {R"({"variant": "tiled", "region": {"tile_q": [64]}})", "unknown parameter 'tile_q' of variant 'tiled'"},
+      {R"({"variant": "tiled", "region": {"tile_q": [64]}})",
+       "unknown parameter 'tile_q' of variant 'tiled'"},
       {R"({"variant": "tiled", "region": {"tile_m": [64, 96]}})",
        "value 96 is not in the domain of 'tile_m' in variant 'tiled': [32, 64, 128]"},
       {R"({"variant": "tiled", "region": {"tile_m": []}})", "is empty"},
@@ -131,7 +133,8 @@ TEST_CASE("the goal's llm section is validated and an api key pasted as api_key_
     CHECK(message.find("llm.api_key_env") != std::string::npos);
     CHECK(message.find(pasted) == std::string::npos);
   }
-  CHECK_THROWS_WITH_AS(prepare(dir, goal_text("ftp://host/v1")), doctest::Contains("llm.endpoint"), UserError);
+  CHECK_THROWS_WITH_AS(prepare(dir, goal_text("ftp://host/v1")), doctest::Contains("llm.endpoint"),
+                       UserError);
   CHECK_THROWS_WITH_AS(prepare(dir, goal_text("http://127.0.0.1:9/v1", ", temperture: 1")),
                        doctest::Contains("temperture"), UserError);
 }
@@ -170,7 +173,8 @@ TEST_CASE("an accepted LLM answer steers the run, and a replay with the endpoint
     first_decisions = first.policy_decisions;
   }
   // Same goal and seed, nothing listening: every answer comes from the cache.
-  auto prepared = prepare(dir, goal_text("http://127.0.0.1:" + std::to_string(FakeLlmServer::closed_port()) + "/v1"));
+  auto prepared =
+      prepare(dir, goal_text("http://127.0.0.1:" + std::to_string(FakeLlmServer::closed_port()) + "/v1"));
   const auto second = run_goal(prepared, *store);
   CHECK(second.summary.status == "completed");
   REQUIRE(second.policy_decisions.size() == first_decisions.size());
@@ -210,7 +214,6 @@ TEST_CASE("rejected, failed and over-budget consultations fall back to the rules
     CHECK(d.proposer == "rules");
     if (d.action != "stop") CHECK(d.rationale.find("the LLM's answer was not used") != std::string::npos);
   }
-  if (run.policy_decisions.size() >= 3)
-    CHECK(run.policy_decisions[2].evidence["llm"]["status"] == "skipped");
+  if (run.policy_decisions.size() >= 3) CHECK(run.policy_decisions[2].evidence["llm"]["status"] == "skipped");
   CHECK(server.requests().size() == 2);
 }

@@ -63,8 +63,8 @@ SourceRun run_with(const std::function<std::string(const std::string& best)>& so
   });
   auto prepared = orchestrator::load_and_prepare(dir.write("goal.yaml", goal_text(server.endpoint())));
   auto store = store::open_store(":memory:");
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                   prepared.setup.simulator_version, {}};
+  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
+                                   *store,        prepared.setup.simulator_version, {}};
   SourceRun out;
   const auto summary = orchestrator::Orchestrator(context).run();
   out.status = summary.status;
@@ -100,14 +100,14 @@ TEST_CASE("an LLM kernel source that compiles and verifies is measured as a tria
     }
   CHECK(found);
   bool accepted = false;
-  for (const auto& call : run.calls) accepted = accepted || (call.accepted && call.response.find("AUTOTUNE_USER_KERNEL") != std::string::npos);
+  for (const auto& call : run.calls)
+    accepted = accepted || (call.accepted && call.response.find("AUTOTUNE_USER_KERNEL") != std::string::npos);
   CHECK(accepted);
 }
 
 TEST_CASE("an LLM kernel source that does not compile, or is not a source, is rejected with the reason") {
-  const auto broken = run_with([](const std::string& best) {
-    return "```cpp\n" + best + "\nthis is not C++;\n```";
-  });
+  const auto broken =
+      run_with([](const std::string& best) { return "```cpp\n" + best + "\nthis is not C++;\n```"; });
   CHECK(broken.status == "completed");
   REQUIRE(broken.source_decisions.size() == 1);
   CHECK(broken.source_decisions.front().proposer == "rules");
@@ -117,6 +117,7 @@ TEST_CASE("an LLM kernel source that does not compile, or is not a source, is re
   REQUIRE(prose.source_decisions.size() == 1);
   CHECK(prose.source_decisions.front().rationale.find("holds no kernel source") != std::string::npos);
   bool logged = false;
-  for (const auto& call : prose.calls) logged = logged || call.reject_reason.find("holds no kernel source") != std::string::npos;
+  for (const auto& call : prose.calls)
+    logged = logged || call.reject_reason.find("holds no kernel source") != std::string::npos;
   CHECK(logged);
 }
