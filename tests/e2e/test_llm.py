@@ -2,7 +2,8 @@
 
 Cases: a good answer (accepted, steers the run, proposer llm:<model>), its replay with the server gone
 (same decisions, from the cache), an endpoint that is down, one that times out, HTTP 500, a reply that
-is not JSON, and valid JSON naming a value outside a parameter's domain. Every run must complete (exit
+is not JSON, valid JSON naming a value outside a parameter's domain, and a kernel source (compiled,
+verified and measured through the kernel worker as a trial of its own). Every run must complete (exit
 0) and say in llm_calls and the decision log what happened. The API key must reach the server and
 appear nowhere else: not in the database, not in the output."""
 import http.server
@@ -44,7 +45,13 @@ class FakeEndpoint:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                        "body": json.loads(body)})
-                status, content, delay = REPLIES[outer.mode]
+                status, content, delay = REPLIES.get(outer.mode, (200, GOOD, 0))
+                system = outer.requests[-1]["body"]["messages"][0]["content"]
+                if outer.mode == "source" and system.startswith("You write kernels"):
+                    # Echo the current best's exported source back as the "new" kernel.
+                    user = outer.requests[-1]["body"]["messages"][1]["content"]
+                    start = user.index("\n", user.index("```cpp", user.index("standalone kernel source"))) + 1
+                    content = json.dumps({"source": user[start:user.index("```", start)], "rationale": "echo"})
                 time.sleep(delay)
                 if status != 200:
                     payload = json.dumps({"error": {"message": "the model is overloaded"}})
@@ -82,7 +89,7 @@ def closed_port():
     return port
 
 
-def goal_text(port, timeout_s=1.0, max_calls=2):
+def goal_text(port, timeout_s=1.0, max_calls=2, kernel_sources=0):
     return f"""name: llm-e2e
 kernel: {{family: gemm, shape: {{M: 256, N: 512, K: 512}}, dtype: bf16}}
 objective: latency
@@ -93,7 +100,7 @@ search: {{strategy: random, batch_size: 2}}
 start: {{variant: tiled}}
 parallel: 2
 seed: 5
-llm: {{endpoint: "http://127.0.0.1:{port}/v1", model: {MODEL}, api_key_env: {KEY_ENV}, timeout_s: {timeout_s}, max_calls: {max_calls}}}
+llm: {{endpoint: "http://127.0.0.1:{port}/v1", model: {MODEL}, api_key_env: {KEY_ENV}, timeout_s: {timeout_s}, max_calls: {max_calls}, kernel_sources: {kernel_sources}}}
 """
 
 
@@ -203,6 +210,21 @@ def main():
     db, summary, _ = run_case(directory, "badvalue", server.port)
     rows = check_fallback(db, summary, "badvalue", "value 96 is not in the domain of 'tile_m' in variant 'tiled'")
     check(len(server.requests) <= 2, "badvalue: max_calls 2 exceeded")
+    server.stop()
+
+    # A kernel source: compiled, verified and measured through the kernel worker, a trial of its own.
+    server = FakeEndpoint("source")
+    db, summary, _ = run_case(directory, "source", server.port, max_calls=3, kernel_sources=1)
+    rows = query(db, "SELECT proposer, evidence, seq FROM decisions WHERE run = ? AND action = 'propose_source'",
+                 (summary["run_id"],))
+    check(len(rows) == 1, f"source: {len(rows)} propose_source decisions")
+    proposer, evidence, seq = rows[0]
+    check(proposer == f"llm:{MODEL}", f"source: proposer {proposer}: {evidence}")
+    kernel = json.loads(evidence)["kernel"]
+    trials = query(db, "SELECT status, verification FROM trials WHERE run = ? AND variant = ? AND decision_seq = ?",
+                   (summary["run_id"], kernel["name"], seq))
+    check(len(trials) == 1 and trials[0][0] == "ok", f"source: trial {trials}")
+    check(json.loads(trials[0][1]).get("cosine") is not None, "source: the trial was not verified")
     server.stop()
 
     print("OK")
