@@ -1,6 +1,7 @@
 """kill -9 a run mid-way, --resume it, and reach the same best as an uninterrupted run with the same seed,
 without measuring committed trials again."""
 import os
+import random
 import signal
 import subprocess
 import time
@@ -32,7 +33,14 @@ def main():
         env.pop("AUTOTUNE_DB", None)
         proc = subprocess.Popen([BIN, "run", goal, "--db", db, "--no-cache"], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env)
-        # Kill once a few trials are committed (or give up waiting and kill anyway).
+        # Kill at a random moment: after a random number of committed trials (at least one, so the run
+        # exists) plus a random delay, which may fall inside a batch or a commit. The seed is printed to
+        # replay a failure (AUTOTUNE_KILL_SEED).
+        kill_seed = int(os.environ.get("AUTOTUNE_KILL_SEED", random.SystemRandom().randrange(1 << 30)))
+        chooser = random.Random(kill_seed)
+        kill_after = chooser.randint(1, max(1, reference["evaluations"] - 1))
+        delay = chooser.uniform(0, 0.05)
+        print(f"kill seed {kill_seed}: after {kill_after} trials + {delay * 1000:.0f} ms")
         deadline = time.time() + 120
         killed_at = 0
         while time.time() < deadline and proc.poll() is None:
@@ -41,7 +49,8 @@ def main():
                 killed_at = query(db, "SELECT COUNT(*) FROM trials")[0][0]
             except Exception:
                 continue
-            if killed_at >= max(3, reference["evaluations"] // 2):
+            if killed_at >= kill_after:
+                time.sleep(delay)
                 break
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -13,6 +13,10 @@ def check_run(db, summary, expect_profiles=True):
         check(key in summary, f"summary lacks {key}: {summary}")
     check(summary["status"] == "completed", f"status {summary['status']}: {summary['stop_reason']}")
     check(summary["best"]["variant"] and "latency_s" in summary["best"]["metrics"], f"best: {summary['best']}")
+    for side in ("baseline", "best"):
+        check("latency_s" in summary[side], f"{side} lacks latency_s: {summary[side]}")
+        if expect_profiles:  # simulated targets report MFU; recorded spaces do not
+            check("mfu_percent" in summary[side], f"{side} lacks mfu_percent: {summary[side]}")
     skills = {row[0] for row in query(db, "SELECT DISTINCT skill FROM decisions WHERE run = ?", (run_id,))}
     if summary["iterations"] > 0:
         check(SKILLS <= skills, f"decisions of every skill expected, got {skills}")
@@ -39,6 +43,9 @@ def main():
               f"{best:.3e} s ({base / best:.2f}x) in {summary['evaluations']} evaluations; {summary['stop_reason']}")
         check(summary["baseline"]["variant"] == "naive", "the exp goal starts from the naive variant")
         check(best <= base, "the best is slower than the baseline")
+        # The tiled space (192 configurations) far exceeds the budget (40): the loop must not run out of ideas.
+        check(not summary["stop_reason"].startswith("no idea left"),
+              f"the exp loop gave up with budget left: {summary['stop_reason']} after {summary['evaluations']}")
         # 2x is the article's figure; whether the simulated core allows it is the sweep's to say.
         sweep = run_json(["sweep", goal_path("exp-profiler.yaml"), "--jobs", "2", "--top", "1"], db)
         optimum = sweep["top"][0]["metrics"]["latency_s"]
@@ -59,7 +66,7 @@ def main():
         # Text output names best, baseline, improvement, run id and database.
         proc = run(["run", goal_path("quickstart.yaml"), "--jobs", "2"], db)
         check(proc.returncode == 0, f"quickstart exited {proc.returncode}: {proc.stderr[-1000:]}")
-        for word in ("best:", "baseline:", "improvement:", "database:", "run "):
+        for word in ("best:", "baseline:", "improvement:", "database:", "run ", "MFU"):
             check(word in proc.stdout, f"quickstart output lacks '{word}': {proc.stdout}")
         check("iteration" in proc.stderr, "no progress lines on stderr")
 

@@ -274,3 +274,89 @@ TEST_CASE("replay target: recorded times are latencies, recorded failures are in
   }
   CHECK(ok > 0);
 }
+
+TEST_CASE("explorer: a region settles only after its patience without improvement, never on a budget cut") {
+  VariantSpace variant;
+  variant.name = "wide";
+  std::vector<search::ParamValue> eight, six, five;
+  for (std::int64_t i = 0; i < 8; ++i) eight.push_back(i);
+  for (std::int64_t i = 0; i < 6; ++i) six.push_back(i);
+  for (std::int64_t i = 0; i < 5; ++i) five.push_back(i);
+  variant.parameters = {search::ParameterSpec::ordered("a", eight), search::ParameterSpec::ordered("b", six),
+                        search::ParameterSpec::ordered("c", five)};
+  variant.defaults = {{"a", 0}, {"b", 0}, {"c", 0}};
+  build_space(variant);
+  REQUIRE(variant.space->size() == 240);
+  const int patience = region_patience(*variant.space, 2);
+  CHECK(patience == 24);  // a tenth of the region, more than three batches of two
+
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.region = variant.space;
+  request.strategy = "random";
+  request.seed = 5;
+  request.batch_size = 2;
+  int calls = 0;
+  // Flat: nothing ever improves on the first value.
+  MeasureBatch flat = [&](const std::vector<Candidate>& batch) {
+    calls += int(batch.size());
+    return std::vector<search::Observation>(batch.size(), search::Observation::success({}, 1.0));
+  };
+
+  request.budget = 100;
+  auto plan = explorer.plan(request);
+  auto result = explorer.explore(request, plan.result, flat, {});
+  CHECK(result.settled);
+  CHECK(result.evaluations == patience + 2);  // the first batch sets the region's best
+  CHECK(result.stop_reason.find("no improvement") != std::string::npos);
+
+  calls = 0;
+  request.budget = 10;
+  plan = explorer.plan(request);
+  result = explorer.explore(request, plan.result, flat, {});
+  CHECK_FALSE(result.settled);  // cut by the budget: the idea may be continued
+  CHECK(result.evaluations == 10);
+
+  // Earlier stale measurements count towards the patience, unless the search
+  // is a continuation, which gets a fresh stretch.
+  std::vector<search::Observation> known;
+  for (std::uint64_t i = 0; i <= std::uint64_t(patience); ++i)  // the first sets the best
+    known.push_back(search::Observation::success(variant.space->configuration_at(i), 1.0));
+  request.known = known;
+  request.budget = 100;
+  plan = explorer.plan(request);
+  result = explorer.explore(request, plan.result, flat, {});
+  CHECK(result.settled);
+  CHECK(result.evaluations == 0);
+  request.carry_patience = false;
+  result = explorer.explore(request, plan.result, flat, {});
+  CHECK(result.settled);
+  CHECK(result.evaluations == patience);
+}
+
+TEST_CASE("generator: with every idea settled, the budget left goes on in the best's unexhausted space") {
+  VariantCatalog catalog;
+  catalog.variants = {make_variant("fast"), make_variant("slow")};
+  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  KernelGenerator generator;
+  GenerationRequest request;
+  request.catalog = &catalog;
+  request.best = catalog.baseline;
+  request.measured_variants = {"fast", "slow"};
+  request.measured_counts = {{"fast", 10}, {"slow", 27}};
+  auto generation = generator.generate(request);
+  REQUIRE_FALSE(generation.result.ideas.empty());
+  for (const auto& idea : generation.result.ideas) {
+    CHECK_FALSE(idea.continuation);
+    request.tried_ideas.insert(idea.id);
+  }
+  request.tried_ideas.insert("space:slow");
+  generation = generator.generate(request);
+  REQUIRE(generation.result.ideas.size() == 1);  // "slow" is exhausted
+  CHECK(generation.result.ideas[0].variant == "fast");
+  CHECK(generation.result.ideas[0].continuation);
+
+  request.measured_counts["fast"] = 27;
+  CHECK(generator.generate(request).result.ideas.empty());
+}
