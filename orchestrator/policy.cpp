@@ -33,7 +33,7 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
   }
   if (state.ideas.empty()) {
     choice.stop = true;
-    choice.stop_reason = "no idea left: every finding-driven idea and every variant's space was tried";
+    choice.stop_reason = "no idea left: every idea settled and every variant's space is exhausted";
     decision.action = "stop";
     decision.rationale = choice.stop_reason;
     return out;
