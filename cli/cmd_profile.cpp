@@ -20,6 +20,7 @@
 #include "kernels/evaluate.hpp"
 #include "kernels/external/evaluation_report.hpp"
 #include "kernels/external/kernel_source.hpp"
+#include "search/expression.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
 
@@ -131,6 +132,38 @@ int run_source_profile(const ProfileOptions& o) {
   return outcome.ok() ? 0 : 1;
 }
 
+// The variant's declared constraints (kernels/family.hpp) over the resolved
+// parameters, the target's constants, the shape arguments and dtype_bytes,
+// the same names a goal's search space sees. A violated one is misuse: the
+// kernel was never meant to run with these values.
+void check_constraints(const kernels::VariantSpec& variant, const kernels::ParamValues& params,
+                       const sim::TargetSpec& target, const kernels::Shape& shape, sim::Dtype dtype) {
+  std::map<std::string, double> constants = target.constants();
+  for (const auto& [arg, value] : shape) constants[arg] = double(value);
+  constants["dtype_bytes"] = sim::dtype_bytes(dtype);
+  std::vector<std::string> names;
+  std::vector<double> values;
+  for (const auto& [name, value] : params) {
+    names.push_back(name);
+    values.push_back(double(value));
+  }
+  const search::SymbolResolver resolve = [&](std::string_view name) -> std::optional<search::Symbol> {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return search::Symbol{i};
+    if (const auto it = constants.find(std::string(name)); it != constants.end())
+      return search::Symbol{std::nullopt, it->second};
+    return std::nullopt;
+  };
+  for (const auto& text : variant.constraints) {
+    if (search::Expression::parse(text, resolve).holds(values)) continue;
+    std::string given;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      given += (i ? ", " : "") + names[i] + "=" + std::to_string(std::int64_t(values[i]));
+    throw UserError("parameters " + given + " violate constraint '" + text + "' of variant '" + variant.name +
+                    "' (see `autotune kernels`)");
+  }
+}
+
 int run_profile(const ProfileOptions& o) {
   if (!o.kernel_source.empty()) return run_source_profile(o);
   if (o.kernel.empty()) throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");
@@ -141,6 +174,7 @@ int run_profile(const ProfileOptions& o) {
   const kernels::Shape shape = kernels::parse_shape(family, o.shape);
   const sim::Dtype dtype = resolve_dtype(family, o.dtype);
   const kernels::ParamValues params = kernels::resolve_params(variant, parse_param_flags(o.params));
+  check_constraints(variant, params, target, shape, dtype);
 
   kernels::EvaluateOptions options;
   options.verify = !o.no_verify;

@@ -103,6 +103,9 @@ def bad_input():
         (["--kernel", "gemm", "--shape", "M=4096;N=2"], ["shape", "NAME=VALUE"]),
         (["--kernel", "gemm", "--shape", "Q=2"], ["unknown shape argument 'Q'", "M, N, K"]),
         (["--kernel", "gemm", "--dtype", "fp64"], ["dtype 'fp64'", "bf16"]),
+        # every value in its domain, but together they break a declared constraint
+        (["--kernel", "gemm", "--variant", "blocked_mn", "--param", "unroll_factor=4"],
+         ["violate constraint 'unroll_factor <= tiles_in_block_n'", "blocked_mn", "tiles_in_block_n=2"]),
     ]
     for args, expected in cases:
         r = run("profile", *args)
