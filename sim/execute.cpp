@@ -23,11 +23,11 @@ class HostMemory {
   }
   float get(const View& v, int r, int c) {
     const Buffer& b = program_.buffer(v.buffer);
-    return of(v.buffer)[static_cast<std::size_t>(v.row_begin + r) * b.cols + (v.col_begin + c)];
+    return of(v.buffer)[static_cast<std::size_t>(v.buffer_row(r, c)) * b.cols + v.buffer_col(c)];
   }
   void set(const View& v, int r, int c, double value) {
     const Buffer& b = program_.buffer(v.buffer);
-    of(v.buffer)[static_cast<std::size_t>(v.row_begin + r) * b.cols + (v.col_begin + c)] =
+    of(v.buffer)[static_cast<std::size_t>(v.buffer_row(r, c)) * b.cols + v.buffer_col(c)] =
         round_to_dtype(static_cast<float>(value), b.dtype);
   }
   std::size_t cols(BufferId id) const { return static_cast<std::size_t>(program_.buffer(id).cols); }

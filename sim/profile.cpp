@@ -25,7 +25,7 @@ std::string view_text(const Program& program, const View& v) {
   std::string out = std::string(memory_space_name(b.space)) + " '" + b.name + "'[" +
                     std::to_string(v.row_begin) + ":" + std::to_string(v.row_end) + ", " +
                     std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "] " +
-                    std::string(dtype_name(b.dtype));
+                    (v.fold > 1 ? "folded x" + std::to_string(v.fold) + " " : "") + std::string(dtype_name(b.dtype));
   return out;
 }
 

@@ -64,14 +64,26 @@ struct Buffer {
   std::int64_t bytes_per_partition() const { return std::int64_t(cols) * dtype_bytes(dtype); }
 };
 
-// A rectangular view [row_begin, row_end) x [col_begin, col_end) of a buffer.
+// A view of the rectangle [row_begin, row_end) x [col_begin, col_end) of a
+// buffer. With fold > 1 (an HBM access pattern "(r f) c -> r (f c)"), each
+// view row is `fold` consecutive buffer rows of the rectangle laid end to end:
+// view element (r, c) is buffer element (row_begin + r * fold + c / width,
+// col_begin + c % width), width = col_end - col_begin. The rectangle is
+// exactly the set of elements touched, whatever the fold.
 struct View {
   BufferId buffer = 0;
   int row_begin = 0, row_end = 0;
   int col_begin = 0, col_end = 0;
-  int rows() const { return row_end - row_begin; }
-  int cols() const { return col_end - col_begin; }
+  int fold = 1;
+  int width() const { return col_end - col_begin; }
+  int rows() const { return (row_end - row_begin) / fold; }
+  int cols() const { return width() * fold; }
   std::int64_t elements() const { return std::int64_t(rows()) * cols(); }
+  int buffer_row(int r, int c) const { return row_begin + r * fold + c / width(); }
+  int buffer_col(int c) const { return col_begin + c % width(); }
+  // Elements of a view row that are contiguous in a row-major buffer of
+  // `buffer_cols` columns: the whole folded row when it spans full buffer rows.
+  int contiguous_elements(int buffer_cols) const { return fold > 1 && width() != buffer_cols ? width() : cols(); }
 };
 
 enum class Opcode : std::uint8_t {

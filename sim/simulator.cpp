@@ -359,10 +359,13 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   const std::int64_t elem_bytes = std::max(dtype_bytes(sb.dtype), dtype_bytes(db.dtype));
   const std::int64_t elements = src.elements();
   const std::int64_t bytes = elements * elem_bytes;
-  // Contiguous chunks: one per row (a partition's slice), or one per element
-  // for a transposing copy, which moves data element by element.
-  const std::int64_t chunk_bytes = in.transpose ? elem_bytes : src.cols() * elem_bytes;
-  const std::int64_t chunks = in.transpose ? elements : src.rows();
+  // Contiguous chunks: a partition's slice where both sides hold it in one
+  // piece (a folded HBM view over part of its rows breaks it into row
+  // pieces), or one per element for a transposing copy, which moves data
+  // element by element.
+  const std::int64_t run = std::min(src.contiguous_elements(sb.cols), in.dst.contiguous_elements(db.cols));
+  const std::int64_t chunk_bytes = in.transpose ? elem_bytes : run * elem_bytes;
+  const std::int64_t chunks = in.transpose ? elements : elements / run;
   const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
   double bytes_per_ns = t_.dma_queue_bytes_per_s * 1e-9;
   // The HBM ceiling, shared by all queues when they all stream.

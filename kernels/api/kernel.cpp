@@ -1,6 +1,7 @@
 #include "kernels/api/kernel.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.hpp"
 
@@ -8,10 +9,24 @@ namespace autotune::kernels {
 
 Tensor Tensor::slice(int r0, int r1, int c0, int c1) const {
   Tensor out = *this;
+  if (view.fold > 1) {
+    out.view.row_begin = view.row_begin + r0 * view.fold;
+    out.view.row_end = view.row_begin + r1 * view.fold;
+    // Part of a folded row is no rectangle of the buffer: marked for check().
+    if (c0 != 0 || c1 != cols()) out.view.fold = -view.fold;
+    return out;
+  }
   out.view.row_begin = view.row_begin + r0;
   out.view.row_end = view.row_begin + r1;
   out.view.col_begin = view.col_begin + c0;
   out.view.col_end = view.col_begin + c1;
+  return out;
+}
+
+Tensor Tensor::fold_rows(int factor) const {
+  Tensor out = *this;
+  // check() reports a factor that does not divide the rows, or a fold of a fold.
+  out.view.fold = view.fold == 1 && factor >= 1 ? factor : -std::max(factor, 1);
   return out;
 }
 
@@ -137,6 +152,21 @@ bool Kernel::check(const Tensor& t, std::initializer_list<MemorySpace> allowed, 
                     "' [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) + "] or empty",
                 location);
     return false;
+  }
+  if (v.fold != 1) {
+    const int factor = std::abs(v.fold);
+    std::string problem;
+    if (v.fold < 0)
+      problem = "slices a folded view by columns, or folds a folded view";
+    else if (b.space != MemorySpace::hbm)
+      problem = "folds rows of an on-chip tile (folding is an HBM access pattern)";
+    else if ((v.row_end - v.row_begin) % factor != 0)
+      problem = "folds " + std::to_string(v.row_end - v.row_begin) + " rows by " + std::to_string(factor) +
+                ", which does not divide them";
+    if (!problem.empty()) {
+      trace_error("view_fold", std::string(what) + " '" + b.name + "' " + problem, location);
+      return false;
+    }
   }
   if (std::find(allowed.begin(), allowed.end(), b.space) == allowed.end()) {
     std::string accepted;

@@ -47,7 +47,15 @@ struct Tensor {
   int rows() const { return view.rows(); }
   int cols() const { return view.cols(); }
   // Sub-view of rows [r0, r1) and columns [c0, c1), relative to this view.
+  // A folded view can be sliced by rows only (all of its columns).
   Tensor slice(int r0, int r1, int c0, int c1) const;
+  // This HBM view with every `factor` consecutive rows laid end to end as one
+  // row: [rows, cols] -> [rows / factor, factor * cols], NKI's
+  // `reshape`/rearrange "(r f) c -> r (f c)". One DMA then moves `factor`
+  // rows into each partition, in one contiguous piece when the view spans
+  // whole tensor rows. rows must be a multiple of `factor`, the view not
+  // already folded, and the tensor in HBM (the instruction using it checks).
+  Tensor fold_rows(int factor) const;
   Tensor row_range(int r0, int r1) const { return slice(r0, r1, 0, cols()); }
   Tensor col_range(int c0, int c1) const { return slice(0, rows(), c0, c1); }
 };

@@ -10,6 +10,7 @@
 // small ragged shapes that exercise the same code as the full shape.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace autotune::kernels {
 
@@ -60,6 +61,29 @@ inline TileRange tiles(int extent, int tile) { return TileRange(0, extent, tile)
 inline TileRange tiles(const TileSpan& span, int tile) { return TileRange(span.begin, span.size, tile); }
 inline int tile_count(std::int64_t extent, std::int64_t tile) {
   return static_cast<int>((extent + tile - 1) / tile);
+}
+
+// Rows mapped to partitions `fold` at a time (Tensor::fold_rows): partition p
+// of a group takes rows [begin + p * fold, begin + (p + 1) * fold).
+struct FoldedRows {
+  int begin = 0;       // first row
+  int partitions = 0;  // partitions the group fills
+  int fold = 1;        // consecutive rows per partition
+  int rows() const { return partitions * fold; }
+};
+
+// Groups covering rows [0, extent) in order: blocks of `partitions * fold`
+// rows; of a ragged last block, the rows that fill whole folds form one
+// group and the rest go one per partition.
+inline std::vector<FoldedRows> folded_row_groups(int extent, int partitions, int fold) {
+  std::vector<FoldedRows> groups;
+  fold = std::max(fold, 1);
+  for (TileSpan block : tiles(extent, partitions * fold)) {
+    const int whole = block.size / fold;
+    if (whole > 0) groups.push_back({block.begin, whole, fold});
+    if (block.size % fold != 0) groups.push_back({block.begin + whole * fold, block.size % fold, 1});
+  }
+  return groups;
 }
 
 }  // namespace autotune::kernels

@@ -18,11 +18,13 @@ struct ExpShape {
 // overlaps, and the whole tensor must fit in SBUF.
 struct ExpNaiveParams {};
 
-// Tiles of [partitions, tile_size], streamed through rotating buffers.
+// Tiles of [partitions, unroll_factor * tile_size], streamed through rotating
+// buffers: each partition takes unroll_factor consecutive rows of a column
+// tile, so one DMA each way and one activation serve unroll_factor row tiles.
 struct ExpTiledParams {
-  int tile_size = 512;     // columns per tile (and per DMA transfer)
+  int tile_size = 512;     // columns per tile, from each of the rows a partition takes
   int pipeline_depth = 2;  // rotating buffers per stream, in steps
-  int unroll_factor = 1;   // tiles per loop step: loads, then activations, then stores
+  int unroll_factor = 1;   // rows per partition per tile (row tiles folded into one)
 };
 
 template <Dtype D>
@@ -51,29 +53,20 @@ void exp_tiled(Kernel& kernel, const ExpShape& shape, const ExpTiledParams& p) {
   Tensor in = kernel.input("in_tensor", shape.rows, shape.cols, D);
   Tensor out = kernel.output("out_tensor", shape.rows, shape.cols, D);
   const int P = kernel.limits().partitions;
-  const int bufs = p.pipeline_depth * p.unroll_factor;
-  TilePool in_tiles = kernel.sbuf_pool("in_tile", bufs, P, p.tile_size, D);
-  TilePool out_tiles = kernel.sbuf_pool("out_tile", bufs, P, p.tile_size, D);
+  const int fold = p.unroll_factor;
+  TilePool in_tiles = kernel.sbuf_pool("in_tile", p.pipeline_depth, P, fold * p.tile_size, D);
+  TilePool out_tiles = kernel.sbuf_pool("out_tile", p.pipeline_depth, P, fold * p.tile_size, D);
 
-  // Every (row tile, column tile) in row-major order.
-  std::vector<std::pair<TileSpan, TileSpan>> all;
-  for (TileSpan r : tiles(shape.rows, P))
-    for (TileSpan c : tiles(shape.cols, p.tile_size)) all.emplace_back(r, c);
-
-  for (TileSpan step : tiles(static_cast<int>(all.size()), p.unroll_factor)) {
-    std::vector<Tensor> inputs, results;
-    for (TileSpan t : tiles(step, 1)) {
-      auto [r, c] = all[t.begin];
-      inputs.push_back(in_tiles.next().slice(0, r.size, 0, c.size));
-      kernel.dma_copy(inputs.back(), in.slice(r.begin, r.end(), c.begin, c.end()));
-    }
-    for (const Tensor& x : inputs) {
-      results.push_back(out_tiles.next().slice(0, x.rows(), 0, x.cols()));
-      kernel.activation(results.back(), x, ActivationFunction::exp);
-    }
-    for (TileSpan t : tiles(step, 1)) {
-      auto [r, c] = all[t.begin];
-      kernel.dma_copy(out.slice(r.begin, r.end(), c.begin, c.end()), results[t.offset]);
+  for (const FoldedRows& g : folded_row_groups(shape.rows, P, fold)) {
+    for (TileSpan c : tiles(shape.cols, p.tile_size)) {
+      const Tensor source = in.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
+      const Tensor destination =
+          out.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
+      Tensor x = in_tiles.next().slice(0, g.partitions, 0, source.cols());
+      kernel.dma_copy(x, source);
+      Tensor y = out_tiles.next().slice(0, g.partitions, 0, source.cols());
+      kernel.activation(y, x, ActivationFunction::exp);
+      kernel.dma_copy(destination, y);
     }
   }
 }

@@ -40,7 +40,8 @@ VariantSpec fused_variant() {
             {128, 256, 512, 1024, 2048, 4096, 8192}, RmsnormFusedParams{}.tile_size),
       param("pipeline_depth", "rotating row-tile buffers, in loop steps", {1, 2, 3, 4},
             RmsnormFusedParams{}.pipeline_depth),
-      param("unroll_factor", "row tiles per loop step", {1, 2, 4}, RmsnormFusedParams{}.unroll_factor),
+      param("unroll_factor", "consecutive rows per partition: row tiles folded into one DMA each way",
+            {1, 2, 4}, RmsnormFusedParams{}.unroll_factor),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const RmsnormFusedParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"),
@@ -49,7 +50,7 @@ VariantSpec fused_variant() {
   };
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
     return tiled_verification_shape(
-        full, {{"rows", 128, 128 * p.at("unroll_factor")}, {"cols", p.at("tile_size"), p.at("tile_size")}},
+        full, {{"rows", 128 * p.at("unroll_factor"), 128 * p.at("unroll_factor")}, {"cols", p.at("tile_size"), p.at("tile_size")}},
         elements, kVerificationElements);
   };
   v.template_name = "autotune::kernels::rmsnorm_fused";

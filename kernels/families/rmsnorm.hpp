@@ -23,11 +23,12 @@ struct RmsnormNaiveParams {};
 // Fused: one activation squares a chunk and sums its rows, one rsqrt pass
 // gives 1/rms, then per chunk x * (1/rms) (tensor_scalar with a per-partition
 // operand) and * gamma (tensor_tensor); row tiles stream through rotating
-// buffers.
+// buffers. With unroll_factor u each partition takes u consecutive rows
+// (Tensor::fold_rows), so one DMA each way moves a chunk of u rows.
 struct RmsnormFusedParams {
   int tile_size = 2048;    // columns per chunk: per DMA transfer and per instruction
   int pipeline_depth = 2;  // rotating row-tile buffers, in loop steps
-  int unroll_factor = 1;   // row tiles per loop step
+  int unroll_factor = 1;   // rows per partition in a row tile (row tiles folded into one)
 };
 
 // gamma_bcast[p, :] = row[0, :] for every partition p: ones[1, P]^T . row[1, c]
@@ -99,54 +100,69 @@ void rmsnorm_fused(Kernel& kernel, const RmsnormShape& shape, const RmsnormFused
   Tensor gamma = kernel.input("gamma", 1, shape.cols, D);
   Tensor y = kernel.output("y", shape.rows, shape.cols, D);
   const int P = kernel.limits().partitions;
+  const int fold = p.unroll_factor;
   const int chunks = tile_count(shape.cols, p.tile_size);
   TilePool gamma_pool = kernel.sbuf_pool("gamma_bcast", 1, P, shape.cols, D);
   Tensor gamma_bcast = gamma_pool.next();
   broadcast_to_partitions(kernel, gamma_bcast, gamma);
 
-  const int bufs = p.pipeline_depth * p.unroll_factor;
-  TilePool x_tiles = kernel.sbuf_pool("x_tile", bufs, P, shape.cols, D);
-  TilePool y_tiles = kernel.sbuf_pool("y_tile", bufs, P, shape.cols, D);
+  // A row tile holds, chunk after chunk, the chunk's columns of each of the
+  // partition's `fold` rows: chunk k of row f at columns
+  // [k * fold * tile_size + f * size_k, + size_k), so that one folded DMA
+  // fills (or drains) a chunk of all the rows.
+  const int bufs = p.pipeline_depth;
+  TilePool x_tiles = kernel.sbuf_pool("x_tile", bufs, P, fold * chunks * p.tile_size, D);
+  TilePool y_tiles = kernel.sbuf_pool("y_tile", bufs, P, fold * chunks * p.tile_size, D);
   TilePool square_chunks = kernel.sbuf_pool("squares", 2, P, p.tile_size, Dtype::fp32);  // discarded
-  TilePool chunk_sums = kernel.sbuf_pool("chunk_sums", bufs, P, chunks, Dtype::fp32);
-  TilePool row_sums = kernel.sbuf_pool("sum_sq", bufs, P, 1, Dtype::fp32);
-  TilePool inv_rms_pool = kernel.sbuf_pool("inv_rms", bufs, P, 1, Dtype::fp32);
+  TilePool chunk_sums = kernel.sbuf_pool("chunk_sums", bufs, P, fold * chunks, Dtype::fp32);
+  TilePool row_sums = kernel.sbuf_pool("sum_sq", bufs, P, fold, Dtype::fp32);
+  TilePool inv_rms_pool = kernel.sbuf_pool("inv_rms", bufs, P, fold, Dtype::fp32);
 
-  for (TileSpan step : tiles(shape.rows, P * p.unroll_factor)) {
-    std::vector<Tensor> xs, inv_rms;
-    for (TileSpan r : tiles(step, P)) {
-      Tensor xt = xs.emplace_back(x_tiles.next().row_range(0, r.size));
-      for (TileSpan c : tiles(shape.cols, p.tile_size))
-        kernel.dma_copy(xt.col_range(c.begin, c.end()), x.slice(r.begin, r.end(), c.begin, c.end()));
-    }
-    for (const Tensor& xt : xs) {
-      // Sum of squares: one activation per chunk, its row sums into one column each.
-      Tensor sums = chunk_sums.next().row_range(0, xt.rows());
+  for (const FoldedRows& g : folded_row_groups(shape.rows, P, fold)) {
+    const int rows = g.partitions;
+    auto chunk_of = [&](const Tensor& tile, const TileSpan& c, int f) {
+      const int at = c.index * fold * p.tile_size + f * c.size;
+      return tile.slice(0, rows, at, at + c.size);
+    };
+    auto all_rows_of_chunk = [&](const Tensor& tile, const TileSpan& c) {
+      const int at = c.index * fold * p.tile_size;
+      return tile.slice(0, rows, at, at + g.fold * c.size);
+    };
+    auto hbm_chunk = [&](const Tensor& t, const TileSpan& c) {
+      return t.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
+    };
+
+    Tensor xt = x_tiles.next();
+    for (TileSpan c : tiles(shape.cols, p.tile_size)) kernel.dma_copy(all_rows_of_chunk(xt, c), hbm_chunk(x, c));
+
+    // Sum of squares of each row: one activation per (row, chunk), its row
+    // sums into one column each; then 1/rms = rsqrt(sum / cols + eps).
+    Tensor sums = chunk_sums.next().row_range(0, rows);
+    Tensor inv = inv_rms_pool.next().row_range(0, rows);
+    Tensor total = row_sums.next().row_range(0, rows);
+    for (int f = 0; f < g.fold; ++f) {
       for (TileSpan c : tiles(shape.cols, p.tile_size)) {
-        Tensor discarded = square_chunks.next().slice(0, xt.rows(), 0, c.size);
-        Tensor sum_column = sums.col_range(c.index, c.index + 1);
-        kernel.activation(discarded, xt.col_range(c.begin, c.end()), ActivationFunction::square, 0.0f, 1.0f,
-                          &sum_column);
+        Tensor discarded = square_chunks.next().slice(0, rows, 0, c.size);
+        Tensor sum_column = sums.col_range(f * chunks + c.index, f * chunks + c.index + 1);
+        kernel.activation(discarded, chunk_of(xt, c, f), ActivationFunction::square, 0.0f, 1.0f, &sum_column);
       }
-      Tensor sum = sums;
+      Tensor sum = sums.col_range(f * chunks, f * chunks + 1);
       if (chunks > 1) {
-        sum = row_sums.next().row_range(0, xt.rows());
-        kernel.tensor_reduce(sum, sums, AluOp::add);
+        sum = total.col_range(f, f + 1);
+        kernel.tensor_reduce(sum, sums.col_range(f * chunks, (f + 1) * chunks), AluOp::add);
       }
-      // 1/rms = rsqrt(sum / cols + eps) in one pass.
-      Tensor inv = inv_rms.emplace_back(inv_rms_pool.next().row_range(0, xt.rows()));
-      kernel.activation(inv, sum, ActivationFunction::rsqrt, kRmsnormEpsilon, 1.0f / shape.cols);
+      kernel.activation(inv.col_range(f, f + 1), sum, ActivationFunction::rsqrt, kRmsnormEpsilon,
+                        1.0f / shape.cols);
     }
-    for (TileSpan r : tiles(step, P)) {
-      const Tensor& xt = xs[r.index];
-      Tensor yt = y_tiles.next().row_range(0, r.size);
-      for (TileSpan c : tiles(shape.cols, p.tile_size)) {
-        Tensor y_chunk = yt.col_range(c.begin, c.end());
-        kernel.tensor_scalar(y_chunk, xt.col_range(c.begin, c.end()), AluOp::multiply, inv_rms[r.index]);
-        kernel.tensor_tensor(y_chunk, y_chunk, gamma_bcast.slice(0, r.size, c.begin, c.end()),
-                             AluOp::multiply);
-        kernel.dma_copy(y.slice(r.begin, r.end(), c.begin, c.end()), y_chunk);
+
+    Tensor yt = y_tiles.next();
+    for (TileSpan c : tiles(shape.cols, p.tile_size)) {
+      for (int f = 0; f < g.fold; ++f) {
+        Tensor y_chunk = chunk_of(yt, c, f);
+        kernel.tensor_scalar(y_chunk, chunk_of(xt, c, f), AluOp::multiply, inv.col_range(f, f + 1));
+        kernel.tensor_tensor(y_chunk, y_chunk, gamma_bcast.slice(0, rows, c.begin, c.end()), AluOp::multiply);
       }
+      kernel.dma_copy(hbm_chunk(y, c), all_rows_of_chunk(yt, c));
     }
   }
 }
