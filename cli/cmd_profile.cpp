@@ -65,9 +65,12 @@ sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& t
 int run_source_profile(const ProfileOptions& o) {
   if (!o.kernel.empty() || !o.variant.empty())
     throw UserError("--kernel-source replaces --kernel and --variant; give one or the other");
-  const auto kernel = kernels::external::compile_and_describe(o.kernel_source);
+  kernels::external::WorkerOptions worker;
+  worker.timeout_s = o.timeout_s;  // loading the kernel runs its code too
+  const auto kernel = kernels::external::compile_and_describe(o.kernel_source, {}, worker);
   if (!kernel.ok) {
-    if (!kernel.compiler_output.empty()) std::fputs(kernel.compiler_output.c_str(), stderr);
+    if (!kernel.compiled && !kernel.compiler_output.empty())
+      std::fputs(kernel.compiler_output.c_str(), stderr);
     throw UserError(o.kernel_source + ": " + kernel.error);
   }
   kernels::external::WorkerRequest request;
@@ -105,8 +108,6 @@ int run_source_profile(const ProfileOptions& o) {
   request.verify = !o.no_verify;
   request.report_text = !o.json;
   if (!o.trace.empty()) request.trace_path = std::filesystem::absolute(o.trace);
-  kernels::external::WorkerOptions worker;
-  worker.timeout_s = o.timeout_s;
   nlohmann::json result;
   const auto outcome = kernels::external::evaluate_in_worker(request, worker);
   if (!outcome.result.contains("kernel")) {  // no evaluation: a crash, a timeout, or a rejected request
@@ -203,7 +204,9 @@ const CommandRegistration registration{
       app.add_option("--kernel", o->kernel, "Kernel family (see `autotune kernels`)");
       app.add_option("--kernel-source", o->kernel_source,
                      "A C++ kernel source (AUTOTUNE_USER_KERNEL): compiled, then run in an isolated worker");
-      app.add_option("--timeout", o->timeout_s, "With --kernel-source: seconds before the worker is killed (120)");
+      app.add_option(
+          "--timeout", o->timeout_s,
+          "With --kernel-source: seconds before a worker (loading or measuring the kernel) is killed (120)");
       app.add_option("--variant", o->variant, "Variant of the family (default: the family's baseline)");
       app.add_option("--target", o->target, "Target name or YAML path (default: trn1)");
       app.add_option("--shape", o->shape,

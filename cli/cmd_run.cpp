@@ -89,6 +89,10 @@ const CommandRegistration registration(
       return [options]() -> int {
         if (options->jobs < 0) throw UserError("--jobs must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
+        // The compiler's message in full; the run records it as a failed trial.
+        if (!prepared.setup.kernel_source_failure.empty())
+          std::fprintf(stderr, "autotune: kernel source %s: %s\n", prepared.goal.kernel_source.c_str(),
+                       prepared.setup.kernel_source_failure.c_str());
         const std::string db = store::resolve_database_path(options->db);
         auto store = store::open_store(db);
         const bool tty = isatty(fileno(stderr)) != 0;

@@ -39,6 +39,11 @@ const CommandRegistration registration(
         if (options->jobs < 1) throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
         if (options->top < 1) throw UserError("--top must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
+        // The compiler's message in full; the sweep records it as a failed trial and exits 1.
+        const bool unbuilt = !prepared.setup.kernel_source_failure.empty();
+        if (unbuilt)
+          std::fprintf(stderr, "autotune: kernel source %s: %s\n", prepared.goal.kernel_source.c_str(),
+                       prepared.setup.kernel_source_failure.c_str());
         const std::string db = store::resolve_database_path(options->db);
         auto store = store::open_store(db);
         const bool tty = isatty(fileno(stderr)) != 0;
@@ -80,7 +85,7 @@ const CommandRegistration registration(
                                       {"db", store->location()}}
                            .dump()
                     << std::endl;
-          return 0;
+          return unbuilt ? 1 : 0;
         }
         std::printf("sweep run %lld: %llu configurations (%lld measured, %lld from the cache) in %.1f s with %d jobs\n",
                     static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
@@ -96,7 +101,7 @@ const CommandRegistration registration(
         }
         std::printf("database: %s (autotune trials %lld --db %s)\n", store->location().c_str(),
                     static_cast<long long>(result.run_id), store->location().c_str());
-        return 0;
+        return unbuilt ? 1 : 0;
       };
     });
 

@@ -1,5 +1,6 @@
 #include "orchestrator/goal.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config_reader.hpp"
@@ -148,6 +149,82 @@ Json yaml_to_json(const YAML::Node& node) {
   return text;
 }
 
+// kernel.shape and kernel.dtype of `kernel` against `signature`, into goal.
+void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature, Goal& goal) {
+  goal.shape = signature.default_shape;
+  const YAML::Node shape = kernel.raw("shape");
+  if (shape && !shape.IsNull()) {
+    std::string args;
+    for (const auto& a : signature.shape_args) args += (args.empty() ? "" : ", ") + a;
+    if (shape.IsSequence()) {
+      if (shape.size() != signature.shape_args.size())
+        kernel.fail("shape",
+                    "expected " + std::to_string(signature.shape_args.size()) + " values [" + args + "]",
+                    &shape);
+      for (std::size_t i = 0; i < shape.size(); ++i) {
+        try {
+          goal.shape[signature.shape_args[i]] = shape[i].as<std::int64_t>();
+        } catch (const YAML::Exception&) {
+          const YAML::Node item = shape[i];
+          kernel.fail("shape", "'" + item.Scalar() + "' is not an integer", &item);
+        }
+      }
+    } else if (shape.IsMap()) {
+      ConfigReader shape_reader(shape, kernel.file(), kernel.key_path("shape"));
+      for (const auto& arg : signature.shape_args)
+        goal.shape[arg] = shape_reader.optional<std::int64_t>(arg, goal.shape[arg]);
+      shape_reader.finish(signature.shape_args);
+    } else {
+      kernel.fail("shape", "expected a list [" + args + "] or a mapping {" + args + "}", &shape);
+    }
+    if (signature.check_shape) {
+      const std::string reason = signature.check_shape(goal.shape);
+      if (!reason.empty()) kernel.fail("shape", reason, &shape);
+    }
+  }
+  const YAML::Node dtype_node = kernel.raw("dtype");
+  goal.dtype = kernel.optional<std::string>("dtype", signature.dtypes.front());
+  const auto dtype = sim::parse_dtype(goal.dtype);
+  const std::string canonical = dtype ? std::string(sim::dtype_name(*dtype)) : goal.dtype;
+  if (std::find(signature.dtypes.begin(), signature.dtypes.end(), canonical) == signature.dtypes.end()) {
+    std::string accepted;
+    for (const auto& d : signature.dtypes) accepted += (accepted.empty() ? "" : ", ") + d;
+    kernel.fail(
+        "dtype",
+        "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype + "'; accepted: " + accepted,
+        &dtype_node);
+  }
+}
+
+// The form of kernel.shape and kernel.dtype when the kernel source, not yet
+// compiled, will declare the arguments and dtypes (read_shape_and_dtype
+// checks them against the declaration).
+void check_shape_form(ConfigReader& kernel) {
+  const YAML::Node shape = kernel.raw("shape");
+  if (shape && !shape.IsNull()) {
+    if (shape.IsSequence()) {
+      for (const auto& item : shape) {
+        try {
+          (void)item.as<std::int64_t>();
+        } catch (const YAML::Exception&) {
+          kernel.fail(
+              "shape",
+              "'" + (item.IsScalar() ? item.Scalar() : std::string("<nested>")) + "' is not an integer",
+              &item);
+        }
+      }
+    } else if (shape.IsMap()) {
+      ConfigReader shape_reader(shape, kernel.file(), kernel.key_path("shape"));
+      for (const auto& arg : shape_reader.keys()) (void)shape_reader.required<std::int64_t>(arg);
+    } else {
+      kernel.fail("shape",
+                  "expected a list of values in the kernel's argument order or a mapping {argument: value}",
+                  &shape);
+    }
+  }
+  (void)kernel.optional<std::string>("dtype", "");
+}
+
 void read_kernel(ConfigReader& top, Goal& goal) {
   auto kernel = top.maybe_child("kernel");
   // A replayed or command target brings its own space: `kernel:` only names it.
@@ -159,52 +236,27 @@ void read_kernel(ConfigReader& top, Goal& goal) {
     }
     return;
   }
-  if (!kernel) top.fail("kernel", "missing required section (kernel: {family, shape, dtype})");
+  // A kernel source without a family declares its shape arguments and dtypes.
+  const bool declared_by_source = top.has("kernel_source") && (!kernel || !kernel->has("family"));
+  if (declared_by_source) {
+    if (kernel) {
+      check_shape_form(*kernel);
+      kernel->finish({"family", "shape", "dtype"});
+      goal.kernel_spec = kernel->node();
+    }
+    return;
+  }
+  if (!kernel)
+    top.fail("kernel",
+             "missing required section (kernel: {family, shape, dtype}; or a kernel_source: that "
+             "declares them)");
   const YAML::Node family_node = kernel->raw("family");
   goal.family = kernel->required<std::string>("family");
   const auto& registry = kernels::family_registry();
   if (!registry.contains(goal.family))
-    kernel->fail("family", "unknown kernel '" + goal.family + "'; accepted: " + registry.joined_names(), &family_node);
-  const kernels::FamilySpec& family = registry.get(goal.family);
-
-  goal.shape = family.default_shape;
-  const YAML::Node shape = kernel->raw("shape");
-  if (shape && !shape.IsNull()) {
-    std::string args;
-    for (const auto& a : family.shape_args) args += (args.empty() ? "" : ", ") + a;
-    if (shape.IsSequence()) {
-      if (shape.size() != family.shape_args.size())
-        kernel->fail("shape", "expected " + std::to_string(family.shape_args.size()) + " values [" + args + "]",
-                     &shape);
-      for (std::size_t i = 0; i < shape.size(); ++i) {
-        try {
-          goal.shape[family.shape_args[i]] = shape[i].as<std::int64_t>();
-        } catch (const YAML::Exception&) {
-          const YAML::Node item = shape[i];
-          kernel->fail("shape", "'" + item.Scalar() + "' is not an integer", &item);
-        }
-      }
-    } else if (shape.IsMap()) {
-      ConfigReader shape_reader(shape, top.file(), "kernel.shape");
-      for (const auto& arg : family.shape_args) goal.shape[arg] = shape_reader.optional<std::int64_t>(arg, goal.shape[arg]);
-      shape_reader.finish(family.shape_args);
-    } else {
-      kernel->fail("shape", "expected a list [" + args + "] or a mapping {" + args + "}", &shape);
-    }
-    if (family.check_shape) {
-      const std::string reason = family.check_shape(goal.shape);
-      if (!reason.empty()) kernel->fail("shape", reason, &shape);
-    }
-  }
-  const YAML::Node dtype_node = kernel->raw("dtype");
-  goal.dtype = kernel->optional<std::string>("dtype", std::string(sim::dtype_name(family.dtypes.front())));
-  const auto dtype = sim::parse_dtype(goal.dtype);
-  if (!dtype || !family.accepts(*dtype)) {
-    std::string accepted;
-    for (auto d : family.dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
-    kernel->fail("dtype", "kernel '" + goal.family + "' does not take dtype '" + goal.dtype + "'; accepted: " + accepted,
-                 &dtype_node);
-  }
+    kernel->fail("family", "unknown kernel '" + goal.family + "'; accepted: " + registry.joined_names(),
+                 &family_node);
+  read_shape_and_dtype(*kernel, kernel_signature(registry.get(goal.family)), goal);
   kernel->finish({"family", "shape", "dtype"});
 }
 
@@ -245,6 +297,16 @@ void read_target(ConfigReader& top, Goal& goal) {
 }
 
 }  // namespace
+
+KernelSignature kernel_signature(const kernels::FamilySpec& family) {
+  KernelSignature signature;
+  signature.kernel = family.name;
+  signature.shape_args = family.shape_args;
+  signature.default_shape = family.default_shape;
+  for (auto d : family.dtypes) signature.dtypes.emplace_back(sim::dtype_name(d));
+  signature.check_shape = family.check_shape;
+  return signature;
+}
 
 const char* to_string(Objective objective) {
   switch (objective) {
@@ -357,11 +419,22 @@ Goal load_goal(const std::filesystem::path& path) {
   return goal;
 }
 
+void resolve_kernel_shape(Goal& goal, const KernelSignature& signature) {
+  if (!goal.kernel_spec || !goal.kernel_spec.IsMap()) {
+    goal.shape = signature.default_shape;
+    goal.dtype = signature.dtypes.empty() ? "" : signature.dtypes.front();
+    return;
+  }
+  ConfigReader kernel(goal.kernel_spec, goal.file.string(), "kernel");
+  read_shape_and_dtype(kernel, signature, goal);
+}
+
 std::string to_yaml(const Goal& goal) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << goal.name;
-  out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap << YAML::Key << "family" << YAML::Value << goal.family;
+  out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap;
+  if (!goal.family.empty()) out << YAML::Key << "family" << YAML::Value << goal.family;
   if (!goal.shape.empty()) {
     out << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto& [k, v] : goal.shape) out << YAML::Key << k << YAML::Value << v;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,10 @@
 #include "search/parameter.hpp"
 #include "skills/candidate.hpp"
 #include "skills/plugin/plugin_skill.hpp"
+
+namespace autotune::kernels {
+struct FamilySpec;
+}
 
 namespace autotune::orchestrator {
 
@@ -42,9 +47,16 @@ struct Goal {
   std::filesystem::path kernel_source;
   std::string name;
   // kernel
-  std::string family;  // sim: a registered family; replay: the cachefile's kernel name
+  // sim: a registered family; empty for a kernel_source that gives its own
+  // reference; replay: the cachefile's kernel name.
+  std::string family;
   std::map<std::string, std::int64_t> shape;
   std::string dtype;
+  // The `kernel:` mapping as written, when a kernel_source without
+  // kernel.family declares the shape arguments and dtypes itself: checked
+  // for form by load_goal, resolved by resolve_kernel_shape once the kernel
+  // is described (setup.cpp). Null otherwise.
+  YAML::Node kernel_spec;
   TargetChoice target;
   Objective objective = Objective::latency;
   // goal
@@ -84,6 +96,26 @@ struct Goal {
 
 // Reads and resolves a goal. Throws UserError (file:line:key) on any misuse.
 Goal load_goal(const std::filesystem::path& path);
+
+// What a kernel takes: its shape arguments in order, their defaults, its
+// dtypes (the first is the default), and a shape check returning why a shape
+// is not taken ("" when it is).
+struct KernelSignature {
+  std::string kernel;  // for messages
+  std::vector<std::string> shape_args;
+  std::map<std::string, std::int64_t> default_shape;
+  std::vector<std::string> dtypes;
+  std::function<std::string(const std::map<std::string, std::int64_t>&)> check_shape;
+};
+
+// A built-in family's signature.
+KernelSignature kernel_signature(const kernels::FamilySpec& family);
+
+// Sets goal.shape and goal.dtype from goal.kernel_spec (kernel.shape as a
+// list in argument order or a mapping; kernel.dtype) against `signature`,
+// defaults filled in. UserError (file:line:key) for an unknown or missing
+// argument, a shape the check rejects, or a dtype the kernel does not take.
+void resolve_kernel_shape(Goal& goal, const KernelSignature& signature);
 
 // The resolved goal as YAML (what the store keeps).
 std::string to_yaml(const Goal& goal);

@@ -280,12 +280,21 @@ RunSummary Orchestrator::run() {
                       {"seed", seed}};
     start.rationale = "measure the goal's starting point (" + catalog.baseline.key() +
                       "): every improvement is measured against it";
+    const std::string unusable = context_.target.unusable_reason();
+    if (!unusable.empty()) {
+      start.evidence["unusable"] = unusable;
+      start.rationale += "; the target cannot measure anything (" + unusable +
+                         "), so the baseline is recorded as a failed trial and the run stops";
+    }
     const int64_t start_seq = log.append(0, "orchestrator", start);
     const auto baseline_observation = measure({catalog.baseline}, 0, start_seq);
     if (!baseline_observation.front().ok()) {
-      log.set_outcome(start_seq, "failed: " + baseline_observation.front().failure);
-      return finish(store::RunStatus::failed, "the baseline " + catalog.baseline.key() +
-                                                  " failed: " + baseline_observation.front().failure);
+      const std::string& failure = baseline_observation.front().failure;
+      const std::string reason = failure.substr(0, failure.find('\n'));
+      log.set_outcome(start_seq, "failed: " + reason);
+      return finish(store::RunStatus::failed,
+                    unusable.empty() ? "the baseline " + catalog.baseline.key() + " failed: " + reason
+                                     : "nothing to tune: " + unusable);
     }
     baseline_trial = best_trial;
     baseline_value = best_value;

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "kernels/family.hpp"
 #include "sim/simulator.hpp"
+#include "sim/target.hpp"
 #include "skills/targets/command_target.hpp"
 #include "skills/targets/replay_target.hpp"
 #include "skills/targets/sim_target.hpp"
@@ -341,6 +342,88 @@ skills::VariantCatalog command_catalog(Goal& goal) {
   return catalog;
 }
 
+// A kernel that gives its own reference, as the goal's kernel.shape and
+// kernel.dtype are checked against it: its shape check runs in a worker.
+KernelSignature own_signature(const kernels::external::KernelDescriptor& descriptor,
+                              const std::filesystem::path& so,
+                              const kernels::external::WorkerOptions& worker) {
+  KernelSignature signature;
+  signature.kernel = descriptor.name;
+  signature.shape_args = descriptor.shape_args;
+  signature.default_shape = descriptor.default_shape;
+  signature.dtypes = descriptor.dtypes;
+  signature.check_shape = [so, worker](const std::map<std::string, std::int64_t>& shape) {
+    // A worker that fails now leaves the shape to the baseline, which reports that failure.
+    const auto described = kernels::external::describe_in_worker(so, worker, shape);
+    return described.ok ? described.shape_error : std::string();
+  };
+  return signature;
+}
+
+// A kernel source that does not compile or load: one configuration of one
+// variant, measured (as that failure) as the run's baseline.
+skills::VariantCatalog unbuilt_catalog(Goal& goal, const kernels::FamilySpec& family) {
+  skills::VariantSpace variant;
+  variant.name = family.variants.front().name;
+  variant.description = family.variants.front().description;
+  variant.parameters.push_back(search::ParameterSpec::ordered("_", {std::int64_t(0)}));
+  variant.defaults["_"] = 0;
+  skills::build_space(variant);
+  skills::VariantCatalog catalog;
+  catalog.kernel = goal.family.empty() ? family.name : goal.family;
+  catalog.baseline = {variant.name, variant.defaults};
+  goal.start_variant = variant.name;
+  goal.start_params = variant.defaults;
+  goal.variants = {variant.name};
+  catalog.variants.push_back(std::move(variant));
+  return catalog;
+}
+
+// The goal's kernel is a user source: compiled and described now, measured in
+// kernel workers. Without kernel.family the shape and dtype are resolved
+// against what the source declares.
+RunSetup source_setup(Goal& goal) {
+  try {
+    (void)sim::load_target(goal.target.name);
+  } catch (const UserError& e) {
+    throw UserError(locate(goal, {"target"}) + e.what());
+  }
+  skills::SourceTargetConfig config;
+  config.source = goal.kernel_source;
+  config.target = goal.target.name;
+  config.tolerance = goal.tolerance;
+  config.verification_seed = goal.verification_seed;
+  config.worker.timeout_s = goal.timeout_s;
+  auto kernel =
+      kernels::external::compile_and_describe(goal.kernel_source.string(), config.compile, config.worker);
+  RunSetup setup;
+  setup.simulator_version = std::string(sim::kSimulatorVersion);
+  if (kernel.ok) {
+    const auto& d = kernel.descriptor;
+    if (!goal.family.empty() && d.family != goal.family)
+      throw UserError(locate(goal, {"kernel_source"}) + "the source's kernel '" + d.name + "' " +
+                      (d.family.empty() ? "names no family (it gives its own reference)"
+                                        : "matches family '" + d.family + "'") +
+                      ", the goal's kernel.family is '" + goal.family + "'" +
+                      (d.family.empty() ? "; leave kernel.family out to tune it" : ""));
+    if (goal.family.empty()) {
+      goal.family = d.family;
+      resolve_kernel_shape(goal, d.family.empty()
+                                     ? own_signature(d, kernel.so_path, config.worker)
+                                     : kernel_signature(kernels::family_registry().get(d.family)));
+    }
+    config.shape = goal.shape;
+    config.dtype = goal.dtype;
+  } else {
+    setup.kernel_source_failure = kernels::external::failure_report(kernel);
+  }
+  auto target = std::make_unique<skills::SourceTarget>(config, std::move(kernel));
+  setup.catalog = target->built() ? sim_catalog(goal, target->constants(), target->family())
+                                  : unbuilt_catalog(goal, target->family());
+  setup.target = std::move(target);
+  return setup;
+}
+
 }  // namespace
 
 std::string role_from_description(const std::string& description) {
@@ -357,28 +440,7 @@ std::string role_from_description(const std::string& description) {
 RunSetup prepare_run(Goal& goal) {
   RunSetup setup;
   if (goal.target.kind == "sim" && !goal.kernel_source.empty()) {
-    // The goal's kernel is a user source: compiled now, measured in kernel workers.
-    skills::SourceTargetConfig config;
-    config.source = goal.kernel_source;
-    config.shape = goal.shape;
-    config.dtype = goal.dtype;
-    config.target = goal.target.name;
-    config.tolerance = goal.tolerance;
-    config.verification_seed = goal.verification_seed;
-    config.worker.timeout_s = goal.timeout_s;
-    std::unique_ptr<skills::SourceTarget> target;
-    try {
-      target = std::make_unique<skills::SourceTarget>(config);
-    } catch (const UserError& e) {
-      throw UserError(locate(goal, {"kernel_source"}) + e.what());
-    }
-    if (target->kernel().descriptor.family != goal.family)
-      throw UserError(locate(goal, {"kernel_source"}) + "the source's kernel '" + target->kernel().descriptor.name +
-                      "' matches family '" + target->kernel().descriptor.family + "', the goal's kernel.family is '" +
-                      goal.family + "'");
-    setup.catalog = sim_catalog(goal, target->constants(), target->family());
-    setup.simulator_version = std::string(sim::kSimulatorVersion);
-    setup.target = std::move(target);
+    setup = source_setup(goal);
   } else if (goal.target.kind == "sim") {
     skills::SimTargetConfig config{goal.family, goal.shape, goal.dtype, goal.target.name, goal.tolerance,
                                    goal.verification_seed};

@@ -16,10 +16,16 @@ struct RunSetup {
   std::unique_ptr<skills::MeasurementTarget> target;
   skills::VariantCatalog catalog;
   std::string simulator_version;
+  // Set when the goal's kernel_source does not compile or cannot be loaded:
+  // the failure in full (its one-line reason, then the compiler's message).
+  // The target then measures every candidate as that failure, so the run
+  // records it as its baseline trial and stops with nothing to tune.
+  std::string kernel_source_failure;
 };
 
-// Resolves `goal` in place (start variant and parameters, variants, roles)
-// and builds the target and the catalog.
+// Resolves `goal` in place (start variant and parameters, variants, roles;
+// with a kernel_source, also the family, shape and dtype the source declares)
+// and builds the target and the catalog. A kernel source is compiled here.
 RunSetup prepare_run(Goal& goal);
 
 // Loads, validates and prepares in one step.

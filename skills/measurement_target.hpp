@@ -43,6 +43,10 @@ class MeasurementTarget {
   virtual Json facts() const { return Json::object(); }
   // Whether measurements carry a profile summary worth analysing.
   virtual bool has_profiles() const { return false; }
+  // Why no candidate can be measured at all (e.g. the kernel source does not
+  // compile), on one line; "" when candidates can be measured. Such a target
+  // still measures: every candidate fails with the reason in full.
+  virtual std::string unusable_reason() const { return ""; }
 };
 
 }  // namespace autotune::skills

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -157,11 +158,18 @@ WorkerCall call_worker(const Json& request, const WorkerOptions& options) {
   return call;
 }
 
-// Why a worker gave no usable reply, on one line.
-std::string worker_failure(const ProcessResult& process, double timeout_s) {
+std::string seconds_text(double seconds) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%g s", seconds);
+  return out;
+}
+
+// Why a worker gave no usable reply, on one line. `what` is what the worker
+// was doing ("the kernel", "loading the kernel ...").
+std::string worker_failure(const ProcessResult& process, double timeout_s,
+                           const std::string& what = "the kernel") {
   if (process.timed_out())
-    return "the kernel did not finish within " + std::to_string(static_cast<int>(timeout_s)) +
-           " s (timeout; its worker was killed)";
+    return what + " did not finish within " + seconds_text(timeout_s) + " (timeout; its worker was killed)";
   if (process.outcome == ProcessResult::Outcome::signaled)
     return "the kernel crashed: its worker was killed by signal " + signal_name(process.term_signal) +
            (process.stderr_tail.empty() ? "" : "; stderr: " + one_line_tail(process.stderr_tail, 300));
@@ -254,6 +262,7 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   } else {
     text = source_path_or_text;
   }
+  result.kernel_name = declared_kernel_name(text);
 
   std::vector<std::string> flags = {"-std=c++20", "-O2", "-fPIC", "-shared", "-Wall", "-Wno-unused-parameter"};
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
@@ -298,9 +307,10 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   result.compiler_output = first_lines(process.stderr_tail, kCompilerOutputLines);
   if (!process.ok()) {
     fs::remove(temp_so, ec);
+    result.timed_out = process.timed_out();
     if (process.timed_out())
       result.error = "compilation of " + result.source_path.string() + " timed out after " +
-                     std::to_string(static_cast<int>(options.timeout_s)) + " s";
+                     seconds_text(options.timeout_s);
     else if (process.outcome == ProcessResult::Outcome::exited)
       result.error = "compilation failed: " + first_error_line(process.stderr_tail);
     else
@@ -361,11 +371,17 @@ fs::path default_worker_executable() {
   return "autotune";  // looked up on PATH
 }
 
-DescribeResult describe_in_worker(const fs::path& so_path, const WorkerOptions& options) {
+DescribeResult describe_in_worker(const fs::path& so_path, const WorkerOptions& options,
+                                  const std::optional<Shape>& shape) {
   DescribeResult result;
-  const WorkerCall call = call_worker({{"op", "describe"}, {"so", so_path.string()}}, options);
+  Json request = {{"op", "describe"}, {"so", so_path.string()}};
+  if (shape) request["shape"] = *shape;
+  const WorkerCall call = call_worker(request, options);
   if (!call.reply) {
-    result.error = worker_failure(call.process, options.timeout_s);
+    result.timed_out = call.process.timed_out();
+    result.error =
+        worker_failure(call.process, options.timeout_s,
+                       "loading the kernel (its static initializers and AUTOTUNE_USER_KERNEL body)");
     return result;
   }
   if (!call.reply->value("ok", false)) {
@@ -374,6 +390,7 @@ DescribeResult describe_in_worker(const fs::path& so_path, const WorkerOptions& 
   }
   try {
     result.descriptor = KernelDescriptor::from_json(call.reply->at("descriptor"));
+    result.shape_error = call.reply->value("shape_error", "");
     result.ok = true;
   } catch (const Json::exception& e) {
     result.error = std::string("the kernel worker's descriptor is malformed: ") + e.what();
@@ -388,20 +405,52 @@ SourceKernel compile_and_describe(const std::string& source_path_or_text, const 
   kernel.so_path = compiled.so_path;
   kernel.source_path = compiled.source_path;
   kernel.source_hash = compiled.source_hash;
+  kernel.kernel_name = compiled.kernel_name;
   kernel.cached = compiled.cached;
   kernel.compiler_output = compiled.compiler_output;
+  kernel.compiled = compiled.ok;
   if (!compiled.ok) {
     kernel.error = compiled.error;
+    kernel.timed_out = compiled.timed_out;
     return kernel;
   }
   const DescribeResult described = describe_in_worker(compiled.so_path, worker);
   if (!described.ok) {
     kernel.error = described.error;
+    kernel.timed_out = described.timed_out;
     return kernel;
   }
   kernel.descriptor = described.descriptor;
+  kernel.kernel_name = described.descriptor.name;
   kernel.ok = true;
   return kernel;
+}
+
+std::string declared_kernel_name(const std::string& text) {
+  static const std::regex declaration(R"(AUTOTUNE_USER_KERNEL\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\))");
+  for (std::sregex_iterator it(text.begin(), text.end(), declaration), end; it != end; ++it) {
+    // Not the macro's own definition (a header pasted into the source), nor a line comment.
+    const auto at = static_cast<std::size_t>(it->position(0));
+    const auto newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    const std::size_t line_start = newline == std::string::npos ? 0 : newline + 1;
+    const std::string before = text.substr(line_start, at - line_start);
+    if (before.find("#define") != std::string::npos || before.find("//") != std::string::npos) continue;
+    return (*it)[1].str();
+  }
+  return "";
+}
+
+std::string failure_report(const SourceKernel& kernel, std::size_t max_chars) {
+  std::string output = kernel.compiled ? std::string() : kernel.compiler_output;  // not a loader's warnings
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  if (output.empty()) return kernel.error;
+  if (output.size() > max_chars) {
+    std::size_t cut = output.size() - max_chars;
+    const std::size_t line = output.find('\n', cut);
+    cut = line == std::string::npos ? cut : line + 1;
+    output = "...\n" + output.substr(cut);
+  }
+  return kernel.error + "\n" + output;
 }
 
 Json WorkerRequest::to_json() const {

@@ -71,7 +71,9 @@ struct CompileResult {
   std::filesystem::path so_path;      // the shared object (in the cache) when ok
   std::filesystem::path source_path;  // the file compiled (a source text is saved in the cache first)
   std::string source_hash;            // the cache key
+  std::string kernel_name;            // declared_kernel_name() of the text (also when it does not compile)
   bool cached = false;                // served from the cache, no compiler run
+  bool timed_out = false;             // the compiler was killed after options.timeout_s
   std::string error;                  // one line when !ok, e.g. "compilation failed: k.cc:12:3: error: ..."
   std::string compiler_output;        // the compiler's first diagnostic lines (also when ok: warnings)
   std::vector<std::string> command;   // the compiler command as run
@@ -83,6 +85,10 @@ struct CompileResult {
 // newline or without such a file). Never throws for a bad source: a compile
 // error, a missing compiler or a timeout is ok = false with the reason.
 CompileResult compile_kernel_source(const std::string& source_path_or_text, const CompileOptions& options = {});
+
+// The kernel name a source gives AUTOTUNE_USER_KERNEL(name), read from its
+// text (so known also when the source does not compile); "" when there is none.
+std::string declared_kernel_name(const std::string& source_text);
 
 // What a loaded kernel declares (reported by the worker).
 struct KernelDescriptor {
@@ -117,16 +123,30 @@ struct DescribeResult {
   bool ok = false;
   KernelDescriptor descriptor;
   std::string error;  // one line when !ok (no entry point, ABI mismatch, unverifiable, crashed: SIGSEGV, ...)
+  bool timed_out = false;  // loading the kernel did not finish within the worker's timeout
+  // With a shape to check: why the kernel does not take it (an unknown
+  // argument, or its shape check's reason); "" when it does.
+  std::string shape_error;
 };
 
-// Loads the shared object in a worker and reads its descriptor.
-DescribeResult describe_in_worker(const std::filesystem::path& so_path, const WorkerOptions& options = {});
+// Loads the shared object in a worker and reads its descriptor. Loading runs
+// the kernel's code (static initializers, the AUTOTUNE_USER_KERNEL body), so
+// it is bounded by options.timeout_s like any request. With `shape`, the
+// worker also checks that the kernel takes it (arguments missing from it
+// take the kernel's defaults).
+DescribeResult describe_in_worker(const std::filesystem::path& so_path, const WorkerOptions& options = {},
+                                  const std::optional<Shape>& shape = std::nullopt);
 
 struct SourceKernel {
   bool ok = false;
+  bool compiled = false;   // false: the compiler rejected the source (or could not run)
+  bool timed_out = false;  // compiling or loading did not finish in time
   std::filesystem::path so_path;
   std::filesystem::path source_path;
   std::string source_hash;
+  // The descriptor's name when described, else the name the text declares
+  // (declared_kernel_name), else "".
+  std::string kernel_name;
   bool cached = false;
   KernelDescriptor descriptor;
   std::string error;            // one line when !ok
@@ -136,6 +156,12 @@ struct SourceKernel {
 // compile_kernel_source then describe_in_worker: a kernel ready to be measured.
 SourceKernel compile_and_describe(const std::string& source_path_or_text, const CompileOptions& compile = {},
                                   const WorkerOptions& worker = {});
+
+// Why a kernel that is not ok cannot be measured, as a failed trial records
+// it: its one-line error, then (when it did not compile) the compiler's
+// message, cut to its last `max_chars` characters (at a line start) when
+// longer.
+std::string failure_report(const SourceKernel& kernel, std::size_t max_chars = 4000);
 
 struct WorkerRequest {
   std::filesystem::path so_path;

@@ -113,7 +113,23 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
       throw UserError("the request names no shared object (\"so\")");
     if (op == "describe") {
       const LoadedKernel loaded = load_user_kernel(request["so"].get<std::string>());
-      return {{"ok", true}, {"descriptor", loaded.descriptor.to_json()}};
+      nlohmann::json reply = {{"ok", true}, {"descriptor", loaded.descriptor.to_json()}};
+      if (request.contains("shape") && request["shape"].is_object()) {
+        const FamilySpec& family = loaded.family;
+        Shape shape = family.default_shape;
+        std::string shape_error;
+        for (const auto& [arg, value] : request["shape"].items()) {
+          if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end())
+            shape_error = "unknown shape argument '" + arg + "'";
+          else if (value.is_number_integer())
+            shape[arg] = value.get<std::int64_t>();
+          else
+            shape_error = "shape argument '" + arg + "' is not an integer";
+        }
+        if (shape_error.empty() && family.check_shape) shape_error = family.check_shape(shape);
+        if (!shape_error.empty()) reply["shape_error"] = shape_error;
+      }
+      return reply;
     }
     if (op != "evaluate") throw UserError("unknown request '" + op + "' (accepted: describe, evaluate)");
     LoadedKernel loaded = load_user_kernel(request["so"].get<std::string>());

@@ -30,8 +30,9 @@ struct LoadedKernel {
 LoadedKernel load_user_kernel(const std::filesystem::path& so_path);
 
 // Serves one request of the worker protocol and returns the reply:
-//   {"op": "describe", "so": PATH}
-//     -> {"ok": true, "descriptor": {...}} | {"ok": false, "error": "..."}
+//   {"op": "describe", "so": PATH, "shape": {...}?}
+//     -> {"ok": true, "descriptor": {...}, "shape_error": "..."?} | {"ok": false, "error": "..."}
+//        (shape_error: the given shape is not one the kernel takes)
 //   {"op": "evaluate", "so": PATH, "shape": {...}, "dtype": "bf16", "target": "trn1",
 //    "params": {...}, "seed": 0, "verify": true, "tolerance": 0.01?, "trace": PATH?, "text": bool?}
 //     -> evaluation_json(...) (status ok | invalid | wrong_answer | implausible) with the

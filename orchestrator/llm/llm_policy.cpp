@@ -185,7 +185,7 @@ std::vector<ChatMessage> next_action_prompt(const orchestrator::Goal& goal,
                                             const orchestrator::PolicyState& state, const Json& history) {
   Json context;
   Json goal_json = {{"name", goal.name},
-                    {"kernel", goal.family},
+                    {"kernel", catalog.kernel},
                     {"dtype", goal.dtype},
                     {"target", goal.target.kind == "sim" ? goal.target.name : goal.target.kind},
                     {"objective", orchestrator::to_string(goal.objective)}};
@@ -394,6 +394,9 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   store.commit_trials(batch);
   if (proposal.measurement->profile.is_object())
     store.save_profile({batch.front().id, proposal.measurement->profile, {}, ""});
+  if (proposal.status != "accepted")
+    log.set_outcome(seq, "rejected; recorded as " + std::string(store::to_string(trial.status)) + " trial " +
+                             std::to_string(batch.front().id));
 }
 
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,

@@ -190,21 +190,25 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   config.tolerance = goal.tolerance;
   config.verification_seed = goal.verification_seed;
   config.worker.timeout_s = request.worker_timeout_s;
-  std::unique_ptr<skills::SourceTarget> target;
-  try {
-    target = std::make_unique<skills::SourceTarget>(config);
-  } catch (const UserError& e) {
-    std::filesystem::remove(file);
-    std::string message = e.what();
-    message = message.substr(0, message.find('\n'));
-    if (message.starts_with(file.string() + ": ")) message = message.substr(file.string().size() + 2);
-    return finish(reject(std::move(proposal), "does not build: " + message));
-  }
+  auto target = std::make_unique<skills::SourceTarget>(config);
   std::filesystem::remove(file);
   const auto& kernel = target->kernel();
-  proposal.kernel_name = kernel.descriptor.name;
+  proposal.kernel_name = target->family().variants.front().name;
   proposal.source_hash = kernel.source_hash;
   proposal.source_path = kernel.source_path;
+  skills::MeasureOptions options;
+  options.deadline_s = request.worker_timeout_s;
+  if (!target->built()) {
+    // A failed candidate like any other: its trial holds the compiler's message.
+    proposal.measurement = target->measure({proposal.kernel_name, proposal.params}, options);
+    proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
+                                            {"source_hash", proposal.source_hash},
+                                            {"source_path", proposal.source_path.string()},
+                                            {"status", store::to_string(proposal.measurement->status)},
+                                            {"error", kernel.error}};
+    return finish(reject(std::move(proposal),
+                         (kernel.compiled ? "cannot be loaded: " : "does not build: ") + kernel.error));
+  }
   if (kernel.descriptor.family != goal.family || kernel.descriptor.own_reference)
     return finish(
         reject(std::move(proposal),
@@ -214,8 +218,6 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
                    (kernel.descriptor.family.empty() ? "none" : "'" + kernel.descriptor.family + "'") +
                    (kernel.descriptor.own_reference ? " with its own reference" : "") + ")"));
   for (const auto& p : kernel.descriptor.params) proposal.params[p.name] = p.default_value;
-  skills::MeasureOptions options;
-  options.deadline_s = request.worker_timeout_s;
   proposal.measurement = target->measure({proposal.kernel_name, proposal.params}, options);
   proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
                                           {"source_hash", proposal.source_hash},

@@ -16,10 +16,27 @@ struct SourceTarget::Impl {
 SourceTarget::SourceTarget(SourceTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
   impl_->target = sim::load_target(config_.target);
   kernel_ = kernels::external::compile_and_describe(config_.source.string(), config_.compile, config_.worker);
+  init();
+}
+
+SourceTarget::SourceTarget(SourceTargetConfig config, kernels::external::SourceKernel kernel)
+    : config_(std::move(config)), kernel_(std::move(kernel)), impl_(std::make_unique<Impl>()) {
+  impl_->target = sim::load_target(config_.target);
+  init();
+}
+
+void SourceTarget::init() {
   if (!kernel_.ok) {
-    std::string message = config_.source.string() + ": " + kernel_.error;
-    if (!kernel_.compiler_output.empty()) message += "\n" + kernel_.compiler_output;
-    throw UserError(message);
+    const std::string name =
+        kernel_.kernel_name.empty() ? config_.source.stem().string() : kernel_.kernel_name;
+    family_.name = name;
+    family_.description = "kernel source " + config_.source.filename().string() + " (unbuilt)";
+    kernels::VariantSpec variant;
+    variant.name = name;
+    variant.description = family_.description;
+    family_.variants = {variant};
+    family_.baseline_variant = name;
+    return;
   }
   const auto& d = kernel_.descriptor;
   family_.name = d.family.empty() ? d.name : d.family;
@@ -38,6 +55,12 @@ SourceTarget::SourceTarget(SourceTargetConfig config) : config_(std::move(config
   for (const auto& arg : d.shape_args)
     if (config_.shape.count(arg) == 0) config_.shape[arg] = d.default_shape.at(arg);
   if (config_.dtype.empty() && !d.dtypes.empty()) config_.dtype = d.dtypes.front();
+}
+
+std::string SourceTarget::unusable_reason() const {
+  if (kernel_.ok) return "";
+  return "kernel source " + config_.source.filename().string() +
+         (kernel_.compiled ? " cannot be loaded: " : ": ") + kernel_.error;
 }
 
 SourceTarget::~SourceTarget() = default;
@@ -124,6 +147,12 @@ Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outc
 }
 
 Measurement SourceTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
+  if (!kernel_.ok) {
+    Measurement m;
+    m.status = kernel_.timed_out ? store::TrialStatus::timeout : store::TrialStatus::failed;
+    m.error = kernels::external::failure_report(kernel_);
+    return m;
+  }
   kernels::external::WorkerRequest request;
   request.so_path = kernel_.so_path;
   request.shape = config_.shape;

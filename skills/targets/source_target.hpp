@@ -7,7 +7,10 @@
 // for a built-in variant, so metrics and profile have the same fields (see
 // skills/targets/sim_target.hpp). A candidate whose kernel crashes (the
 // signal's name), hangs (timeout: its worker is killed) or is rejected is a
-// Measurement with that status and reason; the run goes on.
+// Measurement with that status and reason; the run goes on. A source that
+// does not compile or cannot be loaded is a target whose every candidate
+// fails with that reason (the compiler's message), so that the failure is a
+// trial like any other.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -31,11 +34,20 @@ struct SourceTargetConfig {
 
 class SourceTarget : public MeasurementTarget {
  public:
-  // Compiles and describes the kernel now. UserError with one line (and the
-  // compiler's first lines) when it does not compile, cannot be loaded or is
-  // unverifiable, or when the target is unknown.
+  // Compiles and describes the kernel now. A source that does not compile or
+  // cannot be loaded (no entry point, unverifiable, crashes or hangs while
+  // loading) leaves the target unbuilt: built() is false, unusable_reason()
+  // says why, and every candidate measures as that failure (status failed,
+  // or timeout; the error is kernels::external::failure_report). UserError
+  // only for an unknown target.
   explicit SourceTarget(SourceTargetConfig config);
+  // The same over a kernel compile_and_describe already returned (for a
+  // caller that needs its declaration before choosing the shape and dtype).
+  SourceTarget(SourceTargetConfig config, kernels::external::SourceKernel kernel);
   ~SourceTarget() override;
+
+  bool built() const { return kernel_.ok; }
+  std::string unusable_reason() const override;
 
   std::string kind() const override { return "source"; }
   std::string description() const override;
@@ -51,7 +63,9 @@ class SourceTarget : public MeasurementTarget {
   const kernels::external::SourceKernel& kernel() const { return kernel_; }
   // The kernel as a family with one variant (named like the kernel) for the
   // variant catalog: the descriptor's parameters, constraints and
-  // description; the named family's shape arguments and dtypes.
+  // description; the named family's shape arguments and dtypes (or the
+  // kernel's own). Unbuilt: one variant without parameters, named as the
+  // source declares it (else after the file).
   const kernels::FamilySpec& family() const { return family_; }
 
  private:
@@ -60,6 +74,8 @@ class SourceTarget : public MeasurementTarget {
   kernels::external::SourceKernel kernel_;
   kernels::FamilySpec family_;
   std::unique_ptr<Impl> impl_;
+
+  void init();
 };
 
 // Maps a worker's reply to a Measurement exactly as SimTarget maps an

@@ -2,8 +2,9 @@
 
 Cases: a good answer (accepted, steers the run, proposer llm:<model>), its replay with the server gone
 (same decisions, from the cache), an endpoint that is down, one that times out, HTTP 500, a reply that
-is not JSON, valid JSON naming a value outside a parameter's domain, and a kernel source (compiled,
-verified and measured through the kernel worker as a trial of its own). Every run must complete (exit
+is not JSON, valid JSON naming a value outside a parameter's domain, a kernel source (compiled,
+verified and measured through the kernel worker as a trial of its own), and one that does not compile
+(rejected, and a failed trial holding the compiler's message). Every run must complete (exit
 0) and say in llm_calls and the decision log what happened. The API key must reach the server and
 appear nowhere else: not in the database, not in the output."""
 import http.server
@@ -47,11 +48,15 @@ class FakeEndpoint:
                                        "body": json.loads(body)})
                 status, content, delay = REPLIES.get(outer.mode, (200, GOOD, 0))
                 system = outer.requests[-1]["body"]["messages"][0]["content"]
-                if outer.mode == "source" and system.startswith("You write kernels"):
-                    # Echo the current best's exported source back as the "new" kernel.
+                if outer.mode in ("source", "broken_source") and system.startswith("You write kernels"):
+                    # Echo the current best's exported source back as the "new" kernel (broken: plus a line
+                    # that is not C++).
                     user = outer.requests[-1]["body"]["messages"][1]["content"]
                     start = user.index("\n", user.index("```cpp", user.index("standalone kernel source"))) + 1
-                    content = json.dumps({"source": user[start:user.index("```", start)], "rationale": "echo"})
+                    source = user[start:user.index("```", start)]
+                    if outer.mode == "broken_source":
+                        source += "\nint broken = undeclared_in_llm_source;\n"
+                    content = json.dumps({"source": source, "rationale": "echo"})
                 time.sleep(delay)
                 if status != 200:
                     payload = json.dumps({"error": {"message": "the model is overloaded"}})
@@ -225,6 +230,25 @@ def main():
                    (summary["run_id"], kernel["name"], seq))
     check(len(trials) == 1 and trials[0][0] == "ok", f"source: trial {trials}")
     check(json.loads(trials[0][1]).get("cosine") is not None, "source: the trial was not verified")
+    server.stop()
+
+    # A kernel source that does not compile: rejected, and a failed trial holding the compiler's message.
+    server = FakeEndpoint("broken_source")
+    db, summary, _ = run_case(directory, "broken_source", server.port, max_calls=3, kernel_sources=1)
+    rows = query(db, "SELECT proposer, rationale, outcome, seq FROM decisions WHERE run = ? AND "
+                     "action = 'propose_source'", (summary["run_id"],))
+    check(len(rows) == 1, f"broken_source: {len(rows)} propose_source decisions")
+    proposer, rationale, outcome, seq = rows[0]
+    check(proposer == "rules" and "does not build: compilation failed" in rationale,
+          f"broken_source: {proposer} {rationale}")
+    trials = query(db, "SELECT id, status, error FROM trials WHERE run = ? AND decision_seq = ?",
+                   (summary["run_id"], seq))
+    check(len(trials) == 1 and trials[0][1] == "failed", f"broken_source: trials {trials}")
+    check("undeclared_in_llm_source" in trials[0][2] and "error" in trials[0][2],
+          f"broken_source: the trial lacks the compiler's message: {trials[0][2]!r}")
+    check(outcome == f"rejected; recorded as failed trial {trials[0][0]}", f"broken_source: outcome {outcome!r}")
+    reasons = [reason for accepted, reason, *_ in calls(db, summary["run_id"]) if not accepted]
+    check(any("does not build" in r for r in reasons), f"broken_source: llm_calls reasons {reasons}")
     server.stop()
 
     print("OK")

@@ -71,3 +71,39 @@ TEST_CASE("KernelDescriptor survives its JSON form") {
   CHECK(back.params.at(0).values == std::vector<std::int64_t>{1, 2});
   CHECK(back.default_shape == d.default_shape);
 }
+
+TEST_CASE("declared_kernel_name reads the AUTOTUNE_USER_KERNEL argument, not a definition or a comment") {
+  CHECK(external::declared_kernel_name("#include <x>\nAUTOTUNE_USER_KERNEL( my_exp ) {\n}\n") == "my_exp");
+  CHECK(external::declared_kernel_name("#define AUTOTUNE_USER_KERNEL(kernel_name) x\n"
+                                       "// AUTOTUNE_USER_KERNEL(in_a_comment)\n"
+                                       "AUTOTUNE_USER_KERNEL(real) {}\n") == "real");
+  CHECK(external::declared_kernel_name("int main() {}\n").empty());
+}
+
+TEST_CASE("a source that does not compile keeps its declared name and reports the compiler's message") {
+  testing::TempDir dir;
+  external::CompileOptions options;
+  options.cache_dir = dir.path() / "cache";
+  const auto kernel = external::compile_and_describe(
+      "#include \"kernels/external/user_kernel.hpp\"\nAUTOTUNE_USER_KERNEL(broken_one) { no_such_function(); "
+      "}\n",
+      options);
+  CHECK_FALSE(kernel.ok);
+  CHECK_FALSE(kernel.compiled);
+  CHECK_FALSE(kernel.timed_out);
+  CHECK(kernel.kernel_name == "broken_one");
+  const std::string report = external::failure_report(kernel);
+  CHECK(report.starts_with(kernel.error + "\n"));
+  CHECK(report.find("no_such_function") != std::string::npos);
+}
+
+TEST_CASE("failure_report keeps the error line and the tail of a long compiler message") {
+  external::SourceKernel kernel;
+  kernel.error = "compilation failed: k.cc:1:1: error: first";
+  CHECK(external::failure_report(kernel) == kernel.error);
+  for (int i = 0; i < 200; ++i) kernel.compiler_output += "k.cc:" + std::to_string(i) + ":1: note: line\n";
+  const std::string report = external::failure_report(kernel, 300);
+  CHECK(report.starts_with(kernel.error + "\n...\nk.cc:"));
+  CHECK(report.size() <= kernel.error.size() + 5 + 300);
+  CHECK(report.ends_with("k.cc:199:1: note: line"));
+}

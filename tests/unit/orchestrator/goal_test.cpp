@@ -87,6 +87,93 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
   }
 }
 
+namespace {
+
+// A goal file with a kernel source beside it (load_goal only checks that the source exists).
+std::filesystem::path source_goal(const std::filesystem::path& dir, const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "k.cc") << "// not compiled by load_goal\n";
+  std::ofstream(dir / "goal.yaml") << text;
+  return dir / "goal.yaml";
+}
+
+std::string resolve_error(Goal& goal, const KernelSignature& signature) {
+  try {
+    resolve_kernel_shape(goal, signature);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype from the declaration") {
+  const auto dir = std::filesystem::temp_directory_path() / "autotune-goal-source-test";
+  KernelSignature signature;
+  signature.kernel = "mine";
+  signature.shape_args = {"height", "width"};
+  signature.default_shape = {{"height", 128}, {"width", 1024}};
+  signature.dtypes = {"fp32", "bf16"};
+  signature.check_shape = [](const std::map<std::string, std::int64_t>& s) {
+    return s.at("width") % 128 == 0 ? std::string() : std::string("width must be a multiple of 128");
+  };
+
+  // No kernel section: the declared defaults.
+  Goal bare = load_goal(source_goal(dir, "kernel_source: k.cc\n"));
+  CHECK(bare.family.empty());
+  resolve_kernel_shape(bare, signature);
+  CHECK(bare.shape == signature.default_shape);
+  CHECK(bare.dtype == "fp32");
+  CHECK(to_yaml(bare).find("family") == std::string::npos);
+
+  // A mapping (missing arguments take the defaults), a list in declaration order, a dtype.
+  Goal mapped =
+      load_goal(source_goal(dir, "kernel: {shape: {width: 256}, dtype: bf16}\nkernel_source: k.cc\n"));
+  resolve_kernel_shape(mapped, signature);
+  CHECK(mapped.shape == std::map<std::string, std::int64_t>{{"height", 128}, {"width", 256}});
+  CHECK(mapped.dtype == "bf16");
+  Goal listed = load_goal(source_goal(dir, "kernel: {shape: [64, 512]}\nkernel_source: k.cc\n"));
+  resolve_kernel_shape(listed, signature);
+  CHECK(listed.shape == std::map<std::string, std::int64_t>{{"height", 64}, {"width", 512}});
+
+  // Against the declaration: file:line: key.
+  Goal unknown = load_goal(source_goal(dir, "name: x\nkernel: {shape: {rows: 3}}\nkernel_source: k.cc\n"));
+  CHECK(resolve_error(unknown, signature)
+            .find("goal.yaml:2: kernel.shape.rows: unknown key; accepted: height, width") !=
+        std::string::npos);
+  Goal rejected = load_goal(source_goal(dir, "kernel: {shape: [64, 100]}\nkernel_source: k.cc\n"));
+  CHECK(resolve_error(rejected, signature).find(":1: kernel.shape: width must be a multiple of 128") !=
+        std::string::npos);
+  Goal short_list = load_goal(source_goal(dir, "kernel: {shape: [64]}\nkernel_source: k.cc\n"));
+  CHECK(resolve_error(short_list, signature).find("kernel.shape: expected 2 values [height, width]") !=
+        std::string::npos);
+  Goal dtype = load_goal(source_goal(dir, "kernel:\n  dtype: fp16\nkernel_source: k.cc\n"));
+  CHECK(resolve_error(dtype, signature)
+            .find(":2: kernel.dtype: kernel 'mine' does not take dtype 'fp16'; accepted: "
+                  "fp32, bf16") != std::string::npos);
+
+  // Its form is checked when the goal is read, before anything is compiled.
+  auto load_error = [&](const std::string& text) {
+    try {
+      load_goal(source_goal(dir, text));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(load_error("kernel: {shape: {width: wide}}\nkernel_source: k.cc\n")
+            .find("kernel.shape.width: 'wide' is not "
+                  "an integer") != std::string::npos);
+  CHECK(load_error("kernel: {shape: 3}\nkernel_source: k.cc\n").find("kernel.shape: expected a list") !=
+        std::string::npos);
+  CHECK(load_error("kernel: {shape: {width: 256}, tile: 3}\nkernel_source: k.cc\n")
+            .find("kernel.tile: unknown key") != std::string::npos);
+  CHECK(load_error("kernel: {shape: {width: 256}}\n").find(":1: kernel.family: missing required key") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("roles come from descriptions when the family declares none") {
   CHECK(role_from_description("rotating buffers per stream, in loop steps") == "pipeline_depth");
   CHECK(role_from_description("tiles per loop step (their loads, exps and stores issued together)") == "unroll");

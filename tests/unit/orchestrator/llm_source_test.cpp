@@ -112,6 +112,19 @@ TEST_CASE("an LLM kernel source that does not compile, or is not a source, is re
   REQUIRE(broken.source_decisions.size() == 1);
   CHECK(broken.source_decisions.front().proposer == "rules");
   CHECK(broken.source_decisions.front().rationale.find("does not build") != std::string::npos);
+  // A failed candidate like any other: a trial holding the compiler's message, named in the decision's
+  // outcome.
+  std::vector<store::Trial> failed;
+  for (const auto& t : broken.trials)
+    if (t.decision_seq == broken.source_decisions.front().seq) failed.push_back(t);
+  REQUIRE(failed.size() == 1);
+  CHECK(failed.front().status == store::TrialStatus::failed);
+  CHECK(failed.front().error.starts_with("compilation failed: "));
+  CHECK(failed.front().error.find("error") != std::string::npos);
+  CHECK(failed.front().error.find('\n') != std::string::npos);  // the compiler's message follows the reason
+  CHECK(broken.source_decisions.front().outcome ==
+        "rejected; recorded as failed trial " + std::to_string(failed.front().id));
+  CHECK(broken.source_decisions.front().evidence["kernel"]["status"] == "failed");
 
   const auto prose = run_with([](const std::string&) { return "Use bigger tiles."; });
   REQUIRE(prose.source_decisions.size() == 1);
