@@ -178,8 +178,21 @@ double roofline_bound_s(const FamilySpec& family, const Shape& shape, sim::Dtype
   return std::max(compute_s, memory_s);
 }
 
+KernelLimits kernel_limits(const sim::TargetSpec& target) {
+  KernelLimits limits;
+  limits.psum_bank_bytes = target.psum_bank_bytes;
+  limits.partitions = target.partitions;
+  limits.sbuf_bytes_per_partition = target.sbuf_bytes_per_partition;
+  return limits;
+}
+
 sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
                            sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target) {
+  return trace_program(family, variant, shape, dtype, params, kernel_limits(target));
+}
+
+sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                           sim::Dtype dtype, const ParamValues& params, const KernelLimits& limits) {
   for (const auto& p : variant.params)
     if (params.count(p.name) == 0)
       throw UserError("parameter '" + p.name + "' of variant '" + variant.name + "' has no value");
@@ -187,9 +200,6 @@ sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant,
     if (shape.count(arg) == 0)
       throw UserError("shape argument '" + arg + "' of kernel '" + family.name + "' missing");
   sim::Program program;
-  KernelLimits limits;
-  limits.psum_bank_bytes = target.psum_bank_bytes;
-  limits.partitions = target.partitions;
   Kernel kernel(program, limits);
   variant.trace(kernel, shape, dtype, params);
   return program;
@@ -317,7 +327,11 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     if (combined) {
       outputs = std::move(io.outputs);
     } else {
-      const sim::Program check = trace_program(family, variant, verification_shape, dtype, params, target);
+      const KernelLimits limits =
+          variant.verification_limits
+              ? variant.verification_limits(shape, verification_shape, params, dtype, kernel_limits(target))
+              : kernel_limits(target);
+      const sim::Program check = trace_program(family, variant, verification_shape, dtype, params, limits);
       inputs = random_inputs(family, verification_shape, dtype, options.seed);
       sim::HostIo check_io;
       check_io.inputs = inputs;

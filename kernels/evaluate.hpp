@@ -85,10 +85,16 @@ struct Evaluation {
   bool ok() const { return status == "ok"; }
 };
 
+// The on-chip limits a kernel traced for `target` sees (Kernel::limits()).
+KernelLimits kernel_limits(const sim::TargetSpec& target);
+
 // Traces `variant` of `family` for `shape`, `dtype` and `params` (complete, see
 // resolve_params) into a program, with the target's on-chip limits.
 sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
                            sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target);
+// The same with explicit limits (a verification under VariantSpec::verification_limits).
+sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                           sim::Dtype dtype, const ParamValues& params, const KernelLimits& limits);
 
 // UserError only for misuse (unknown variant, dtype not accepted, bad shape,
 // incomplete parameters); every property of the candidate is in the result.

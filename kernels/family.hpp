@@ -52,6 +52,16 @@ struct VariantSpec {
   // blocks along tiled axes, a ragged last one where the variant supports
   // it), never larger than the full shape along an axis.
   std::function<Shape(const Shape& full, const ParamValues&)> verification_shape;
+  // Optional, for a trace that chooses by the target's limits
+  // (Kernel::limits()) where the verification shape would choose otherwise
+  // than the full shape: the limits to trace the verification shape with,
+  // for the full shape, the verification shape, the parameters, the dtype
+  // and the target's limits, so that it takes the full shape's path. Never
+  // above the target's: the simulator still checks the program against the
+  // target. Unset: the target's.
+  std::function<KernelLimits(const Shape& full, const Shape& verification, const ParamValues&, Dtype,
+                             const KernelLimits& target)>
+      verification_limits;
   // For `autotune export`: the header that defines the variant's template, the
   // template's qualified name and its parameter struct, whose fields are the
   // parameters in declaration order (see instantiation_source()).

@@ -107,6 +107,9 @@ struct KernelLimits {
   // Partitions of SBUF and PSUM: the largest first axis of an on-chip tile
   // (NKI's nl.tile_size.pmax). Kernels size their row tiles with it.
   int partitions = 128;
+  // SBUF bytes per partition a kernel may use (the target's usable size); 0
+  // when unknown, so that a kernel choosing by it assumes nothing fits.
+  std::int64_t sbuf_bytes_per_partition = 0;
 };
 
 class Kernel {

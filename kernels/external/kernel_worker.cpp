@@ -98,8 +98,12 @@ LoadedKernel load_user_kernel(const std::filesystem::path& so_path) {
   variant.params = user->params;
   variant.constraints = user->constraints;
   variant.trace = user->trace;
-  if (user->verification_shape) variant.verification_shape = user->verification_shape;
-  else if (rule_variant != nullptr) variant.verification_shape = rule_variant->verification_shape;
+  if (user->verification_shape) {
+    variant.verification_shape = user->verification_shape;
+  } else if (rule_variant != nullptr) {
+    variant.verification_shape = rule_variant->verification_shape;
+    variant.verification_limits = rule_variant->verification_limits;
+  }
   family.variants = {variant};
   family.baseline_variant = variant.name;
   loaded.descriptor = describe(*user, family, variant);

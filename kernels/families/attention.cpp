@@ -1,6 +1,7 @@
 // The `attention` family: causal grouped-query attention (Qwen3-0.6B shapes),
-// a naive baseline that spills the score matrix to HBM and a flash variant
-// with an online softmax. The templates are in attention.hpp.
+// a naive baseline that materialises the score matrix (spilling it to HBM
+// where a head's does not fit SBUF) and a flash variant with an online
+// softmax. The templates are in attention.hpp.
 #include "kernels/families/attention.hpp"
 
 #include <cmath>
@@ -112,8 +113,8 @@ VariantSpec naive_variant() {
   VariantSpec v;
   v.name = "naive";
   v.description =
-      "unfused: S = QK^T/sqrt(d) masked and written to HBM, a softmax pass reading S and writing P, then "
-      "O = PV reading P back (the score matrix round-trips through HBM); computes the masked half too";
+      "unfused: S = QK^T/sqrt(d) masked, a softmax pass from S to P, then O = PV; a head's S and P are kept "
+      "in SBUF where they fit, else every head's round-trip through HBM; computes the masked half too";
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
     const AttentionShape attention_shape = to_attention_shape(shape);
     dispatch_dtype(dtype,
@@ -122,6 +123,17 @@ VariantSpec naive_variant() {
   // Two 512-column score chunks and two PSUM banks of transposed blocks, the
   // second of each ragged, and a ragged last row tile.
   v.verification_shape = [](const Shape& full, const ParamValues&) { return verification_heads(full, 520); };
+  // Where the full shape's scores spill, so do the verification shape's: it
+  // is traced with one byte less SBUF than its scores need on chip.
+  v.verification_limits = [](const Shape& full, const Shape& verification, const ParamValues&, Dtype dtype,
+                             const KernelLimits& target) {
+    KernelLimits limits = target;
+    if (!naive_keeps_scores_on_chip(to_attention_shape(full), dtype, target))
+      limits.sbuf_bytes_per_partition =
+          std::min(target.sbuf_bytes_per_partition,
+                   naive_on_chip_sbuf_bytes(to_attention_shape(verification), dtype) - 1);
+    return limits;
+  };
   v.header = "kernels/families/attention.hpp";
   v.template_name = "autotune::kernels::attention_naive";
   v.params_struct = "autotune::kernels::NaiveAttentionParams";

@@ -16,10 +16,12 @@
 //
 // Two variants:
 //  - attention_naive: what a compiler without a fused attention kernel emits:
-//    three passes, each materialising its whole result in HBM because it
-//    never fits on chip at long sequences: S = Q K^T / sqrt(d) with the mask
-//    applied (fp32 scratch), P = softmax(S) row by row (scratch in the input
-//    dtype), O = P V. It computes the full score matrix, masked part included.
+//    three passes, each materialising its whole result: S = Q K^T / sqrt(d)
+//    with the mask applied (fp32), P = softmax(S) row by row (the input
+//    dtype), O = P V. A head's S and P stay in SBUF when they fit the
+//    target's usable SBUF beside the other live tiles (short sequences);
+//    otherwise S and P of every head are spilled to HBM scratch and read back.
+//    It computes the full score matrix, masked part included.
 //  - attention_flash: tiles over keys/values with an online softmax (running
 //    row max m, running row sum l, the accumulator rescaled by exp(m_old -
 //    m_new)); scores and probabilities never leave the chip. Fully masked key
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,125 +79,207 @@ inline AttentionTensors declare_attention_tensors(Kernel& kernel, const Attentio
 }
 
 // ---------------------------------------------------------------------------
-// naive: score matrix and probabilities round-trip through HBM.
+// naive: the score matrix materialised whole, in SBUF one head at a time when
+// that fits, else round-tripping through HBM.
+namespace naive_detail {
+
+// The generic matmul lowering: 128 query rows by 512 key columns (one PSUM bank).
+inline constexpr int kRowTile = kPartitions, kColChunk = 512;
+// Transposed [128, 128] blocks of P per PSUM bank.
+inline constexpr int kChunksPerBank = 4;
+
+}  // namespace naive_detail
+
+// SBUF bytes per partition attention_naive needs to keep a head's S (fp32)
+// and P (the input dtype) on chip: both whole, each one tile holding row tile
+// i in columns [i seq, (i + 1) seq), plus the tiles of its largest pass. It
+// must match the pools attention_naive allocates on that path.
+inline std::int64_t naive_on_chip_sbuf_bytes(const AttentionShape& shape, Dtype dtype) {
+  using naive_detail::kChunksPerBank;
+  using naive_detail::kRowTile;
+  const std::int64_t seq = shape.seq, d = shape.head_dim, bytes = sim::dtype_bytes(dtype);
+  const std::int64_t fp32 = sim::dtype_bytes(Dtype::fp32);
+  const std::int64_t scores_and_probs = tile_count(seq, kRowTile) * seq * (fp32 + bytes);
+  const std::int64_t pass1 = seq * bytes + 2 * kRowTile * bytes;         // K^T, two Q^T tiles
+  const std::int64_t pass2 = 4 * fp32;                                   // row statistics
+  const std::int64_t pass3 = tile_count(seq, kPartitions) * d * bytes +  // V
+                             2 * kChunksPerBank * kRowTile * bytes +     // P^T blocks
+                             2 * d * bytes;                              // output tiles
+  return scores_and_probs + std::max({pass1, pass2, pass3});
+}
+
+// Whether attention_naive keeps the scores on chip within `limits`.
+inline bool naive_keeps_scores_on_chip(const AttentionShape& shape, Dtype dtype, const KernelLimits& limits) {
+  return naive_on_chip_sbuf_bytes(shape, dtype) <= limits.sbuf_bytes_per_partition;
+}
+
 template <Dtype dtype>
 void attention_naive(Kernel& kernel, const AttentionShape& shape,
                      const NaiveAttentionParams& /*params*/ = {}) {
+  using naive_detail::kChunksPerBank;
+  using naive_detail::kColChunk;
+  using naive_detail::kRowTile;
   const AttentionTensors io = declare_attention_tensors(kernel, shape, dtype);
   const int seq = shape.seq, d = shape.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  // The generic matmul lowering: 128 query rows by 512 key columns (one PSUM bank).
-  constexpr int kRowTile = kPartitions, kColChunk = 512;
-  const Tensor scores = kernel.hbm_scratch("scores", shape.q_heads * seq, seq, Dtype::fp32);
-  const Tensor probs = kernel.hbm_scratch("probs", shape.q_heads * seq, seq, dtype);
+  // On chip: the three passes run head by head over that head's S and P in
+  // SBUF. Spilled: each pass runs over every head, S and P in HBM scratch,
+  // staged through SBUF a chunk or a row block at a time.
+  const bool on_chip = naive_keeps_scores_on_chip(shape, dtype, kernel.limits());
+  const int heads_per_round = on_chip ? 1 : shape.q_heads;
+  std::optional<TilePool> s_head_pool, p_head_pool;
+  Tensor scores, probs;
+  if (on_chip) {
+    const int cols = tile_count(seq, kRowTile) * seq;
+    s_head_pool.emplace(kernel.sbuf_pool("naive_scores_head", 1, kRowTile, cols, Dtype::fp32));
+    p_head_pool.emplace(kernel.sbuf_pool("naive_probs_head", 1, kRowTile, cols, dtype));
+  } else {
+    scores = kernel.hbm_scratch("scores", shape.q_heads * seq, seq, Dtype::fp32);
+    probs = kernel.hbm_scratch("probs", shape.q_heads * seq, seq, dtype);
+  }
 
-  // Pass 1: S = mask(Q K^T * scale), written to HBM chunk by chunk.
-  {
-    auto k_pool = kernel.sbuf_pool("naive_k_t", 1, d, seq, dtype);
-    auto q_pool = kernel.sbuf_pool("naive_q_t", 2, d, kRowTile, dtype);
-    auto s_psum = kernel.psum_pool("naive_scores_psum", 2, kRowTile, kColChunk);
-    auto s_pool = kernel.sbuf_pool("naive_scores", 2, kRowTile, kColChunk, Dtype::fp32);
-    for (int h = 0; h < shape.q_heads; ++h) {
-      const int g = h / shape.group();
-      const Tensor k_t = k_pool.next();
-      kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, 0, seq));
-      for (int q0 = 0; q0 < seq; q0 += kRowTile) {
-        const int rows = std::min(kRowTile, seq - q0);
-        const Tensor q_t = q_pool.next().slice(0, d, 0, rows);
-        kernel.dma_copy(q_t, io.q_t.slice(h * d, h * d + d, q0, q0 + rows));
-        for (int k0 = 0; k0 < seq; k0 += kColChunk) {
-          const int cols = std::min(kColChunk, seq - k0);
-          const Tensor s_ps = s_psum.next().slice(0, rows, 0, cols);
-          kernel.matmul(s_ps, q_t, k_t.slice(0, d, k0, k0 + cols), false);
-          const Tensor s = s_pool.next().slice(0, rows, 0, cols);
-          kernel.activation(s, s_ps, ActivationFunction::identity, 0.0f, scale);
-          // keep where (q0 + p) - (k0 + c) >= 0
-          kernel.affine_select(s, s, static_cast<float>(q0 - k0), 1, -1, kMaskedScore);
-          kernel.dma_copy(scores.slice(h * seq + q0, h * seq + q0 + rows, k0, k0 + cols), s);
+  for (int h0 = 0; h0 < shape.q_heads; h0 += heads_per_round) {
+    const int h1 = h0 + heads_per_round;
+    Tensor s_head, p_head;
+    if (on_chip) {
+      s_head = s_head_pool->next();
+      p_head = p_head_pool->next();
+    }
+    // Rows [q0, q0 + rows) of head h's S and P, wherever they are kept.
+    auto s_rows = [&](int h, int q0, int rows) {
+      const int c0 = q0 / kRowTile * seq;
+      return on_chip ? s_head.slice(0, rows, c0, c0 + seq)
+                     : scores.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
+    };
+    auto p_rows = [&](int h, int q0, int rows) {
+      const int c0 = q0 / kRowTile * seq;
+      return on_chip ? p_head.slice(0, rows, c0, c0 + seq)
+                     : probs.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
+    };
+
+    // Pass 1: S = mask(Q K^T * scale), chunk by chunk.
+    {
+      auto k_pool = kernel.sbuf_pool("naive_k_t", 1, d, seq, dtype);
+      auto q_pool = kernel.sbuf_pool("naive_q_t", 2, d, kRowTile, dtype);
+      auto s_psum = kernel.psum_pool("naive_scores_psum", 2, kRowTile, kColChunk);
+      std::optional<TilePool> s_pool;  // spilled: chunks on their way to HBM
+      if (!on_chip) s_pool.emplace(kernel.sbuf_pool("naive_scores", 2, kRowTile, kColChunk, Dtype::fp32));
+      for (int h = h0; h < h1; ++h) {
+        const int g = h / shape.group();
+        const Tensor k_t = k_pool.next();
+        kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, 0, seq));
+        for (int q0 = 0; q0 < seq; q0 += kRowTile) {
+          const int rows = std::min(kRowTile, seq - q0);
+          const Tensor q_t = q_pool.next().slice(0, d, 0, rows);
+          kernel.dma_copy(q_t, io.q_t.slice(h * d, h * d + d, q0, q0 + rows));
+          const Tensor s_row = s_rows(h, q0, rows);
+          for (int k0 = 0; k0 < seq; k0 += kColChunk) {
+            const int cols = std::min(kColChunk, seq - k0);
+            const Tensor s_ps = s_psum.next().slice(0, rows, 0, cols);
+            kernel.matmul(s_ps, q_t, k_t.slice(0, d, k0, k0 + cols), false);
+            const Tensor s =
+                on_chip ? s_row.slice(0, rows, k0, k0 + cols) : s_pool->next().slice(0, rows, 0, cols);
+            kernel.activation(s, s_ps, ActivationFunction::identity, 0.0f, scale);
+            // keep where (q0 + p) - (k0 + c) >= 0
+            kernel.affine_select(s, s, static_cast<float>(q0 - k0), 1, -1, kMaskedScore);
+            if (!on_chip) kernel.dma_copy(s_row.slice(0, rows, k0, k0 + cols), s);
+          }
         }
       }
     }
-  }
 
-  // Pass 2: P = softmax(S) over whole rows.
-  {
-    auto s_pool = kernel.sbuf_pool("naive_score_rows", 1, kRowTile, seq, Dtype::fp32);
-    auto p_pool = kernel.sbuf_pool("naive_prob_rows", 1, kRowTile, seq, dtype);
-    auto col_pool = kernel.sbuf_pool("naive_row_stats", 4, kRowTile, 1, Dtype::fp32);
-    for (int h = 0; h < shape.q_heads; ++h) {
-      for (int q0 = 0; q0 < seq; q0 += kRowTile) {
-        const int rows = std::min(kRowTile, seq - q0);
-        const Tensor s = s_pool.next().slice(0, rows, 0, seq);
-        kernel.dma_copy(s, scores.slice(h * seq + q0, h * seq + q0 + rows, 0, seq));
-        const Tensor row_max = col_pool.next().slice(0, rows, 0, 1);
-        kernel.tensor_reduce(row_max, s, AluOp::max);
-        const Tensor neg_max = col_pool.next().slice(0, rows, 0, 1);
-        kernel.tensor_scalar(neg_max, row_max, AluOp::multiply, -1.0f);
-        const Tensor row_sum = col_pool.next().slice(0, rows, 0, 1);
-        kernel.activation(s, s, ActivationFunction::exp, neg_max, 1.0f, &row_sum);
-        const Tensor inv_sum = col_pool.next().slice(0, rows, 0, 1);
-        kernel.reciprocal(inv_sum, row_sum);
-        const Tensor p = p_pool.next().slice(0, rows, 0, seq);
-        kernel.tensor_scalar(p, s, AluOp::multiply, inv_sum);
-        kernel.dma_copy(probs.slice(h * seq + q0, h * seq + q0 + rows, 0, seq), p);
+    // Pass 2: P = softmax(S) over whole rows.
+    {
+      std::optional<TilePool> s_pool, p_pool;  // spilled: a row block of S read back, of P to write
+      if (!on_chip) {
+        s_pool.emplace(kernel.sbuf_pool("naive_score_rows", 1, kRowTile, seq, Dtype::fp32));
+        p_pool.emplace(kernel.sbuf_pool("naive_prob_rows", 1, kRowTile, seq, dtype));
+      }
+      auto col_pool = kernel.sbuf_pool("naive_row_stats", 4, kRowTile, 1, Dtype::fp32);
+      for (int h = h0; h < h1; ++h) {
+        for (int q0 = 0; q0 < seq; q0 += kRowTile) {
+          const int rows = std::min(kRowTile, seq - q0);
+          Tensor s = s_rows(h, q0, rows);
+          if (!on_chip) {
+            const Tensor staged = s_pool->next().slice(0, rows, 0, seq);
+            kernel.dma_copy(staged, s);
+            s = staged;
+          }
+          const Tensor row_max = col_pool.next().slice(0, rows, 0, 1);
+          kernel.tensor_reduce(row_max, s, AluOp::max);
+          const Tensor neg_max = col_pool.next().slice(0, rows, 0, 1);
+          kernel.tensor_scalar(neg_max, row_max, AluOp::multiply, -1.0f);
+          const Tensor row_sum = col_pool.next().slice(0, rows, 0, 1);
+          kernel.activation(s, s, ActivationFunction::exp, neg_max, 1.0f, &row_sum);
+          const Tensor inv_sum = col_pool.next().slice(0, rows, 0, 1);
+          kernel.reciprocal(inv_sum, row_sum);
+          const Tensor p_row = p_rows(h, q0, rows);
+          const Tensor p = on_chip ? p_row : p_pool->next().slice(0, rows, 0, seq);
+          kernel.tensor_scalar(p, s, AluOp::multiply, inv_sum);
+          if (!on_chip) kernel.dma_copy(p_row, p);
+        }
       }
     }
-  }
 
-  // Pass 3: O = P V. P is read back row block by row block and transposed on
-  // the tensor engine (the contraction over keys needs keys on partitions).
-  {
-    const int chunks = tile_count(seq, kPartitions);
-    constexpr int kChunksPerBank = 4;  // 4 transposed [128, 128] blocks fill one PSUM bank
-    auto v_pool = kernel.sbuf_pool("naive_v", 1, kPartitions, chunks * d, dtype);
-    auto p_pool = kernel.sbuf_pool("naive_probs", 1, kRowTile, seq, dtype);
-    auto pt_psum = kernel.psum_pool("naive_probs_t_psum", 2, kPartitions, kChunksPerBank * kRowTile);
-    auto pt_pool = kernel.sbuf_pool("naive_probs_t", 2, kPartitions, kChunksPerBank * kRowTile, dtype);
-    auto o_psum = kernel.psum_pool("naive_out_psum", 2, kRowTile, d);
-    auto o_pool = kernel.sbuf_pool("naive_out", 2, kRowTile, d, dtype);
-    for (int h = 0; h < shape.q_heads; ++h) {
-      const int g = h / shape.group();
-      const Tensor v = v_pool.next();
-      for (int c = 0; c < chunks; ++c) {
-        const int crows = std::min(kPartitions, seq - c * kPartitions);
-        kernel.dma_copy(v.slice(0, crows, c * d, c * d + d),
-                        io.v.slice(g * seq + c * kPartitions, g * seq + c * kPartitions + crows, 0, d));
-      }
-      for (int q0 = 0; q0 < seq; q0 += kRowTile) {
-        const int rows = std::min(kRowTile, seq - q0);
-        const Tensor p = p_pool.next().slice(0, rows, 0, seq);
-        kernel.dma_copy(p, probs.slice(h * seq + q0, h * seq + q0 + rows, 0, seq));
-        const Tensor o_ps = o_psum.next().slice(0, rows, 0, d);
-        for (int c0 = 0; c0 < chunks; c0 += kChunksPerBank) {
-          const int in_bank = std::min(kChunksPerBank, chunks - c0);
-          const Tensor pt_ps = pt_psum.next();
-          const Tensor pt = pt_pool.next();
-          int full_chunks = 0;
-          for (int j = 0; j < in_bank; ++j) {
-            const int k0 = (c0 + j) * kPartitions;
-            const int crows = std::min(kPartitions, seq - k0);
-            kernel.transpose(pt_ps.slice(0, crows, j * rows, j * rows + rows),
-                             p.slice(0, rows, k0, k0 + crows));
-            if (crows == kPartitions) full_chunks = j + 1;
-          }
-          if (full_chunks > 0)
-            kernel.tensor_copy(pt.slice(0, kPartitions, 0, full_chunks * rows),
-                               pt_ps.slice(0, kPartitions, 0, full_chunks * rows));
-          if (full_chunks < in_bank) {  // the ragged last chunk
-            const int crows = seq - (c0 + full_chunks) * kPartitions;
-            kernel.tensor_copy(pt.slice(0, crows, full_chunks * rows, in_bank * rows),
-                               pt_ps.slice(0, crows, full_chunks * rows, in_bank * rows));
-          }
-          for (int j = 0; j < in_bank; ++j) {
-            const int c = c0 + j;
-            const int crows = std::min(kPartitions, seq - c * kPartitions);
-            kernel.matmul(o_ps, pt.slice(0, crows, j * rows, j * rows + rows),
-                          v.slice(0, crows, c * d, c * d + d), c > 0);
-          }
+    // Pass 3: O = P V. P is transposed on the tensor engine (the contraction
+    // over keys needs keys on partitions).
+    {
+      const int chunks = tile_count(seq, kPartitions);
+      auto v_pool = kernel.sbuf_pool("naive_v", 1, kPartitions, chunks * d, dtype);
+      std::optional<TilePool> p_pool;  // spilled: a row block of P read back
+      if (!on_chip) p_pool.emplace(kernel.sbuf_pool("naive_probs", 1, kRowTile, seq, dtype));
+      auto pt_psum = kernel.psum_pool("naive_probs_t_psum", 2, kPartitions, kChunksPerBank * kRowTile);
+      auto pt_pool = kernel.sbuf_pool("naive_probs_t", 2, kPartitions, kChunksPerBank * kRowTile, dtype);
+      auto o_psum = kernel.psum_pool("naive_out_psum", 2, kRowTile, d);
+      auto o_pool = kernel.sbuf_pool("naive_out", 2, kRowTile, d, dtype);
+      for (int h = h0; h < h1; ++h) {
+        const int g = h / shape.group();
+        const Tensor v = v_pool.next();
+        for (int c = 0; c < chunks; ++c) {
+          const int crows = std::min(kPartitions, seq - c * kPartitions);
+          kernel.dma_copy(v.slice(0, crows, c * d, c * d + d),
+                          io.v.slice(g * seq + c * kPartitions, g * seq + c * kPartitions + crows, 0, d));
         }
-        const Tensor o = o_pool.next().slice(0, rows, 0, d);
-        kernel.tensor_copy(o, o_ps);
-        kernel.dma_copy(io.out.slice(h * seq + q0, h * seq + q0 + rows, 0, d), o);
+        for (int q0 = 0; q0 < seq; q0 += kRowTile) {
+          const int rows = std::min(kRowTile, seq - q0);
+          Tensor p = p_rows(h, q0, rows);
+          if (!on_chip) {
+            const Tensor staged = p_pool->next().slice(0, rows, 0, seq);
+            kernel.dma_copy(staged, p);
+            p = staged;
+          }
+          const Tensor o_ps = o_psum.next().slice(0, rows, 0, d);
+          for (int c0 = 0; c0 < chunks; c0 += kChunksPerBank) {
+            const int in_bank = std::min(kChunksPerBank, chunks - c0);
+            const Tensor pt_ps = pt_psum.next();
+            const Tensor pt = pt_pool.next();
+            int full_chunks = 0;
+            for (int j = 0; j < in_bank; ++j) {
+              const int k0 = (c0 + j) * kPartitions;
+              const int crows = std::min(kPartitions, seq - k0);
+              kernel.transpose(pt_ps.slice(0, crows, j * rows, j * rows + rows),
+                               p.slice(0, rows, k0, k0 + crows));
+              if (crows == kPartitions) full_chunks = j + 1;
+            }
+            if (full_chunks > 0)
+              kernel.tensor_copy(pt.slice(0, kPartitions, 0, full_chunks * rows),
+                                 pt_ps.slice(0, kPartitions, 0, full_chunks * rows));
+            if (full_chunks < in_bank) {  // the ragged last chunk
+              const int crows = seq - (c0 + full_chunks) * kPartitions;
+              kernel.tensor_copy(pt.slice(0, crows, full_chunks * rows, in_bank * rows),
+                                 pt_ps.slice(0, crows, full_chunks * rows, in_bank * rows));
+            }
+            for (int j = 0; j < in_bank; ++j) {
+              const int c = c0 + j;
+              const int crows = std::min(kPartitions, seq - c * kPartitions);
+              kernel.matmul(o_ps, pt.slice(0, crows, j * rows, j * rows + rows),
+                            v.slice(0, crows, c * d, c * d + d), c > 0);
+            }
+          }
+          const Tensor o = o_pool.next().slice(0, rows, 0, d);
+          kernel.tensor_copy(o, o_ps);
+          kernel.dma_copy(io.out.slice(h * seq + q0, h * seq + q0 + rows, 0, d), o);
+        }
       }
     }
   }

@@ -33,10 +33,9 @@ struct Outcome {
 
 // Simulates `variant` functionally on exactly `shape` (fresh random inputs
 // rounded to the dtype) and compares its output with the double reference.
-Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
-                    Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
+Outcome run_checked_on(const sim::TargetSpec& target, const std::string& variant_name, const Shape& shape,
+                       ParamValues params, Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
   const FamilySpec& family = attention_family();
-  const sim::TargetSpec target = sim::load_target("trn1");
   const VariantSpec& variant = family.variant(variant_name);
   params = with_defaults(variant, params);
   const sim::Program program = trace_program(family, variant, shape, dtype, params, target);
@@ -59,9 +58,42 @@ Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamVa
   return out;
 }
 
+Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
+                    Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
+  return run_checked_on(sim::load_target("trn1"), variant_name, shape, std::move(params), dtype, seed);
+}
+
 Shape qwen_like(std::int64_t seq, std::int64_t q_heads = 4, std::int64_t kv_heads = 2,
                 std::int64_t head_dim = 128) {
   return {{"seq", seq}, {"q_heads", q_heads}, {"kv_heads", kv_heads}, {"head_dim", head_dim}};
+}
+
+AttentionShape attention_shape(const Shape& s) {
+  return {.seq = static_cast<int>(s.at("seq")),
+          .q_heads = static_cast<int>(s.at("q_heads")),
+          .kv_heads = static_cast<int>(s.at("kv_heads")),
+          .head_dim = static_cast<int>(s.at("head_dim"))};
+}
+
+double hbm_bytes_moved(const sim::SimResult& r) {
+  return r.summary.value("hbm_read_bytes", 0.0) + r.summary.value("hbm_write_bytes", 0.0);
+}
+
+std::int64_t sbuf_peak(const sim::SimResult& r) {
+  return r.summary.value("sbuf_peak_bytes_per_partition", std::int64_t{0});
+}
+
+// Bytes of every head's S (fp32) and P (`dtype`) written to HBM once and read back once.
+double score_round_trip_bytes(const Shape& s, Dtype dtype) {
+  const double seq = static_cast<double>(s.at("seq"));
+  return 2.0 * static_cast<double>(s.at("q_heads")) * seq * seq *
+         (sim::dtype_bytes(Dtype::fp32) + sim::dtype_bytes(dtype));
+}
+
+// What naive moves besides the scores: Q, K and V read once per query head, O written once.
+double naive_io_bytes(const Shape& s, Dtype dtype) {
+  return 4.0 * static_cast<double>(s.at("q_heads") * s.at("seq") * s.at("head_dim")) *
+         sim::dtype_bytes(dtype);
 }
 
 void check_matches(const Outcome& o) {
@@ -127,6 +159,121 @@ TEST_CASE("attention: the verification shapes are small and exercise several key
     CHECK(shape.at("q_heads") / shape.at("kv_heads") == 2);
     if (v.name == "flash") CHECK(shape.at("seq") > params.at("kv_tile"));
   }
+}
+
+TEST_CASE("attention: naive verifies on the full shape's path, scores on chip or spilled, on each target") {
+  const FamilySpec& family = attention_family();
+  const VariantSpec& naive = family.variant("naive");
+  REQUIRE(naive.verification_limits);
+  for (const char* target_name : {"trn1", "trn2"}) {
+    const KernelLimits target = kernel_limits(sim::load_target(target_name));
+    for (const Dtype dtype : family.dtypes) {
+      for (const std::int64_t seq : {100, 520, 1024, 1800, 2048, 3000, 16384}) {
+        Shape full = family.default_shape;
+        full["seq"] = seq;
+        const Shape shape = naive.verification_shape(full, {});
+        const KernelLimits limits = naive.verification_limits(full, shape, {}, dtype, target);
+        INFO(target_name << " " << sim::dtype_name(dtype) << " " << shape_text(full, family)
+                         << " verifies at " << shape_text(shape, family) << " with "
+                         << limits.sbuf_bytes_per_partition << " bytes of SBUF per partition");
+        CHECK(naive_keeps_scores_on_chip(attention_shape(shape), dtype, limits) ==
+              naive_keeps_scores_on_chip(attention_shape(full), dtype, target));
+        CHECK(limits.sbuf_bytes_per_partition <= target.sbuf_bytes_per_partition);
+        CHECK(limits.partitions == target.partitions);
+        CHECK(limits.psum_bank_bytes == target.psum_bank_bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: naive verifies with its scores in SBUF, and spilled where SBUF is one byte short") {
+  const sim::TargetSpec trn1 = sim::load_target("trn1");
+  // Two 512-column score chunks and two PSUM banks of transposed blocks, the
+  // second of each ragged, and a ragged last row tile.
+  const Shape shape = qwen_like(520, 2, 1, 64);
+  const std::int64_t need = naive_on_chip_sbuf_bytes(attention_shape(shape), Dtype::bf16);
+  REQUIRE(need <= trn1.sbuf_bytes_per_partition);
+
+  const Outcome on_chip = run_checked_on(trn1, "naive", shape, {});
+  check_matches(on_chip);
+  // naive_on_chip_sbuf_bytes counts exactly what the on-chip path allocates.
+  CHECK(sbuf_peak(on_chip.sim) == need);
+  CHECK(hbm_bytes_moved(on_chip.sim) == doctest::Approx(naive_io_bytes(shape, Dtype::bf16)));
+
+  sim::TargetSpec exact = trn1;
+  exact.sbuf_bytes_per_partition = need;
+  const Outcome fits = run_checked_on(exact, "naive", shape, {});
+  check_matches(fits);
+  CHECK(hbm_bytes_moved(fits.sim) == doctest::Approx(naive_io_bytes(shape, Dtype::bf16)));
+
+  sim::TargetSpec short_by_one = trn1;
+  short_by_one.sbuf_bytes_per_partition = need - 1;
+  const Outcome spilled = run_checked_on(short_by_one, "naive", shape, {});
+  check_matches(spilled);
+  CHECK(sbuf_peak(spilled.sim) < need);
+  CHECK(hbm_bytes_moved(spilled.sim) ==
+        doctest::Approx(naive_io_bytes(shape, Dtype::bf16) + score_round_trip_bytes(shape, Dtype::bf16)));
+
+  // fp32 scores beside fp32 probabilities, both paths.
+  const Shape fp32_shape = qwen_like(200, 2, 1, 32);
+  check_matches(run_checked_on(trn1, "naive", fp32_shape, {}, Dtype::fp32));
+  sim::TargetSpec fp32_short = trn1;
+  fp32_short.sbuf_bytes_per_partition =
+      naive_on_chip_sbuf_bytes(attention_shape(fp32_shape), Dtype::fp32) - 1;
+  check_matches(run_checked_on(fp32_short, "naive", fp32_shape, {}, Dtype::fp32));
+}
+
+TEST_CASE("attention: on trn1 naive moves score bytes through HBM only once its SBUF cannot hold them") {
+  const FamilySpec& family = attention_family();
+  const sim::TargetSpec trn1 = sim::load_target("trn1");
+  const KernelLimits limits = kernel_limits(trn1);
+  // The shortest Qwen3-shaped sequence whose per-head S and P no longer fit.
+  std::int64_t spill_seq = 1;
+  while (naive_keeps_scores_on_chip(attention_shape(qwen_like(spill_seq, 2, 1)), Dtype::bf16, limits))
+    ++spill_seq;
+  INFO("naive spills from seq " << spill_seq);
+  CHECK(spill_seq > 1024);
+  CHECK(spill_seq < 4096);
+  const VariantSpec& naive = family.variant("naive");
+  for (const std::int64_t seq : {spill_seq - 1, spill_seq}) {
+    const Shape shape = qwen_like(seq, 2, 1);
+    const sim::Program program = trace_program(family, naive, shape, Dtype::bf16, {}, trn1);
+    const sim::SimResult r = sim::simulate(program, trn1, sim::SimOptions{false, false});
+    REQUIRE_MESSAGE(r.valid, r.error);
+    CHECK(sbuf_peak(r) <= trn1.sbuf_bytes_per_partition);
+    const double scores = seq < spill_seq ? 0.0 : score_round_trip_bytes(shape, Dtype::bf16);
+    CHECK(hbm_bytes_moved(r) == doctest::Approx(naive_io_bytes(shape, Dtype::bf16) + scores));
+  }
+}
+
+TEST_CASE("attention: naive at 16K still spills its scores to HBM, and its evaluation verifies that path") {
+  const FamilySpec& family = attention_family();
+  const VariantSpec& naive = family.variant("naive");
+  const Shape full = family.default_shape;  // Qwen3-0.6B at 16K
+  REQUIRE(full.at("seq") == 16384);
+  for (const char* target_name : {"trn1", "trn2"})
+    CHECK_FALSE(naive_keeps_scores_on_chip(attention_shape(full), Dtype::bf16,
+                                           kernel_limits(sim::load_target(target_name))));
+  const sim::TargetSpec trn1 = sim::load_target("trn1");
+  EvaluateOptions options;
+  options.seed = 3;
+  const Evaluation e = evaluate(family, "naive", full, Dtype::bf16, {}, trn1, options);
+  INFO(e.status << " " << e.error << "; verified at " << shape_text(e.verification.shape, family)
+                << ", max rel " << e.verification.max_rel_error << ", cos "
+                << e.verification.cosine_similarity);
+  REQUIRE(e.status == "ok");
+  CHECK(e.verification.ran);
+  CHECK(e.verification.cosine_similarity > 0.999);
+  CHECK(hbm_bytes_moved(e.sim) ==
+        doctest::Approx(naive_io_bytes(full, Dtype::bf16) + score_round_trip_bytes(full, Dtype::bf16)));
+  // The verification ran the same spilling program at its shape.
+  const Shape shape = e.verification.shape;
+  const KernelLimits limits = naive.verification_limits(full, shape, {}, Dtype::bf16, kernel_limits(trn1));
+  const sim::Program check = trace_program(family, naive, shape, Dtype::bf16, {}, limits);
+  const sim::SimResult r = sim::simulate(check, trn1, sim::SimOptions{false, false});
+  REQUIRE_MESSAGE(r.valid, r.error);
+  CHECK(hbm_bytes_moved(r) ==
+        doctest::Approx(naive_io_bytes(shape, Dtype::bf16) + score_round_trip_bytes(shape, Dtype::bf16)));
 }
 
 TEST_CASE("attention: flash is not slower than naive at a moderate length, and neither beats the roofline") {
