@@ -10,7 +10,7 @@
 // Both stop as soon as they are within 5% of the optimum (the loop's goal is
 // replaced by that bound; its budget, iterations and seed are the goal's).
 //
-//   build-loop/bench/bench_agentic_value [goal.yaml ...] [--cap N]
+//   build/bench/bench_agentic_value [goal.yaml ...] [--cap N]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

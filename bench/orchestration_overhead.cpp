@@ -3,7 +3,7 @@
 // inside the target is exactly the simulator's share. The issue asks for at
 // most 5%. Also prints the same split for one agentic run.
 //
-//   build-loop/bench/bench_orchestration_overhead [configurations=200]
+//   build/bench/bench_orchestration_overhead [configurations=200]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -3,7 +3,7 @@
 // 2-core machine). Each sweep measures everything (no cache) into its own
 // SQLite file, so commits are part of the time.
 //
-//   build-loop/bench/bench_sweep_scaling [configurations=300]
+//   build/bench/bench_sweep_scaling [configurations=300]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
