@@ -41,14 +41,26 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                      {"known", request.known.size()},
                      {"budget_offered", request.budget},
                      {"batch_size", request.batch_size}};
-  decision.evidence = {{"unmeasured_in_region", fresh}, {"budget", plan.budget}};
+  decision.evidence = {{"unmeasured_in_region", fresh},
+                       {"probes", request.probes.size()},
+                       {"budget_offered", request.budget},
+                       {"proposing", plan.budget}};
   if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
   decision.alternatives = Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
                                        {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
-  decision.rationale = enumerable ? "the region's " + std::to_string(fresh) +
-                                        " unmeasured configurations fit in the budget: enumerate them"
-                                  : "the region (" + std::to_string(fresh) + " unmeasured) exceeds the budget of " +
-                                        std::to_string(plan.budget) + ": search it with " + request.strategy;
+  std::string what;
+  if (!request.probes.empty()) what = std::to_string(request.probes.size()) + " probe(s)";
+  if (request.region) {
+    if (!what.empty()) what += " and ";
+    what += std::to_string(fresh) + " unmeasured of the region's " + std::to_string(plan.region_size) +
+            " configurations";
+  }
+  const std::string offered = std::to_string(request.budget);
+  decision.rationale = enumerable
+                           ? "propose all " + std::to_string(plan.budget) + ": " + what +
+                                 " fit in the budget of " + offered + ", so enumerate them (grid)"
+                           : "propose " + std::to_string(plan.budget) + " of " + what +
+                                 ", more than the budget of " + offered + ": search with " + request.strategy;
   return out;
 }
 
