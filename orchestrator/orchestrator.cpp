@@ -366,6 +366,11 @@ RunSummary Orchestrator::run() {
       state.measured_counts = generation_request.measured_counts;
       auto choice = skills_.policy->decide(state);
       if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
+      if (!choice.result.stop) {
+        const skills::Idea& chosen =
+            choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
+        choice.decision.inputs["idea"] = chosen.id;
+      }
       const int64_t policy_seq = log.append(iteration, "orchestrator", choice.decision);
       if (choice.result.stop) {
         stop_reason = choice.result.stop_reason;

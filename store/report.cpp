@@ -84,6 +84,97 @@ std::string latency_text(const std::optional<Trial>& trial) {
   return latency ? format_seconds(*latency) : "-";
 }
 
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+std::string string_at(const Json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return "";
+  return object[key].get<std::string>();
+}
+
+// The latest decision of `decisions` (in seq order) in `iteration` before
+// `before_seq` that `matches`.
+template <class Match>
+std::optional<Decision> last_before(const std::vector<Decision>& decisions, int iteration, int64_t before_seq,
+                                    Match matches) {
+  std::optional<Decision> found;
+  for (const Decision& d : decisions)
+    if (d.iteration == iteration && d.seq < before_seq && matches(d)) found = d;
+  return found;
+}
+
+// Follows a trial's proposing decision back to the idea and findings behind
+// it. The loop logs, per iteration: analysis, generation, the policy's
+// try:<kind> (inputs.idea names the idea picked), the explorer's search, and
+// after it accept/rollback (inputs.idea too, which older runs only have).
+void trace_chain(Store& store, Explanation& out) {
+  if (!out.proposal) return;
+  const Decision& proposal = *out.proposal;
+  const auto decisions = store.decisions(out.run.id);
+  out.choice = last_before(decisions, proposal.iteration, proposal.seq + 1, [](const Decision& d) {
+    return d.skill == "orchestrator" && starts_with(d.action, "try:");
+  });
+  if (!out.choice) return;
+  for (const Decision& d : decisions) {
+    if (d.iteration == proposal.iteration && d.seq > proposal.seq && d.skill == "orchestrator" &&
+        (d.action == "accept" || d.action == "rollback")) {
+      out.verdict = d;
+      break;
+    }
+  }
+  std::string idea_id = string_at(out.choice->inputs, "idea");
+  if (idea_id.empty() && out.verdict) idea_id = string_at(out.verdict->inputs, "idea");
+
+  out.generation = last_before(decisions, proposal.iteration, out.choice->seq, [](const Decision& d) {
+    return d.skill == "kernel_generator" || starts_with(d.action, "propose:");
+  });
+  if (out.generation && out.generation->evidence.is_object() && out.generation->evidence.contains("ideas")) {
+    for (const Json& idea : out.generation->evidence["ideas"])
+      if (string_at(idea, "id") == idea_id) out.idea = idea;
+  }
+  if (out.idea.is_null() && out.choice->inputs.is_object() && out.choice->inputs.contains("llm_idea"))
+    out.idea = out.choice->inputs["llm_idea"];
+  if (out.idea.is_null() && !idea_id.empty()) out.idea = Json{{"id", idea_id}};
+
+  const std::optional<int64_t> generation_seq =
+      out.generation ? std::optional<int64_t>(out.generation->seq) : std::nullopt;
+  out.analysis = last_before(decisions, proposal.iteration, generation_seq.value_or(out.choice->seq),
+                             [](const Decision& d) {
+                               return d.skill == "profile_analyzer" || starts_with(d.action, "findings:") ||
+                                      d.action == "no_findings";
+                             });
+  const std::string finding = string_at(out.idea, "finding");
+  if (finding.empty()) return;
+  // The analyzer logs its findings as alternatives; the policy repeats them in its evidence.
+  const Json* sources[] = {out.analysis ? &out.analysis->alternatives : nullptr,
+                           out.choice->evidence.is_object() && out.choice->evidence.contains("findings")
+                               ? &out.choice->evidence["findings"]
+                               : nullptr};
+  for (const Json* source : sources) {
+    if (source == nullptr || !source->is_array()) continue;
+    for (const Json& item : *source)
+      if (string_at(item, "kind") == finding) out.findings.push_back(item);
+    if (!out.findings.empty()) return;
+  }
+}
+
+std::string verification_text(const Trial& trial) {
+  const Json& v = trial.verification;
+  const bool has_passed = v.is_object() && v.contains("passed") && v["passed"].is_boolean();
+  if (trial.status == TrialStatus::wrong_answer || (has_passed && !v["passed"].get<bool>()))
+    return "failed: " + (trial.error.empty() ? compact(v, 200) : first_line(trial.error, 200));
+  if (has_passed) {
+    std::string text = "passed";
+    if (v.contains("max_rel_error") && v.contains("tolerance"))
+      text += ": max_rel_error " + scalar_text(v["max_rel_error"]) + " within tolerance " +
+              scalar_text(v["tolerance"]);
+    return text;
+  }
+  if (!is_measured(trial.status))
+    return "not verified: " + std::string(to_string(trial.status)) +
+           (trial.error.empty() ? "" : ": " + first_line(trial.error, 200));
+  return "";
+}
+
 }  // namespace
 
 Run require_run(Store& store, int64_t run_id) {
@@ -140,6 +231,7 @@ Explanation explain(Store& store, int64_t run_id, int64_t trial_id) {
   out.run = require_run(store, run_id);
   out.trial = require_trial(store, run_id, trial_id);
   if (out.trial.decision_seq) out.proposal = store.decision(run_id, *out.trial.decision_seq);
+  trace_chain(store, out);
 
   const RunOverview summary = overview(store, out.run);
   out.baseline = summary.baseline;
@@ -275,6 +367,37 @@ std::string format_explanation(const Explanation& e) {
   out += describe_trial(e.trial) + ", run " + std::to_string(e.run.id) + " (" + e.run.goal_name +
          "), iteration " + std::to_string(e.trial.iteration) + "\n";
 
+  if (e.choice) {
+    out += "why\n";
+    if (e.analysis) {
+      const std::string analysed = string_at(e.analysis->inputs, "candidate");
+      line("analysed", (analysed.empty() ? std::string("the best so far") : analysed) + " (decision #" +
+                           std::to_string(e.analysis->seq) + ", " + e.analysis->skill + " / " +
+                           e.analysis->action + ", by " + e.analysis->proposer + ")");
+    }
+    for (const Json& finding : e.findings) {
+      std::string text = string_at(finding, "kind");
+      const std::string summary = string_at(finding, "summary");
+      if (!summary.empty()) text += ": " + summary;
+      line("finding", text);
+      if (finding.contains("evidence")) line("evidence", compact(finding["evidence"], 200));
+    }
+    if (e.findings.empty())
+      line("finding", e.analysis ? "none acted on: an exploration idea" : "no analysis recorded");
+    if (!e.idea.is_null()) {
+      std::string text = string_at(e.idea, "id");
+      if (e.generation)
+        text += " (decision #" + std::to_string(e.generation->seq) + ", " + e.generation->skill + ", by " +
+                e.generation->proposer + ")";
+      line("idea", text);
+      line("idea's why", string_at(e.idea, "rationale"));
+    }
+    line("chosen", "decision #" + std::to_string(e.choice->seq) + ": " + e.choice->skill + " / " +
+                       e.choice->action + ", by " + e.choice->proposer);
+    line("choice's why", e.choice->rationale);
+    if (e.verdict) line("idea verdict", e.verdict->action + ": " + e.verdict->rationale);
+  }
+
   out += "proposed by\n";
   if (e.proposal) {
     const Decision& d = *e.proposal;
@@ -316,6 +439,13 @@ std::string format_explanation(const Explanation& e) {
   line("metrics", compact(e.trial.metrics, 200));
   line("verification", compact(e.trial.verification, 200));
   line("error", first_line(e.trial.error, 200));
+  line("verified", verification_text(e.trial));
+  if (e.speedup_vs_best_before && e.best_before) {
+    const double change = 1.0 / *e.speedup_vs_best_before - 1.0;
+    line("change", "latency " + format_improvement(change) + " against trial " +
+                       std::to_string(e.best_before->id) + ", the best before (" +
+                       latency_text(e.best_before) + " -> " + latency_text(e.trial) + ")");
+  }
   std::string verdict;
   if (e.became_best) {
     verdict = e.best_before ? "became the best so far" : "first measured trial of the run";
@@ -384,12 +514,19 @@ Json explanation_json(const Explanation& e) {
   return Json{{"run", e.run.id},
               {"trial", e.trial},
               {"proposed_by", e.proposal ? Json(*e.proposal) : Json(nullptr)},
+              {"analysis", e.analysis ? Json(*e.analysis) : Json(nullptr)},
+              {"findings", e.findings},
+              {"generation", e.generation ? Json(*e.generation) : Json(nullptr)},
+              {"idea", e.idea},
+              {"chosen_by", e.choice ? Json(*e.choice) : Json(nullptr)},
+              {"verdict", e.verdict ? Json(*e.verdict) : Json(nullptr)},
               {"baseline", trial_or_null(e.baseline)},
               {"best_before", trial_or_null(e.best_before)},
               {"best_now", trial_or_null(e.best_now)},
               {"latency_s", number_or_null(latency_of(e.trial))},
               {"speedup_vs_baseline", number_or_null(e.speedup_vs_baseline)},
               {"speedup_vs_best_before", number_or_null(e.speedup_vs_best_before)},
+              {"verified", verification_text(e.trial)},
               {"became_best", e.became_best},
               {"is_run_best", e.is_run_best}};
 }

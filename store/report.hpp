@@ -43,6 +43,17 @@ struct Explanation {
   Run run;
   Trial trial;
   std::optional<Decision> proposal;  // the decision whose seq proposed the trial
+  // The chain behind the proposal, traced back through the decisions of its
+  // iteration: the analysis of the best so far, the generator's ideas, the
+  // policy's choice of one idea, and the verdict on that idea afterwards.
+  // Each is absent when the run logged no such decision (the baseline, a
+  // replayed target without profiles, a plugin that logs differently).
+  std::optional<Decision> analysis;    // profile_analyzer: the findings
+  std::optional<Decision> generation;  // kernel_generator: the ideas
+  std::optional<Decision> choice;      // orchestrator try:*: the idea picked
+  std::optional<Decision> verdict;     // orchestrator accept/rollback
+  Json idea;                           // the chosen idea as the generator logged it, else null
+  Json findings = Json::array();       // the analyzer's findings the idea answers, with their evidence
   std::optional<Trial> baseline;
   // The best measured trial known when this one was proposed: trials proposed
   // by earlier decisions (or, without decision numbers, committed earlier).

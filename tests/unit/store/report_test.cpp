@@ -199,6 +199,72 @@ TEST_CASE("report: explain names the proposing decision, the comparison, and the
   CHECK(json["speedup_vs_baseline"].get<double>() == doctest::Approx(4.0 / 3.0));
 }
 
+TEST_CASE("report: explain traces a trial back to the policy's idea and the finding behind it") {
+  MemoryStore store;
+  const int64_t run = store.create_run(sample_run());
+  auto append = [&](int iteration, std::string skill, std::string action, Json inputs, Json evidence,
+                    Json alternatives) {
+    Decision d{.run = run,
+               .iteration = iteration,
+               .skill = std::move(skill),
+               .action = std::move(action),
+               .proposer = "rules",
+               .inputs = std::move(inputs),
+               .evidence = std::move(evidence),
+               .alternatives = std::move(alternatives),
+               .rationale = "because"};
+    return store.append_decision(d);
+  };
+  const int64_t start = append(0, "orchestrator", "baseline", {}, {}, {});
+  std::vector<Trial> baseline{sample_trial(run, start, "tiled", 32, TrialStatus::ok, 4e-3)};
+  baseline[0].iteration = 0;
+  store.commit_trials(baseline);
+
+  const Json finding = {{"kind", "small_transfers"},
+                        {"summary", "transfers of 652 B per partition"},
+                        {"evidence", {{"bytes_per_partition", 652}}}};
+  const Json other = {{"kind", "dependency_stalls"}, {"evidence", {{"idle", 0.4}}}};
+  append(1, "profile_analyzer", "findings:small_transfers", {{"candidate", "tiled{tile=32}"}}, {},
+         Json::array({finding, other}));
+  const Json idea = {
+      {"id", "raise:tile@tiled"}, {"finding", "small_transfers"}, {"rationale", "raise the tile"}};
+  append(1, "kernel_generator", "propose:raise", {}, {{"ideas", Json::array({idea})}}, {});
+  // An older run: the policy's choice does not name its idea, the verdict does.
+  append(1, "orchestrator", "try:raise", {}, {}, {});
+  const int64_t search = append(1, "param_explorer", "search:grid", {}, {}, {});
+  append(1, "orchestrator", "rollback", {{"idea", "raise:tile@tiled"}}, {}, {});
+  std::vector<Trial> batch{sample_trial(run, search, "tiled", 64, TrialStatus::ok, 5e-3)};
+  store.commit_trials(batch);
+
+  const auto e = report::explain(store, run, batch[0].id);
+  REQUIRE(e.analysis);
+  REQUIRE(e.generation);
+  REQUIRE(e.choice);
+  REQUIRE(e.verdict);
+  CHECK(e.choice->action == "try:raise");
+  CHECK(e.verdict->action == "rollback");
+  CHECK(e.idea["id"] == "raise:tile@tiled");
+  REQUIRE(e.findings.size() == 1);  // only the finding the idea answers
+  CHECK(e.findings[0]["kind"] == "small_transfers");
+  const std::string text = report::format_explanation(e);
+  CHECK(text.find("  analysed      tiled{tile=32} (decision #2, ") != std::string::npos);
+  CHECK(text.find("  finding       small_transfers: transfers of 652 B per partition\n"
+                  "  evidence      bytes_per_partition=652\n") != std::string::npos);
+  CHECK(text.find("  idea          raise:tile@tiled (decision #3, kernel_generator, by rules)\n") !=
+        std::string::npos);
+  CHECK(text.find("  chosen        decision #4: orchestrator / try:raise, by rules\n") != std::string::npos);
+  CHECK(text.find("  change        latency +25.0% against trial " + std::to_string(baseline[0].id) +
+                  ", the best before (4.000 ms -> 5.000 ms)\n") != std::string::npos);
+  const Json json = report::explanation_json(e);
+  CHECK(json["idea"]["id"] == "raise:tile@tiled");
+  CHECK(json["chosen_by"]["seq"] == 4);
+  CHECK(json["findings"][0]["kind"] == "small_transfers");
+
+  const auto first = report::explain(store, run, baseline[0].id);
+  CHECK_FALSE(first.choice);
+  CHECK(report::format_explanation(first).find("why\n") == std::string::npos);
+}
+
 TEST_CASE("report: unknown runs and trials are one clear line") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
