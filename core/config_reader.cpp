@@ -50,7 +50,16 @@ YAML::Node ConfigReader::raw(const std::string& key) const {
 }
 
 void ConfigReader::fail(const std::string& key, const std::string& message, const YAML::Node* at) const {
-  const YAML::Node& where = at != nullptr ? *at : node_;
+  // Without an explicit node, a key present in this mapping is located at its own line, not the mapping's.
+  YAML::Node where = at != nullptr ? *at : node_;
+  if (at == nullptr && !key.empty() && node_ && node_.IsMap()) {
+    for (const auto& entry : node_) {
+      if (entry.first.Scalar() == key) {
+        where = entry.first;
+        break;
+      }
+    }
+  }
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
 }
 
