@@ -1,9 +1,11 @@
 // autotune log RUN [--skill S] [--db F] [--json]: the decision chain of a run.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
+#include "core/error.hpp"
 #include "store/report.hpp"
 
 namespace autotune::cli {
@@ -15,6 +17,20 @@ struct LogOptions {
   std::optional<std::string> skill;
   bool json = false;
 };
+
+// The built-in skills are always accepted (a run may have none of their
+// decisions yet); other names only when the run logged decisions under them.
+void require_known_skill(store::Store& store, int64_t run, const std::string& skill) {
+  std::vector<std::string> accepted{"profile_analyzer", "kernel_generator", "param_explorer",
+                                    "benchmark_runner", "orchestrator"};
+  for (const auto& decision : store.decisions(run))
+    if (std::find(accepted.begin(), accepted.end(), decision.skill) == accepted.end())
+      accepted.push_back(decision.skill);
+  if (std::find(accepted.begin(), accepted.end(), skill) != accepted.end()) return;
+  std::string names;
+  for (const auto& name : accepted) names += (names.empty() ? "" : ", ") + name;
+  throw UserError("unknown skill '" + skill + "' for run " + std::to_string(run) + "; accepted: " + names);
+}
 
 const CommandRegistration registration{
     "log", "Show the decision log of a run: who decided what, on which evidence",
@@ -29,6 +45,7 @@ const CommandRegistration registration{
       return [options] {
         auto store = open_store_for_reading(options->db);
         const auto run = store::report::require_run(*store, options->run);
+        if (options->skill) require_known_skill(*store, run.id, *options->skill);
         const auto decisions = store->decisions(run.id, options->skill);
         if (options->json) {
           std::cout << store::report::decisions_json(decisions).dump(2) << "\n";
