@@ -1,4 +1,5 @@
 """autotune run on the example goals: exit codes, JSON summary, database contents."""
+import json
 import os
 
 from loop_support import check, fail, goal_path, query, run, run_json, tempdir, write_goal
@@ -29,6 +30,69 @@ def check_run(db, summary, expect_profiles=True):
                   f"an ok trial that was not verified: {verification}")
     stored = query(db, "SELECT status, goal_met, best_trial FROM runs WHERE id = ?", (run_id,))[0]
     check(stored[0] == "completed" and stored[2] is not None, f"run row: {stored}")
+
+
+def check_gemm_article(tmp, db):
+    """The article's GEMM goal meets its 20%; explain traces a trial back to its finding and idea."""
+    summary = run_json(["run", goal_path("gemm-article.yaml")], db)
+    check_run(db, summary)
+    check(summary["status"] == "completed" and summary["goal_met"], f"gemm-article: {summary['stop_reason']}")
+    check(summary["improvement"] >= 0.20, f"gemm-article: improvement {summary['improvement']} < 0.20")
+    print(f"gemm-article: {summary['baseline']['variant']} -> {summary['best']['variant']}, "
+          f"{summary['improvement'] * 100:.1f}% throughput in {summary['evaluations']} evaluations")
+
+    run_id = summary["run_id"]
+    baseline = summary["baseline"]["trial"]
+    trial = query(db, "SELECT t.id FROM trials t JOIN decisions d ON d.run = t.run AND d.seq = t.decision_seq "
+                      "WHERE t.run = ? AND d.skill = 'param_explorer' ORDER BY t.id LIMIT 1", (run_id,))[0][0]
+    explained = run_json(["explain", str(run_id), str(trial)], db)
+    check(explained["trial"]["id"] == trial, f"explain --json: {explained['trial']}")
+    check(explained["proposed_by"]["skill"] == "param_explorer", f"proposed by {explained['proposed_by']}")
+    check(explained["chosen_by"] and explained["chosen_by"]["action"].startswith("try:"),
+          f"no policy choice traced: {explained['chosen_by']}")
+    idea, findings = explained["idea"], explained["findings"]
+    check(idea and idea.get("id") and idea.get("finding"), f"no idea traced: {idea}")
+    check(findings and findings[0]["kind"] == idea["finding"] and findings[0]["evidence"],
+          f"no finding with evidence traced: {findings}")
+    check(explained["analysis"]["skill"] == "profile_analyzer", f"analysis: {explained['analysis']}")
+    check(explained["generation"]["skill"] == "kernel_generator", f"generation: {explained['generation']}")
+    check(explained["best_before"]["id"] == baseline, f"compared with {explained['best_before']}")
+    check(explained["verified"].startswith("passed"), f"verified: {explained['verified']}")
+
+    proc = run(["explain", str(run_id), str(trial)], db)
+    check(proc.returncode == 0, f"explain exited {proc.returncode}: {proc.stderr}")
+    text = proc.stdout
+    evidence_key = next(iter(findings[0]["evidence"]))
+    for expected in ("why\n", f"  finding       {idea['finding']}: ", f"{evidence_key}=", f"  idea          {idea['id']} ",
+                     "kernel_generator", f"best before   trial {baseline} ", "  change        latency ",
+                     "  verified      passed", "  result        "):
+        check(expected in text, f"explain lacks {expected!r}:\n{text}")
+    check("0 unmeasured configurations fit" not in text, f"misleading explorer rationale:\n{text}")
+
+    # An unknown skill is one line naming the accepted ones, exit 2.
+    proc = run(["log", str(run_id), "--skill", "nosuch"], db)
+    err = proc.stderr.strip()
+    check(proc.returncode == 2 and "\n" not in err and "nosuch" in err and "accepted:" in err and
+          "profile_analyzer" in err and proc.stdout == "", f"log --skill nosuch: {proc.returncode} {err!r}")
+    proc = run(["log", str(run_id), "--skill", "profile_analyzer"], db)
+    check(proc.returncode == 0 and "profile_analyzer" in proc.stdout, f"log --skill: {proc.stdout}")
+
+    # Every candidate timing out fails the run: exit 1, status failed, explain names the reason. A fresh
+    # database, since the cache would serve the measurements above.
+    db = os.path.join(tmp, "timeout.db")
+    with open(goal_path("gemm-article.yaml")) as f:
+        text = f.read()
+    goal = write_goal(tmp, "timeout.yaml", text.replace("name: gemm-article", "name: gemm-timeout") +
+                      "timeout_s: 0.000001\n")
+    proc = run(["run", goal, "--json"], db)
+    check(proc.returncode == 1, f"a failed run exited {proc.returncode}: {proc.stderr[-1000:]}")
+    failed = json.loads(proc.stdout)
+    check(failed["status"] == "failed" and not failed["goal_met"] and "timeout" in failed["stop_reason"],
+          f"failed run summary: {failed}")
+    trial = query(db, "SELECT id FROM trials WHERE run = ? ORDER BY id LIMIT 1", (failed["run_id"],))[0][0]
+    proc = run(["explain", str(failed["run_id"]), str(trial)], db)
+    check(proc.returncode == 0 and "  verified      not verified: timeout" in proc.stdout,
+          f"explain of a timed-out trial:\n{proc.stdout}")
 
 
 def main():
@@ -87,6 +151,8 @@ parallel: 2
         summary = run_json(["run", gemm], db)
         check_run(db, summary)
         print(f"gemm-small: {summary['improvement'] * 100:.1f}% throughput, best {summary['best']['variant']}")
+
+        check_gemm_article(tmp, db)
 
         # Replay: a recorded space, no profiles.
         summary = run_json(["run", goal_path("replay-convolution.yaml")], db)
