@@ -81,7 +81,8 @@ std::string reached(std::optional<int> n, int budget) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> goals;
-  std::uint64_t cap = 8000;  // includes the replay goal; the GEMM goals (~32 000 configurations) need --cap 40000
+  // Includes the replay goal; the GEMM goals (~32 000 configurations) need --cap 40000.
+  std::uint64_t cap = 8000;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
     else goals.push_back(argv[i]);

@@ -22,10 +22,10 @@ std::string short_path(const std::string& file) {
 
 std::string view_text(const Program& program, const View& v) {
   const Buffer& b = program.buffer(v.buffer);
-  std::string out = std::string(memory_space_name(b.space)) + " '" + b.name + "'[" +
-                    std::to_string(v.row_begin) + ":" + std::to_string(v.row_end) + ", " +
-                    std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "] " +
-                    (v.fold > 1 ? "folded x" + std::to_string(v.fold) + " " : "") + std::string(dtype_name(b.dtype));
+  std::string out =
+      std::string(memory_space_name(b.space)) + " '" + b.name + "'[" + std::to_string(v.row_begin) + ":" +
+      std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) +
+      "] " + (v.fold > 1 ? "folded x" + std::to_string(v.fold) + " " : "") + std::string(dtype_name(b.dtype));
   return out;
 }
 

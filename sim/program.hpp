@@ -83,7 +83,9 @@ struct View {
   int buffer_col(int c) const { return col_begin + c % width(); }
   // Elements of a view row that are contiguous in a row-major buffer of
   // `buffer_cols` columns: the whole folded row when it spans full buffer rows.
-  int contiguous_elements(int buffer_cols) const { return fold > 1 && width() != buffer_cols ? width() : cols(); }
+  int contiguous_elements(int buffer_cols) const {
+    return fold > 1 && width() != buffer_cols ? width() : cols();
+  }
 };
 
 enum class Opcode : std::uint8_t {

@@ -32,13 +32,16 @@ VariantSpec naive_variant() {
 VariantSpec tiled_variant() {
   VariantSpec v;
   v.name = "tiled";
-  v.description = "[128, unroll_factor * tile_size] tiles (unroll_factor rows per partition) streamed through rotating buffers: loads overlap exp and stores";
+  v.description =
+      "[128, unroll_factor * tile_size] tiles (unroll_factor rows per partition) streamed through rotating "
+      "buffers: loads overlap exp and stores";
   v.params = {
       param("tile_size", "columns per tile and per DMA transfer", {64, 128, 256, 512, 1024, 2048, 4096, 8192},
             ExpTiledParams{}.tile_size),
       param("pipeline_depth", "rotating buffers per stream, in loop steps", {1, 2, 3, 4, 6, 8},
             ExpTiledParams{}.pipeline_depth),
-      param("unroll_factor", "consecutive rows per partition in a tile: row tiles folded into one DMA and one exp",
+      param("unroll_factor",
+            "consecutive rows per partition in a tile: row tiles folded into one DMA and one exp",
             {1, 2, 4, 8}, ExpTiledParams{}.unroll_factor),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
@@ -49,8 +52,8 @@ VariantSpec tiled_variant() {
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
     const std::int64_t rows_per_tile = 128 * p.at("unroll_factor");
     return tiled_verification_shape(
-        full, {{"rows", rows_per_tile, rows_per_tile}, {"cols", p.at("tile_size"), p.at("tile_size")}}, elements,
-        kVerificationElements);
+        full, {{"rows", rows_per_tile, rows_per_tile}, {"cols", p.at("tile_size"), p.at("tile_size")}},
+        elements, kVerificationElements);
   };
   v.template_name = "autotune::kernels::exp_tiled";
   v.params_struct = "autotune::kernels::ExpTiledParams";

@@ -49,9 +49,10 @@ VariantSpec fused_variant() {
     dispatch_dtype(dtype, [&]<Dtype D>() { rmsnorm_fused<D>(kernel, rmsnorm_shape(s), params); });
   };
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
-    return tiled_verification_shape(
-        full, {{"rows", 128 * p.at("unroll_factor"), 128 * p.at("unroll_factor")}, {"cols", p.at("tile_size"), p.at("tile_size")}},
-        elements, kVerificationElements);
+    return tiled_verification_shape(full,
+                                    {{"rows", 128 * p.at("unroll_factor"), 128 * p.at("unroll_factor")},
+                                     {"cols", p.at("tile_size"), p.at("tile_size")}},
+                                    elements, kVerificationElements);
   };
   v.template_name = "autotune::kernels::rmsnorm_fused";
   v.params_struct = "autotune::kernels::RmsnormFusedParams";

@@ -133,7 +133,8 @@ void rmsnorm_fused(Kernel& kernel, const RmsnormShape& shape, const RmsnormFused
     };
 
     Tensor xt = x_tiles.next();
-    for (TileSpan c : tiles(shape.cols, p.tile_size)) kernel.dma_copy(all_rows_of_chunk(xt, c), hbm_chunk(x, c));
+    for (TileSpan c : tiles(shape.cols, p.tile_size))
+      kernel.dma_copy(all_rows_of_chunk(xt, c), hbm_chunk(x, c));
 
     // Sum of squares of each row: one activation per (row, chunk), its row
     // sums into one column each; then 1/rms = rsqrt(sum / cols + eps).

@@ -7,8 +7,8 @@
 #include "kernels/api/kernel.hpp"
 #include "kernels/evaluate.hpp"
 #include "sim/execute.hpp"
-#include "sim/validate.hpp"
 #include "sim/target.hpp"
+#include "sim/validate.hpp"
 
 using namespace autotune;
 using namespace autotune::kernels;
@@ -157,7 +157,8 @@ TEST_CASE("unroll_factor handles several tiles per instruction: fewer, larger tr
   CHECK(summary(four, "tensor_engine_instruction_count") == summary(one, "tensor_engine_instruction_count"));
 }
 
-TEST_CASE("unroll_factor folds row tiles of element-wise kernels: fewer, larger transfers where rows are short") {
+TEST_CASE(
+    "unroll_factor folds row tiles of element-wise kernels: fewer, larger transfers where rows are short") {
   // Short rows: each row tile's transfer carries little per partition, so the
   // DMA efficiency curve and the per-instruction minimum dominate.
   struct Case {
