@@ -156,6 +156,14 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape,
       return on_chip ? p_head.slice(0, rows, c0, c0 + seq)
                      : probs.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
     };
+    // A row block of S or P to compute on: itself on chip, else read back from
+    // HBM into a tile of `staging`.
+    auto readable = [&](const Tensor& block, std::optional<TilePool>& staging) {
+      if (on_chip) return block;
+      const Tensor staged = staging->next().slice(0, block.rows(), 0, seq);
+      kernel.dma_copy(staged, block);
+      return staged;
+    };
 
     // Pass 1: S = mask(Q K^T * scale), chunk by chunk.
     {
@@ -199,12 +207,7 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape,
       for (int h = h0; h < h1; ++h) {
         for (int q0 = 0; q0 < seq; q0 += kRowTile) {
           const int rows = std::min(kRowTile, seq - q0);
-          Tensor s = s_rows(h, q0, rows);
-          if (!on_chip) {
-            const Tensor staged = s_pool->next().slice(0, rows, 0, seq);
-            kernel.dma_copy(staged, s);
-            s = staged;
-          }
+          const Tensor s = readable(s_rows(h, q0, rows), s_pool);
           const Tensor row_max = col_pool.next().slice(0, rows, 0, 1);
           kernel.tensor_reduce(row_max, s, AluOp::max);
           const Tensor neg_max = col_pool.next().slice(0, rows, 0, 1);
@@ -242,12 +245,7 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape,
         }
         for (int q0 = 0; q0 < seq; q0 += kRowTile) {
           const int rows = std::min(kRowTile, seq - q0);
-          Tensor p = p_rows(h, q0, rows);
-          if (!on_chip) {
-            const Tensor staged = p_pool->next().slice(0, rows, 0, seq);
-            kernel.dma_copy(staged, p);
-            p = staged;
-          }
+          const Tensor p = readable(p_rows(h, q0, rows), p_pool);
           const Tensor o_ps = o_psum.next().slice(0, rows, 0, d);
           for (int c0 = 0; c0 < chunks; c0 += kChunksPerBank) {
             const int in_bank = std::min(kChunksPerBank, chunks - c0);
