@@ -393,6 +393,7 @@ RunSummary Orchestrator::run() {
         } else {
           tried_ideas.insert(idea.id);
           log.set_outcome(policy_seq, "region infeasible under the constraints; next idea");
+          --iteration;  // nothing was measured: the iteration is not spent
           continue;
         }
       }
@@ -439,11 +440,19 @@ RunSummary Orchestrator::run() {
                           {"best_after", best_value},
                           {"improvement", current_improvement()},
                           {"evaluations", runner.counters().evaluations}};
+      const bool unspent = exploration.evaluations == 0 && exploration.settled;
       verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
-                                   : "the idea did not improve the best: keep the best so far and try a different "
-                                     "idea (variant or region) next";
+                          : unspent
+                              ? "the idea settled without a measurement (" + exploration.stop_reason +
+                                    "): the iteration goes to the next idea"
+                              : "the idea did not improve the best: keep the best so far and try a different "
+                                "idea (variant or region) next";
       log.append(iteration, "orchestrator", verdict);
       failed_in_a_row = improved ? 0 : failed_in_a_row + 1;
+      // An idea that settled without measuring anything (its region's history
+      // already shows it stopped paying) did not use the iteration: the next
+      // idea gets it. The idea is now tried, so this cannot repeat forever.
+      if (unspent) --iteration;
     }
     return finish(store::RunStatus::completed, stop_reason);
   } catch (const UserError& e) {

@@ -95,6 +95,23 @@ def check_gemm_article(tmp, db):
           f"explain of a timed-out trial:\n{proc.stdout}")
 
 
+def check_iterations_all_measure(tmp, db):
+    """An idea that settles without measuring (its region's history says it stopped paying) does not use up
+    an iteration: a replay run held to an unreachable bound measures something in each of its iterations."""
+    with open(goal_path("replay-convolution.yaml")) as f:
+        text = f.read()
+    cachefile = os.path.abspath(os.path.join(os.path.dirname(goal_path("replay-convolution.yaml")),
+                                             text.split("cachefile: ")[1].split()[0]))
+    text = text.replace(text.split("cachefile: ")[1].split("\n")[0], cachefile)
+    text = text.replace("improvement: 0.80", "latency_s: 0.0001")  # below the recorded optimum
+    summary = run_json(["run", write_goal(tmp, "replay-unreachable.yaml", text)], db)
+    check(summary["stop_reason"].startswith("max_iterations"), f"replay-unreachable: {summary['stop_reason']}")
+    measured = {row[0] for row in query(db, "SELECT DISTINCT iteration FROM trials WHERE run = ?",
+                                        (summary["run_id"],))}
+    missing = [i for i in range(1, 7) if i not in measured]
+    check(not missing, f"iterations that measured nothing: {missing}")
+
+
 def main():
     with tempdir() as tmp:
         db = os.path.join(tmp, "runs.db")
@@ -158,6 +175,7 @@ parallel: 2
         summary = run_json(["run", goal_path("replay-convolution.yaml")], db)
         check_run(db, summary, expect_profiles=False)
         check(summary["improvement"] > 0, "replay: no improvement over the first recorded configuration")
+        check_iterations_all_measure(tmp, db)
 
         # --json prints exactly one JSON object and nothing else on stdout.
         proc = run(["run", goal_path("quickstart.yaml"), "--json"], db)
