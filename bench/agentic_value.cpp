@@ -7,10 +7,12 @@
 // are skipped and said so). The sweep, the loop and bayes share one database,
 // so the loop and bayes are served from the sweep's measurements: identical
 // numbers, counted as evaluations exactly as fresh ones would be.
+// With --seeds N both run with the goal's seed and the N-1 following ones;
+// the table then shows medians and how many runs got within 5%.
 // Both stop as soon as they are within 5% of the optimum (the loop's goal is
 // replaced by that bound; its budget, iterations and seed are the goal's).
 //
-//   build/bench/bench_agentic_value [goal.yaml ...] [--cap N]
+//   build/bench/bench_agentic_value [goal.yaml ...] [--cap N] [--seeds N]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -73,8 +75,101 @@ Flattened flatten(const skills::VariantCatalog& catalog) {
   return {std::make_unique<search::SearchSpace>(parameters, constraints, constants), names};
 }
 
-std::string reached(std::optional<int> n, int budget) {
-  return n ? std::to_string(*n) : "not within " + std::to_string(budget);
+// Evaluations one search needed to come within the bound (none: not within
+// the evaluations it made).
+struct Outcome {
+  std::optional<int> evaluations_to_bound;
+  int evaluations = 0;
+  std::string note;
+};
+
+std::string reached(const Outcome& o) {
+  return o.evaluations_to_bound ? std::to_string(*o.evaluations_to_bound)
+                                : "not within " + std::to_string(o.evaluations);
+}
+
+// One seed: its figure. Several: the median (a search that never got within
+// the bound counts as worse than any that did) and how many got there.
+std::string summarise(std::vector<Outcome> outcomes) {
+  if (outcomes.size() == 1) return reached(outcomes.front());
+  const auto rank = [](const Outcome& o) { return o.evaluations_to_bound ? *o.evaluations_to_bound : 1 << 30; };
+  std::sort(outcomes.begin(), outcomes.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  const std::size_t got = std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.evaluations_to_bound.has_value(); });
+  const Outcome& median = outcomes[(outcomes.size() - 1) / 2];
+  return (median.evaluations_to_bound ? std::to_string(*median.evaluations_to_bound) : std::string("none")) + " (" +
+         std::to_string(got) + "/" + std::to_string(outcomes.size()) + ")";
+}
+
+// The loop, its goal replaced by the bound (latency at most `threshold`).
+Outcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal& goal, double threshold,
+                 store::Store& store) {
+  orchestrator::Goal loop_goal = goal;
+  loop_goal.objective = orchestrator::Objective::latency;
+  loop_goal.improvement.reset();
+  loop_goal.absolute = threshold;
+  orchestrator::RunOptions run_options;
+  run_options.jobs = 2;
+  orchestrator::RunContext context{loop_goal, prepared.setup.catalog, *prepared.setup.target, store,
+                                   prepared.setup.simulator_version, run_options};
+  const auto summary = orchestrator::Orchestrator(context).run();
+  Outcome out;
+  for (const auto& trial : store.trials(summary.run_id)) {
+    ++out.evaluations;
+    const auto latency = trial.metric("latency_s");
+    if (store::is_measured(trial.status) && latency && *latency <= threshold) {
+      out.evaluations_to_bound = out.evaluations;
+      break;
+    }
+  }
+  out.note = summary.stop_reason + "; best " + summary.best.key();
+  return out;
+}
+
+// Plain bayes over the flattened space, the goal's seed, budget and batches.
+Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat, const orchestrator::Goal& goal,
+                       double threshold, store::Store& store) {
+  store::Run record;
+  record.goal_name = goal.name + " (flattened bayes)";
+  record.goal_yaml = orchestrator::to_yaml(goal);
+  record.seed = goal.seed;
+  record.id = store.create_run(record);
+  skills::BenchmarkRunner runner(*prepared.setup.target, store, record.id, {2, goal.timeout_s});
+  auto strategy = search::make_strategy("bayes", *flat.space, Rng(goal.seed).fork("param_explorer").seed(),
+                                        goal.strategy_options);
+  Outcome out;
+  while (out.evaluations < goal.budget_evaluations && !out.evaluations_to_bound && !strategy->done()) {
+    const auto batch = strategy->ask(
+        std::size_t(std::min(goal.effective_batch_size(), goal.budget_evaluations - out.evaluations)));
+    if (batch.empty()) break;
+    std::vector<skills::TrialRequest> requests;
+    for (const auto& configuration : batch) {
+      const std::string variant = std::get<std::string>(configuration[0]);
+      const auto& space = prepared.setup.catalog.variant(variant);
+      skills::Candidate candidate{variant, nlohmann::json::object()};
+      for (const auto& p : space.parameters) {
+        const auto index = flat.space->parameter_index(p.name());
+        candidate.params[p.name()] = search::to_json(configuration[*index]);
+      }
+      requests.push_back({candidate, 0, std::nullopt});
+    }
+    const auto measured = runner.measure(requests);
+    std::vector<search::Observation> observations;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      ++out.evaluations;
+      const auto& trial = measured.result[i].trial;
+      const auto latency = trial.metric("latency_s");
+      if (store::is_measured(trial.status) && latency) {
+        observations.push_back(search::Observation::success(batch[i], *latency));
+        if (*latency <= threshold && !out.evaluations_to_bound) out.evaluations_to_bound = out.evaluations;
+      } else {
+        observations.push_back(search::Observation::failed(batch[i], trial.error));
+      }
+    }
+    strategy->tell(observations);
+  }
+  record.status = store::RunStatus::completed;
+  store.update_run(record);
+  return out;
 }
 
 }  // namespace
@@ -83,8 +178,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> goals;
   // Includes the replay goal; the GEMM goals (~32 000 configurations) need --cap 40000.
   std::uint64_t cap = 8000;
+  int seeds = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
+    else if (std::string(argv[i]) == "--seeds" && i + 1 < argc) seeds = std::max(1, std::atoi(argv[++i]));
     else goals.push_back(argv[i]);
   }
   if (goals.empty())
@@ -116,76 +213,21 @@ int main(int argc, char** argv) {
     const double optimum = sweep.top.front().metric("latency_s").value();
     const double threshold = optimum * 1.05;
 
-    // The loop, stopping within 5% of the optimum.
-    orchestrator::Goal loop_goal = goal;
-    loop_goal.objective = orchestrator::Objective::latency;
-    loop_goal.improvement.reset();
-    loop_goal.absolute = threshold;
-    orchestrator::RunOptions run_options;
-    run_options.jobs = 2;
-    orchestrator::RunContext context{loop_goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                     prepared.setup.simulator_version, run_options};
-    const auto summary = orchestrator::Orchestrator(context).run();
-    std::optional<int> loop_evals;
-    int count = 0;
-    for (const auto& trial : store->trials(summary.run_id)) {
-      ++count;
-      const auto latency = trial.metric("latency_s");
-      if (store::is_measured(trial.status) && latency && *latency <= threshold) {
-        loop_evals = count;
-        break;
-      }
-    }
-
-    // Plain bayes over the flattened space, same seed and budget.
     const Flattened flat = flatten(prepared.setup.catalog);
-    store::Run record;
-    record.goal_name = goal.name + " (flattened bayes)";
-    record.goal_yaml = orchestrator::to_yaml(goal);
-    record.seed = goal.seed;
-    record.id = store->create_run(record);
-    skills::BenchmarkRunner runner(*prepared.setup.target, *store, record.id, {2, goal.timeout_s});
-    auto strategy = search::make_strategy("bayes", *flat.space, Rng(goal.seed).fork("param_explorer").seed(),
-                                          goal.strategy_options);
-    std::optional<int> bayes_evals;
-    int evaluations = 0;
-    while (evaluations < goal.budget_evaluations && !bayes_evals && !strategy->done()) {
-      const auto batch = strategy->ask(std::size_t(std::min(goal.effective_batch_size(),
-                                                            goal.budget_evaluations - evaluations)));
-      if (batch.empty()) break;
-      std::vector<skills::TrialRequest> requests;
-      for (const auto& configuration : batch) {
-        const std::string variant = std::get<std::string>(configuration[0]);
-        const auto& space = prepared.setup.catalog.variant(variant);
-        skills::Candidate candidate{variant, nlohmann::json::object()};
-        for (const auto& p : space.parameters) {
-          const auto index = flat.space->parameter_index(p.name());
-          candidate.params[p.name()] = search::to_json(configuration[*index]);
-        }
-        requests.push_back({candidate, 0, std::nullopt});
-      }
-      const auto measured = runner.measure(requests);
-      std::vector<search::Observation> observations;
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        ++evaluations;
-        const auto& trial = measured.result[i].trial;
-        const auto latency = trial.metric("latency_s");
-        if (store::is_measured(trial.status) && latency) {
-          observations.push_back(search::Observation::success(batch[i], *latency));
-          if (*latency <= threshold && !bayes_evals) bayes_evals = evaluations;
-        } else {
-          observations.push_back(search::Observation::failed(batch[i], trial.error));
-        }
-      }
-      strategy->tell(observations);
+    std::vector<Outcome> loop, bayes;
+    for (int k = 0; k < seeds; ++k) {
+      orchestrator::Goal seeded = goal;
+      seeded.seed = goal.seed + std::uint64_t(k);
+      loop.push_back(run_loop(prepared, seeded, threshold, *store));
+      bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, *store));
+      if (seeds > 1)
+        std::printf("  seed %-4llu loop %-16s bayes %-16s (loop: %s)\n", static_cast<unsigned long long>(seeded.seed),
+                    reached(loop.back()).c_str(), reached(bayes.back()).c_str(), loop.back().note.c_str());
     }
-    record.status = store::RunStatus::completed;
-    store->update_run(record);
-
-    std::printf("%-20s %8llu %10d %10.4g s %14s %14s   (loop: %s; best %s)\n", goal.name.c_str(),
-                static_cast<unsigned long long>(size), goal.budget_evaluations, optimum,
-                reached(loop_evals, summary.evaluations).c_str(), reached(bayes_evals, evaluations).c_str(),
-                summary.stop_reason.c_str(), summary.best.key().c_str());
+    std::printf("%-20s %8llu %10d %10.4g s %14s %14s", goal.name.c_str(), static_cast<unsigned long long>(size),
+                goal.budget_evaluations, optimum, summarise(loop).c_str(), summarise(bayes).c_str());
+    if (seeds == 1) std::printf("   (loop: %s)", loop.front().note.c_str());
+    std::printf("\n");
     std::fflush(stdout);
   }
   return 0;

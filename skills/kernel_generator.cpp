@@ -1,6 +1,7 @@
 #include "skills/kernel_generator.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace autotune::skills {
 
@@ -160,7 +161,14 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   std::stable_sort(ideas.begin(), ideas.end(),
                    [](const Idea& a, const Idea& b) { return a.expected_gain > b.expected_gain; });
 
-  // Exploration fallbacks, after every finding-driven idea.
+  // Exploration fallbacks, after every finding-driven idea: the best's
+  // neighbourhood and wider surroundings, then whole spaces. Without any
+  // evidence (no finding and no bound: the target gave no profile) nothing
+  // says the best's surroundings are where to look, and a model-based search
+  // of the whole space beats stepping from best to best (docs/loop.md), so
+  // the whole spaces come first.
+  const bool no_evidence = request.analysis.findings.empty() && request.analysis.bound == "unknown";
+  std::vector<Idea> local_ideas, global_ideas;
   std::map<std::string, std::vector<search::ParamValue>> neighbourhood;
   {
     bool roles_known = false;
@@ -191,7 +199,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       neighbourhood = free;
       idea.id = "neighbourhood:" + best.key();
       idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
-      consider(std::move(idea));
+      local_ideas.push_back(std::move(idea));
     }
   }
   {
@@ -224,7 +232,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.id = "wide:" + best.key();
       idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" + std::to_string(size) +
                        " configurations)";
-      consider(std::move(idea));
+      local_ideas.push_back(std::move(idea));
     }
   }
   {
@@ -244,8 +252,14 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.variant = variant->name;
       idea.id = "space:" + variant->name;
       idea.rationale = "search the whole space of " + variant->name + " (" + variant->space->describe() + ")";
-      consider(std::move(idea));
+      global_ideas.push_back(std::move(idea));
     }
+    for (auto* list : no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
+      for (auto& idea : *list) {
+        if (no_evidence && idea.id.starts_with("space:"))
+          idea.rationale = "no profile evidence points anywhere: " + idea.rationale + " with the goal's strategy";
+        consider(std::move(idea));
+      }
     // Every idea settled and budget is left: it goes to the most promising
     // space not exhausted yet, the best's variant first. The id carries the
     // measurement count, so the continuation is a new idea each time the

@@ -360,3 +360,29 @@ TEST_CASE("generator: with every idea settled, the budget left goes on in the be
   request.measured_counts["fast"] = 27;
   CHECK(generator.generate(request).result.ideas.empty());
 }
+
+TEST_CASE("generator: without any evidence the whole space comes before the best's surroundings") {
+  VariantCatalog catalog;
+  catalog.variants = {make_variant("fast")};
+  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  KernelGenerator generator;
+  GenerationRequest request;
+  request.catalog = &catalog;
+  request.best = catalog.baseline;
+  request.measured_variants = {"fast"};
+  request.measured_counts = {{"fast", 1}};
+  request.analysis.bound = "unknown";  // what the analyzer says without a profile
+  auto ideas = generator.generate(request).result.ideas;
+  REQUIRE(ideas.size() >= 2);
+  CHECK(ideas.front().id == "space:fast");
+  CHECK(ideas.front().region.empty());
+  CHECK(ideas[1].id.starts_with("neighbourhood:"));
+
+  // A profile that names a bound is evidence the best's surroundings are the place to look, even with no
+  // finding left to act on.
+  request.analysis.bound = "memory";
+  ideas = generator.generate(request).result.ideas;
+  REQUIRE(ideas.size() >= 2);
+  CHECK(ideas.front().id.starts_with("neighbourhood:"));
+  CHECK(ideas.back().id == "space:fast");
+}
