@@ -14,6 +14,26 @@ std::uint64_t unknown_in_region(const ExplorationRequest& request) {
   return request.region->size() - std::min<std::uint64_t>(known, request.region->size());
 }
 
+// Probes not measured yet (a probe repeating a known configuration would
+// spend an evaluation on a number the run already has).
+std::vector<Candidate> fresh_probes(const ExplorationRequest& request) {
+  std::vector<Candidate> out;
+  for (const auto& probe : request.probes) {
+    bool known = false;
+    if (request.variant && request.variant->space && probe.variant == request.variant->name) {
+      const auto configuration = search::configuration_from_json(*request.variant->space, probe.params);
+      for (const auto& observation : request.known) {
+        known = observation.configuration.size() == configuration.size() &&
+                std::equal(configuration.begin(), configuration.end(), observation.configuration.begin(),
+                           [](const auto& a, const auto& b) { return search::same_value(a, b); });
+        if (known) break;
+      }
+    }
+    if (!known) out.push_back(probe);
+  }
+  return out;
+}
+
 }  // namespace
 
 int region_patience(const search::SearchSpace& region, int batch_size) {
@@ -26,10 +46,11 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   SkillResult<ExplorationPlan> out;
   ExplorationPlan& plan = out.result;
   const std::uint64_t fresh = unknown_in_region(request);
+  const auto probes = fresh_probes(request);
   plan.region_size = request.region ? request.region->size() : 0;
-  const int wanted = int(std::min<std::uint64_t>(fresh + request.probes.size(), std::uint64_t(1) << 30));
+  const int wanted = int(std::min<std::uint64_t>(fresh + probes.size(), std::uint64_t(1) << 30));
   plan.budget = std::min(request.budget, wanted);
-  const bool enumerable = fresh + request.probes.size() <= std::uint64_t(std::max(request.budget, 0));
+  const bool enumerable = fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
   plan.strategy = enumerable ? "grid" : request.strategy;
 
   auto& decision = out.decision;
@@ -43,13 +64,14 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                      {"batch_size", request.batch_size}};
   decision.evidence = {{"unmeasured_in_region", fresh},
                        {"probes", request.probes.size()},
+                       {"probes_measured_before", request.probes.size() - probes.size()},
                        {"budget_offered", request.budget},
                        {"proposing", plan.budget}};
   if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
   decision.alternatives = Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
                                        {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
   std::string what;
-  if (!request.probes.empty()) what = std::to_string(request.probes.size()) + " probe(s)";
+  if (!request.probes.empty()) what = std::to_string(probes.size()) + " probe(s) not measured yet";
   if (request.region) {
     if (!what.empty()) what += " and ";
     what += std::to_string(fresh) + " unmeasured of the region's " + std::to_string(plan.region_size) +
@@ -78,17 +100,19 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
   };
 
   std::vector<search::Observation> probe_observations;
-  if (!request.probes.empty()) {
-    std::vector<Candidate> probes(request.probes.begin(),
-                                  request.probes.begin() + std::min<std::size_t>(request.probes.size(), plan.budget));
+  const auto fresh = fresh_probes(request);
+  const std::size_t measured_probes = std::min<std::size_t>(fresh.size(), std::max(plan.budget, 0));
+  if (measured_probes > 0) {
+    const std::vector<Candidate> probes(fresh.begin(), fresh.begin() + measured_probes);
     const auto observations = measure(probes);
     out.evaluations += int(probes.size());
     note(probes, observations);
     probe_observations = observations;
   }
   if (!request.region) {
-    out.stop_reason = "probes measured";
-    out.settled = true;
+    // Probes the budget cut off are measured when the idea comes back.
+    out.settled = measured_probes == fresh.size();
+    out.stop_reason = out.settled ? "probes measured" : "budget of " + std::to_string(plan.budget) + " spent";
     return out;
   }
 

@@ -386,3 +386,42 @@ TEST_CASE("generator: without any evidence the whole space comes before the best
   CHECK(ideas.front().id.starts_with("neighbourhood:"));
   CHECK(ideas.back().id == "space:fast");
 }
+
+TEST_CASE("explorer: probes measured before are skipped, probes the budget cuts off come back") {
+  const VariantSpace variant = make_variant("fast");
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.batch_size = 2;
+  for (int a : {32, 64, 128}) request.probes.push_back({"fast", {{"a", a}, {"b", 1}, {"c", 1}}});
+  // a=64 was measured earlier in the run.
+  request.known.push_back(search::Observation::success(
+      search::configuration_from_json(*variant.space, request.probes[1].params), 1.0));
+  std::vector<std::string> measured;
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch) {
+      measured.push_back(c.key());
+      out.push_back(search::Observation::success({}, 1.0 / c.params.at("a").get<double>()));
+    }
+    return out;
+  };
+
+  request.budget = 1;
+  auto result = explorer.explore(request, explorer.plan(request).result, measure, {});
+  CHECK(result.evaluations == 1);
+  CHECK_FALSE(result.settled);  // one probe left: the idea may come back
+  REQUIRE(measured.size() == 1);
+  CHECK(measured[0] == request.probes[0].key());
+
+  request.known.push_back(search::Observation::success(
+      search::configuration_from_json(*variant.space, request.probes[0].params), 1.0 / 32));
+  request.budget = 5;
+  const auto plan = explorer.plan(request);
+  CHECK(plan.result.budget == 1);
+  result = explorer.explore(request, plan.result, measure, {});
+  CHECK(result.evaluations == 1);
+  CHECK(result.settled);
+  REQUIRE(measured.size() == 2);
+  CHECK(measured[1] == request.probes[2].key());
+}
