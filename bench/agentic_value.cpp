@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
     else goals.push_back(argv[i]);
   }
   if (goals.empty())
-    for (const char* name : {"quickstart", "exp-profiler", "replay-convolution", "gemm-article"})
+    for (const char* name : {"quickstart", "exp-profiler", "replay-convolution", "qwen3-attention-16k", "gemm-article"})
       goals.push_back(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/goals/" + name + ".yaml");
   const auto dir = std::filesystem::temp_directory_path() / "autotune-bench-agentic-value";
   std::filesystem::create_directories(dir);
