@@ -73,6 +73,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
   auto last_flush = Clock::now();
   Json statuses = Json::object();
   int64_t reused = 0, resumed = 0, cache_hits = 0, measured = 0;
+  const int64_t batch_number = ++batches_;
 
   auto make_trial = [&](const TrialRequest& request) {
     store::Trial trial;
@@ -83,6 +84,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     trial.params = request.candidate.params;
     trial.config_hash = config_hash(request.candidate);
     trial.cache_key = cache_key(request.candidate);
+    trial.batch = batch_number;
     return trial;
   };
 

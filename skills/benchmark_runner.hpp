@@ -104,6 +104,7 @@ class BenchmarkRunner {
   std::map<std::string, store::Trial> resumable_;      // config hash -> trial committed before a resume
   std::map<int64_t, Json> profiles_;                   // trial id -> profile summary
   RunnerCounters counters_;
+  int64_t batches_ = 0;  // measure() calls so far: the next trial's Trial::batch
 };
 
 }  // namespace autotune::skills

@@ -132,7 +132,8 @@ void to_json(Json& out, const Trial& trial) {
              {"verification", trial.verification},
              {"cache_hit", trial.cache_hit},
              {"created", trial.created},
-             {"duration_ms", trial.duration_ms}};
+             {"duration_ms", trial.duration_ms},
+             {"batch", trial.batch ? Json(*trial.batch) : Json(nullptr)}};
 }
 
 void to_json(Json& out, const Profile& profile) {

@@ -94,6 +94,10 @@ struct Trial {
   bool cache_hit = false;
   std::string created;
   double duration_ms = 0;
+  // The Benchmark Runner's batch within the run (1, 2, ...): trials of one
+  // batch were proposed together, so none of them was known when another
+  // was proposed. Absent in databases written before schema version 3.
+  std::optional<int64_t> batch;
 
   // metrics[name] as a number, if present and numeric.
   std::optional<double> metric(const std::string& name) const;

@@ -240,6 +240,7 @@ Explanation explain(Store& store, int64_t run_id, int64_t trial_id) {
   const auto& self = out.trial;
   auto known_before = [&](const Trial& other) {
     if (other.id == self.id) return false;
+    if (self.batch && other.batch) return *other.batch < *self.batch;
     if (self.decision_seq && other.decision_seq) return *other.decision_seq < *self.decision_seq;
     return other.id < self.id;
   };

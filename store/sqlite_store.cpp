@@ -60,7 +60,7 @@ Decision read_decision(const Statement& row) {
 
 constexpr const char* kTrialColumns =
     "id, run, iteration, decision_seq, variant, params, config_hash, cache_key, status, metrics, repeats, "
-    "error, verification, cache_hit, created, duration_ms";
+    "error, verification, cache_hit, created, duration_ms, batch";
 
 Trial read_trial(const Statement& row) {
   Trial trial;
@@ -80,6 +80,7 @@ Trial read_trial(const Statement& row) {
   trial.cache_hit = row.int64(13) != 0;
   trial.created = row.text(14);
   trial.duration_ms = row.real(15);
+  trial.batch = row.optional_int64(16);
   return trial;
 }
 
@@ -324,8 +325,8 @@ void SqliteStore::commit_trials(std::vector<Trial>& trials) {
   Statement insert(
       connection_,
       "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, cache_key, "
-      "status, metrics, repeats, error, verification, cache_hit, created, duration_ms) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "status, metrics, repeats, error, verification, cache_hit, created, duration_ms, batch) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const Trial& trial : trials) {
     const std::string created = or_now(trial.created);
     insert.reset();
@@ -343,7 +344,8 @@ void SqliteStore::commit_trials(std::vector<Trial>& trials) {
         .bind(12, trial.verification)
         .bind(13, trial.cache_hit)
         .bind(14, created)
-        .bind(15, trial.duration_ms);
+        .bind(15, trial.duration_ms)
+        .bind(16, trial.batch);
     insert.run();
     assigned.emplace_back(connection_.last_insert_id(), created);
   }

@@ -199,6 +199,30 @@ TEST_CASE("report: explain names the proposing decision, the comparison, and the
   CHECK(json["speedup_vs_baseline"].get<double>() == doctest::Approx(4.0 / 3.0));
 }
 
+TEST_CASE("report: explain compares a trial with the best of earlier batches, its own decision's included") {
+  MemoryStore store;
+  const int64_t run = store.create_run(sample_run());
+  Decision search{.run = run, .iteration = 1, .skill = "param_explorer", .action = "search:bayes", .proposer = "rules"};
+  store.append_decision(search);
+  // One search over three batches: 4 ms; then 3 ms and 2 ms together; then 2.5 ms.
+  std::vector<Trial> trials{sample_trial(run, search.seq, "tiled", 32, TrialStatus::ok, 4e-3),
+                            sample_trial(run, search.seq, "tiled", 64, TrialStatus::ok, 3e-3),
+                            sample_trial(run, search.seq, "tiled", 128, TrialStatus::ok, 2e-3),
+                            sample_trial(run, search.seq, "tiled", 256, TrialStatus::ok, 2.5e-3)};
+  for (std::size_t i = 0; i < trials.size(); ++i) trials[i].batch = i == 0 ? 1 : i < 3 ? 2 : 3;
+  store.commit_trials(trials);
+
+  const auto batch_mate = report::explain(store, run, trials[2].id);
+  REQUIRE(batch_mate.best_before);
+  CHECK(batch_mate.best_before->id == trials[0].id);  // not the 3 ms trial proposed beside it
+  CHECK(batch_mate.became_best);
+
+  const auto later = report::explain(store, run, trials[3].id);
+  REQUIRE(later.best_before);
+  CHECK(later.best_before->id == trials[2].id);  // same decision, an earlier batch
+  CHECK_FALSE(later.became_best);
+}
+
 TEST_CASE("report: explain traces a trial back to the policy's idea and the finding behind it") {
   MemoryStore store;
   const int64_t run = store.create_run(sample_run());

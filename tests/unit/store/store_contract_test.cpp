@@ -150,6 +150,7 @@ TEST_CASE_TEMPLATE("contract: trial batches get ids, keep their order and round-
       sample_trial(run, proposal.seq, "tiled", 512, TrialStatus::invalid, std::nullopt)};
   batch[0].verification = {{"max_rel_error", 3.1e-7}, {"mse", 2.2e-15}, {"cosine", 0.9999999999}};
   batch[0].duration_ms = 3.25;
+  batch[0].batch = 7;
   batch[1].cache_hit = true;
   store.commit_trials(batch);
   CHECK(batch[0].id > 0);
@@ -166,6 +167,8 @@ TEST_CASE_TEMPLATE("contract: trial batches get ids, keep their order and round-
   CHECK(loaded[0].repeats == batch[0].repeats);
   CHECK(loaded[0].verification == batch[0].verification);
   CHECK(loaded[0].duration_ms == 3.25);
+  CHECK(loaded[0].batch == 7);
+  CHECK_FALSE(loaded[1].batch);
   CHECK(loaded[0].config_hash == batch[0].config_hash);
   CHECK(loaded[0].cache_key == batch[0].cache_key);
   CHECK(loaded[1].status == TrialStatus::invalid);
