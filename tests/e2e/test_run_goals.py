@@ -96,8 +96,8 @@ def check_gemm_article(tmp, db):
 
 
 def check_iterations_all_measure(tmp, db):
-    """An idea that settles without measuring (its region's history says it stopped paying) does not use up
-    an iteration: a replay run held to an unreachable bound measures something in each of its iterations."""
+    """A replay run held to an unreachable bound runs all its iterations and measures something in each: none is
+    spent on an idea that measured nothing (tests/unit/orchestrator/loop_test.cpp forces that case)."""
     with open(goal_path("replay-convolution.yaml")) as f:
         text = f.read()
     cachefile = os.path.abspath(os.path.join(os.path.dirname(goal_path("replay-convolution.yaml")),
