@@ -301,6 +301,16 @@ RunSummary Orchestrator::run() {
     log.set_outcome(start_seq, "baseline " + std::to_string(baseline_trial->metric("latency_s").value_or(0)) + " s");
 
     int failed_in_a_row = 0;
+    // Ideas in a row that settled without measuring anything: each hands its
+    // iteration to the next idea, up to this many, so a skill that keeps
+    // proposing spent regions under new ids cannot hold the loop in place.
+    constexpr int kMaxUnspentIdeasInARow = 8;
+    int unspent_in_a_row = 0;
+    auto keep_iteration = [&](int& iteration) {
+      if (unspent_in_a_row >= kMaxUnspentIdeasInARow) return;
+      ++unspent_in_a_row;
+      --iteration;
+    };
     std::string stop_reason;
     for (int iteration = 1;; ++iteration) {
       if (goal_met()) {
@@ -393,7 +403,7 @@ RunSummary Orchestrator::run() {
         } else {
           tried_ideas.insert(idea.id);
           log.set_outcome(policy_seq, "region infeasible under the constraints; next idea");
-          --iteration;  // nothing was measured: the iteration is not spent
+          keep_iteration(iteration);  // nothing was measured: the iteration is not spent
           continue;
         }
       }
@@ -440,7 +450,8 @@ RunSummary Orchestrator::run() {
                           {"best_after", best_value},
                           {"improvement", current_improvement()},
                           {"evaluations", runner.counters().evaluations}};
-      const bool unspent = exploration.evaluations == 0 && exploration.settled;
+      const bool unspent = exploration.evaluations == 0 && exploration.settled &&
+                           unspent_in_a_row < kMaxUnspentIdeasInARow;
       verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
                           : unspent
                               ? "the idea settled without a measurement (" + exploration.stop_reason +
@@ -451,8 +462,11 @@ RunSummary Orchestrator::run() {
       failed_in_a_row = improved ? 0 : failed_in_a_row + 1;
       // An idea that settled without measuring anything (its region's history
       // already shows it stopped paying) did not use the iteration: the next
-      // idea gets it. The idea is now tried, so this cannot repeat forever.
-      if (unspent) --iteration;
+      // idea gets it (the idea is now tried; kMaxUnspentIdeasInARow bounds it).
+      if (unspent)
+        keep_iteration(iteration);
+      else if (exploration.evaluations > 0)
+        unspent_in_a_row = 0;
     }
     return finish(store::RunStatus::completed, stop_reason);
   } catch (const UserError& e) {
