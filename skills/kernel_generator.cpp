@@ -86,11 +86,13 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
           const auto* parameter = current.parameter(name);
           const auto now = value_of(best, name);
           if (!parameter || !now) continue;
+          // The current value and the next one up: one step, then the next
+          // analysis of the new best says whether to go further.
           std::vector<search::ParamValue> upward;
           bool reached = false;
           for (const auto& v : parameter->values()) {
             reached = reached || search::same_value(v, *now);
-            if (reached) upward.push_back(v);
+            if (reached && upward.size() < 2) upward.push_back(v);
           }
           if (upward.size() > 1) {
             free[name] = upward;

@@ -148,6 +148,12 @@ TEST_CASE("generator: a raise finding searches the role's higher values with the
   request.tried_ideas.insert(raise.id);
   const auto again = generator.generate(request);
   CHECK(again.result.ideas.front().id != raise.id);
+
+  // One step up at a time: the next analysis says whether to go further.
+  request.best = {"fast", {{"a", 64}, {"b", 1}, {"c", 1}}};
+  const auto from_lowest = generator.generate(request).result.ideas.front();
+  REQUIRE(from_lowest.region.count("b"));
+  CHECK(from_lowest.region.at("b") == std::vector<search::ParamValue>{std::int64_t(1), std::int64_t(2)});
 }
 
 TEST_CASE("explorer: enumerates a small region, respects the budget, never repeats") {
