@@ -57,7 +57,9 @@ Flattened flatten(const skills::VariantCatalog& catalog) {
   std::vector<search::ParameterSpec> parameters{search::ParameterSpec::categorical("variant", names)};
   for (const auto& name : order) {
     auto d = domains[name];
-    std::sort(d.begin(), d.end(), [](const auto& a, const auto& b) { return search::numeric_value(a) < search::numeric_value(b); });
+    std::sort(d.begin(), d.end(), [](const auto& a, const auto& b) {
+      return search::numeric_value(a) < search::numeric_value(b);
+    });
     parameters.push_back(search::ParameterSpec::ordered(name, d));
   }
   std::vector<std::string> constraints;
@@ -72,7 +74,8 @@ Flattened flatten(const skills::VariantCatalog& catalog) {
       }
       if (p->size() == domains[name].size()) continue;
       std::string allowed;
-      for (const auto& value : p->values()) allowed += (allowed.empty() ? "" : " || ") + name + " == " + search::to_string(value);
+      for (const auto& value : p->values())
+        allowed += (allowed.empty() ? "" : " || ") + name + " == " + search::to_string(value);
       constraints.push_back(guard + "(" + allowed + ")");
     }
   }
@@ -98,10 +101,12 @@ bool meets_goal(const orchestrator::Goal& goal, const Json& start, const Json& m
   if (goal.improvement)
     met = met && orchestrator::improvement_of(goal.objective, *baseline, *value) >= *goal.improvement - 1e-12;
   if (goal.absolute) {
-    if (goal.objective == orchestrator::Objective::latency) met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
+    if (goal.objective == orchestrator::Objective::latency)
+      met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
     if (goal.objective == orchestrator::Objective::throughput)
       met = met && metrics.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
-    if (goal.objective == orchestrator::Objective::mfu) met = met && metrics.value("mfu_percent", 0.0) >= *goal.absolute;
+    if (goal.objective == orchestrator::Objective::mfu)
+      met = met && metrics.value("mfu_percent", 0.0) >= *goal.absolute;
   }
   return met;
 }
@@ -110,9 +115,11 @@ bool meets_goal(const orchestrator::Goal& goal, const Json& start, const Json& m
 void count(Outcome& out, const orchestrator::Goal& goal, double threshold, const Json* metrics) {
   ++out.evaluations;
   if (!metrics) return;
-  const auto latency = metrics->contains("latency_s") ? std::optional<double>(metrics->at("latency_s").get<double>())
-                                                      : std::nullopt;
-  if (latency && *latency <= threshold && !out.evaluations_to_bound) out.evaluations_to_bound = out.evaluations;
+  const auto latency = metrics->contains("latency_s")
+                           ? std::optional<double>(metrics->at("latency_s").get<double>())
+                           : std::nullopt;
+  if (latency && *latency <= threshold && !out.evaluations_to_bound)
+    out.evaluations_to_bound = out.evaluations;
   if (!out.evaluations_to_goal && meets_goal(goal, out.start_metrics, *metrics))
     out.evaluations_to_goal = out.evaluations;
 }
@@ -131,8 +138,8 @@ std::string summarise(const std::vector<Outcome>& outcomes, std::optional<int> O
   std::sort(ranks.begin(), ranks.end());
   const auto got = std::count_if(ranks.begin(), ranks.end(), [](int r) { return r < (1 << 30); });
   const int median = ranks[(ranks.size() - 1) / 2];
-  return (median < (1 << 30) ? std::to_string(median) : std::string("none")) + " (" + std::to_string(got) + "/" +
-         std::to_string(outcomes.size()) + ")";
+  return (median < (1 << 30) ? std::to_string(median) : std::string("none")) + " (" + std::to_string(got) +
+         "/" + std::to_string(outcomes.size()) + ")";
 }
 
 // The loop, its goal's absolute bound replaced by `bound` (within 5% of the
@@ -144,20 +151,22 @@ Outcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal&
   loop_goal.absolute = bound;
   orchestrator::RunOptions run_options;
   run_options.jobs = 2;
-  orchestrator::RunContext context{loop_goal, prepared.setup.catalog, *prepared.setup.target, store,
-                                   prepared.setup.simulator_version, run_options};
+  orchestrator::RunContext context{loop_goal, prepared.setup.catalog,           *prepared.setup.target,
+                                   store,     prepared.setup.simulator_version, run_options};
   const auto summary = orchestrator::Orchestrator(context).run();
   Outcome out;
   const auto trials = store.trials(summary.run_id);
   if (!trials.empty()) out.start_metrics = trials.front().metrics;
-  for (const auto& trial : trials) count(out, goal, threshold, store::is_measured(trial.status) ? &trial.metrics : nullptr);
+  for (const auto& trial : trials)
+    count(out, goal, threshold, store::is_measured(trial.status) ? &trial.metrics : nullptr);
   out.note = summary.stop_reason + "; best " + summary.best.key();
   return out;
 }
 
 // Plain bayes over the flattened space, the goal's seed, budget and batches.
-Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat, const orchestrator::Goal& goal,
-                       double threshold, const Json& start_metrics, store::Store& store) {
+Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat,
+                       const orchestrator::Goal& goal, double threshold, const Json& start_metrics,
+                       store::Store& store) {
   store::Run record;
   record.goal_name = goal.name + " (flattened bayes)";
   record.goal_yaml = orchestrator::to_yaml(goal);
@@ -168,8 +177,8 @@ Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& fl
                                         goal.strategy_options);
   Outcome out;
   out.start_metrics = start_metrics;
-  while (out.evaluations < goal.budget_evaluations && !(out.evaluations_to_bound && out.evaluations_to_goal) &&
-         !strategy->done()) {
+  while (out.evaluations < goal.budget_evaluations &&
+         !(out.evaluations_to_bound && out.evaluations_to_goal) && !strategy->done()) {
     const auto batch = strategy->ask(
         std::size_t(std::min(goal.effective_batch_size(), goal.budget_evaluations - out.evaluations)));
     if (batch.empty()) break;
@@ -212,12 +221,16 @@ int main(int argc, char** argv) {
   std::uint64_t cap = 8000;
   int seeds = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
-    else if (std::string(argv[i]) == "--seeds" && i + 1 < argc) seeds = std::max(1, std::atoi(argv[++i]));
-    else goals.push_back(argv[i]);
+    if (std::string(argv[i]) == "--cap" && i + 1 < argc)
+      cap = std::strtoull(argv[++i], nullptr, 10);
+    else if (std::string(argv[i]) == "--seeds" && i + 1 < argc)
+      seeds = std::max(1, std::atoi(argv[++i]));
+    else
+      goals.push_back(argv[i]);
   }
   if (goals.empty())
-    for (const char* name : {"quickstart", "exp-profiler", "replay-convolution", "qwen3-attention-16k", "gemm-article"})
+    for (const char* name :
+         {"quickstart", "exp-profiler", "replay-convolution", "qwen3-attention-16k", "gemm-article"})
       goals.push_back(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/goals/" + name + ".yaml");
   const auto dir = std::filesystem::temp_directory_path() / "autotune-bench-agentic-value";
   std::filesystem::create_directories(dir);
@@ -231,8 +244,9 @@ int main(int argc, char** argv) {
     std::uint64_t size = 0;
     for (const auto& v : prepared.setup.catalog.variants) size += v.space->size();
     if (size > cap) {
-      std::printf("%-20s %8llu  skipped: the space exceeds the sweep cap of %llu (--cap N)\n", goal.name.c_str(),
-                  static_cast<unsigned long long>(size), static_cast<unsigned long long>(cap));
+      std::printf("%-20s %8llu  skipped: the space exceeds the sweep cap of %llu (--cap N)\n",
+                  goal.name.c_str(), static_cast<unsigned long long>(size),
+                  static_cast<unsigned long long>(cap));
       continue;
     }
     orchestrator::SweepOptions sweep_options;
@@ -248,8 +262,9 @@ int main(int argc, char** argv) {
     const auto& best = sweep.top.front();
     const double bound = goal.objective == orchestrator::Objective::throughput
                              ? best.metric("throughput_flops_per_s").value_or(0) / 1.05
-                         : goal.objective == orchestrator::Objective::mfu ? best.metric("mfu_percent").value_or(0) / 1.05
-                                                                          : threshold;
+                         : goal.objective == orchestrator::Objective::mfu
+                             ? best.metric("mfu_percent").value_or(0) / 1.05
+                             : threshold;
 
     const Flattened flat = flatten(prepared.setup.catalog);
     std::vector<Outcome> loop, bayes;

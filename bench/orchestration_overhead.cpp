@@ -36,14 +36,15 @@ int main(int argc, char** argv) {
     options.jobs = 1;
     options.use_cache = false;
     options.limit = configurations;
-    const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                                prepared.setup.simulator_version, options);
+    const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+                                                *store, prepared.setup.simulator_version, options);
     const double outside = result.wall_time_s - result.counters.target_seconds;
-    std::printf("sweep, 1 worker, %llu configurations: wall %.3f s, simulator %.3f s, outside %.3f s = %.2f%% "
-                "(commits %.3f s in %lld transactions); target <= 5%%\n",
-                static_cast<unsigned long long>(result.configurations), result.wall_time_s,
-                result.counters.target_seconds, outside, 100 * outside / result.wall_time_s,
-                result.counters.commit_seconds, static_cast<long long>(result.counters.commits));
+    std::printf(
+        "sweep, 1 worker, %llu configurations: wall %.3f s, simulator %.3f s, outside %.3f s = %.2f%% "
+        "(commits %.3f s in %lld transactions); target <= 5%%\n",
+        static_cast<unsigned long long>(result.configurations), result.wall_time_s,
+        result.counters.target_seconds, outside, 100 * outside / result.wall_time_s,
+        result.counters.commit_seconds, static_cast<long long>(result.counters.commits));
   }
   {
     auto prepared = orchestrator::load_and_prepare(goal_file);
@@ -51,13 +52,14 @@ int main(int argc, char** argv) {
     orchestrator::RunOptions options;
     options.jobs = 1;
     options.use_cache = false;
-    orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                     prepared.setup.simulator_version, options};
+    orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
+                                     *store,        prepared.setup.simulator_version, options};
     const auto summary = orchestrator::Orchestrator(context).run();
     const double outside = summary.wall_time_s - summary.target_seconds;
-    std::printf("agentic run, 1 worker, %d evaluations: wall %.3f s, simulator %.3f s, outside %.3f s = %.2f%%\n",
-                summary.evaluations, summary.wall_time_s, summary.target_seconds, outside,
-                100 * outside / summary.wall_time_s);
+    std::printf(
+        "agentic run, 1 worker, %d evaluations: wall %.3f s, simulator %.3f s, outside %.3f s = %.2f%%\n",
+        summary.evaluations, summary.wall_time_s, summary.target_seconds, outside,
+        100 * outside / summary.wall_time_s);
   }
   std::filesystem::remove_all(dir);
   return 0;

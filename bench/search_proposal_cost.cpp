@@ -5,10 +5,10 @@
 //   build/bench/bench_search_proposal_cost [observations=300] [batch=1]
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "search/strategy.hpp"
 
@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     const auto start = std::chrono::steady_clock::now();
     const auto asked = strategy->ask(batch);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     total_ms += ms;
     per_configuration.push_back(ms / static_cast<double>(asked.size()));
     proposed += asked.size();
@@ -70,10 +71,11 @@ int main(int argc, char** argv) {
   }
   const double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   std::sort(per_configuration.begin(), per_configuration.end());
-  std::printf("bayes proposal cost, %zu observations, batch %zu, %zu proposals: mean %.1f ms per configuration, "
-              "median %.1f ms, worst %.1f ms (a hyperparameter refit)\n",
-              observations, batch, proposed, total_ms / static_cast<double>(proposed),
-              per_configuration[per_configuration.size() / 2], per_configuration.back());
+  std::printf(
+      "bayes proposal cost, %zu observations, batch %zu, %zu proposals: mean %.1f ms per configuration, "
+      "median %.1f ms, worst %.1f ms (a hyperparameter refit)\n",
+      observations, batch, proposed, total_ms / static_cast<double>(proposed),
+      per_configuration[per_configuration.size() / 2], per_configuration.back());
   std::printf("CPU time (excludes waiting for a core on a shared machine): %.1f ms per configuration\n",
               cpu_ms / static_cast<double>(proposed));
   return 0;

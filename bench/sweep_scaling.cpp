@@ -33,12 +33,13 @@ int main(int argc, char** argv) {
     options.jobs = jobs;
     options.use_cache = false;
     options.limit = configurations;
-    const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                                prepared.setup.simulator_version, options);
+    const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+                                                *store, prepared.setup.simulator_version, options);
     wall[jobs] = result.wall_time_s;
-    std::printf("sweep --jobs %d: %llu configurations in %.2f s (%.1f ms each; %.2f s inside the simulator)\n", jobs,
-                static_cast<unsigned long long>(result.configurations), result.wall_time_s,
-                1000 * result.wall_time_s / double(result.configurations), result.counters.target_seconds);
+    std::printf(
+        "sweep --jobs %d: %llu configurations in %.2f s (%.1f ms each; %.2f s inside the simulator)\n", jobs,
+        static_cast<unsigned long long>(result.configurations), result.wall_time_s,
+        1000 * result.wall_time_s / double(result.configurations), result.counters.target_seconds);
   }
   std::printf("speed-up --jobs 2 over --jobs 1: %.2fx (target >= 1.7x on 2 idle cores)\n", wall[1] / wall[2]);
   std::filesystem::remove_all(dir);

@@ -31,7 +31,9 @@ struct ExportOptions {
 int run_export(const ExportOptions& o) {
   auto store = open_store_for_reading(o.db);
   const auto run = store->run(o.run);
-  if (!run) throw UserError("no run " + std::to_string(o.run) + " in " + store->location() + " (see `autotune runs`)");
+  if (!run)
+    throw UserError("no run " + std::to_string(o.run) + " in " + store->location() +
+                    " (see `autotune runs`)");
   std::optional<store::Trial> trial;
   if (o.trial) {
     trial = store->trial(o.run, *o.trial);
@@ -73,17 +75,20 @@ int run_export(const ExportOptions& o) {
     if (kernel["dtype"]) dtype_text = kernel["dtype"].Scalar();
   }
   const auto dtype = dtype_text.empty() ? std::optional(family.dtypes.front()) : sim::parse_dtype(dtype_text);
-  if (!dtype) throw UserError("run " + std::to_string(o.run) + ": unknown dtype '" + dtype_text + "' in its goal");
+  if (!dtype)
+    throw UserError("run " + std::to_string(o.run) + ": unknown dtype '" + dtype_text + "' in its goal");
 
   kernels::ParamValues params;
   if (trial->params.is_object())
     for (const auto& [name, value] : trial->params.items())
-      if (value.is_number_integer() && variant->find_param(name) != nullptr) params[name] = value.get<std::int64_t>();
+      if (value.is_number_integer() && variant->find_param(name) != nullptr)
+        params[name] = value.get<std::int64_t>();
 
   kernels::external::ExportProvenance provenance;
   provenance.run = "run " + std::to_string(run->id) + " (goal " + run->goal_name + ", seed " +
                    std::to_string(run->seed) + ", simulator " + run->simulator_version + ")";
-  provenance.trial = "trial " + std::to_string(trial->id) + " (" + std::string(store::to_string(trial->status)) + ")";
+  provenance.trial =
+      "trial " + std::to_string(trial->id) + " (" + std::string(store::to_string(trial->status)) + ")";
   provenance.target = goal["target"] && goal["target"].IsScalar() ? goal["target"].Scalar() : run->target;
   provenance.metrics = trial->metrics.is_object() ? trial->metrics : nlohmann::json::object();
   provenance.verification = trial->verification;
@@ -101,8 +106,8 @@ int run_export(const ExportOptions& o) {
   out << source;
   out.close();
   if (!out) throw UserError("cannot write " + o.output);
-  std::cerr << "wrote " << o.output << ": " << family.name << " / " << variant->name << ", trial " << trial->id
-            << " of run " << run->id << "\n";
+  std::cerr << "wrote " << o.output << ": " << family.name << " / " << variant->name << ", trial "
+            << trial->id << " of run " << run->id << "\n";
   return 0;
 }
 

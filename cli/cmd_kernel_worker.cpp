@@ -21,7 +21,8 @@ int run_kernel_worker() {
   try {
     reply = kernels::external::serve_worker_request(nlohmann::json::parse(input));
   } catch (const nlohmann::json::exception& e) {
-    reply = {{"ok", false}, {"status", "failed"}, {"error", std::string("malformed worker request: ") + e.what()}};
+    reply = {
+        {"ok", false}, {"status", "failed"}, {"error", std::string("malformed worker request: ") + e.what()}};
   }
   std::cout << reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   return 0;

@@ -1,4 +1,5 @@
-// autotune profile (--kernel K [--variant V] | --kernel-source FILE.cc [--timeout S]) [--target T] [--shape A=1,B=2] [--dtype D]
+// autotune profile (--kernel K [--variant V] | --kernel-source FILE.cc [--timeout S]) [--target T] [--shape
+// A=1,B=2] [--dtype D]
 //                  [--param name=value]... [--trace out.json] [--json] [--no-verify] [--seed S]
 //
 // Simulates one kernel variant once through the evaluation pipeline
@@ -112,9 +113,14 @@ int run_source_profile(const ProfileOptions& o) {
   const auto outcome = kernels::external::evaluate_in_worker(request, worker);
   if (!outcome.result.contains("kernel")) {  // no evaluation: a crash, a timeout, or a rejected request
     if (o.json) {
-      std::cout << nlohmann::json({{"kernel_source", o.kernel_source}, {"status", outcome.status}, {"error", outcome.error}}).dump(2) << "\n";
+      std::cout << nlohmann::json({{"kernel_source", o.kernel_source},
+                                   {"status", outcome.status},
+                                   {"error", outcome.error}})
+                       .dump(2)
+                << "\n";
     } else {
-      std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(), outcome.status.c_str(), outcome.error.c_str());
+      std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(), outcome.status.c_str(),
+                  outcome.error.c_str());
     }
     return 1;
   }
@@ -125,10 +131,11 @@ int run_source_profile(const ProfileOptions& o) {
   if (o.json) {
     std::cout << result.dump(2) << "\n";
   } else {
-    std::printf("kernel source %s (%s %s)\n\n", o.kernel_source.c_str(), kernel.cached ? "cached build" : "compiled to",
-                kernel.so_path.c_str());
+    std::printf("kernel source %s (%s %s)\n\n", o.kernel_source.c_str(),
+                kernel.cached ? "cached build" : "compiled to", kernel.so_path.c_str());
     std::fputs(result.value("report_text", "").c_str(), stdout);
-    if (!o.trace.empty() && result.contains("trace")) std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
+    if (!o.trace.empty() && result.contains("trace"))
+      std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
   return outcome.ok() ? 0 : 1;
 }
@@ -167,7 +174,8 @@ void check_constraints(const kernels::VariantSpec& variant, const kernels::Param
 
 int run_profile(const ProfileOptions& o) {
   if (!o.kernel_source.empty()) return run_source_profile(o);
-  if (o.kernel.empty()) throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");
+  if (o.kernel.empty())
+    throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");
   const auto& family = kernels::family_registry().get(o.kernel);
   const std::string variant_name = o.variant.empty() ? family.baseline_variant : o.variant;
   const kernels::VariantSpec& variant = family.variant(variant_name);

@@ -18,15 +18,19 @@ namespace {
 
 std::string seconds_text(double s) {
   char buffer[48];
-  if (s >= 1) std::snprintf(buffer, sizeof buffer, "%.3f s", s);
-  else if (s >= 1e-3) std::snprintf(buffer, sizeof buffer, "%.3f ms", s * 1e3);
-  else std::snprintf(buffer, sizeof buffer, "%.2f us", s * 1e6);
+  if (s >= 1)
+    std::snprintf(buffer, sizeof buffer, "%.3f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.2f us", s * 1e6);
   return buffer;
 }
 
 std::string params_text(const nlohmann::json& params) {
   std::string out;
-  for (const auto& [k, v] : params.items()) out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  for (const auto& [k, v] : params.items())
+    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
   return out.empty() ? "(no parameters)" : out;
 }
 
@@ -53,18 +57,20 @@ void print_summary(const orchestrator::RunSummary& s) {
   const double base = s.baseline_metrics.is_object() ? s.baseline_metrics.value("latency_s", 0.0) : 0.0;
   const double best = s.best_metrics.is_object() ? s.best_metrics.value("latency_s", 0.0) : 0.0;
   if (!s.baseline.variant.empty())
-    std::printf("  baseline:    %s %s  %s%s\n", s.baseline.variant.c_str(), params_text(s.baseline.params).c_str(),
-                seconds_text(base).c_str(), rates_text(s.baseline_metrics).c_str());
+    std::printf("  baseline:    %s %s  %s%s\n", s.baseline.variant.c_str(),
+                params_text(s.baseline.params).c_str(), seconds_text(base).c_str(),
+                rates_text(s.baseline_metrics).c_str());
   if (!s.best.variant.empty())
     std::printf("  best:        %s %s  %s%s\n", s.best.variant.c_str(), params_text(s.best.params).c_str(),
                 seconds_text(best).c_str(), rates_text(s.best_metrics).c_str());
   if (base > 0 && best > 0)
-    std::printf("  improvement: %.1f%% (%s objective; %s -> %s, %.2fx)\n", s.improvement * 100, s.objective.c_str(),
-                seconds_text(base).c_str(), seconds_text(best).c_str(), base / best);
-  std::printf("  evaluations: %d (%d measured, %d from the cache, %d from committed trials), %d iterations, %.1f s\n",
-              s.evaluations, s.measured, s.cache_hits, s.resumed_trials, s.iterations, s.wall_time_s);
-  std::printf("  database:    %s (autotune log %lld --db %s)\n", s.db.c_str(), static_cast<long long>(s.run_id),
-              s.db.c_str());
+    std::printf("  improvement: %.1f%% (%s objective; %s -> %s, %.2fx)\n", s.improvement * 100,
+                s.objective.c_str(), seconds_text(base).c_str(), seconds_text(best).c_str(), base / best);
+  std::printf(
+      "  evaluations: %d (%d measured, %d from the cache, %d from committed trials), %d iterations, %.1f s\n",
+      s.evaluations, s.measured, s.cache_hits, s.resumed_trials, s.iterations, s.wall_time_s);
+  std::printf("  database:    %s (autotune log %lld --db %s)\n", s.db.c_str(),
+              static_cast<long long>(s.run_id), s.db.c_str());
 }
 
 const CommandRegistration registration(
@@ -104,12 +110,13 @@ const CommandRegistration registration(
         std::string last_line;
         run_options.progress = [&](const orchestrator::Progress& p) {
           char line[256];
-          std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]",
-                        p.iteration, p.max_iterations, p.evaluations, p.budget,
-                        p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
-                        p.improvement ? (std::to_string(int(*p.improvement * 1000) / 10.0).substr(0, 5) + "%").c_str()
-                                      : "-",
-                        p.phase.c_str());
+          std::snprintf(
+              line, sizeof line, "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]",
+              p.iteration, p.max_iterations, p.evaluations, p.budget,
+              p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
+              p.improvement ? (std::to_string(int(*p.improvement * 1000) / 10.0).substr(0, 5) + "%").c_str()
+                            : "-",
+              p.phase.c_str());
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);
             std::fflush(stderr);
@@ -122,8 +129,9 @@ const CommandRegistration registration(
             last_line = key;
           }
         };
-        orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                         prepared.setup.simulator_version, run_options};
+        orchestrator::RunContext context{
+            prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
+            *store,        prepared.setup.simulator_version, run_options};
         orchestrator::Orchestrator loop(context);
         const auto summary = loop.run();
         if (tty) std::fprintf(stderr, "\n");

@@ -45,7 +45,8 @@ std::size_t parse_budget(const std::string& text, const search::SpaceScoring& sc
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || used == 0) throw UserError("--budget '" + text + "': expected a positive integer or 'auto'");
+  if (used != text.size() || used == 0)
+    throw UserError("--budget '" + text + "': expected a positive integer or 'auto'");
   if (value < 1) throw UserError("--budget " + text + ": the budget must be at least 1 evaluation");
   return static_cast<std::size_t>(value);
 }
@@ -59,14 +60,15 @@ void print_scores(const std::vector<std::string>& names, const std::vector<searc
   for (std::size_t i = 0; i < names.size(); ++i) {
     std::ostringstream window;
     window << scores[i].low_budget << ".." << scores[i].high_budget;
-    std::cout << std::left << std::setw(28) << names[i] << std::right << std::setw(14) << window.str() << std::fixed
-              << std::setprecision(3) << std::setw(9) << scores[i].score << std::setw(21)
+    std::cout << std::left << std::setw(28) << names[i] << std::right << std::setw(14) << window.str()
+              << std::fixed << std::setprecision(3) << std::setw(9) << scores[i].score << std::setw(21)
               << scores[i].median_fraction_of_optimum << "\n";
     fractions.push_back(scores[i].median_fraction_of_optimum);
   }
   std::sort(fractions.begin(), fractions.end());
-  const double median_fraction = fractions.size() % 2 ? fractions[fractions.size() / 2]
-                                                      : 0.5 * (fractions[fractions.size() / 2 - 1] + fractions[fractions.size() / 2]);
+  const double median_fraction =
+      fractions.size() % 2 ? fractions[fractions.size() / 2]
+                           : 0.5 * (fractions[fractions.size() / 2 - 1] + fractions[fractions.size() / 2]);
   std::cout << std::left << std::setw(28) << "overall (mean / median)" << std::right << std::setw(14) << ""
             << std::setw(9) << search::mean_score(scores) << std::setw(21) << median_fraction << "\n";
 }
@@ -78,9 +80,12 @@ std::vector<search::Trace> traces_from_json(const nlohmann::json& runs, const st
     if (!run.is_array()) throw UserError(where + ": each run must be a list of values");
     search::Trace trace;
     for (const auto& v : run) {
-      if (v.is_null()) trace.emplace_back();
-      else if (v.is_number()) trace.emplace_back(v.get<double>());
-      else throw UserError(where + ": '" + v.dump() + "' is neither a number nor null");
+      if (v.is_null())
+        trace.emplace_back();
+      else if (v.is_number())
+        trace.emplace_back(v.get<double>());
+      else
+        throw UserError(where + ": '" + v.dump() + "' is neither a number nor null");
     }
     out.push_back(std::move(trace));
   }
@@ -95,7 +100,8 @@ int run_search_bench(const SearchBenchArguments& args) {
   for (const auto& file : args.cachefiles) {
     targets.push_back(search::ReplayTarget::load(file));
     if (!by_name.emplace(targets.back().name(), targets.size() - 1).second)
-      throw UserError("search-bench: two cachefiles are both named '" + targets.back().name() + "' (parent-dir/stem)");
+      throw UserError("search-bench: two cachefiles are both named '" + targets.back().name() +
+                      "' (parent-dir/stem)");
   }
 
   std::vector<std::string> names;
@@ -109,11 +115,13 @@ int run_search_bench(const SearchBenchArguments& args) {
     } catch (const nlohmann::json::parse_error& e) {
       throw UserError(args.score_file + ": invalid JSON (" + e.what() + ")");
     }
-    if (!document.is_object()) throw UserError(args.score_file + ": expected {\"<space>\": [[values...], ...]}");
+    if (!document.is_object())
+      throw UserError(args.score_file + ": expected {\"<space>\": [[values...], ...]}");
     for (const auto& target : targets) {
       if (!document.contains(target.name()))
         throw UserError(args.score_file + ": no traces for '" + target.name() + "'");
-      const auto traces = traces_from_json(document.at(target.name()), args.score_file + ": " + target.name());
+      const auto traces =
+          traces_from_json(document.at(target.name()), args.score_file + ": " + target.name());
       names.push_back(target.name());
       scores.push_back(search::SpaceScoring(target.valid_values()).score(traces));
     }
@@ -121,10 +129,12 @@ int run_search_bench(const SearchBenchArguments& args) {
     return 0;
   }
 
-  if (args.strategy.empty()) throw UserError("search-bench: --strategy is required (accepted: " +
-                                             search::strategy_registry().joined_names() + ")");
+  if (args.strategy.empty())
+    throw UserError("search-bench: --strategy is required (accepted: " +
+                    search::strategy_registry().joined_names() + ")");
   search::strategy_registry().get(args.strategy);  // unknown name: one clear line before any work
-  if (args.budget.empty()) throw UserError("search-bench: --budget is required (a positive integer or 'auto')");
+  if (args.budget.empty())
+    throw UserError("search-bench: --budget is required (a positive integer or 'auto')");
   if (args.repeats < 1) throw UserError("search-bench: --repeats must be at least 1");
   if (args.batch < 1) throw UserError("search-bench: --batch must be at least 1");
   nlohmann::json options;
@@ -146,8 +156,8 @@ int run_search_bench(const SearchBenchArguments& args) {
     for (int r = 0; r < args.repeats; ++r) {
       log::info("search-bench: " + target.name() + " repeat " + std::to_string(r + 1) + "/" +
                 std::to_string(args.repeats) + ", budget " + std::to_string(budget));
-      traces.push_back(search::replay_trace(target, args.strategy, args.seed + static_cast<std::uint64_t>(r), budget,
-                                            options, args.batch));
+      traces.push_back(search::replay_trace(target, args.strategy, args.seed + static_cast<std::uint64_t>(r),
+                                            budget, options, args.batch));
       nlohmann::json run = nlohmann::json::array();
       for (const auto& v : traces.back()) run.push_back(v ? nlohmann::json(*v) : nlohmann::json());
       runs.push_back(std::move(run));
@@ -175,13 +185,15 @@ const CommandRegistration registration(
       auto args = std::make_shared<SearchBenchArguments>();
       app.add_option("cachefiles", args->cachefiles, "Kernel Tuner cachefiles (JSON)")->required();
       app.add_option("--strategy", args->strategy, "Strategy name (grid, random, bayes, annealing, ...)");
-      app.add_option("--budget", args->budget, "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
+      app.add_option("--budget", args->budget,
+                     "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
       app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...)");
       app.add_option("--seed", args->seed, "First seed (default 1)");
       app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
       app.add_option("--options", args->options, "Strategy options as a JSON object");
       app.add_option("--json", args->json_out, "Write the traces to this file instead of printing scores");
-      app.add_option("--score", args->score_file, "Score a trace file (same format as --json) instead of running");
+      app.add_option("--score", args->score_file,
+                     "Score a trace file (same format as --json) instead of running");
       return [args] { return run_search_bench(*args); };
     });
 

@@ -17,7 +17,8 @@ namespace autotune::cli {
 namespace {
 
 const CommandRegistration registration(
-    "sweep", "Evaluate every configuration of a goal's space(s) in parallel", [](CLI::App& app) -> CommandAction {
+    "sweep", "Evaluate every configuration of a goal's space(s) in parallel",
+    [](CLI::App& app) -> CommandAction {
       struct Options {
         std::string goal;
         int jobs = 1;
@@ -36,7 +37,8 @@ const CommandRegistration registration(
       app.add_flag("--json", options->json, "Print the result as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {
-        if (options->jobs < 1) throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
+        if (options->jobs < 1)
+          throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
         if (options->top < 1) throw UserError("--top must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
         // The compiler's message in full; the sweep records it as a failed trial and exits 1.
@@ -56,7 +58,8 @@ const CommandRegistration registration(
           const double eta = done > 0 ? elapsed / double(done) * double(total - done) : 0;
           char line[160];
           std::snprintf(line, sizeof line, "%llu/%llu configurations  %.1f s elapsed  ETA %.1f s",
-                        static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), elapsed, eta);
+                        static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                        elapsed, eta);
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);
           } else if (int decile = int(10 * done / std::max<std::uint64_t>(total, 1)); decile != last_decile) {
@@ -64,15 +67,16 @@ const CommandRegistration registration(
             last_decile = decile;
           }
         };
-        const auto result = orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target,
-                                                    *store, prepared.setup.simulator_version, sweep_options,
-                                                    options->top);
+        const auto result =
+            orchestrator::run_sweep(prepared.goal, prepared.setup.catalog, *prepared.setup.target, *store,
+                                    prepared.setup.simulator_version, sweep_options, options->top);
         if (tty) std::fprintf(stderr, "\n");
         const auto& c = result.counters;
         if (options->json) {
           nlohmann::json top = nlohmann::json::array();
           for (const auto& t : result.top)
-            top.push_back({{"trial", t.id}, {"variant", t.variant}, {"params", t.params}, {"metrics", t.metrics}});
+            top.push_back(
+                {{"trial", t.id}, {"variant", t.variant}, {"params", t.params}, {"metrics", t.metrics}});
           std::cout << nlohmann::json{{"run_id", result.run_id},
                                       {"configurations", result.configurations},
                                       {"measured", c.measured},
@@ -87,15 +91,18 @@ const CommandRegistration registration(
                     << std::endl;
           return unbuilt ? 1 : 0;
         }
-        std::printf("sweep run %lld: %llu configurations (%lld measured, %lld from the cache) in %.1f s with %d jobs\n",
-                    static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
-                    static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits), result.wall_time_s,
-                    options->jobs);
+        std::printf(
+            "sweep run %lld: %llu configurations (%lld measured, %lld from the cache) in %.1f s with %d "
+            "jobs\n",
+            static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
+            static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits), result.wall_time_s,
+            options->jobs);
         std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(prepared.goal.objective));
         int rank = 1;
         for (const auto& t : result.top) {
           std::string params;
-          for (const auto& [k, v] : t.params.items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
+          for (const auto& [k, v] : t.params.items())
+            params += (params.empty() ? "" : " ") + k + "=" + v.dump();
           std::printf("  %2d. trial %-6lld %-12s %-60s %.6g s\n", rank++, static_cast<long long>(t.id),
                       t.variant.c_str(), params.c_str(), t.metrics.value("latency_s", 0.0));
         }

@@ -5,7 +5,6 @@
 // chosen. The action returns the process exit code; misuse is reported by
 // throwing autotune::UserError (main prints it as one line, exit code 2).
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <vector>

@@ -70,24 +70,36 @@ class ConfigReader {
 // Names for diagnostics: "an integer", "a string", ...
 template <class T>
 constexpr const char* yaml_type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "true or false";
-  else if constexpr (std::is_integral_v<T>) return "an integer";
-  else if constexpr (std::is_floating_point_v<T>) return "a number";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else return "a list";
+  if constexpr (std::is_same_v<T, bool>)
+    return "true or false";
+  else if constexpr (std::is_integral_v<T>)
+    return "an integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "a number";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else
+    return "a list";
 }
 
 template <class T>
 T ConfigReader::convert(const YAML::Node& value, const std::string& key, const std::string& accepted) const {
   const std::string expected = accepted.empty() ? std::string("expected ") + yaml_type_name<T>() : accepted;
   if constexpr (std::is_same_v<T, std::string> || std::is_arithmetic_v<T>) {
-    if (!value.IsScalar()) fail(key, std::string("expected ") + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted), &value);
+    if (!value.IsScalar())
+      fail(key,
+           std::string("expected ") + yaml_type_name<T>() +
+               (accepted.empty() ? "" : "; accepted: " + accepted),
+           &value);
   }
   try {
     return value.as<T>();
   } catch (const YAML::Exception&) {
-    fail(key, "'" + (value.IsScalar() ? value.Scalar() : std::string("<") + (value.IsSequence() ? "list" : "mapping") + ">") +
-                  "' is not " + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted),
+    fail(key,
+         "'" +
+             (value.IsScalar() ? value.Scalar()
+                               : std::string("<") + (value.IsSequence() ? "list" : "mapping") + ">") +
+             "' is not " + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted),
          &value);
   }
   (void)expected;
@@ -97,7 +109,8 @@ template <class T>
 T ConfigReader::required(const std::string& key, const std::string& accepted) {
   read_keys_.insert(key);
   YAML::Node value = lookup(key);
-  if (!value) fail(key, std::string("missing required key") + (accepted.empty() ? "" : "; accepted: " + accepted));
+  if (!value)
+    fail(key, std::string("missing required key") + (accepted.empty() ? "" : "; accepted: " + accepted));
   return convert<T>(value, key, accepted);
 }
 

@@ -26,7 +26,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace autotune
 
-#define AUTOTUNE_CHECK(condition, message)                               \
-  do {                                                                   \
+#define AUTOTUNE_CHECK(condition, message)                                    \
+  do {                                                                        \
     if (!(condition)) ::autotune::fail_internal_check(#condition, (message)); \
   } while (false)

@@ -9,11 +9,13 @@ int64_t DecisionLog::append(int iteration, const std::string& skill, const skill
   std::lock_guard lock(mutex_);
   if (next_seq_ <= already_logged_) {
     const auto stored = store_.decision(run_, next_seq_);
-    AUTOTUNE_CHECK(stored.has_value(), "decision " + std::to_string(next_seq_) + " of a resumed run is missing");
+    AUTOTUNE_CHECK(stored.has_value(),
+                   "decision " + std::to_string(next_seq_) + " of a resumed run is missing");
     if (stored->skill != skill || stored->action != decision.action)
-      throw UserError("cannot resume run " + std::to_string(run_) + ": decision " + std::to_string(next_seq_) +
-                      " was '" + stored->skill + ": " + stored->action + "' but the replay made '" + skill + ": " +
-                      decision.action + "' (a different goal, seed or simulator version?)");
+      throw UserError("cannot resume run " + std::to_string(run_) + ": decision " +
+                      std::to_string(next_seq_) + " was '" + stored->skill + ": " + stored->action +
+                      "' but the replay made '" + skill + ": " + decision.action +
+                      "' (a different goal, seed or simulator version?)");
     return next_seq_++;
   }
   store::Decision record;

@@ -14,10 +14,10 @@ namespace autotune::orchestrator {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name",   "kernel",    "target", "objective",    "goal",
-                                           "max_iterations", "budget", "search", "start",  "variants",
-                                           "parallel", "timeout_s", "verification", "roles", "seed",
-                                           "llm",    "skills", "kernel_source"};
+const std::vector<std::string> kTopKeys = {
+    "name",         "kernel", "target", "objective", "goal",     "max_iterations",
+    "budget",       "search", "start",  "variants",  "parallel", "timeout_s",
+    "verification", "roles",  "seed",   "llm",       "skills",   "kernel_source"};
 
 std::string where(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
   return reader.location(node) + ": " + reader.key_path(key) + ": ";
@@ -87,9 +87,12 @@ Objective parse_objective(ConfigReader& reader) {
 }
 
 void emit_value(YAML::Emitter& out, const search::ParamValue& value) {
-  if (std::holds_alternative<std::int64_t>(value)) out << std::get<std::int64_t>(value);
-  else if (std::holds_alternative<double>(value)) out << std::get<double>(value);
-  else out << std::get<std::string>(value);
+  if (std::holds_alternative<std::int64_t>(value))
+    out << std::get<std::int64_t>(value);
+  else if (std::holds_alternative<double>(value))
+    out << std::get<double>(value);
+  else
+    out << std::get<std::string>(value);
 }
 
 void emit_json(YAML::Emitter& out, const Json& value) {
@@ -278,7 +281,8 @@ void read_target(ConfigReader& top, Goal& goal) {
     target.finish({"kind", "name"});
   } else if (goal.target.kind == "replay") {
     const YAML::Node file_node = target.raw("cachefile");
-    std::filesystem::path cachefile = target.required<std::string>("cachefile", "a Kernel Tuner cachefile path");
+    std::filesystem::path cachefile =
+        target.required<std::string>("cachefile", "a Kernel Tuner cachefile path");
     if (cachefile.is_relative()) cachefile = goal.file.parent_path() / cachefile;
     cachefile = cachefile.lexically_normal();
     if (!std::filesystem::exists(cachefile))
@@ -292,7 +296,8 @@ void read_target(ConfigReader& top, Goal& goal) {
     (void)parse_command_target(target, goal.file.parent_path());
     goal.target.name = "command";
   } else {
-    target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command", &kind_node);
+    target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command",
+                &kind_node);
   }
 }
 
@@ -310,9 +315,12 @@ KernelSignature kernel_signature(const kernels::FamilySpec& family) {
 
 const char* to_string(Objective objective) {
   switch (objective) {
-    case Objective::latency: return "latency";
-    case Objective::throughput: return "throughput";
-    case Objective::mfu: return "mfu";
+    case Objective::latency:
+      return "latency";
+    case Objective::throughput:
+      return "throughput";
+    case Objective::mfu:
+      return "mfu";
   }
   return "?";
 }
@@ -332,7 +340,8 @@ Goal load_goal(const std::filesystem::path& path) {
     std::filesystem::path source = top.required<std::string>("kernel_source", "a C++ kernel source path");
     if (source.is_relative()) source = goal.file.parent_path() / source;
     source = source.lexically_normal();
-    if (!std::filesystem::is_regular_file(source)) top.fail("kernel_source", "file not found: " + source.string(), &node);
+    if (!std::filesystem::is_regular_file(source))
+      top.fail("kernel_source", "file not found: " + source.string(), &node);
     if (goal.target.kind != "sim") top.fail("kernel_source", "needs a simulated target (sim)", &node);
     goal.kernel_source = source;
   }
@@ -350,8 +359,9 @@ Goal load_goal(const std::filesystem::path& path) {
       if (!section->has(key)) continue;
       const YAML::Node node = section->raw(key);
       if (std::string(key) != wanted)
-        section->fail(key, std::string("does not match objective '") + to_string(goal.objective) + "'; use " + wanted,
-                      &node);
+        section->fail(
+            key, std::string("does not match objective '") + to_string(goal.objective) + "'; use " + wanted,
+            &node);
       goal.absolute = section->required<double>(key);
       if (*goal.absolute <= 0) section->fail(key, "must be positive", &node);
     }
@@ -372,8 +382,10 @@ Goal load_goal(const std::filesystem::path& path) {
     const YAML::Node strategy_node = search->raw("strategy");
     goal.strategy = search->optional<std::string>("strategy", goal.strategy);
     if (!search::strategy_registry().contains(goal.strategy))
-      search->fail("strategy",
-                   "unknown strategy '" + goal.strategy + "'; accepted: " + search::strategy_registry().joined_names(), &strategy_node);
+      search->fail(
+          "strategy",
+          "unknown strategy '" + goal.strategy + "'; accepted: " + search::strategy_registry().joined_names(),
+          &strategy_node);
     goal.strategy_options = yaml_to_json(search->raw("options"));
     if (goal.strategy_options.is_null()) goal.strategy_options = Json::object();
     if (!goal.strategy_options.is_object()) search->fail("options", "expected a mapping of strategy options");
@@ -442,14 +454,15 @@ std::string to_yaml(const Goal& goal) {
   }
   if (!goal.dtype.empty()) out << YAML::Key << "dtype" << YAML::Value << goal.dtype;
   out << YAML::EndMap;
-  if (!goal.kernel_source.empty()) out << YAML::Key << "kernel_source" << YAML::Value << goal.kernel_source.string();
+  if (!goal.kernel_source.empty())
+    out << YAML::Key << "kernel_source" << YAML::Value << goal.kernel_source.string();
   out << YAML::Key << "target" << YAML::Value;
   if (goal.target.kind == "sim") {
     out << goal.target.name;
   } else if (goal.target.kind == "replay") {
-    out << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << "replay" << YAML::Key << "cachefile" << YAML::Value
-        << goal.target.cachefile.string() << YAML::Key << "objective" << YAML::Value << goal.target.replay_objective
-        << YAML::EndMap;
+    out << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << "replay" << YAML::Key << "cachefile"
+        << YAML::Value << goal.target.cachefile.string() << YAML::Key << "objective" << YAML::Value
+        << goal.target.replay_objective << YAML::EndMap;
   } else {
     out << goal.target.spec;
   }

@@ -33,8 +33,8 @@ enum class Objective { latency, throughput, mfu };
 const char* to_string(Objective objective);
 
 struct TargetChoice {
-  std::string kind = "sim";  // sim | replay | command
-  std::string name = "trn1";  // sim: the target spec; replay: the cachefile's device
+  std::string kind = "sim";         // sim | replay | command
+  std::string name = "trn1";        // sim: the target spec; replay: the cachefile's device
   std::filesystem::path cachefile;  // replay: resolved against the goal file's folder
   std::string replay_objective;     // replay: the cachefile field to minimise (default: its "objective")
   YAML::Node spec;                  // the whole `target:` mapping as written (command targets read it)

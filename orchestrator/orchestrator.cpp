@@ -16,7 +16,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 double elapsed_ms(Clock::time_point start) { return seconds_since(start) * 1000; }
 
@@ -48,9 +50,12 @@ std::optional<double> objective_value(Objective objective, const Json& metrics) 
 double improvement_of(Objective objective, double baseline, double best) {
   if (baseline == 0 || best == 0) return 0;
   switch (objective) {
-    case Objective::latency: return 1.0 - best / baseline;       // fraction of latency removed
-    case Objective::throughput: return baseline / best - 1.0;    // throughput gained
-    case Objective::mfu: return best / baseline - 1.0;           // MFU gained (values are -MFU)
+    case Objective::latency:
+      return 1.0 - best / baseline;  // fraction of latency removed
+    case Objective::throughput:
+      return baseline / best - 1.0;  // throughput gained
+    case Objective::mfu:
+      return best / baseline - 1.0;  // MFU gained (values are -MFU)
   }
   return 0;
 }
@@ -61,7 +66,8 @@ Json RunSummary::to_json() const {
               {"goal_met", goal_met},
               {"stop_reason", stop_reason},
               {"objective", objective},
-              {"baseline", {{"variant", baseline.variant}, {"params", baseline.params}, {"metrics", baseline_metrics}}},
+              {"baseline",
+               {{"variant", baseline.variant}, {"params", baseline.params}, {"metrics", baseline_metrics}}},
               {"best", {{"variant", best.variant}, {"params", best.params}, {"metrics", best_metrics}}},
               {"improvement", improvement},
               {"iterations", iterations},
@@ -74,7 +80,8 @@ Json RunSummary::to_json() const {
   if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
   if (best_trial) out["best"]["trial"] = *best_trial;
   // The headline figures next to the metrics, where the target reports them.
-  for (const auto& [side, metrics] : {std::pair{"baseline", &baseline_metrics}, std::pair{"best", &best_metrics}})
+  for (const auto& [side, metrics] :
+       {std::pair{"baseline", &baseline_metrics}, std::pair{"best", &best_metrics}})
     for (const char* key : {"latency_s", "mfu_percent", "throughput_flops_per_s"})
       if (metrics->is_object() && metrics->contains(key) && metrics->at(key).is_number())
         out[side][key] = metrics->at(key);
@@ -84,19 +91,21 @@ Json RunSummary::to_json() const {
   return out;
 }
 
-Orchestrator::Orchestrator(RunContext context, SkillSet skills) : context_(std::move(context)), skills_(std::move(skills)) {
+Orchestrator::Orchestrator(RunContext context, SkillSet skills)
+    : context_(std::move(context)), skills_(std::move(skills)) {
   if (!skills_.analyzer) skills_.analyzer = std::make_unique<skills::ProfileAnalyzer>();
   if (!skills_.generator) skills_.generator = std::make_unique<skills::KernelGenerator>();
   if (!skills_.explorer) skills_.explorer = std::make_unique<skills::ParamExplorer>();
   if (!skills_.policy) skills_.policy = llm::make_policy(context_.goal, context_.catalog, context_.store);
   if (!context_.goal.plugins.empty()) {
-    const Json goal = {{"name", context_.goal.name},
-                       {"kernel", context_.catalog.kernel},
-                       {"target", context_.target.description()},
-                       {"objective", to_string(context_.goal.objective)},
-                       {"improvement", context_.goal.improvement ? Json(*context_.goal.improvement) : Json(nullptr)}};
-    skills_.plugin_calls = skills::install_plugins(context_.goal.plugins, goal, skills_.analyzer, skills_.generator,
-                                                   skills_.explorer)
+    const Json goal = {
+        {"name", context_.goal.name},
+        {"kernel", context_.catalog.kernel},
+        {"target", context_.target.description()},
+        {"objective", to_string(context_.goal.objective)},
+        {"improvement", context_.goal.improvement ? Json(*context_.goal.improvement) : Json(nullptr)}};
+    skills_.plugin_calls = skills::install_plugins(context_.goal.plugins, goal, skills_.analyzer,
+                                                   skills_.generator, skills_.explorer)
                                .records;
   }
 }
@@ -119,8 +128,9 @@ RunSummary Orchestrator::run() {
     if (!existing)
       throw UserError("--resume " + std::to_string(*options.resume) + ": no such run in " + store.location());
     if (existing->goal_yaml != goal_yaml)
-      throw UserError("--resume " + std::to_string(*options.resume) + ": the run was started from a different goal (" +
-                      existing->goal_name + "); resume it with the same goal file");
+      throw UserError("--resume " + std::to_string(*options.resume) +
+                      ": the run was started from a different goal (" + existing->goal_name +
+                      "); resume it with the same goal file");
     if (options.seed && *options.seed != existing->seed)
       throw UserError("--resume " + std::to_string(*options.resume) + ": the run's seed is " +
                       std::to_string(existing->seed) + ", not " + std::to_string(*options.seed));
@@ -208,8 +218,9 @@ RunSummary Orchestrator::run() {
       if (store::is_measured(trial.status)) value = objective_value(goal.objective, trial.metrics);
       search::Observation observation =
           value ? search::Observation::success(configuration, *value)
-                : search::Observation::failed(configuration, trial.error.empty() ? std::string(store::to_string(trial.status))
-                                                                                 : trial.error);
+                : search::Observation::failed(configuration, trial.error.empty()
+                                                                 ? std::string(store::to_string(trial.status))
+                                                                 : trial.error);
       if (measured.fresh && !configuration.empty()) observations[trial.variant].push_back(observation);
       if (value) {
         measured_variants.insert(trial.variant);
@@ -251,8 +262,10 @@ RunSummary Orchestrator::run() {
     skills::SkillDecision stop;
     stop.action = status == store::RunStatus::completed ? "finish" : "fail";
     stop.inputs = {{"iterations", summary.iterations}, {"evaluations", summary.evaluations}};
-    stop.evidence = {{"improvement", summary.improvement}, {"goal_met", summary.goal_met},
-                     {"cache_hits", summary.cache_hits}, {"resumed_trials", summary.resumed_trials}};
+    stop.evidence = {{"improvement", summary.improvement},
+                     {"goal_met", summary.goal_met},
+                     {"cache_hits", summary.cache_hits},
+                     {"resumed_trials", summary.resumed_trials}};
     stop.rationale = reason;
     stop.outcome = summary.goal_met ? "goal met" : "goal not met";
     log.append(progress.iteration, "orchestrator", stop);
@@ -298,7 +311,8 @@ RunSummary Orchestrator::run() {
     }
     baseline_trial = best_trial;
     baseline_value = best_value;
-    log.set_outcome(start_seq, "baseline " + std::to_string(baseline_trial->metric("latency_s").value_or(0)) + " s");
+    log.set_outcome(start_seq,
+                    "baseline " + std::to_string(baseline_trial->metric("latency_s").value_or(0)) + " s");
 
     int failed_in_a_row = 0;
     // Ideas in a row that settled without measuring anything: each hands its
@@ -387,9 +401,11 @@ RunSummary Orchestrator::run() {
         log.set_outcome(policy_seq, "stop");
         break;
       }
-      // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own (docs/llm.md).
+      // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own
+      // (docs/llm.md).
       llm::propose_kernel_source(*skills_.policy, state, *best_trial, log, store, goal.timeout_s);
-      const skills::Idea& idea = choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
+      const skills::Idea& idea =
+          choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
       const skills::VariantSpace& variant = catalog.variant(idea.variant);
 
       skills::ExplorationRequest request;
@@ -434,12 +450,12 @@ RunSummary Orchestrator::run() {
       // budget share may be continued by a later iteration.
       if (exploration.settled) tried_ideas.insert(idea.id);
       const bool improved = best_value < before && best_trial->config_hash != before_key;
-      const std::string result = std::to_string(exploration.evaluations) + " evaluations (" +
-                                 exploration.stop_reason + (exploration.settled ? ", settled" : ", may continue") +
-                                 "); " +
-                                 (improved ? "improved the best to " + best_trial->variant + " " +
-                                                 skills::Candidate{best_trial->variant, best_trial->params}.key()
-                                           : std::string("no improvement"));
+      const std::string result =
+          std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
+          (exploration.settled ? ", settled" : ", may continue") + "); " +
+          (improved ? "improved the best to " + best_trial->variant + " " +
+                          skills::Candidate{best_trial->variant, best_trial->params}.key()
+                    : std::string("no improvement"));
       log.set_outcome(plan_seq, result);
       log.set_outcome(policy_seq, improved ? "improved" : "no improvement");
 
@@ -450,8 +466,8 @@ RunSummary Orchestrator::run() {
                           {"best_after", best_value},
                           {"improvement", current_improvement()},
                           {"evaluations", runner.counters().evaluations}};
-      const bool unspent = exploration.evaluations == 0 && exploration.settled &&
-                           unspent_in_a_row < kMaxUnspentIdeasInARow;
+      const bool unspent =
+          exploration.evaluations == 0 && exploration.settled && unspent_in_a_row < kMaxUnspentIdeasInARow;
       verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
                           : unspent
                               ? "the idea settled without a measurement (" + exploration.stop_reason +

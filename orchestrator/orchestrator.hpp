@@ -59,9 +59,9 @@ struct SkillSet {
 };
 
 struct RunOptions {
-  int jobs = 0;                      // 0: the goal's `parallel`
+  int jobs = 0;                       // 0: the goal's `parallel`
   std::optional<std::uint64_t> seed;  // default: the goal's seed
-  std::optional<int64_t> resume;     // continue this run
+  std::optional<int64_t> resume;      // continue this run
   bool use_cache = true;
   ProgressSink progress;
 };

@@ -15,8 +15,12 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
                      {"improvement", state.improvement}};
   Json findings = Json::array();
   for (const auto& f : state.analysis.findings)
-    findings.push_back({{"kind", f.kind}, {"action", f.action}, {"expected_gain", f.expected_gain}, {"evidence", f.evidence}});
-  decision.evidence = {{"bound", state.analysis.bound}, {"headroom", state.analysis.headroom}, {"findings", findings}};
+    findings.push_back({{"kind", f.kind},
+                        {"action", f.action},
+                        {"expected_gain", f.expected_gain},
+                        {"evidence", f.evidence}});
+  decision.evidence = {
+      {"bound", state.analysis.bound}, {"headroom", state.analysis.headroom}, {"findings", findings}};
   Json alternatives = Json::array();
   for (const auto& idea : state.ideas)
     alternatives.push_back({{"idea", idea.id}, {"kind", idea.kind}, {"expected_gain", idea.expected_gain}});
@@ -51,9 +55,10 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
   }
   choice.budget = std::max(choice.budget, std::min(remaining, 1));
   decision.action = "try:" + idea.kind;
-  decision.rationale = (idea.finding.empty() ? "no finding left to act on; " : "strongest finding " + idea.finding + "; ") +
-                       idea.rationale + "; budget " + std::to_string(choice.budget) + " of " +
-                       std::to_string(remaining) + " left over " + std::to_string(iterations_left) + " iterations";
+  decision.rationale =
+      (idea.finding.empty() ? "no finding left to act on; " : "strongest finding " + idea.finding + "; ") +
+      idea.rationale + "; budget " + std::to_string(choice.budget) + " of " + std::to_string(remaining) +
+      " left over " + std::to_string(iterations_left) + " iterations";
   return out;
 }
 

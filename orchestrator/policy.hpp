@@ -25,9 +25,9 @@ struct PolicyState {
   double baseline_value = 0;  // objective, minimised
   double improvement = 0;     // of the best over the baseline, per the goal's objective
   skills::Analysis analysis;
-  std::vector<skills::Idea> ideas;  // from the generator, best first
-  int failed_ideas_in_a_row = 0;    // ideas that did not improve, since the last improvement
-  int64_t run = 0;                  // the run id (an LLM policy logs its calls against it)
+  std::vector<skills::Idea> ideas;    // from the generator, best first
+  int failed_ideas_in_a_row = 0;      // ideas that did not improve, since the last improvement
+  int64_t run = 0;                    // the run id (an LLM policy logs its calls against it)
   std::set<std::string> tried_ideas;  // ideas whose region settled
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured
 };

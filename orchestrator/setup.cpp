@@ -76,8 +76,8 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
     if (!known) {
       std::string accepted;
       for (const auto& v : family.variants) accepted += (accepted.empty() ? "" : ", ") + v.name;
-      throw UserError(locate(goal, {"variants"}) + "unknown variant '" + name + "' of kernel '" + family.name +
-                      "'; accepted: " + accepted);
+      throw UserError(locate(goal, {"variants"}) + "unknown variant '" + name + "' of kernel '" +
+                      family.name + "'; accepted: " + accepted);
     }
   }
   if (allowed.empty())
@@ -92,13 +92,14 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
         accepted += (accepted.empty() ? "" : ", ") + v;
       if (!known)
         for (const auto& v : family.variants) accepted += (accepted.empty() ? "" : ", ") + v.name;
-      throw UserError(locate(goal, {"start", "variant"}) + "variant '" + goal.start_variant +
-                      "' is not " + (known ? "among the goal's variants" : "a variant of kernel '" + family.name + "'") +
+      throw UserError(locate(goal, {"start", "variant"}) + "variant '" + goal.start_variant + "' is not " +
+                      (known ? "among the goal's variants" : "a variant of kernel '" + family.name + "'") +
                       "; accepted: " + accepted);
     }
   }
   // The start variant is always in the catalog (it is the baseline), first.
-  std::stable_partition(allowed.begin(), allowed.end(), [&](const auto& n) { return n == goal.start_variant; });
+  std::stable_partition(allowed.begin(), allowed.end(),
+                        [&](const auto& n) { return n == goal.start_variant; });
   if (std::find(allowed.begin(), allowed.end(), goal.start_variant) == allowed.end())
     allowed.insert(allowed.begin(), goal.start_variant);
 
@@ -113,8 +114,8 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
       for (const auto& variant_name : allowed)
         for (const auto& p : family.variant(variant_name).params)
           if (seen.insert(p.name).second) accepted += (accepted.empty() ? "" : ", ") + p.name;
-      throw UserError(locate(goal, {"search", "space", name}) + "unknown parameter '" + name + "' of kernel '" +
-                      family.name + "'; accepted: " + accepted);
+      throw UserError(locate(goal, {"search", "space", name}) + "unknown parameter '" + name +
+                      "' of kernel '" + family.name + "'; accepted: " + accepted);
     }
   }
 
@@ -129,8 +130,9 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
             union_domain.push_back(std::int64_t(d));
           }
       if (!somewhere) {
-        std::sort(union_domain.begin(), union_domain.end(),
-                  [](const auto& a, const auto& b) { return search::numeric_value(a) < search::numeric_value(b); });
+        std::sort(union_domain.begin(), union_domain.end(), [](const auto& a, const auto& b) {
+          return search::numeric_value(a) < search::numeric_value(b);
+        });
         union_domain.erase(std::unique(union_domain.begin(), union_domain.end(),
                                        [](const auto& a, const auto& b) { return search::same_value(a, b); }),
                            union_domain.end());
@@ -161,7 +163,8 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
         // allowed variant has is an error, checked above).
         std::vector<search::ParamValue> kept;
         for (const auto& v : *wanted)
-          if (std::any_of(domain.begin(), domain.end(), [&](const auto& d) { return search::same_value(d, v); }))
+          if (std::any_of(domain.begin(), domain.end(),
+                          [&](const auto& d) { return search::same_value(d, v); }))
             kept.push_back(v);
         if (kept.empty()) {
           if (explicit_variants || variant_name == goal.start_variant)
@@ -216,8 +219,9 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
     if (!parameter) {
       std::string accepted;
       for (const auto& p : start.parameters) accepted += (accepted.empty() ? "" : ", ") + p.name();
-      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name + "' of variant '" +
-                      start.name + "'; accepted: " + (accepted.empty() ? "none" : accepted));
+      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name +
+                      "' of variant '" + start.name +
+                      "'; accepted: " + (accepted.empty() ? "none" : accepted));
     }
     const auto v = search::param_value_from_json(value, name);
     if (!parameter->position(v))
@@ -226,8 +230,9 @@ skills::VariantCatalog sim_catalog(Goal& goal, const std::map<std::string, doubl
     params[name] = value;
   }
   if (!start.space->contains(search::configuration_from_json(*start.space, params)))
-    throw UserError(locate(goal, {"start"}) + "the start point " + skills::Candidate{start.name, params}.key() +
-                    " violates the constraints of variant '" + start.name + "'");
+    throw UserError(locate(goal, {"start"}) + "the start point " +
+                    skills::Candidate{start.name, params}.key() + " violates the constraints of variant '" +
+                    start.name + "'");
   catalog.baseline = {start.name, params};
   goal.start_params = params;
   goal.variants.clear();
@@ -251,7 +256,8 @@ skills::VariantCatalog replay_catalog(Goal& goal, const skills::ReplayTarget& ta
   if (!subsets.empty() || !goal.constraints.empty()) {
     // The goal narrows the recorded space: rebuild it as that region.
     auto region = variant.region(subsets);
-    if (!region) throw UserError(locate(goal, {"search", "space"}) + "no recorded configuration is in the goal's space");
+    if (!region)
+      throw UserError(locate(goal, {"search", "space"}) + "no recorded configuration is in the goal's space");
     skills::VariantSpace narrowed;
     narrowed.name = variant.name;
     narrowed.description = variant.description;
@@ -266,7 +272,8 @@ skills::VariantCatalog replay_catalog(Goal& goal, const skills::ReplayTarget& ta
   Json params = search::to_json(*variant.space, variant.space->configuration_at(0));
   for (const auto& [name, value] : goal.start_params.items()) {
     if (!variant.parameter(name))
-      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name + "' of the recorded space");
+      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name +
+                      "' of the recorded space");
     params[name] = value;
   }
   if (!variant.space->contains(search::configuration_from_json(*variant.space, params)))
@@ -302,8 +309,8 @@ skills::VariantCatalog command_catalog(Goal& goal) {
   }
   for (const auto& [name, role] : goal.roles) {
     if (!variant.parameter(name))
-      throw UserError(locate(goal, {"roles", name}) + "unknown parameter '" + name + "'; the space has: " +
-                      [&] {
+      throw UserError(locate(goal, {"roles", name}) + "unknown parameter '" + name +
+                      "'; the space has: " + [&] {
                         std::string all;
                         for (const auto& [n, v] : goal.space) all += (all.empty() ? "" : ", ") + n;
                         return all;
@@ -322,16 +329,18 @@ skills::VariantCatalog command_catalog(Goal& goal) {
   for (const auto& [name, value] : goal.start_params.items()) {
     const auto* parameter = variant.parameter(name);
     if (!parameter)
-      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name + "' of search.space");
+      throw UserError(locate(goal, {"start", "params", name}) + "unknown parameter '" + name +
+                      "' of search.space");
     if (!parameter->position(search::param_value_from_json(value, name)))
-      throw UserError(locate(goal, {"start", "params", name}) + "value " + value.dump() + " is not in search.space." +
-                      name + ": " + values_text(parameter->values()));
+      throw UserError(locate(goal, {"start", "params", name}) + "value " + value.dump() +
+                      " is not in search.space." + name + ": " + values_text(parameter->values()));
     params[name] = value;
   }
   if (!variant.space->contains(search::configuration_from_json(*variant.space, params)))
     throw UserError(locate(goal, {"start", "params"}) + "the start point violates search.constraints");
   if (!goal.start_variant.empty() && goal.start_variant != variant.name)
-    throw UserError(locate(goal, {"start", "variant"}) + "a command target has one variant, '" + variant.name + "'");
+    throw UserError(locate(goal, {"start", "variant"}) + "a command target has one variant, '" +
+                    variant.name + "'");
   goal.start_variant = variant.name;
   goal.start_params = params;
   goal.variants = {variant.name};
@@ -442,8 +451,8 @@ RunSetup prepare_run(Goal& goal) {
   if (goal.target.kind == "sim" && !goal.kernel_source.empty()) {
     setup = source_setup(goal);
   } else if (goal.target.kind == "sim") {
-    skills::SimTargetConfig config{goal.family, goal.shape, goal.dtype, goal.target.name, goal.tolerance,
-                                   goal.verification_seed};
+    skills::SimTargetConfig config{goal.family,      goal.shape,     goal.dtype,
+                                   goal.target.name, goal.tolerance, goal.verification_seed};
     std::unique_ptr<skills::SimTarget> target;
     try {
       target = std::make_unique<skills::SimTarget>(config);
@@ -463,8 +472,8 @@ RunSetup prepare_run(Goal& goal) {
     std::vector<std::string> names;
     for (const auto& [name, values] : goal.space) names.push_back(name);
     ConfigReader spec(goal.target.spec, goal.file.string(), "target");
-    setup.target =
-        std::make_unique<skills::CommandMeasurementTarget>(parse_command_target(spec, goal.file.parent_path(), &names));
+    setup.target = std::make_unique<skills::CommandMeasurementTarget>(
+        parse_command_target(spec, goal.file.parent_path(), &names));
     setup.simulator_version = "command";
   } else {
     throw UserError(locate(goal, {"target", "kind"}) + "the '" + goal.target.kind +

@@ -8,9 +8,9 @@
 
 namespace autotune::orchestrator {
 
-SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, skills::MeasurementTarget& target,
-                      store::Store& store, const std::string& simulator_version, const SweepOptions& options,
-                      int top_k) {
+SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
+                      skills::MeasurementTarget& target, store::Store& store,
+                      const std::string& simulator_version, const SweepOptions& options, int top_k) {
   const auto started = std::chrono::steady_clock::now();
   SweepResult result;
   store::Run record;
@@ -56,7 +56,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, s
   std::uint64_t done = 0;
   for (std::size_t begin = 0; begin < all.size(); begin += chunk) {
     std::vector<skills::TrialRequest> requests;
-    for (std::size_t i = begin; i < std::min(all.size(), begin + chunk); ++i) requests.push_back({all[i], 0, seq});
+    for (std::size_t i = begin; i < std::min(all.size(), begin + chunk); ++i)
+      requests.push_back({all[i], 0, seq});
     auto batch = runner.measure(requests, [&](const skills::MeasuredTrial&) {
       ++done;
       if (options.progress)
@@ -69,7 +70,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, s
 
   std::vector<store::Trial> ranked;
   for (const auto& trial : result.trials)
-    if (store::is_measured(trial.status) && objective_value(goal.objective, trial.metrics)) ranked.push_back(trial);
+    if (store::is_measured(trial.status) && objective_value(goal.objective, trial.metrics))
+      ranked.push_back(trial);
   std::stable_sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
     return *objective_value(goal.objective, a.metrics) < *objective_value(goal.objective, b.metrics);
   });

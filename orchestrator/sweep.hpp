@@ -33,8 +33,8 @@ struct SweepResult {
   skills::RunnerCounters counters;
 };
 
-SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog, skills::MeasurementTarget& target,
-                      store::Store& store, const std::string& simulator_version, const SweepOptions& options,
-                      int top_k = 10);
+SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
+                      skills::MeasurementTarget& target, store::Store& store,
+                      const std::string& simulator_version, const SweepOptions& options, int top_k = 10);
 
 }  // namespace autotune::orchestrator

@@ -58,7 +58,8 @@ class ExpressionParser {
         continue;
       }
       const std::size_t start = i;
-      if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
+      if (std::isdigit(static_cast<unsigned char>(c)) ||
+          (c == '.' && i + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
         std::size_t used = 0;
         double v = 0;
         try {
@@ -71,11 +72,13 @@ class ExpressionParser {
           error("malformed number", {TokenKind::number, text_.substr(start, i + 1 - start), start + 1});
         tokens_.push_back({TokenKind::number, text_.substr(start, i - start), start + 1, v});
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        while (i < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_')) ++i;
+        while (i < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_'))
+          ++i;
         tokens_.push_back({TokenKind::identifier, text_.substr(start, i - start), start + 1});
       } else if (c == '\'' || c == '"') {
         const std::size_t close = text_.find(c, i + 1);
-        if (close == std::string::npos) error("unterminated string", {TokenKind::string, text_.substr(i), start + 1});
+        if (close == std::string::npos)
+          error("unterminated string", {TokenKind::string, text_.substr(i), start + 1});
         tokens_.push_back({TokenKind::string, text_.substr(i + 1, close - i - 1), start + 1});
         i = close + 1;
       } else {
@@ -126,14 +129,15 @@ class ExpressionParser {
     const Token left_token = peek();
     std::int32_t left = left_token.kind == TokenKind::string ? -1 : parse_sum();
     static const std::pair<const char*, Op> ops[] = {{"==", Op::eq}, {"!=", Op::ne}, {"<=", Op::le},
-                                                     {">=", Op::ge}, {"<", Op::lt},   {">", Op::gt}};
+                                                     {">=", Op::ge}, {"<", Op::lt},  {">", Op::gt}};
     for (const auto& [text, op] : ops) {
       if (left == -1 && peek().kind == TokenKind::string) ++next_;
       if (!accept(text)) continue;
       const Token right_token = peek();
       std::int32_t right = right_token.kind == TokenKind::string ? -1 : parse_sum();
       if (right_token.kind == TokenKind::string) ++next_;
-      if (left == -1 && right == -1) error("a string must be compared with a categorical parameter", left_token);
+      if (left == -1 && right == -1)
+        error("a string must be compared with a categorical parameter", left_token);
       if (left == -1) left = resolve_literal(left_token, right);
       if (right == -1) right = resolve_literal(right_token, left);
       return binary(op, left, right);
@@ -153,18 +157,25 @@ class ExpressionParser {
   std::int32_t parse_sum() {
     std::int32_t left = parse_product();
     for (;;) {
-      if (accept("+")) left = binary(Op::add, left, parse_product());
-      else if (accept("-")) left = binary(Op::sub, left, parse_product());
-      else return left;
+      if (accept("+"))
+        left = binary(Op::add, left, parse_product());
+      else if (accept("-"))
+        left = binary(Op::sub, left, parse_product());
+      else
+        return left;
     }
   }
   std::int32_t parse_product() {
     std::int32_t left = parse_unary();
     for (;;) {
-      if (accept("*")) left = binary(Op::mul, left, parse_unary());
-      else if (accept("/")) left = binary(Op::div, left, parse_unary());
-      else if (accept("%")) left = binary(Op::mod, left, parse_unary());
-      else return left;
+      if (accept("*"))
+        left = binary(Op::mul, left, parse_unary());
+      else if (accept("/"))
+        left = binary(Op::div, left, parse_unary());
+      else if (accept("%"))
+        left = binary(Op::mod, left, parse_unary());
+      else
+        return left;
     }
   }
   std::int32_t parse_unary() {
@@ -195,7 +206,8 @@ class ExpressionParser {
         return binary(token.text == "min" ? Op::min : Op::max, a, b);
       }
       const auto symbol = resolve_(token.text);
-      if (!symbol) error("unknown identifier '" + token.text + "' (neither a parameter nor a constant)", token);
+      if (!symbol)
+        error("unknown identifier '" + token.text + "' (neither a parameter nor a constant)", token);
       if (!symbol->parameter_slot) return add({Op::constant, -1, -1, symbol->constant});
       const std::size_t slot = *symbol->parameter_slot;
       expression_.slots_.push_back(slot);
@@ -225,30 +237,51 @@ double Expression::evaluate(std::span<const double> parameters) const { return e
 double Expression::eval(std::int32_t index, std::span<const double> p) const {
   const Node& n = nodes_[index];
   switch (n.op) {
-    case Op::constant: return n.value;
-    case Op::parameter: return p[n.slot];
-    case Op::neg: return -eval(n.a, p);
-    case Op::logical_not: return truth(eval(n.a, p)) ? 0.0 : 1.0;
-    case Op::logical_and: return truth(eval(n.a, p)) && truth(eval(n.b, p)) ? 1.0 : 0.0;
-    case Op::logical_or: return truth(eval(n.a, p)) || truth(eval(n.b, p)) ? 1.0 : 0.0;
-    default: break;
+    case Op::constant:
+      return n.value;
+    case Op::parameter:
+      return p[n.slot];
+    case Op::neg:
+      return -eval(n.a, p);
+    case Op::logical_not:
+      return truth(eval(n.a, p)) ? 0.0 : 1.0;
+    case Op::logical_and:
+      return truth(eval(n.a, p)) && truth(eval(n.b, p)) ? 1.0 : 0.0;
+    case Op::logical_or:
+      return truth(eval(n.a, p)) || truth(eval(n.b, p)) ? 1.0 : 0.0;
+    default:
+      break;
   }
   const double a = eval(n.a, p), b = eval(n.b, p);
   switch (n.op) {
-    case Op::add: return a + b;
-    case Op::sub: return a - b;
-    case Op::mul: return a * b;
-    case Op::div: return a / b;
-    case Op::mod: return std::fmod(a, b);
-    case Op::eq: return a == b ? 1.0 : 0.0;
-    case Op::ne: return (a == a && b == b && a != b) ? 1.0 : 0.0;
-    case Op::lt: return a < b ? 1.0 : 0.0;
-    case Op::le: return a <= b ? 1.0 : 0.0;
-    case Op::gt: return a > b ? 1.0 : 0.0;
-    case Op::ge: return a >= b ? 1.0 : 0.0;
-    case Op::min: return std::min(a, b);
-    case Op::max: return std::max(a, b);
-    default: break;
+    case Op::add:
+      return a + b;
+    case Op::sub:
+      return a - b;
+    case Op::mul:
+      return a * b;
+    case Op::div:
+      return a / b;
+    case Op::mod:
+      return std::fmod(a, b);
+    case Op::eq:
+      return a == b ? 1.0 : 0.0;
+    case Op::ne:
+      return (a == a && b == b && a != b) ? 1.0 : 0.0;
+    case Op::lt:
+      return a < b ? 1.0 : 0.0;
+    case Op::le:
+      return a <= b ? 1.0 : 0.0;
+    case Op::gt:
+      return a > b ? 1.0 : 0.0;
+    case Op::ge:
+      return a >= b ? 1.0 : 0.0;
+    case Op::min:
+      return std::min(a, b);
+    case Op::max:
+      return std::max(a, b);
+    default:
+      break;
   }
   throw InternalError("unhandled expression node");
 }
@@ -273,13 +306,17 @@ Interval checked(double lo, double hi) {
 
 }  // namespace
 
-Interval Expression::bounds(std::span<const Interval> parameters) const { return eval_bounds(root_, parameters); }
+Interval Expression::bounds(std::span<const Interval> parameters) const {
+  return eval_bounds(root_, parameters);
+}
 
 Interval Expression::eval_bounds(std::int32_t index, std::span<const Interval> p) const {
   const Node& n = nodes_[index];
   switch (n.op) {
-    case Op::constant: return Interval::point(n.value);
-    case Op::parameter: return p[n.slot];
+    case Op::constant:
+      return Interval::point(n.value);
+    case Op::parameter:
+      return p[n.slot];
     case Op::neg: {
       const Interval a = eval_bounds(n.a, p);
       return {-a.hi, -a.lo};
@@ -301,7 +338,8 @@ Interval Expression::eval_bounds(std::int32_t index, std::span<const Interval> p
       const Interval b = eval_bounds(n.b, p);
       return truth_of(is_surely_true(b), is_surely_false(a) && is_surely_false(b));
     }
-    default: break;
+    default:
+      break;
   }
   const Interval a = eval_bounds(n.a, p), b = eval_bounds(n.b, p);
   if (is_point(a) && is_point(b)) {
@@ -309,27 +347,56 @@ Interval Expression::eval_bounds(std::int32_t index, std::span<const Interval> p
     const double x = a.lo, y = b.lo;
     double r = 0;
     switch (n.op) {
-      case Op::add: r = x + y; break;
-      case Op::sub: r = x - y; break;
-      case Op::mul: r = x * y; break;
-      case Op::div: r = x / y; break;
-      case Op::mod: r = std::fmod(x, y); break;
-      case Op::eq: r = x == y; break;
-      case Op::ne: r = (x == x && y == y && x != y); break;
-      case Op::lt: r = x < y; break;
-      case Op::le: r = x <= y; break;
-      case Op::gt: r = x > y; break;
-      case Op::ge: r = x >= y; break;
-      case Op::min: r = std::min(x, y); break;
-      case Op::max: r = std::max(x, y); break;
-      default: throw InternalError("unhandled expression node");
+      case Op::add:
+        r = x + y;
+        break;
+      case Op::sub:
+        r = x - y;
+        break;
+      case Op::mul:
+        r = x * y;
+        break;
+      case Op::div:
+        r = x / y;
+        break;
+      case Op::mod:
+        r = std::fmod(x, y);
+        break;
+      case Op::eq:
+        r = x == y;
+        break;
+      case Op::ne:
+        r = (x == x && y == y && x != y);
+        break;
+      case Op::lt:
+        r = x < y;
+        break;
+      case Op::le:
+        r = x <= y;
+        break;
+      case Op::gt:
+        r = x > y;
+        break;
+      case Op::ge:
+        r = x >= y;
+        break;
+      case Op::min:
+        r = std::min(x, y);
+        break;
+      case Op::max:
+        r = std::max(x, y);
+        break;
+      default:
+        throw InternalError("unhandled expression node");
     }
     return Interval::point(r);
   }
   // A NaN bound (inf - inf, 0 * inf) means nothing is known.
   switch (n.op) {
-    case Op::add: return checked(a.lo + b.lo, a.hi + b.hi);
-    case Op::sub: return checked(a.lo - b.hi, a.hi - b.lo);
+    case Op::add:
+      return checked(a.lo + b.lo, a.hi + b.hi);
+    case Op::sub:
+      return checked(a.lo - b.hi, a.hi - b.lo);
     case Op::mul: {
       const double c[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
       for (double v : c)
@@ -353,15 +420,24 @@ Interval Expression::eval_bounds(std::int32_t index, std::span<const Interval> p
     // Comparisons: surely true/false when the intervals cannot overlap the
     // other way. NaN cannot arise from non-point operands' bounds here except
     // through kEverything, which never decides anything.
-    case Op::eq: return truth_of(false, a.hi < b.lo || b.hi < a.lo);
-    case Op::ne: return truth_of(a.hi < b.lo || b.hi < a.lo, false);
-    case Op::lt: return truth_of(a.hi < b.lo, a.lo >= b.hi);
-    case Op::le: return truth_of(a.hi <= b.lo, a.lo > b.hi);
-    case Op::gt: return truth_of(a.lo > b.hi, a.hi <= b.lo);
-    case Op::ge: return truth_of(a.lo >= b.hi, a.hi < b.lo);
-    case Op::min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-    case Op::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-    default: break;
+    case Op::eq:
+      return truth_of(false, a.hi < b.lo || b.hi < a.lo);
+    case Op::ne:
+      return truth_of(a.hi < b.lo || b.hi < a.lo, false);
+    case Op::lt:
+      return truth_of(a.hi < b.lo, a.lo >= b.hi);
+    case Op::le:
+      return truth_of(a.hi <= b.lo, a.lo > b.hi);
+    case Op::gt:
+      return truth_of(a.lo > b.hi, a.hi <= b.lo);
+    case Op::ge:
+      return truth_of(a.lo >= b.hi, a.hi < b.lo);
+    case Op::min:
+      return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    case Op::max:
+      return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    default:
+      break;
   }
   throw InternalError("unhandled expression node");
 }

@@ -67,8 +67,25 @@ class Expression {
   static bool truth(double v) { return v != 0 && v == v; }
 
   enum class Op : std::uint8_t {
-    constant, parameter, neg, logical_not, add, sub, mul, div, mod, eq, ne, lt, le, gt, ge, logical_and,
-    logical_or, min, max
+    constant,
+    parameter,
+    neg,
+    logical_not,
+    add,
+    sub,
+    mul,
+    div,
+    mod,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    logical_and,
+    logical_or,
+    min,
+    max
   };
   struct Node {
     Op op;

@@ -14,9 +14,9 @@ const double kSqrt5 = std::sqrt(5.0);
 constexpr double kLogTwoPi = 1.8378770664093453;
 
 // Bounds in log space: inputs live in [0,1]; targets are standardised.
-constexpr double kMinLogLength = -4.6, kMaxLogLength = 2.3;    // 0.01 .. 10
-constexpr double kMinLogSignal = -3.0, kMaxLogSignal = 3.0;    // 0.05 .. 20
-constexpr double kMinLogNoise = -13.8, kMaxLogNoise = 0.0;     // 1e-6 .. 1
+constexpr double kMinLogLength = -4.6, kMaxLogLength = 2.3;  // 0.01 .. 10
+constexpr double kMinLogSignal = -3.0, kMaxLogSignal = 3.0;  // 0.05 .. 20
+constexpr double kMinLogNoise = -13.8, kMaxLogNoise = 0.0;   // 1e-6 .. 1
 // Weak priors (mean, standard deviation) in log space.
 constexpr double kPriorLogLength = -1.0, kPriorLogLengthSd = 1.5;
 constexpr double kPriorLogSignal = 0.0, kPriorLogSignalSd = 1.5;
@@ -58,7 +58,8 @@ GpHyperparameters GaussianProcess::defaults() const {
 }
 
 void GaussianProcess::set_data(Eigen::MatrixXd inputs, Eigen::VectorXd targets) {
-  AUTOTUNE_CHECK(inputs.rows() == targets.size() && inputs.cols() == dimension_, "GP data of the wrong shape");
+  AUTOTUNE_CHECK(inputs.rows() == targets.size() && inputs.cols() == dimension_,
+                 "GP data of the wrong shape");
   inputs_ = std::move(inputs);
   targets_ = std::move(targets);
 }
@@ -77,10 +78,13 @@ double GaussianProcess::penalised_lml(const GpHyperparameters& h, Eigen::VectorX
   const Eigen::VectorXd alpha = llt.solve(targets_);
   const Eigen::MatrixXd lower = llt.matrixL();
   double value = -0.5 * targets_.dot(alpha) - lower.diagonal().array().log().sum() - 0.5 * n * kLogTwoPi;
-  const auto prior = [](double x, double mean, double sd) { return -0.5 * (x - mean) * (x - mean) / (sd * sd); };
+  const auto prior = [](double x, double mean, double sd) {
+    return -0.5 * (x - mean) * (x - mean) / (sd * sd);
+  };
   for (Eigen::Index d = 0; d < h.log_lengthscales.size(); ++d)
     value += prior(h.log_lengthscales[d], kPriorLogLength, kPriorLogLengthSd);
-  value += prior(h.log_signal, kPriorLogSignal, kPriorLogSignalSd) + prior(h.log_noise, kPriorLogNoise, kPriorLogNoiseSd);
+  value += prior(h.log_signal, kPriorLogSignal, kPriorLogSignalSd) +
+           prior(h.log_noise, kPriorLogNoise, kPriorLogNoiseSd);
   if (gradient == nullptr) return value;
 
   // d LML / d theta = 0.5 * sum(W .* dK/dtheta), W = alpha alpha^T - K^-1.
@@ -98,7 +102,8 @@ double GaussianProcess::penalised_lml(const GpHyperparameters& h, Eigen::VectorX
     // sum_ij M_ij (a_i - a_j)^2 = 2 sum_i a_i^2 rowsum_i - 2 a^T M a
     const auto a = scaled.col(d);
     const double term = 2.0 * a.array().square().matrix().dot(row_sums) - 2.0 * a.dot(ma.col(d));
-    (*gradient)[d] = 0.5 * term - (h.log_lengthscales[d] - kPriorLogLength) / (kPriorLogLengthSd * kPriorLogLengthSd);
+    (*gradient)[d] =
+        0.5 * term - (h.log_lengthscales[d] - kPriorLogLength) / (kPriorLogLengthSd * kPriorLogLengthSd);
   }
   (*gradient)[dimension_] = 0.5 * (w.array() * k_signal.array()).sum() -
                             (h.log_signal - kPriorLogSignal) / (kPriorLogSignalSd * kPriorLogSignalSd);
@@ -136,13 +141,16 @@ GpHyperparameters GaussianProcess::rprop(GpHyperparameters h, int iterations, do
     }
     for (int i = 0; i < p; ++i) {
       const double product = gradient[i] * previous[i];
-      if (product > 0) step[i] = std::min(step[i] * 1.2, 1.0);
+      if (product > 0)
+        step[i] = std::min(step[i] * 1.2, 1.0);
       else if (product < 0) {
         step[i] = std::max(step[i] * 0.5, 1e-4);
         gradient[i] = 0;  // iRprop-: skip the step after a sign change
       }
-      if (gradient[i] > 0) x[i] += step[i];
-      else if (gradient[i] < 0) x[i] -= step[i];
+      if (gradient[i] > 0)
+        x[i] += step[i];
+      else if (gradient[i] < 0)
+        x[i] -= step[i];
       x[i] = std::clamp(x[i], lower[i], upper[i]);
     }
     previous = gradient;
@@ -192,10 +200,12 @@ void GaussianProcess::factorize() {
 
 Eigen::MatrixXd GaussianProcess::correlation(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) const {
   const Eigen::ArrayXd inverse_length = (-hyper_.log_lengthscales.array()).exp();
-  return matern52(squared_distances(a * inverse_length.matrix().asDiagonal(), b * inverse_length.matrix().asDiagonal()));
+  return matern52(
+      squared_distances(a * inverse_length.matrix().asDiagonal(), b * inverse_length.matrix().asDiagonal()));
 }
 
-void GaussianProcess::predict(const Eigen::MatrixXd& points, Eigen::VectorXd& mean, Eigen::VectorXd& variance) const {
+void GaussianProcess::predict(const Eigen::MatrixXd& points, Eigen::VectorXd& mean,
+                              Eigen::VectorXd& variance) const {
   const double signal = std::exp(hyper_.log_signal);
   const Eigen::MatrixXd cross = signal * correlation(points, inputs_);  // m x n
   mean = cross * alpha_;

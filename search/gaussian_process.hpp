@@ -8,14 +8,14 @@
 // values when data are few), with Rprop on the analytic gradient in log
 // space, within fixed bounds. Each fit continues from the current values, so
 // refitting after a few more observations is cheap.
-#include <Eigen/Core>
 #include <Eigen/Cholesky>
+#include <Eigen/Core>
 
 namespace autotune::search {
 
 struct GpHyperparameters {
   Eigen::VectorXd log_lengthscales;
-  double log_signal = 0.0;          // log variance
+  double log_signal = 0.0;            // log variance
   double log_noise = std::log(1e-2);  // log variance
 };
 

@@ -33,7 +33,9 @@ class GeneticStrategy final : public IndexedStrategy {
  private:
   std::vector<std::uint64_t> propose(std::size_t k) override {
     std::vector<std::uint64_t> out;
-    const auto taken = [&](std::uint64_t i) { return seen(i) || std::find(out.begin(), out.end(), i) != out.end(); };
+    const auto taken = [&](std::uint64_t i) {
+      return seen(i) || std::find(out.begin(), out.end(), i) != out.end();
+    };
     while (out.size() < k && seen_count() + out.size() < space_.size()) {
       std::optional<std::uint64_t> child;
       if (population_.size() >= 4) {
@@ -56,7 +58,8 @@ class GeneticStrategy final : public IndexedStrategy {
     for (const auto& o : batch)
       if (o.value) population_.push_back({*o.value, o.index});
     std::sort(population_.begin(), population_.end());
-    if (population_.size() > static_cast<std::size_t>(options_.population)) population_.resize(options_.population);
+    if (population_.size() > static_cast<std::size_t>(options_.population))
+      population_.resize(options_.population);
   }
 
   std::uint64_t tournament() {
@@ -76,7 +79,8 @@ class GeneticStrategy final : public IndexedStrategy {
       if (rng_.uniform() < rate) mutated = mutate(child, p) || mutated;
     if (!mutated && (child == mother || child == father)) {
       for (int tries = 0; tries < 4 && !mutated; ++tries)
-        mutated = mutate(child, static_cast<std::size_t>(rng_.uniform_int(0, static_cast<std::int64_t>(d) - 1)));
+        mutated =
+            mutate(child, static_cast<std::size_t>(rng_.uniform_int(0, static_cast<std::int64_t>(d) - 1)));
     }
     return space_.index_of_positions(child);
   }
@@ -102,16 +106,19 @@ class GeneticStrategy final : public IndexedStrategy {
   std::vector<std::pair<double, std::uint64_t>> population_;  // (value, index), best first
 };
 
-const StrategyRegistration registration("genetic", [](const SearchSpace& space, std::uint64_t seed,
-                                                      StrategyOptions& options) -> std::unique_ptr<Strategy> {
-  GeneticOptions o;
-  o.population = options.get<int>("population", o.population, "an integer >= 4");
-  o.mutation = options.get<double>("mutation", o.mutation, "a number >= 0");
-  o.attempts = options.get<int>("attempts", o.attempts, "an integer >= 1");
-  if (o.population < 4 || !(o.mutation >= 0) || o.attempts < 1)
-    throw UserError("strategy 'genetic': option out of range; accepted: population >= 4, mutation >= 0, attempts >= 1");
-  return std::make_unique<GeneticStrategy>(space, seed, o);
-});
+const StrategyRegistration registration(
+    "genetic",
+    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
+      GeneticOptions o;
+      o.population = options.get<int>("population", o.population, "an integer >= 4");
+      o.mutation = options.get<double>("mutation", o.mutation, "a number >= 0");
+      o.attempts = options.get<int>("attempts", o.attempts, "an integer >= 1");
+      if (o.population < 4 || !(o.mutation >= 0) || o.attempts < 1)
+        throw UserError(
+            "strategy 'genetic': option out of range; accepted: population >= 4, mutation >= 0, attempts >= "
+            "1");
+      return std::make_unique<GeneticStrategy>(space, seed, o);
+    });
 
 }  // namespace
 

@@ -39,13 +39,15 @@ class GridStrategy final : public IndexedStrategy {
   std::uint64_t cursor_ = 0;
 };
 
-const StrategyRegistration registration("grid", [](const SearchSpace& space, std::uint64_t seed,
-                                                   StrategyOptions& options) -> std::unique_ptr<Strategy> {
-  const auto order = options.get<std::string>("order", "index", "\"index\" or \"space_filling\"");
-  if (order != "index" && order != "space_filling")
-    throw UserError("strategy 'grid': option 'order': '" + order + "' is not accepted; accepted: index, space_filling");
-  return std::make_unique<GridStrategy>(space, seed, order == "space_filling");
-});
+const StrategyRegistration registration(
+    "grid",
+    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
+      const auto order = options.get<std::string>("order", "index", "\"index\" or \"space_filling\"");
+      if (order != "index" && order != "space_filling")
+        throw UserError("strategy 'grid': option 'order': '" + order +
+                        "' is not accepted; accepted: index, space_filling");
+      return std::make_unique<GridStrategy>(space, seed, order == "space_filling");
+    });
 
 }  // namespace
 

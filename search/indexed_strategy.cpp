@@ -36,7 +36,8 @@ std::optional<std::uint64_t> IndexedStrategy::random_unseen() {
     }
   }
   // Dense: pick the r-th unseen index.
-  std::uint64_t r = static_cast<std::uint64_t>(rng_.uniform_int(0, static_cast<std::int64_t>(size - seen_.size() - 1)));
+  std::uint64_t r =
+      static_cast<std::uint64_t>(rng_.uniform_int(0, static_cast<std::int64_t>(size - seen_.size() - 1)));
   for (std::uint64_t index = 0; index < size; ++index) {
     if (seen(index)) continue;
     if (r-- == 0) return index;

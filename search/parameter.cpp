@@ -30,7 +30,8 @@ ParamValue param_value_from_json(const nlohmann::json& value, const std::string&
   if (value.is_number_float()) return value.get<double>();
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return static_cast<std::int64_t>(value.get<bool>());
-  throw UserError(what + ": '" + value.dump() + "' is not a parameter value; accepted: an integer, a real or a string");
+  throw UserError(what + ": '" + value.dump() +
+                  "' is not a parameter value; accepted: an integer, a real or a string");
 }
 
 bool is_numeric(const ParamValue& value) { return !std::holds_alternative<std::string>(value); }
@@ -49,10 +50,14 @@ bool same_value(const ParamValue& a, const ParamValue& b) {
 
 const char* to_string(ParameterKind kind) {
   switch (kind) {
-    case ParameterKind::integer_range: return "range";
-    case ParameterKind::power_of_two: return "pow2";
-    case ParameterKind::ordered_list: return "list";
-    case ParameterKind::categorical: return "categorical";
+    case ParameterKind::integer_range:
+      return "range";
+    case ParameterKind::power_of_two:
+      return "pow2";
+    case ParameterKind::ordered_list:
+      return "list";
+    case ParameterKind::categorical:
+      return "categorical";
   }
   return "?";
 }
@@ -81,7 +86,8 @@ ParameterSpec::ParameterSpec(std::string name, ParameterKind kind, std::vector<P
 }
 
 ParameterSpec ParameterSpec::range(std::string name, std::int64_t lo, std::int64_t hi, std::int64_t step) {
-  if (step <= 0) throw UserError("parameter '" + name + "': range step must be positive, got " + std::to_string(step));
+  if (step <= 0)
+    throw UserError("parameter '" + name + "': range step must be positive, got " + std::to_string(step));
   if (hi < lo)
     throw UserError("parameter '" + name + "': empty domain: range [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "] has hi < lo");
@@ -104,8 +110,8 @@ ParameterSpec ParameterSpec::powers_of_two(std::string name, std::int64_t lo, st
     if (v > (std::int64_t{1} << 61)) break;
   }
   if (values.empty())
-    throw UserError("parameter '" + name + "': empty domain: no power of two in [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "]");
+    throw UserError("parameter '" + name + "': empty domain: no power of two in [" + std::to_string(lo) +
+                    ", " + std::to_string(hi) + "]");
   return ParameterSpec(std::move(name), ParameterKind::power_of_two, std::move(values));
 }
 
@@ -113,7 +119,8 @@ ParameterSpec ParameterSpec::ordered(std::string name, std::vector<ParamValue> v
   const bool all_strings = !values.empty() && std::all_of(values.begin(), values.end(), [](const auto& v) {
     return std::holds_alternative<std::string>(v);
   });
-  return ParameterSpec(std::move(name), all_strings ? ParameterKind::categorical : ParameterKind::ordered_list,
+  return ParameterSpec(std::move(name),
+                       all_strings ? ParameterKind::categorical : ParameterKind::ordered_list,
                        std::move(values));
 }
 

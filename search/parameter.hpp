@@ -8,9 +8,8 @@
 //  - ordered_list:  explicit values (integers or reals), in the given order
 //  - categorical:   strings, unordered (neighbours are all other values)
 // An empty domain or a repeated value is a UserError naming the parameter.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>

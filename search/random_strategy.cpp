@@ -22,10 +22,11 @@ class RandomStrategy final : public IndexedStrategy {
   }
 };
 
-const StrategyRegistration registration("random", [](const SearchSpace& space, std::uint64_t seed,
-                                                     StrategyOptions&) -> std::unique_ptr<Strategy> {
-  return std::make_unique<RandomStrategy>(space, seed);
-});
+const StrategyRegistration registration("random",
+                                        [](const SearchSpace& space, std::uint64_t seed,
+                                           StrategyOptions&) -> std::unique_ptr<Strategy> {
+                                          return std::make_unique<RandomStrategy>(space, seed);
+                                        });
 
 }  // namespace
 

@@ -19,7 +19,8 @@ namespace {
 
 ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!std::filesystem::is_regular_file(path) || !in) throw UserError(path.string() + ": cachefile not found");
+  if (!std::filesystem::is_regular_file(path) || !in)
+    throw UserError(path.string() + ": cachefile not found");
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(in);
@@ -32,7 +33,8 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
   const auto& keys = document.at("tune_params_keys");
   const auto& tune_params = document.at("tune_params");
   const auto& cache = document.at("cache");
-  if (!keys.is_array() || keys.empty()) malformed(path, "'tune_params_keys' must be a non-empty list of names");
+  if (!keys.is_array() || keys.empty())
+    malformed(path, "'tune_params_keys' must be a non-empty list of names");
   if (!tune_params.is_object()) malformed(path, "'tune_params' must be an object of value lists");
   if (!cache.is_object()) malformed(path, "'cache' must be an object of records");
 
@@ -53,7 +55,8 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
       if (!tune_params.contains(name) || !tune_params.at(name).is_array())
         malformed(path, "'tune_params' has no value list for '" + name + "'");
       std::vector<ParamValue> values;
-      for (const auto& v : tune_params.at(name)) values.push_back(param_value_from_json(v, "parameter '" + name + "'"));
+      for (const auto& v : tune_params.at(name))
+        values.push_back(param_value_from_json(v, "parameter '" + name + "'"));
       parameters.push_back(ParameterSpec::ordered(name, std::move(values)));
       names.push_back(name);
     }
@@ -70,12 +73,15 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
     if (!record.is_object()) malformed(path, "cache record '" + key + "' is not an object");
     Positions positions(names.size());
     for (std::size_t p = 0; p < names.size(); ++p) {
-      if (!record.contains(names[p])) malformed(path, "cache record '" + key + "' has no value for '" + names[p] + "'");
+      if (!record.contains(names[p]))
+        malformed(path, "cache record '" + key + "' has no value for '" + names[p] + "'");
       const auto& raw = record.at(names[p]);
       std::optional<std::uint32_t> position;
-      if (raw.is_number() || raw.is_string()) position = parameters[p].position(param_value_from_json(raw, names[p]));
+      if (raw.is_number() || raw.is_string())
+        position = parameters[p].position(param_value_from_json(raw, names[p]));
       if (!position)
-        malformed(path, "cache record '" + key + "': " + names[p] + " = " + raw.dump() + " is not in tune_params");
+        malformed(path,
+                  "cache record '" + key + "': " + names[p] + " = " + raw.dump() + " is not in tune_params");
       positions[p] = *position;
     }
     if (!record.contains(target.objective_))
@@ -88,13 +94,15 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
       values.push_back(std::numeric_limits<double>::quiet_NaN());
       failures.push_back(objective.get<std::string>());
     } else {
-      malformed(path, "cache record '" + key + "': '" + target.objective_ + "' is neither a number nor a failure");
+      malformed(path,
+                "cache record '" + key + "': '" + target.objective_ + "' is neither a number nor a failure");
     }
     allowed.push_back(std::move(positions));
   }
   if (allowed.empty()) malformed(path, "'cache' is empty");
   std::vector<Positions> ordered = allowed;
-  target.space_ = std::make_shared<const SearchSpace>(SearchSpace::from_allowed(std::move(parameters), std::move(ordered)));
+  target.space_ = std::make_shared<const SearchSpace>(
+      SearchSpace::from_allowed(std::move(parameters), std::move(ordered)));
   target.value_by_index_.assign(target.space_->size(), std::numeric_limits<double>::quiet_NaN());
   target.failure_by_index_.assign(target.space_->size(), "");
   for (std::size_t i = 0; i < allowed.size(); ++i) {
@@ -129,9 +137,12 @@ ReplayResult ReplayTarget::evaluate(const Configuration& configuration) const {
 std::optional<Observation> ReplayTarget::observe(const Configuration& configuration) const {
   const ReplayResult result = evaluate(configuration);
   switch (result.status) {
-    case ReplayResult::Status::ok: return Observation::success(configuration, result.value);
-    case ReplayResult::Status::failed: return Observation::failed(configuration, result.failure);
-    case ReplayResult::Status::outside_space: break;
+    case ReplayResult::Status::ok:
+      return Observation::success(configuration, result.value);
+    case ReplayResult::Status::failed:
+      return Observation::failed(configuration, result.failure);
+    case ReplayResult::Status::outside_space:
+      break;
   }
   return std::nullopt;
 }

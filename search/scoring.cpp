@@ -34,11 +34,14 @@ std::size_t SpaceScoring::budget(double p) const {
   return static_cast<std::size_t>(std::ceil(static_cast<double>(i) / static_cast<double>(n + 1 - i)));
 }
 
-std::size_t SpaceScoring::capped_budget(double p) const { return std::max<std::size_t>(1, std::min(budget(p), kBudgetCap)); }
+std::size_t SpaceScoring::capped_budget(double p) const {
+  return std::max<std::size_t>(1, std::min(budget(p), kBudgetCap));
+}
 
 double SpaceScoring::random_expected_best(std::size_t m) const {
   const std::size_t n = sorted_.size();
-  const double r = std::round(static_cast<double>(m) * static_cast<double>(n + 1) / static_cast<double>(m + 1));
+  const double r =
+      std::round(static_cast<double>(m) * static_cast<double>(n + 1) / static_cast<double>(m + 1));
   return sorted_[std::min(n - 1, static_cast<std::size_t>(r))];
 }
 
@@ -63,7 +66,8 @@ SpaceScore SpaceScoring::score(const std::vector<Trace>& traces) const {
     const double random = random_expected_best(m);
     const double strategy = median_best(traces, m);
     const double denominator = optimum() - random;
-    const double p = denominator == 0 ? (strategy <= optimum() ? 1.0 : 0.0) : (strategy - random) / denominator;
+    const double p =
+        denominator == 0 ? (strategy <= optimum() ? 1.0 : 0.0) : (strategy - random) / denominator;
     out.performance.push_back(p);
     sum += p;
   }

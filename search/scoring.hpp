@@ -21,7 +21,7 @@ namespace autotune::search {
 using Trace = std::vector<std::optional<double>>;
 
 struct SpaceScore {
-  double score = 0;                      // mean P(M) over [low_budget, high_budget]
+  double score = 0;  // mean P(M) over [low_budget, high_budget]
   std::size_t low_budget = 0, high_budget = 0;
   double median_fraction_of_optimum = 0;  // median over repeats of f_opt / best at the trace's end
   std::vector<double> performance;        // P(M) for M = low_budget..high_budget

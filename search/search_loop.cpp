@@ -37,8 +37,8 @@ Trace replay_trace(const ReplayTarget& target, const std::string& strategy_name,
                    std::size_t budget, const nlohmann::json& options, std::size_t batch_size) {
   auto strategy = make_strategy(strategy_name, target.space(), seed, options);
   const auto record = run_search(
-      *strategy, [&](const Configuration& c) { return target.observe(c); }, StopCondition::evaluations(budget),
-      batch_size);
+      *strategy, [&](const Configuration& c) { return target.observe(c); },
+      StopCondition::evaluations(budget), batch_size);
   Trace trace;
   for (const auto& observation : record.observations) trace.push_back(observation.value);
   return trace;

@@ -194,7 +194,8 @@ void SearchSpace::enumerate_group(Group& group, const std::vector<std::size_t>& 
   if (group.count == 0) {
     std::vector<std::string> texts;
     for (std::size_t c : constraint_ids) texts.push_back(constraints_[c].text());
-    throw UserError("infeasible search space: no configuration satisfies the constraints " + quoted_list(texts));
+    throw UserError("infeasible search space: no configuration satisfies the constraints " +
+                    quoted_list(texts));
   }
 }
 
@@ -246,7 +247,8 @@ Positions SearchSpace::positions_at(std::uint64_t index) const {
   return out;
 }
 
-std::optional<std::uint64_t> SearchSpace::rank_in_group(const Group& group, const std::uint32_t* positions) const {
+std::optional<std::uint64_t> SearchSpace::rank_in_group(const Group& group,
+                                                        const std::uint32_t* positions) const {
   if (group.tuples.empty()) return positions[group.parameters.front()];
   const std::size_t width = group.parameters.size();
   std::uint64_t lo = 0, hi = group.count;
@@ -256,12 +258,16 @@ std::optional<std::uint64_t> SearchSpace::rank_in_group(const Group& group, cons
     int order = 0;
     for (std::size_t k = 0; k < width && order == 0; ++k) {
       const std::uint32_t want = positions[group.parameters[k]];
-      if (tuple[k] < want) order = -1;
-      else if (tuple[k] > want) order = 1;
+      if (tuple[k] < want)
+        order = -1;
+      else if (tuple[k] > want)
+        order = 1;
     }
     if (order == 0) return mid;
-    if (order < 0) lo = mid + 1;
-    else hi = mid;
+    if (order < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return std::nullopt;
 }
@@ -325,7 +331,8 @@ std::vector<std::uint64_t> SearchSpace::neighbour_indices(std::uint64_t index) c
       }
     } else {
       for (const std::int64_t direction : {-1, 1}) {
-        for (std::int64_t v = static_cast<std::int64_t>(start[p]) + direction; v >= 0 && v < n; v += direction) {
+        for (std::int64_t v = static_cast<std::int64_t>(start[p]) + direction; v >= 0 && v < n;
+             v += direction) {
           probe[p] = static_cast<std::uint32_t>(v);
           if (const auto i = index_of_positions(probe)) {
             out.push_back(*i);
@@ -341,7 +348,8 @@ std::vector<std::uint64_t> SearchSpace::neighbour_indices(std::uint64_t index) c
 
 std::vector<Configuration> SearchSpace::neighbours(const Configuration& configuration) const {
   const auto index = index_of(configuration);
-  if (!index) throw UserError("neighbours of a configuration outside the space: " + to_string(*this, configuration));
+  if (!index)
+    throw UserError("neighbours of a configuration outside the space: " + to_string(*this, configuration));
   std::vector<Configuration> out;
   for (std::uint64_t i : neighbour_indices(*index)) out.push_back(configuration_at(i));
   return out;
@@ -354,14 +362,17 @@ void SearchSpace::encode_index(std::uint64_t index, Eigen::Ref<Eigen::VectorXd> 
     const int offset = encoded_offset_[p];
     if (offset < 0) continue;
     const auto& spec = parameters_[p];
-    if (spec.is_categorical() && spec.size() > 2) out[offset + positions[p]] = 1.0;
-    else out[offset] = static_cast<double>(positions[p]) / static_cast<double>(spec.size() - 1);
+    if (spec.is_categorical() && spec.size() > 2)
+      out[offset + positions[p]] = 1.0;
+    else
+      out[offset] = static_cast<double>(positions[p]) / static_cast<double>(spec.size() - 1);
   }
 }
 
 Eigen::VectorXd SearchSpace::encode(const Configuration& configuration) const {
   const auto index = index_of(configuration);
-  if (!index) throw UserError("cannot encode a configuration outside the space: " + to_string(*this, configuration));
+  if (!index)
+    throw UserError("cannot encode a configuration outside the space: " + to_string(*this, configuration));
   Eigen::VectorXd out(encoded_dimension_);
   encode_index(*index, out);
   return out;
@@ -369,7 +380,8 @@ Eigen::VectorXd SearchSpace::encode(const Configuration& configuration) const {
 
 std::string SearchSpace::describe() const {
   std::ostringstream out;
-  out << parameters_.size() << " parameters, " << size_ << " valid of " << cartesian_size() << " combinations";
+  out << parameters_.size() << " parameters, " << size_ << " valid of " << cartesian_size()
+      << " combinations";
   return out.str();
 }
 
@@ -385,11 +397,14 @@ Configuration configuration_from_json(const SearchSpace& space, const nlohmann::
   if (!object.is_object()) throw UserError("configuration: expected a JSON object {\"name\": value, ...}");
   Configuration out;
   for (const auto& spec : space.parameters()) {
-    if (!object.contains(spec.name())) throw UserError("configuration: missing parameter '" + spec.name() + "'");
-    ParamValue value = param_value_from_json(object.at(spec.name()), "configuration: parameter '" + spec.name() + "'");
+    if (!object.contains(spec.name()))
+      throw UserError("configuration: missing parameter '" + spec.name() + "'");
+    ParamValue value =
+        param_value_from_json(object.at(spec.name()), "configuration: parameter '" + spec.name() + "'");
     const auto position = spec.position(value);
     if (!position)
-      throw UserError("configuration: parameter '" + spec.name() + "': '" + to_string(value) + "' is not in its domain");
+      throw UserError("configuration: parameter '" + spec.name() + "': '" + to_string(value) +
+                      "' is not in its domain");
     out.push_back(spec.values()[*position]);
   }
   for (const auto& [key, value] : object.items())

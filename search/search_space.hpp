@@ -23,10 +23,9 @@
 //    0/1 feature, a larger categorical one-hot; single-valued parameters are
 //    dropped.
 #include <Eigen/Core>
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,7 +90,8 @@ class SearchSpace {
   void build_groups(const std::vector<std::string>& constraint_texts);
   void enumerate_group(Group& group, const std::vector<std::size_t>& constraint_ids);
   void finish_layout();
-  std::optional<std::uint64_t> rank_in_group(const Group& group, const std::uint32_t* positions_by_parameter) const;
+  std::optional<std::uint64_t> rank_in_group(const Group& group,
+                                             const std::uint32_t* positions_by_parameter) const;
 
   std::vector<ParameterSpec> parameters_;
   std::vector<Expression> constraints_;

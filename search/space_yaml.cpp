@@ -82,7 +82,8 @@ SearchSpace parse_space(ConfigReader& space_section, const std::vector<std::stri
   return SearchSpace(std::move(parameters), constraints, constants);
 }
 
-SearchSpace parse_space_and_constraints(ConfigReader& document, const std::map<std::string, double>& constants) {
+SearchSpace parse_space_and_constraints(ConfigReader& document,
+                                        const std::map<std::string, double>& constants) {
   ConfigReader space = document.child("space");
   const YAML::Node list = document.raw("constraints");
   std::vector<std::string> constraints;
@@ -103,7 +104,8 @@ SearchSpace parse_space_and_constraints(ConfigReader& document, const std::map<s
   } catch (const UserError& e) {
     const std::string message = e.what();
     for (std::size_t i = 0; i < constraints.size(); ++i) {
-      if (message.find("'" + constraints[i] + "'") != std::string::npos && message.rfind("constraint", 0) == 0) {
+      if (message.find("'" + constraints[i] + "'") != std::string::npos &&
+          message.rfind("constraint", 0) == 0) {
         const YAML::Node item = list[i];
         document.fail("constraints[" + std::to_string(i) + "]", message, &item);
       }

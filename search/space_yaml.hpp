@@ -27,7 +27,8 @@ SearchSpace parse_space(ConfigReader& space_section, const std::vector<std::stri
 
 // Reads keys `space` (required) and `constraints` (optional) of `document`;
 // constraint errors are additionally prefixed with file:line.
-SearchSpace parse_space_and_constraints(ConfigReader& document, const std::map<std::string, double>& constants = {});
+SearchSpace parse_space_and_constraints(ConfigReader& document,
+                                        const std::map<std::string, double>& constants = {});
 
 // A YAML file holding `space:` and `constraints:` only.
 SearchSpace load_space_file(const std::string& path, const std::map<std::string, double>& constants = {});

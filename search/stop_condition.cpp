@@ -52,8 +52,12 @@ struct Target final : StopCondition::Rule {
 struct NoImprovement final : StopCondition::Rule {
   std::size_t evaluations;
   explicit NoImprovement(std::size_t n) : evaluations(n) {}
-  bool reached(const SearchProgress& p) const override { return p.evaluations_since_improvement() >= evaluations; }
-  std::string describe() const override { return "no improvement for " + std::to_string(evaluations) + " evaluations"; }
+  bool reached(const SearchProgress& p) const override {
+    return p.evaluations_since_improvement() >= evaluations;
+  }
+  std::string describe() const override {
+    return "no improvement for " + std::to_string(evaluations) + " evaluations";
+  }
 };
 
 struct AnyOf final : StopCondition::Rule {
@@ -92,7 +96,9 @@ StopCondition StopCondition::any_of(std::vector<StopCondition> conditions) {
 }
 StopCondition StopCondition::never() { return any_of({}); }
 
-StopCondition operator||(const StopCondition& a, const StopCondition& b) { return StopCondition::any_of({a, b}); }
+StopCondition operator||(const StopCondition& a, const StopCondition& b) {
+  return StopCondition::any_of({a, b});
+}
 
 std::optional<std::size_t> StopCondition::evaluation_budget() const {
   if (const auto* budget = dynamic_cast<const EvaluationBudget*>(rule_.get())) return budget->budget;

@@ -23,11 +23,10 @@
 //  - The space must outlive the strategy.
 // Stopping on a budget or time is not the strategy's business: see
 // stop_condition.hpp.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,7 +42,9 @@ struct Observation {
   std::string failure;          // why it failed (when !value)
 
   static Observation success(Configuration c, double v) { return {std::move(c), v, {}}; }
-  static Observation failed(Configuration c, std::string reason) { return {std::move(c), std::nullopt, std::move(reason)}; }
+  static Observation failed(Configuration c, std::string reason) {
+    return {std::move(c), std::nullopt, std::move(reason)};
+  }
   bool ok() const { return value.has_value(); }
 };
 

@@ -10,20 +10,28 @@ namespace autotune::sim {
 
 int dtype_bytes(Dtype dtype) {
   switch (dtype) {
-    case Dtype::fp32: return 4;
-    case Dtype::int32: return 4;
-    case Dtype::bf16: return 2;
-    case Dtype::fp16: return 2;
+    case Dtype::fp32:
+      return 4;
+    case Dtype::int32:
+      return 4;
+    case Dtype::bf16:
+      return 2;
+    case Dtype::fp16:
+      return 2;
   }
   return 4;
 }
 
 std::string_view dtype_name(Dtype dtype) {
   switch (dtype) {
-    case Dtype::fp32: return "fp32";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::int32: return "int32";
+    case Dtype::fp32:
+      return "fp32";
+    case Dtype::bf16:
+      return "bf16";
+    case Dtype::fp16:
+      return "fp16";
+    case Dtype::int32:
+      return "int32";
   }
   return "?";
 }
@@ -61,38 +69,50 @@ float round_to_fp16(float value) {
 
 float round_to_dtype(float value, Dtype dtype) {
   switch (dtype) {
-    case Dtype::fp32: return value;
-    case Dtype::bf16: return round_to_bf16(value);
-    case Dtype::fp16: return round_to_fp16(value);
-    case Dtype::int32: return std::nearbyint(value);
+    case Dtype::fp32:
+      return value;
+    case Dtype::bf16:
+      return round_to_bf16(value);
+    case Dtype::fp16:
+      return round_to_fp16(value);
+    case Dtype::int32:
+      return std::nearbyint(value);
   }
   return value;
 }
 
 std::string_view memory_space_name(MemorySpace space) {
   switch (space) {
-    case MemorySpace::hbm: return "hbm";
-    case MemorySpace::sbuf: return "sbuf";
-    case MemorySpace::psum: return "psum";
+    case MemorySpace::hbm:
+      return "hbm";
+    case MemorySpace::sbuf:
+      return "sbuf";
+    case MemorySpace::psum:
+      return "psum";
   }
   return "?";
 }
 
 std::string_view engine_name(Engine engine) {
   switch (engine) {
-    case Engine::tensor: return "tensor";
-    case Engine::vector: return "vector";
-    case Engine::scalar: return "scalar";
-    case Engine::gpsimd: return "gpsimd";
-    case Engine::dma: return "dma";
+    case Engine::tensor:
+      return "tensor";
+    case Engine::vector:
+      return "vector";
+    case Engine::scalar:
+      return "scalar";
+    case Engine::gpsimd:
+      return "gpsimd";
+    case Engine::dma:
+      return "dma";
   }
   return "?";
 }
 
 std::string_view opcode_name(Opcode opcode) {
   static constexpr std::string_view kNames[] = {
-      "dma_copy",    "matmul",     "transpose", "activation", "tensor_tensor", "tensor_scalar",
-      "tensor_reduce", "tensor_copy", "reciprocal", "memset",    "iota",          "affine_select"};
+      "dma_copy",      "matmul",      "transpose",  "activation", "tensor_tensor", "tensor_scalar",
+      "tensor_reduce", "tensor_copy", "reciprocal", "memset",     "iota",          "affine_select"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -104,14 +124,22 @@ std::string_view alu_op_name(AluOp op) {
 
 double apply_alu(AluOp op, double a, double b) {
   switch (op) {
-    case AluOp::bypass: return a;
-    case AluOp::add: return a + b;
-    case AluOp::subtract: return a - b;
-    case AluOp::multiply: return a * b;
-    case AluOp::divide: return a / b;
-    case AluOp::max: return std::max(a, b);
-    case AluOp::min: return std::min(a, b);
-    case AluOp::pow: return std::pow(a, b);
+    case AluOp::bypass:
+      return a;
+    case AluOp::add:
+      return a + b;
+    case AluOp::subtract:
+      return a - b;
+    case AluOp::multiply:
+      return a * b;
+    case AluOp::divide:
+      return a / b;
+    case AluOp::max:
+      return std::max(a, b);
+    case AluOp::min:
+      return std::min(a, b);
+    case AluOp::pow:
+      return std::pow(a, b);
   }
   return a;
 }
@@ -124,16 +152,26 @@ std::string_view activation_name(ActivationFunction function) {
 
 double apply_activation(ActivationFunction function, double x) {
   switch (function) {
-    case ActivationFunction::identity: return x;
-    case ActivationFunction::exp: return std::exp(x);
-    case ActivationFunction::tanh: return std::tanh(x);
-    case ActivationFunction::relu: return x > 0 ? x : 0.0;
-    case ActivationFunction::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ActivationFunction::square: return x * x;
-    case ActivationFunction::sqrt: return std::sqrt(x);
-    case ActivationFunction::rsqrt: return 1.0 / std::sqrt(x);
-    case ActivationFunction::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case ActivationFunction::silu: return x / (1.0 + std::exp(-x));
+    case ActivationFunction::identity:
+      return x;
+    case ActivationFunction::exp:
+      return std::exp(x);
+    case ActivationFunction::tanh:
+      return std::tanh(x);
+    case ActivationFunction::relu:
+      return x > 0 ? x : 0.0;
+    case ActivationFunction::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case ActivationFunction::square:
+      return x * x;
+    case ActivationFunction::sqrt:
+      return std::sqrt(x);
+    case ActivationFunction::rsqrt:
+      return 1.0 / std::sqrt(x);
+    case ActivationFunction::gelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ActivationFunction::silu:
+      return x / (1.0 + std::exp(-x));
   }
   return x;
 }

@@ -109,7 +109,18 @@ enum class AluOp : std::uint8_t { bypass, add, subtract, multiply, divide, max, 
 std::string_view alu_op_name(AluOp op);
 double apply_alu(AluOp op, double a, double b);
 
-enum class ActivationFunction : std::uint8_t { identity, exp, tanh, relu, sigmoid, square, sqrt, rsqrt, gelu, silu };
+enum class ActivationFunction : std::uint8_t {
+  identity,
+  exp,
+  tanh,
+  relu,
+  sigmoid,
+  square,
+  sqrt,
+  rsqrt,
+  gelu,
+  silu
+};
 std::string_view activation_name(ActivationFunction function);
 double apply_activation(ActivationFunction function, double x);
 
@@ -135,16 +146,16 @@ struct Instruction {
   std::uint8_t src_count = 0;
   // Per-opcode attributes.
   AluOp alu0 = AluOp::bypass, alu1 = AluOp::bypass;  // tensor_scalar ops; tensor_tensor/reduce use alu0
-  ScalarOperand operand0, operand1;                   // tensor_scalar operands; activation: operand0 = bias
+  ScalarOperand operand0, operand1;                  // tensor_scalar operands; activation: operand0 = bias
   ActivationFunction function = ActivationFunction::identity;
-  float scale = 1.0f;                 // activation scale
-  float immediate = 0.0f;             // memset value, affine_select fill, iota base
-                                      // (affine_select offset: operand0.immediate)
+  float scale = 1.0f;                    // activation scale
+  float immediate = 0.0f;                // memset value, affine_select fill, iota base
+                                         // (affine_select offset: operand0.immediate)
   int partition_step = 0, col_step = 0;  // iota / affine_select
-  bool accumulate = false;            // matmul: add into dst instead of overwriting
-  bool transpose = false;             // dma_copy: swap axes between src and dst
-  std::optional<View> accumulate_dst;  // activation: row sums of the result, [P,1]
-  std::uint32_t location = 0;         // index into Program::locations()
+  bool accumulate = false;               // matmul: add into dst instead of overwriting
+  bool transpose = false;                // dma_copy: swap axes between src and dst
+  std::optional<View> accumulate_dst;    // activation: row sums of the result, [P,1]
+  std::uint32_t location = 0;            // index into Program::locations()
 };
 
 class Program {

@@ -1,7 +1,6 @@
 #include "skills/benchmark_runner.hpp"
 
 #include <boost/asio/post.hpp>
-
 #include <condition_variable>
 
 #include "core/error.hpp"
@@ -29,9 +28,11 @@ struct Shared {
 
 }  // namespace
 
-BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run, RunnerOptions options)
+BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run,
+                                 RunnerOptions options)
     : target_(target), store_(store), run_(run), options_(options) {
-  if (options_.jobs < 1) throw UserError("--jobs / parallel: must be at least 1 (got " + std::to_string(options_.jobs) + ")");
+  if (options_.jobs < 1)
+    throw UserError("--jobs / parallel: must be at least 1 (got " + std::to_string(options_.jobs) + ")");
   if (options_.commit_every <= 0) options_.commit_every = options_.jobs;
   pool_ = std::make_unique<boost::asio::thread_pool>(std::size_t(options_.jobs));
 }
@@ -228,7 +229,9 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
       ++counters_.evaluations;
       settle(i);
     }
-    if (int(pending.size()) >= options_.commit_every || seconds_since(last_flush) >= options_.commit_interval_s) flush();
+    if (int(pending.size()) >= options_.commit_every ||
+        seconds_since(last_flush) >= options_.commit_interval_s)
+      flush();
   }
   flush();
   {
@@ -250,16 +253,22 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
     if (store::is_measured(r->trial.status)) {
       const auto latency = r->trial.metric("latency_s");
-      if (latency && (!best || *latency < *best)) best = latency, best_key = r->trial.variant + r->trial.params.dump();
+      if (latency && (!best || *latency < *best))
+        best = latency, best_key = r->trial.variant + r->trial.params.dump();
     }
     out.result.push_back(std::move(*r));
   }
   auto& decision = out.decision;
   decision.action = "measure";
-  decision.inputs = {{"candidates", n}, {"jobs", options_.jobs}, {"timeout_s", options_.timeout_s},
+  decision.inputs = {{"candidates", n},
+                     {"jobs", options_.jobs},
+                     {"timeout_s", options_.timeout_s},
                      {"target", target_.description()}};
-  decision.evidence = {{"measured", measured}, {"cache_hits", cache_hits},  {"resumed", resumed},
-                       {"reused_in_run", reused}, {"statuses", statuses}};
+  decision.evidence = {{"measured", measured},
+                       {"cache_hits", cache_hits},
+                       {"resumed", resumed},
+                       {"reused_in_run", reused},
+                       {"statuses", statuses}};
   if (best) decision.evidence["best_latency_s"] = *best;
   decision.rationale = "measured " + std::to_string(measured) + " on " + target_.kind() + ", " +
                        std::to_string(cache_hits) + " from the cache, " + std::to_string(resumed) +

@@ -21,7 +21,6 @@
 //    batch: whenever `commit_every` results are waiting, or `commit_interval_s`
 //    passed, and at the end of measure()). Profiles are saved right after.
 #include <boost/asio/thread_pool.hpp>
-
 #include <chrono>
 #include <functional>
 #include <map>
@@ -59,11 +58,11 @@ struct MeasuredTrial {
 };
 
 struct RunnerCounters {
-  int64_t evaluations = 0;  // fresh trials
-  int64_t measured = 0;     // measured on the target in this process
-  int64_t cache_hits = 0;   // served from the cross-run cache
-  int64_t resumed = 0;      // served from trials committed before a resume
-  int64_t commits = 0;      // transactions
+  int64_t evaluations = 0;    // fresh trials
+  int64_t measured = 0;       // measured on the target in this process
+  int64_t cache_hits = 0;     // served from the cross-run cache
+  int64_t resumed = 0;        // served from trials committed before a resume
+  int64_t commits = 0;        // transactions
   double target_seconds = 0;  // wall time spent inside target.measure(), summed over workers
   double commit_seconds = 0;  // wall time spent committing
 };
@@ -100,9 +99,9 @@ class BenchmarkRunner {
   int64_t run_;
   RunnerOptions options_;
   std::unique_ptr<boost::asio::thread_pool> pool_;
-  std::map<std::string, MeasuredTrial> measured_;      // config hash -> trial measured in this process
-  std::map<std::string, store::Trial> resumable_;      // config hash -> trial committed before a resume
-  std::map<int64_t, Json> profiles_;                   // trial id -> profile summary
+  std::map<std::string, MeasuredTrial> measured_;  // config hash -> trial measured in this process
+  std::map<std::string, store::Trial> resumable_;  // config hash -> trial committed before a resume
+  std::map<int64_t, Json> profiles_;               // trial id -> profile summary
   RunnerCounters counters_;
   int64_t batches_ = 0;  // measure() calls so far: the next trial's Trial::batch
 };

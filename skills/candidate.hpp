@@ -5,7 +5,6 @@
 // (name -> integer, real or string), which nlohmann keeps sorted by name, so
 // its dump is a canonical text usable in hashes and cache keys.
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "store/records.hpp"

@@ -51,7 +51,8 @@ Candidate carry_over(const Candidate& best, const VariantSpace& from, const Vari
         }
     }
     out.params[parameter.name()] =
-        chosen ? search::to_json(*chosen) : to.defaults.value(parameter.name(), search::to_json(parameter.values().front()));
+        chosen ? search::to_json(*chosen)
+               : to.defaults.value(parameter.name(), search::to_json(parameter.values().front()));
   }
   // Settings that break the target's constraints fall back to the default.
   if (to.space && !to.space->contains(search::configuration_from_json(*to.space, out.params))) {
@@ -111,7 +112,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         for (const auto& variant : catalog.variants) {
           if (variant.name == current.name || request.measured_variants.count(variant.name)) continue;
           bool has_role = false;
-          for (const auto& role : finding.roles) has_role = has_role || !variant.parameters_with_role(role).empty();
+          for (const auto& role : finding.roles)
+            has_role = has_role || !variant.parameters_with_role(role).empty();
           if (!has_role) continue;
           idea.probes.push_back(carry_over(best, current, variant));
           names.push_back(variant.name);
@@ -122,7 +124,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         idea.finding = finding.kind;
         idea.expected_gain = finding.expected_gain;
         idea.rationale = finding.summary + " -> " + current.name + " has no parameter of role " +
-                         join(finding.roles, "/") + "; probe the variants that have one (" + join(names, ", ") + ")";
+                         join(finding.roles, "/") + "; probe the variants that have one (" +
+                         join(names, ", ") + ")";
         consider(std::move(idea));
         continue;
       }
@@ -133,8 +136,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.id = "raise:" + join(names, ",") + "@" + best.key();
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.summary + " -> raise " + join(names, ", ") + " (role " + join(finding.roles, "/") +
-                       ") from the best's values, others fixed";
+      idea.rationale = finding.summary + " -> raise " + join(names, ", ") + " (role " +
+                       join(finding.roles, "/") + ") from the best's values, others fixed";
       consider(std::move(idea));
     } else if (finding.action == "structural") {
       Idea idea;
@@ -146,18 +149,20 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         names.push_back(variant.name);
       }
       if (names.empty()) {
-        considered.push_back({{"finding", finding.kind}, {"outcome", "every other variant was measured already"}});
+        considered.push_back(
+            {{"finding", finding.kind}, {"outcome", "every other variant was measured already"}});
         continue;
       }
       idea.variant = names.front();
       idea.id = "structural:" + join(names, ",");
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.summary + " -> probe the structural variants not measured yet (" + join(names, ", ") +
-                       ") with the best's settings carried over";
+      idea.rationale = finding.summary + " -> probe the structural variants not measured yet (" +
+                       join(names, ", ") + ") with the best's settings carried over";
       consider(std::move(idea));
     } else if (finding.action != "stop") {
-      considered.push_back({{"finding", finding.kind}, {"outcome", "informative; no action (" + finding.action + ")"}});
+      considered.push_back(
+          {{"finding", finding.kind}, {"outcome", "informative; no action (" + finding.action + ")"}});
     }
   }
   std::stable_sort(ideas.begin(), ideas.end(),
@@ -200,7 +205,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.region = fixed_except(current, best, free);
       neighbourhood = free;
       idea.id = "neighbourhood:" + best.key();
-      idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
+      idea.rationale =
+          "no finding left to act on: search one step around the best along " + join(names, ", ");
       local_ideas.push_back(std::move(idea));
     }
   }
@@ -218,7 +224,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       if (!position) continue;
       const std::size_t lo = *position >= 2 ? *position - 2 : 0;
       const std::size_t hi = std::min<std::size_t>(parameter.size() - 1, *position + 2);
-      std::vector<search::ParamValue> around(parameter.values().begin() + lo, parameter.values().begin() + hi + 1);
+      std::vector<search::ParamValue> around(parameter.values().begin() + lo,
+                                             parameter.values().begin() + hi + 1);
       const auto near = neighbourhood.find(parameter.name());
       wider = wider || near == neighbourhood.end() || near->second.size() < around.size();
       free[parameter.name()] = std::move(around);
@@ -232,8 +239,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.variant = current.name;
       idea.region = fixed_except(current, best, free);
       idea.id = "wide:" + best.key();
-      idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" + std::to_string(size) +
-                       " configurations)";
+      idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" +
+                       std::to_string(size) + " configurations)";
       local_ideas.push_back(std::move(idea));
     }
   }
@@ -246,7 +253,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
     for (const VariantSpace* variant : order) {
       const auto measured = request.measured_counts.find(variant->name);
       if (measured != request.measured_counts.end() && measured->second >= variant->space->size()) {
-        considered.push_back({{"idea", "space:" + variant->name}, {"outcome", "every configuration measured"}});
+        considered.push_back(
+            {{"idea", "space:" + variant->name}, {"outcome", "every configuration measured"}});
         continue;
       }
       Idea idea;
@@ -256,10 +264,12 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.rationale = "search the whole space of " + variant->name + " (" + variant->space->describe() + ")";
       global_ideas.push_back(std::move(idea));
     }
-    for (auto* list : no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
+    for (auto* list :
+         no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
       for (auto& idea : *list) {
         if (no_evidence && idea.id.starts_with("space:"))
-          idea.rationale = "no profile evidence points anywhere: " + idea.rationale + " with the goal's strategy";
+          idea.rationale =
+              "no profile evidence points anywhere: " + idea.rationale + " with the goal's strategy";
         consider(std::move(idea));
       }
     // Every idea settled and budget is left: it goes to the most promising
@@ -276,9 +286,10 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         idea.variant = variant->name;
         idea.id = "space:" + variant->name + "@" + std::to_string(count);
         idea.continuation = true;
-        idea.rationale = "every idea settled; the remaining budget goes on searching the space of " + variant->name +
-                         (variant == &current ? " (the best's variant)" : "") + ", " + std::to_string(count) + " of " +
-                         std::to_string(variant->space->size()) + " configurations measured";
+        idea.rationale = "every idea settled; the remaining budget goes on searching the space of " +
+                         variant->name + (variant == &current ? " (the best's variant)" : "") + ", " +
+                         std::to_string(count) + " of " + std::to_string(variant->space->size()) +
+                         " configurations measured";
         consider(std::move(idea));
       }
     }

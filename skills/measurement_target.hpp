@@ -34,7 +34,7 @@ struct MeasureOptions {
 class MeasurementTarget {
  public:
   virtual ~MeasurementTarget() = default;
-  virtual std::string kind() const = 0;  // "sim", "replay", "command"
+  virtual std::string kind() const = 0;         // "sim", "replay", "command"
   virtual std::string description() const = 0;  // "trn1 (simulated NeuronCore-v2)"
   virtual std::string cache_identity() const = 0;
   virtual Measurement measure(const Candidate& candidate, const MeasureOptions& options) = 0;

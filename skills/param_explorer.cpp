@@ -68,8 +68,9 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                        {"budget_offered", request.budget},
                        {"proposing", plan.budget}};
   if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
-  decision.alternatives = Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
-                                       {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
+  decision.alternatives =
+      Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
+                   {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
   std::string what;
   if (!request.probes.empty()) what = std::to_string(probes.size()) + " probe(s) not measured yet";
   if (request.region) {
@@ -116,7 +117,8 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     return out;
   }
 
-  auto strategy = search::make_strategy(plan.strategy, *request.region, request.seed, request.strategy_options);
+  auto strategy =
+      search::make_strategy(plan.strategy, *request.region, request.seed, request.strategy_options);
   std::vector<search::Observation> known;
   for (const auto& o : request.known)
     if (request.region->contains(o.configuration)) known.push_back(o);
@@ -165,7 +167,8 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
       out.settled = true;
       break;
     }
-    const std::size_t k = std::size_t(std::min(std::max(request.batch_size, 1), plan.budget - out.evaluations));
+    const std::size_t k =
+        std::size_t(std::min(std::max(request.batch_size, 1), plan.budget - out.evaluations));
     const auto configurations = strategy->ask(k);
     if (configurations.empty()) {
       out.stop_reason = "region exhausted";
@@ -173,7 +176,8 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
       break;
     }
     std::vector<Candidate> batch;
-    for (const auto& c : configurations) batch.push_back({request.variant->name, search::to_json(*request.region, c)});
+    for (const auto& c : configurations)
+      batch.push_back({request.variant->name, search::to_json(*request.region, c)});
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
     unmeasured -= std::min<std::uint64_t>(unmeasured, batch.size());

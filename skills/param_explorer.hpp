@@ -22,8 +22,8 @@ class ParamExplorer : public ExplorerSkill {
  public:
   std::string name() const override { return kParamExplorer; }
   SkillResult<ExplorationPlan> plan(const ExplorationRequest& request) override;
-  Exploration explore(const ExplorationRequest& request, const ExplorationPlan& plan, const MeasureBatch& measure,
-                      const std::function<bool()>& should_stop) override;
+  Exploration explore(const ExplorationRequest& request, const ExplorationPlan& plan,
+                      const MeasureBatch& measure, const std::function<bool()>& should_stop) override;
 };
 
 }  // namespace autotune::skills

@@ -35,7 +35,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   analysis.bound = "unknown";
   Json evidence = Json::object();
 
-  const auto latency = number(metrics, "latency_s") ? number(metrics, "latency_s") : number(profile, "total_time");
+  const auto latency =
+      number(metrics, "latency_s") ? number(metrics, "latency_s") : number(profile, "total_time");
   const auto bound_s = number(metrics, "roofline_bound_s");
   if (latency) evidence["latency_s"] = *latency;
   if (latency && bound_s && *bound_s > 0) {
@@ -50,7 +51,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   if (analysis.headroom > 0 && analysis.headroom <= t.at_roofline_headroom) {
     analysis.at_roofline = true;
     add({"at_roofline",
-         format("latency is %.2fx the roofline bound (threshold %.2fx)", analysis.headroom, t.at_roofline_headroom),
+         format("latency is %.2fx the roofline bound (threshold %.2fx)", analysis.headroom,
+                t.at_roofline_headroom),
          {{"headroom", analysis.headroom}, {"threshold", t.at_roofline_headroom}},
          "stop",
          {},
@@ -92,8 +94,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     if (latency && launch && *latency <= *launch * t.fixed_overhead_factor) {
       analysis.bound = "fixed_overhead";
       add({"fixed_overhead",
-           format("latency %.3g s is within %.2fx of the kernel launch floor %.3g s", *latency, t.fixed_overhead_factor,
-                  *launch),
+           format("latency %.3g s is within %.2fx of the kernel launch floor %.3g s", *latency,
+                  t.fixed_overhead_factor, *launch),
            {{"latency_s", *latency}, {"kernel_launch_s", *launch}},
            "stop",
            {},
@@ -169,8 +171,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     const auto transfers = number(profile, "dma_transfer_count");
     if (average_bytes && transfers && *transfers > 0) {
       const double partitions = number(facts, "partitions").value_or(128);
-      const double per_partition = number(profile, "dma_transfer_average_bytes_per_partition")
-                                       .value_or(*average_bytes / partitions);
+      const double per_partition =
+          number(profile, "dma_transfer_average_bytes_per_partition").value_or(*average_bytes / partitions);
       evidence["dma_bytes_per_partition"] = per_partition;
       if (per_partition < t.efficient_dma_bytes_per_partition) {
         const double half = number(facts, "dma_efficiency_half_bytes").value_or(t.dma_half_efficiency_bytes);
@@ -201,7 +203,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     if (latency && instructions > 0) {
       double busy_s = 0;
       for (const char* engine : kComputeEngines)
-        busy_s += number(profile, std::string(engine) + "_engine_active_time_percent").value_or(0) / 100.0 * *latency;
+        busy_s += number(profile, std::string(engine) + "_engine_active_time_percent").value_or(0) / 100.0 *
+                  *latency;
       const double clock = number(facts, "engine_clock_hz").value_or(1.4e9);
       const double cycles_per_instruction = busy_s * clock / instructions;
       evidence["compute_instructions"] = instructions;
@@ -222,8 +225,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
     // more buffers and unrolling let independent work interleave.
     if (analysis.bound == "dependency") {
       add({"dependency_stalls",
-           format("no engine is busy (busiest compute %.0f%%, DMA %.0f%%): waiting on dependencies", busiest_compute,
-                  dma_active),
+           format("no engine is busy (busiest compute %.0f%%, DMA %.0f%%): waiting on dependencies",
+                  busiest_compute, dma_active),
            {{"busiest_compute_engine_percent", busiest_compute}, {"dma_active_time_percent", dma_active}},
            "raise",
            {kRolePipelineDepth, kRoleUnroll},
@@ -232,7 +235,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
 
     // A non-tensor compute engine is the bottleneck: less work on it needs a
     // different structure (fused instructions), not other parameters.
-    if (analysis.bound == "compute" && busiest_engine != "tensor" && analysis.headroom > t.at_roofline_headroom) {
+    if (analysis.bound == "compute" && busiest_engine != "tensor" &&
+        analysis.headroom > t.at_roofline_headroom) {
       add({"engine_bound",
            "the " + busiest_engine + " engine is " +
                format("%.0f%% active, %.1fx from the roofline", busiest_compute, analysis.headroom),
@@ -249,10 +253,12 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
       evidence["sbuf_fraction"] = fraction;
       if (fraction >= t.sbuf_pressure_fraction)
         add({"sbuf_pressure",
-             format("SBUF %.0f%% full at peak (%.0f of %.0f B per partition): little room for larger tiles or deeper "
+             format("SBUF %.0f%% full at peak (%.0f of %.0f B per partition): little room for larger tiles "
+                    "or deeper "
                     "pipelines",
                     fraction * 100, *sbuf_peak, *sbuf_usable),
-             {{"sbuf_peak_bytes_per_partition", *sbuf_peak}, {"sbuf_usable_bytes_per_partition", *sbuf_usable}},
+             {{"sbuf_peak_bytes_per_partition", *sbuf_peak},
+              {"sbuf_usable_bytes_per_partition", *sbuf_usable}},
              "none",
              {},
              0});
@@ -260,11 +266,12 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   }
 
   // Strongest first: stops before everything, then by expected gain.
-  std::stable_sort(analysis.findings.begin(), analysis.findings.end(), [](const Finding& a, const Finding& b) {
-    const bool stop_a = a.action == "stop", stop_b = b.action == "stop";
-    if (stop_a != stop_b) return stop_a;
-    return a.expected_gain > b.expected_gain;
-  });
+  std::stable_sort(analysis.findings.begin(), analysis.findings.end(),
+                   [](const Finding& a, const Finding& b) {
+                     const bool stop_a = a.action == "stop", stop_b = b.action == "stop";
+                     if (stop_a != stop_b) return stop_a;
+                     return a.expected_gain > b.expected_gain;
+                   });
   for (auto& finding : analysis.findings)
     if (finding.action != "stop" && finding.action != "none" && finding.expected_gain < t.min_expected_gain)
       finding.action = "none";

@@ -11,17 +11,17 @@
 namespace autotune::skills {
 
 struct AnalyzerThresholds {
-  double at_roofline_headroom = 1.15;      // latency / roofline bound at or below: at the bound
-  double high_mfu_percent = 80;            // compute-bound at this MFU: stop
-  double busy_percent = 50;                // an engine (or DMA) this active is a bottleneck candidate
-  double poor_overlap_percent = 50;        // DMA/compute overlap below this is "no overlap"
-  double repeated_traffic_ratio = 1.5;     // HBM traffic / compulsory traffic above this: repeated loads
+  double at_roofline_headroom = 1.15;   // latency / roofline bound at or below: at the bound
+  double high_mfu_percent = 80;         // compute-bound at this MFU: stop
+  double busy_percent = 50;             // an engine (or DMA) this active is a bottleneck candidate
+  double poor_overlap_percent = 50;     // DMA/compute overlap below this is "no overlap"
+  double repeated_traffic_ratio = 1.5;  // HBM traffic / compulsory traffic above this: repeated loads
   double efficient_dma_bytes_per_partition = 2048;  // NEURONCORE.md: near peak at >= 2 KiB per partition
-  double dma_half_efficiency_bytes = 768;  // NEURONCORE.md: bw * b / (b + ~768 B)
-  double small_instruction_cycles = 256;   // average busy cycles per instruction below this: small
-  double sbuf_pressure_fraction = 0.85;    // peak SBUF / usable above this: little room to grow
-  double fixed_overhead_factor = 1.25;     // latency within this factor of the launch floor: stop
-  double min_expected_gain = 0.02;         // findings promising less are reported but not acted on
+  double dma_half_efficiency_bytes = 768;           // NEURONCORE.md: bw * b / (b + ~768 B)
+  double small_instruction_cycles = 256;            // average busy cycles per instruction below this: small
+  double sbuf_pressure_fraction = 0.85;             // peak SBUF / usable above this: little room to grow
+  double fixed_overhead_factor = 1.25;              // latency within this factor of the launch floor: stop
+  double min_expected_gain = 0.02;                  // findings promising less are reported but not acted on
 };
 
 class ProfileAnalyzer : public AnalyzerSkill {

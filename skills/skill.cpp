@@ -3,12 +3,9 @@
 namespace autotune::skills {
 
 void to_json(Json& out, const Finding& finding) {
-  out = Json{{"kind", finding.kind},
-             {"summary", finding.summary},
-             {"evidence", finding.evidence},
-             {"action", finding.action},
-             {"roles", finding.roles},
-             {"expected_gain", finding.expected_gain}};
+  out = Json{{"kind", finding.kind},         {"summary", finding.summary},
+             {"evidence", finding.evidence}, {"action", finding.action},
+             {"roles", finding.roles},       {"expected_gain", finding.expected_gain}};
 }
 
 void from_json(const Json& in, Finding& finding) {
@@ -43,9 +40,14 @@ void to_json(Json& out, const Idea& idea) {
   }
   Json probes = Json::array();
   for (const auto& p : idea.probes) probes.push_back({{"variant", p.variant}, {"params", p.params}});
-  out = Json{{"id", idea.id},         {"kind", idea.kind},           {"variant", idea.variant},
-             {"region", region},      {"probes", probes},            {"finding", idea.finding},
-             {"rationale", idea.rationale}, {"expected_gain", idea.expected_gain}};
+  out = Json{{"id", idea.id},
+             {"kind", idea.kind},
+             {"variant", idea.variant},
+             {"region", region},
+             {"probes", probes},
+             {"finding", idea.finding},
+             {"rationale", idea.rationale},
+             {"expected_gain", idea.expected_gain}};
   if (idea.continuation) out["continuation"] = true;
 }
 

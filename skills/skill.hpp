@@ -78,7 +78,7 @@ struct AnalysisRequest {
 };
 
 struct Analysis {
-  std::string bound;  // compute | memory | fixed_overhead | dependency | unknown
+  std::string bound;              // compute | memory | fixed_overhead | dependency | unknown
   std::vector<Finding> findings;  // strongest first
   bool at_roofline = false;
   double headroom = 0;  // latency / roofline bound (1 = at the bound); 0 when unknown
@@ -116,8 +116,9 @@ struct GenerationRequest {
   Candidate best;
   Json best_metrics = Json::object();
   Analysis analysis;
-  std::set<std::string> tried_ideas;  // ideas whose region settled (Exploration::settled); never proposed again
-  std::set<std::string> measured_variants;  // variants with at least one measurement
+  std::set<std::string>
+      tried_ideas;  // ideas whose region settled (Exploration::settled); never proposed again
+  std::set<std::string> measured_variants;               // variants with at least one measurement
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured (any outcome)
 };
 

@@ -9,10 +9,12 @@ namespace autotune::skills {
 namespace {
 
 bool contains_value(const std::vector<search::ParamValue>& values, const search::ParamValue& value) {
-  return std::any_of(values.begin(), values.end(), [&](const auto& v) { return search::same_value(v, value); });
+  return std::any_of(values.begin(), values.end(),
+                     [&](const auto& v) { return search::same_value(v, value); });
 }
 
-search::ParameterSpec restricted(const search::ParameterSpec& parameter, const std::vector<search::ParamValue>& keep) {
+search::ParameterSpec restricted(const search::ParameterSpec& parameter,
+                                 const std::vector<search::ParamValue>& keep) {
   std::vector<search::ParamValue> values;
   for (const auto& v : parameter.values())
     if (contains_value(keep, v)) values.push_back(v);
@@ -28,9 +30,11 @@ search::ParameterSpec restricted(const search::ParameterSpec& parameter, const s
 
 void build_space(VariantSpace& variant) {
   if (variant.allowed.empty()) {
-    variant.space = std::make_shared<search::SearchSpace>(variant.parameters, variant.constraints, variant.constants);
+    variant.space =
+        std::make_shared<search::SearchSpace>(variant.parameters, variant.constraints, variant.constants);
   } else {
-    variant.space = std::make_shared<search::SearchSpace>(search::SearchSpace::from_allowed(variant.parameters, variant.allowed));
+    variant.space = std::make_shared<search::SearchSpace>(
+        search::SearchSpace::from_allowed(variant.parameters, variant.allowed));
   }
 }
 

@@ -42,7 +42,8 @@ struct VariantSpace {
   // The sub-space where each parameter named in `subsets` takes only the
   // listed values (the others keep their domain). Values outside a
   // parameter's domain are dropped. Empty (no valid configuration) -> nullopt.
-  std::optional<search::SearchSpace> region(const std::map<std::string, std::vector<search::ParamValue>>& subsets) const;
+  std::optional<search::SearchSpace> region(
+      const std::map<std::string, std::vector<search::ParamValue>>& subsets) const;
 
   // Parameters that play `role`, in declaration order.
   std::vector<std::string> parameters_with_role(const std::string& role) const;

@@ -151,7 +151,8 @@ const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list{
       {1, "tables runs, decisions, trials, profiles, llm_calls and their indexes", kTables},
       {2, "views measured_trials, run_baseline, run_overview, trial_summary, decision_log", kViews},
-      {3, "trials.batch: the Benchmark Runner batch a trial was proposed in", "ALTER TABLE trials ADD COLUMN batch INTEGER;"},
+      {3, "trials.batch: the Benchmark Runner batch a trial was proposed in",
+       "ALTER TABLE trials ADD COLUMN batch INTEGER;"},
   };
   return list;
 }

@@ -30,7 +30,8 @@ Tensor Tensor::fold_rows(int factor) const {
   return out;
 }
 
-TilePool::TilePool(Kernel* kernel, std::string name, MemorySpace space, int bufs, int rows, int cols, Dtype dtype)
+TilePool::TilePool(Kernel* kernel, std::string name, MemorySpace space, int bufs, int rows, int cols,
+                   Dtype dtype)
     : kernel_(kernel), name_(std::move(name)), space_(space), rows_(rows), cols_(cols), dtype_(dtype) {
   std::int64_t bytes = std::int64_t(cols) * sim::dtype_bytes(dtype);
   if (space == MemorySpace::psum) {
@@ -62,7 +63,8 @@ TilePool::~TilePool() {
     bytes = (bytes + bank - 1) / bank * bank;
   }
   for (auto& slot : slots_) {
-    if (slot.current_buffer >= 0) kernel_->program_.release_buffer(static_cast<sim::BufferId>(slot.current_buffer));
+    if (slot.current_buffer >= 0)
+      kernel_->program_.release_buffer(static_cast<sim::BufferId>(slot.current_buffer));
     kernel_->deallocate(space_, slot.byte_offset, bytes);
   }
 }
@@ -70,9 +72,10 @@ TilePool::~TilePool() {
 Tensor TilePool::next(std::source_location where) {
   Slot& slot = slots_[next_slot_];
   next_slot_ = (next_slot_ + 1) % slots_.size();
-  if (slot.current_buffer >= 0) kernel_->program_.release_buffer(static_cast<sim::BufferId>(slot.current_buffer));
-  Tensor tile = kernel_->add_tensor(name_ + "#" + std::to_string(tiles_made_++), space_, sim::Buffer::Role::scratch,
-                                    rows_, cols_, dtype_, slot.byte_offset);
+  if (slot.current_buffer >= 0)
+    kernel_->program_.release_buffer(static_cast<sim::BufferId>(slot.current_buffer));
+  Tensor tile = kernel_->add_tensor(name_ + "#" + std::to_string(tiles_made_++), space_,
+                                    sim::Buffer::Role::scratch, rows_, cols_, dtype_, slot.byte_offset);
   slot.current_buffer = tile.view.buffer;
   return tile;
 }
@@ -144,12 +147,13 @@ bool Kernel::check(const Tensor& t, std::initializer_list<MemorySpace> allowed, 
     return false;
   }
   const sim::Buffer& b = program_.buffer(v.buffer);
-  if (v.row_begin < 0 || v.row_end > b.rows || v.col_begin < 0 || v.col_end > b.cols || v.row_begin >= v.row_end ||
-      v.col_begin >= v.col_end) {
+  if (v.row_begin < 0 || v.row_end > b.rows || v.col_begin < 0 || v.col_end > b.cols ||
+      v.row_begin >= v.row_end || v.col_begin >= v.col_end) {
     trace_error("view_out_of_bounds",
-                std::string(what) + " view [" + std::to_string(v.row_begin) + ":" + std::to_string(v.row_end) + ", " +
-                    std::to_string(v.col_begin) + ":" + std::to_string(v.col_end) + "] is outside '" + b.name +
-                    "' [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) + "] or empty",
+                std::string(what) + " view [" + std::to_string(v.row_begin) + ":" +
+                    std::to_string(v.row_end) + ", " + std::to_string(v.col_begin) + ":" +
+                    std::to_string(v.col_end) + "] is outside '" + b.name + "' [" + std::to_string(b.rows) +
+                    ", " + std::to_string(b.cols) + "] or empty",
                 location);
     return false;
   }
@@ -170,10 +174,11 @@ bool Kernel::check(const Tensor& t, std::initializer_list<MemorySpace> allowed, 
   }
   if (std::find(allowed.begin(), allowed.end(), b.space) == allowed.end()) {
     std::string accepted;
-    for (auto s : allowed) accepted += (accepted.empty() ? "" : " or ") + std::string(sim::memory_space_name(s));
+    for (auto s : allowed)
+      accepted += (accepted.empty() ? "" : " or ") + std::string(sim::memory_space_name(s));
     trace_error("wrong_memory_space",
-                std::string(what) + " '" + b.name + "' is in " + std::string(sim::memory_space_name(b.space)) +
-                    "; this operand must be in " + accepted,
+                std::string(what) + " '" + b.name + "' is in " +
+                    std::string(sim::memory_space_name(b.space)) + "; this operand must be in " + accepted,
                 location);
     return false;
   }
@@ -201,9 +206,10 @@ void Kernel::dma_copy(const Tensor& dst, const Tensor& src, bool transpose, Wher
   const bool shapes_match = transpose ? (dst.rows() == src.cols() && dst.cols() == src.rows())
                                       : (dst.rows() == src.rows() && dst.cols() == src.cols());
   if (!shapes_match) {
-    trace_error("shape_mismatch",
-                "dma_copy of " + shape_text(src) + " into " + shape_text(dst) + (transpose ? " (transposed)" : ""),
-                loc);
+    trace_error(
+        "shape_mismatch",
+        "dma_copy of " + shape_text(src) + " into " + shape_text(dst) + (transpose ? " (transposed)" : ""),
+        loc);
     return;
   }
   sim::Instruction in;
@@ -216,7 +222,8 @@ void Kernel::dma_copy(const Tensor& dst, const Tensor& src, bool transpose, Wher
   emit(in, where);
 }
 
-void Kernel::matmul(const Tensor& dst, const Tensor& stationary, const Tensor& moving, bool accumulate, Where where) {
+void Kernel::matmul(const Tensor& dst, const Tensor& stationary, const Tensor& moving, bool accumulate,
+                    Where where) {
   const auto loc = locate(where);
   if (!check(dst, {MemorySpace::psum}, "matmul result", loc) ||
       !check(stationary, {MemorySpace::sbuf}, "matmul stationary operand", loc) ||
@@ -242,7 +249,8 @@ void Kernel::matmul(const Tensor& dst, const Tensor& stationary, const Tensor& m
 
 void Kernel::transpose(const Tensor& dst, const Tensor& src, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, {MemorySpace::psum}, "transpose result", loc) || !check(src, {MemorySpace::sbuf}, "transpose source", loc))
+  if (!check(dst, {MemorySpace::psum}, "transpose result", loc) ||
+      !check(src, {MemorySpace::sbuf}, "transpose source", loc))
     return;
   if (dst.rows() != src.cols() || dst.cols() != src.rows()) {
     trace_error("shape_mismatch", "transpose of " + shape_text(src) + " into " + shape_text(dst), loc);
@@ -261,10 +269,11 @@ namespace {
 bool same_shape(const Tensor& a, const Tensor& b) { return a.rows() == b.rows() && a.cols() == b.cols(); }
 }  // namespace
 
-void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction function, Scalar bias, float scale,
-                        const Tensor* row_sum, Where where) {
+void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction function, Scalar bias,
+                        float scale, const Tensor* row_sum, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "activation destination", loc) || !check(src, kOnChip, "activation source", loc)) return;
+  if (!check(dst, kOnChip, "activation destination", loc) || !check(src, kOnChip, "activation source", loc))
+    return;
   if (!same_shape(dst, src)) {
     trace_error("shape_mismatch", "activation of " + shape_text(src) + " into " + shape_text(dst), loc);
     return;
@@ -281,8 +290,10 @@ void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction
   if (bias.is_tensor) {
     if (!check(bias.per_partition, kOnChip, "activation bias", loc)) return;
     if (bias.per_partition.cols() != 1 || bias.per_partition.rows() != src.rows()) {
-      trace_error("shape_mismatch", "activation bias must be [" + std::to_string(src.rows()) + ", 1], got " +
-                                        shape_text(bias.per_partition), loc);
+      trace_error("shape_mismatch",
+                  "activation bias must be [" + std::to_string(src.rows()) + ", 1], got " +
+                      shape_text(bias.per_partition),
+                  loc);
       return;
     }
     in.operand0.per_partition = bias.per_partition.view;
@@ -290,8 +301,10 @@ void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction
   if (row_sum != nullptr) {
     if (!check(*row_sum, kOnChip, "activation row sum", loc)) return;
     if (row_sum->cols() != 1 || row_sum->rows() != src.rows()) {
-      trace_error("shape_mismatch", "activation row sum must be [" + std::to_string(src.rows()) + ", 1], got " +
-                                        shape_text(*row_sum), loc);
+      trace_error(
+          "shape_mismatch",
+          "activation row sum must be [" + std::to_string(src.rows()) + ", 1], got " + shape_text(*row_sum),
+          loc);
       return;
     }
     in.accumulate_dst = row_sum->view;
@@ -302,12 +315,14 @@ void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction
 void Kernel::tensor_tensor(const Tensor& dst, const Tensor& a, const Tensor& b, AluOp op, Engine engine,
                            Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "tensor_tensor destination", loc) || !check(a, kOnChip, "tensor_tensor operand a", loc) ||
+  if (!check(dst, kOnChip, "tensor_tensor destination", loc) ||
+      !check(a, kOnChip, "tensor_tensor operand a", loc) ||
       !check(b, kOnChip, "tensor_tensor operand b", loc))
     return;
   if (!same_shape(dst, a) || !same_shape(dst, b)) {
-    trace_error("shape_mismatch", "tensor_tensor of " + shape_text(a) + " and " + shape_text(b) + " into " +
-                                      shape_text(dst), loc);
+    trace_error("shape_mismatch",
+                "tensor_tensor of " + shape_text(a) + " and " + shape_text(b) + " into " + shape_text(dst),
+                loc);
     return;
   }
   sim::Instruction in;
@@ -324,7 +339,8 @@ void Kernel::tensor_tensor(const Tensor& dst, const Tensor& a, const Tensor& b, 
 void Kernel::tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scalar operand0, AluOp op1,
                            Scalar operand1, Engine engine, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "tensor_scalar destination", loc) || !check(src, kOnChip, "tensor_scalar source", loc))
+  if (!check(dst, kOnChip, "tensor_scalar destination", loc) ||
+      !check(src, kOnChip, "tensor_scalar source", loc))
     return;
   if (!same_shape(dst, src)) {
     trace_error("shape_mismatch", "tensor_scalar of " + shape_text(src) + " into " + shape_text(dst), loc);
@@ -343,8 +359,10 @@ void Kernel::tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scal
     if (!scalar->is_tensor) continue;
     if (!check(scalar->per_partition, kOnChip, "tensor_scalar operand", loc)) return;
     if (scalar->per_partition.cols() != 1 || scalar->per_partition.rows() != src.rows()) {
-      trace_error("shape_mismatch", "tensor_scalar operand must be [" + std::to_string(src.rows()) + ", 1], got " +
-                                        shape_text(scalar->per_partition), loc);
+      trace_error("shape_mismatch",
+                  "tensor_scalar operand must be [" + std::to_string(src.rows()) + ", 1], got " +
+                      shape_text(scalar->per_partition),
+                  loc);
       return;
     }
     operand->per_partition = scalar->per_partition.view;
@@ -354,11 +372,14 @@ void Kernel::tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scal
 
 void Kernel::tensor_reduce(const Tensor& dst, const Tensor& src, AluOp op, Engine engine, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "tensor_reduce destination", loc) || !check(src, kOnChip, "tensor_reduce source", loc))
+  if (!check(dst, kOnChip, "tensor_reduce destination", loc) ||
+      !check(src, kOnChip, "tensor_reduce source", loc))
     return;
   if (dst.cols() != 1 || dst.rows() != src.rows()) {
-    trace_error("shape_mismatch", "tensor_reduce of " + shape_text(src) + " needs a [" + std::to_string(src.rows()) +
-                                      ", 1] destination, got " + shape_text(dst), loc);
+    trace_error("shape_mismatch",
+                "tensor_reduce of " + shape_text(src) + " needs a [" + std::to_string(src.rows()) +
+                    ", 1] destination, got " + shape_text(dst),
+                loc);
     return;
   }
   sim::Instruction in;
@@ -373,7 +394,8 @@ void Kernel::tensor_reduce(const Tensor& dst, const Tensor& src, AluOp op, Engin
 
 void Kernel::tensor_copy(const Tensor& dst, const Tensor& src, Engine engine, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "tensor_copy destination", loc) || !check(src, kOnChip, "tensor_copy source", loc)) return;
+  if (!check(dst, kOnChip, "tensor_copy destination", loc) || !check(src, kOnChip, "tensor_copy source", loc))
+    return;
   if (!same_shape(dst, src)) {
     trace_error("shape_mismatch", "tensor_copy of " + shape_text(src) + " into " + shape_text(dst), loc);
     return;
@@ -389,7 +411,8 @@ void Kernel::tensor_copy(const Tensor& dst, const Tensor& src, Engine engine, Wh
 
 void Kernel::reciprocal(const Tensor& dst, const Tensor& src, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "reciprocal destination", loc) || !check(src, kOnChip, "reciprocal source", loc)) return;
+  if (!check(dst, kOnChip, "reciprocal destination", loc) || !check(src, kOnChip, "reciprocal source", loc))
+    return;
   if (!same_shape(dst, src)) {
     trace_error("shape_mismatch", "reciprocal of " + shape_text(src) + " into " + shape_text(dst), loc);
     return;
@@ -425,10 +448,11 @@ void Kernel::iota(const Tensor& dst, float base, int partition_step, int col_ste
   emit(in, where);
 }
 
-void Kernel::affine_select(const Tensor& dst, const Tensor& src, float offset, int partition_step, int col_step,
-                           float fill, Where where) {
+void Kernel::affine_select(const Tensor& dst, const Tensor& src, float offset, int partition_step,
+                           int col_step, float fill, Where where) {
   const auto loc = locate(where);
-  if (!check(dst, kOnChip, "affine_select destination", loc) || !check(src, kOnChip, "affine_select source", loc))
+  if (!check(dst, kOnChip, "affine_select destination", loc) ||
+      !check(src, kOnChip, "affine_select source", loc))
     return;
   if (!same_shape(dst, src)) {
     trace_error("shape_mismatch", "affine_select of " + shape_text(src) + " into " + shape_text(dst), loc);

@@ -63,8 +63,8 @@ struct Tensor {
 // Something a tensor_scalar or activation takes as a scalar: an immediate, or a
 // per-partition column [P, 1] broadcast along the free axis.
 struct Scalar {
-  Scalar(float value) : immediate(value) {}  // NOLINT: implicit on purpose
-  Scalar(double value) : immediate(static_cast<float>(value)) {}  // NOLINT
+  Scalar(float value) : immediate(value) {}                                 // NOLINT: implicit on purpose
+  Scalar(double value) : immediate(static_cast<float>(value)) {}            // NOLINT
   Scalar(const Tensor& column) : per_partition(column), is_tensor(true) {}  // NOLINT
   float immediate = 0.0f;
   Tensor per_partition;
@@ -144,8 +144,8 @@ class Kernel {
   // ([P, 1]), it receives the sum along the free axis of the result.
   void activation(const Tensor& dst, const Tensor& src, ActivationFunction function, Scalar bias = 0.0f,
                   float scale = 1.0f, const Tensor* row_sum = nullptr, Where where = Where::current());
-  void tensor_tensor(const Tensor& dst, const Tensor& a, const Tensor& b, AluOp op, Engine engine = Engine::vector,
-                     Where where = Where::current());
+  void tensor_tensor(const Tensor& dst, const Tensor& a, const Tensor& b, AluOp op,
+                     Engine engine = Engine::vector, Where where = Where::current());
   // dst = (src op0 operand0) op1 operand1
   void tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scalar operand0,
                      AluOp op1 = AluOp::bypass, Scalar operand1 = 0.0f, Engine engine = Engine::vector,
@@ -174,8 +174,8 @@ class Kernel {
   };
   std::int64_t allocate(MemorySpace space, std::int64_t bytes);
   void deallocate(MemorySpace space, std::int64_t offset, std::int64_t bytes);
-  Tensor add_tensor(std::string name, MemorySpace space, sim::Buffer::Role role, int rows, int cols, Dtype dtype,
-                    std::int64_t byte_offset);
+  Tensor add_tensor(std::string name, MemorySpace space, sim::Buffer::Role role, int rows, int cols,
+                    Dtype dtype, std::int64_t byte_offset);
   // Records a trace error and returns false when `t` is not a valid view or
   // not in one of the allowed memory spaces.
   bool check(const Tensor& t, std::initializer_list<MemorySpace> allowed, std::string_view what,

@@ -27,7 +27,8 @@ nlohmann::json verification_json(const Verification& v, const FamilySpec& family
 
 std::string params_text(const ParamValues& params) {
   std::string out;
-  for (const auto& [name, value] : params) out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  for (const auto& [name, value] : params)
+    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
   return out.empty() ? "(none)" : out;
 }
 
@@ -73,8 +74,8 @@ nlohmann::json evaluation_json(const Evaluation& e, const FamilySpec& family, co
 }
 
 std::string evaluation_text(const Evaluation& e, const FamilySpec& family, const sim::TargetSpec& target) {
-  std::string out = format("kernel %s / %s on %s, shape %s, %s\nparams %s\n\n", e.family.c_str(), e.variant.c_str(),
-                           target.name.c_str(), shape_text(e.shape, family).c_str(),
+  std::string out = format("kernel %s / %s on %s, shape %s, %s\nparams %s\n\n", e.family.c_str(),
+                           e.variant.c_str(), target.name.c_str(), shape_text(e.shape, family).c_str(),
                            std::string(sim::dtype_name(e.dtype)).c_str(), params_text(e.params).c_str());
   if (!e.sim.valid) return out + "INVALID (" + e.rule + "): " + e.error + "\n";
   out += sim::format_profile_text(e.sim, 5);
@@ -83,12 +84,14 @@ std::string evaluation_text(const Evaluation& e, const FamilySpec& family, const
   const auto& v = e.verification;
   if (v.ran) {
     out += format("verification    %s at %s: max rel error %.3g (tolerance %.3g), MSE %.3g, cosine %.6f\n",
-                  v.passed ? "passed" : "FAILED", shape_text(v.shape, family).c_str(), v.max_rel_error, v.tolerance,
-                  v.mse, v.cosine_similarity);
+                  v.passed ? "passed" : "FAILED", shape_text(v.shape, family).c_str(), v.max_rel_error,
+                  v.tolerance, v.mse, v.cosine_similarity);
   } else {
     out += "verification    not run\n";
   }
-  if (!e.ok()) out += "\n" + std::string(e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE") + ": " + e.error + "\n";
+  if (!e.ok())
+    out += "\n" + std::string(e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE") + ": " + e.error +
+           "\n";
   return out;
 }
 

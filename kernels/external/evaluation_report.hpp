@@ -17,6 +17,7 @@ nlohmann::json evaluation_json(const Evaluation& evaluation, const FamilySpec& f
                                const sim::TargetSpec& target);
 
 // The human-readable report: header, profile text, roofline, verification.
-std::string evaluation_text(const Evaluation& evaluation, const FamilySpec& family, const sim::TargetSpec& target);
+std::string evaluation_text(const Evaluation& evaluation, const FamilySpec& family,
+                            const sim::TargetSpec& target);
 
 }  // namespace autotune::kernels::external

@@ -38,15 +38,20 @@ std::string number(double value, const char* format) {
 std::string figures(const nlohmann::json& metrics, const nlohmann::json& verification) {
   std::string out;
   auto has = [&](const char* key) { return metrics.contains(key) && metrics[key].is_number(); };
-  if (has("latency_s")) out += "//   latency      " + number(metrics["latency_s"].get<double>() * 1e3, "%.6f") + " ms\n";
-  if (has("cycles")) out += "//   cycles       " + std::to_string(metrics["cycles"].get<std::int64_t>()) + "\n";
-  if (has("mfu_percent")) out += "//   MFU          " + number(metrics["mfu_percent"].get<double>(), "%.2f") + " %\n";
+  if (has("latency_s"))
+    out += "//   latency      " + number(metrics["latency_s"].get<double>() * 1e3, "%.6f") + " ms\n";
+  if (has("cycles"))
+    out += "//   cycles       " + std::to_string(metrics["cycles"].get<std::int64_t>()) + "\n";
+  if (has("mfu_percent"))
+    out += "//   MFU          " + number(metrics["mfu_percent"].get<double>(), "%.2f") + " %\n";
   if (has("throughput_flops_per_s"))
-    out += "//   throughput   " + number(metrics["throughput_flops_per_s"].get<double>() / 1e12, "%.3f") + " TFLOP/s\n";
+    out += "//   throughput   " + number(metrics["throughput_flops_per_s"].get<double>() / 1e12, "%.3f") +
+           " TFLOP/s\n";
   if (has("roofline_fraction"))
     out += "//   roofline     " + number(metrics["roofline_fraction"].get<double>() * 100, "%.1f") +
            " % of the bound\n";
-  if (verification.is_object() && verification.contains("max_rel_error") && verification["max_rel_error"].is_number())
+  if (verification.is_object() && verification.contains("max_rel_error") &&
+      verification["max_rel_error"].is_number())
     out += "//   verified     max rel error " + number(verification["max_rel_error"].get<double>(), "%.3g") +
            (verification.contains("cosine") && verification["cosine"].is_number()
                 ? ", cosine " + number(verification["cosine"].get<double>(), "%.6f")
@@ -57,7 +62,8 @@ std::string figures(const nlohmann::json& metrics, const nlohmann::json& verific
 
 }  // namespace
 
-std::string export_kernel_name(const std::string& family, const std::string& variant, const std::string& suffix) {
+std::string export_kernel_name(const std::string& family, const std::string& variant,
+                               const std::string& suffix) {
   std::string name = family + "_" + variant + (suffix.empty() ? "" : "_" + suffix);
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
@@ -65,8 +71,8 @@ std::string export_kernel_name(const std::string& family, const std::string& var
   return name;
 }
 
-std::string export_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
-                          const ParamValues& params, const std::string& kernel_name,
+std::string export_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                          Dtype dtype, const ParamValues& params, const std::string& kernel_name,
                           const ExportProvenance& provenance) {
   if (variant.header.empty() || variant.template_name.empty() || variant.params_struct.empty() ||
       family.shape_struct.empty())
@@ -74,15 +80,20 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
                     "' declares no exportable template (header, template name, parameter struct)");
   for (const auto& p : variant.params)
     if (params.count(p.name) == 0)
-      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name + "'");
+      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
+                      "'");
 
   std::string params_line;
-  for (const auto& p : variant.params) params_line += (params_line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
+  for (const auto& p : variant.params)
+    params_line += (params_line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
 
   std::string s;
-  s += "// " + kernel_name + ": kernel '" + family.name + "', variant '" + variant.name + "', exported by autotune\n";
+  s += "// " + kernel_name + ": kernel '" + family.name + "', variant '" + variant.name +
+       "', exported by autotune\n";
   s += "//\n";
-  if (!provenance.run.empty()) s += "//   from         " + provenance.run + (provenance.trial.empty() ? "" : ", " + provenance.trial) + "\n";
+  if (!provenance.run.empty())
+    s += "//   from         " + provenance.run + (provenance.trial.empty() ? "" : ", " + provenance.trial) +
+         "\n";
   s += "//   variant      " + variant.name + ": " + variant.description + "\n";
   s += "//   parameters   " + (params_line.empty() ? std::string("(none)") : params_line) + "\n";
   s += "//   shape        " + shape_text(shape, family) + "\n";
@@ -95,7 +106,8 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
   s += "//\n";
   s += "// Measure it (compiled into a shared object, run in an isolated worker):\n";
   s += "//   autotune profile --kernel-source THIS_FILE --shape " + shape_text(shape, family) + " --dtype " +
-       std::string(sim::dtype_name(dtype)) + (provenance.target.empty() ? "" : " --target " + provenance.target) + "\n";
+       std::string(sim::dtype_name(dtype)) +
+       (provenance.target.empty() ? "" : " --target " + provenance.target) + "\n";
   s += "// or tune it further from a goal with `kernel_source: THIS_FILE` (docs/kernel_sources.md).\n\n";
   s += "#include \"kernels/external/user_kernel.hpp\"\n";
   s += "#include \"kernels/families/family_support.hpp\"\n";
@@ -118,11 +130,15 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
     first = false;
   }
   s += "};\n";
-  s += "  dispatch_dtype(dtype, [&]<Dtype D>() { " + variant.template_name + "<D>(kernel, shape_args, params); });\n";
+  s += "  dispatch_dtype(dtype, [&]<Dtype D>() { " + variant.template_name +
+       "<D>(kernel, shape_args, params); });\n";
   s += "}\n\n}  // namespace\n\n";
   s += "AUTOTUNE_USER_KERNEL(" + kernel_name + ") {\n";
   s += "  kernel.family = " + quoted(family.name) + ";\n";
-  s += "  kernel.description = " + quoted(variant.description + " (tuned: " + (params_line.empty() ? "no parameters" : params_line) + ")") + ";\n";
+  s += "  kernel.description = " +
+       quoted(variant.description + " (tuned: " + (params_line.empty() ? "no parameters" : params_line) +
+              ")") +
+       ";\n";
   s += "  // Domains of the built-in variant; the defaults are the tuned values.\n";
   s += "  kernel.params = {\n";
   for (const auto& p : variant.params)

@@ -22,15 +22,16 @@ struct ExportProvenance {
 };
 
 // A C identifier for the exported kernel, e.g. "gemm_tiled_run3_trial17".
-std::string export_kernel_name(const std::string& family, const std::string& variant, const std::string& suffix);
+std::string export_kernel_name(const std::string& family, const std::string& variant,
+                               const std::string& suffix);
 
 // The source text. The kernel keeps the variant's full parameter domains and
 // constraints, with the trial's values as defaults, so it can be tuned further
 // from a goal; its verification shape follows the built-in variant's rule.
 // UserError when the variant has no exportable template (header,
 // template_name or params_struct missing) or a parameter has no value.
-std::string export_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
-                          const ParamValues& params, const std::string& kernel_name,
+std::string export_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
+                          Dtype dtype, const ParamValues& params, const std::string& kernel_name,
                           const ExportProvenance& provenance);
 
 }  // namespace autotune::kernels::external

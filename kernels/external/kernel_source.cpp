@@ -83,7 +83,8 @@ std::string first_error_line(const std::string& output) {
 
 std::string find_compiler(const std::string& wanted) {
   std::vector<std::string> candidates;
-  if (!wanted.empty()) candidates.push_back(wanted);
+  if (!wanted.empty())
+    candidates.push_back(wanted);
   else {
     if (!env("CXX").empty()) candidates.push_back(env("CXX"));
     candidates.push_back("c++");
@@ -154,7 +155,8 @@ WorkerCall call_worker(const Json& request, const WorkerOptions& options) {
   process_options.stderr_tail_bytes = 2048;
   WorkerCall call;
   call.process = run_process({worker.string(), "kernel-worker"}, process_options);
-  if (call.process.outcome == ProcessResult::Outcome::exited) call.reply = last_json_object(call.process.stdout_text);
+  if (call.process.outcome == ProcessResult::Outcome::exited)
+    call.reply = last_json_object(call.process.stdout_text);
   return call;
 }
 
@@ -197,7 +199,8 @@ KernelApi installed_kernel_api(const fs::path& prefix) {
 }
 
 KernelApi locate_kernel_api() {
-  if (!env("AUTOTUNE_KERNEL_API_PREFIX").empty()) return installed_kernel_api(env("AUTOTUNE_KERNEL_API_PREFIX"));
+  if (!env("AUTOTUNE_KERNEL_API_PREFIX").empty())
+    return installed_kernel_api(env("AUTOTUNE_KERNEL_API_PREFIX"));
   const fs::path exe = this_executable();
   if (!exe.empty() && exe.parent_path().filename() == "bin") {
     const fs::path prefix = exe.parent_path().parent_path();
@@ -209,7 +212,8 @@ KernelApi locate_kernel_api() {
   KernelApi api;
   api.origin = "build tree " + binary.string();
   api.include_dirs.push_back(source);
-  for (const auto& module : kApiModules) api.libraries.push_back(binary / module / ("libautotune_" + module + ".a"));
+  for (const auto& module : kApiModules)
+    api.libraries.push_back(binary / module / ("libautotune_" + module + ".a"));
   bool complete = !source.empty() && fs::exists(source / "kernels" / "api" / "kernel.hpp");
   for (const auto& lib : api.libraries) complete = complete && fs::exists(lib);
   if (!complete)
@@ -234,7 +238,8 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   }
   const std::string compiler = find_compiler(options.compiler);
   if (compiler.empty()) {
-    result.error = "no C++ compiler found (tried " + (options.compiler.empty() ? "$CXX, c++, g++" : options.compiler) +
+    result.error = "no C++ compiler found (tried " +
+                   (options.compiler.empty() ? "$CXX, c++, g++" : options.compiler) +
                    "); install g++ or set CXX";
     return finish();
   }
@@ -250,7 +255,8 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   // it, its relative includes work); any other text is saved first.
   std::string text;
   const bool looks_like_path = source_path_or_text.find('\n') == std::string::npos &&
-                               source_path_or_text.size() < 4096 && fs::is_regular_file(source_path_or_text, ec);
+                               source_path_or_text.size() < 4096 &&
+                               fs::is_regular_file(source_path_or_text, ec);
   if (looks_like_path) {
     auto content = read_file(source_path_or_text);
     if (!content) {
@@ -264,7 +270,8 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   }
   result.kernel_name = declared_kernel_name(text);
 
-  std::vector<std::string> flags = {"-std=c++20", "-O2", "-fPIC", "-shared", "-Wall", "-Wno-unused-parameter"};
+  std::vector<std::string> flags = {"-std=c++20", "-O2",   "-fPIC",
+                                    "-shared",    "-Wall", "-Wno-unused-parameter"};
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   std::string flags_text;
   for (const auto& f : flags) flags_text += f + " ";
@@ -330,8 +337,10 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
 Json KernelDescriptor::to_json() const {
   Json params_json = Json::array();
   for (const auto& p : params)
-    params_json.push_back(
-        {{"name", p.name}, {"description", p.description}, {"values", p.values}, {"default", p.default_value}});
+    params_json.push_back({{"name", p.name},
+                           {"description", p.description},
+                           {"values", p.values},
+                           {"default", p.default_value}});
   return {{"name", name},
           {"description", description},
           {"family", family},
@@ -366,7 +375,8 @@ fs::path default_worker_executable() {
   if (!env("AUTOTUNE_WORKER_BIN").empty()) return env("AUTOTUNE_WORKER_BIN");
   const fs::path exe = this_executable();
   if (exe.filename() == "autotune") return exe;
-  for (const fs::path& candidate : {exe.parent_path() / "autotune", exe.parent_path().parent_path() / "autotune"})
+  for (const fs::path& candidate :
+       {exe.parent_path() / "autotune", exe.parent_path().parent_path() / "autotune"})
     if (fs::is_regular_file(candidate)) return candidate;
   return "autotune";  // looked up on PATH
 }
@@ -454,8 +464,8 @@ std::string failure_report(const SourceKernel& kernel, std::size_t max_chars) {
 }
 
 Json WorkerRequest::to_json() const {
-  Json j = {{"op", "evaluate"},   {"so", so_path.string()}, {"shape", shape}, {"dtype", dtype},
-            {"target", target},   {"params", params},       {"seed", seed},   {"verify", verify}};
+  Json j = {{"op", "evaluate"}, {"so", so_path.string()}, {"shape", shape}, {"dtype", dtype},
+            {"target", target}, {"params", params},       {"seed", seed},   {"verify", verify}};
   if (tolerance) j["tolerance"] = *tolerance;
   if (!trace_path.empty()) j["trace"] = trace_path.string();
   if (report_text) j["text"] = true;
@@ -476,7 +486,8 @@ WorkerOutcome evaluate_in_worker(const WorkerRequest& request, const WorkerOptio
   outcome.result = *call.reply;
   outcome.status = call.reply->value("status", "failed");
   outcome.error = call.reply->value("error", "");
-  if (outcome.status != "ok" && outcome.error.empty()) outcome.error = "the kernel worker reported " + outcome.status;
+  if (outcome.status != "ok" && outcome.error.empty())
+    outcome.error = "the kernel worker reported " + outcome.status;
   return outcome;
 }
 

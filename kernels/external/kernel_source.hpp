@@ -84,7 +84,8 @@ struct CompileResult {
 // path to an existing file, or else the source text itself (anything with a
 // newline or without such a file). Never throws for a bad source: a compile
 // error, a missing compiler or a timeout is ok = false with the reason.
-CompileResult compile_kernel_source(const std::string& source_path_or_text, const CompileOptions& options = {});
+CompileResult compile_kernel_source(const std::string& source_path_or_text,
+                                    const CompileOptions& options = {});
 
 // The kernel name a source gives AUTOTUNE_USER_KERNEL(name), read from its
 // text (so known also when the source does not compile); "" when there is none.
@@ -171,7 +172,7 @@ struct WorkerRequest {
   ParamValues params;  // missing parameters take their defaults
   std::uint64_t seed = 0;
   bool verify = true;
-  std::optional<double> tolerance;  // overrides the family's for the dtype
+  std::optional<double> tolerance;   // overrides the family's for the dtype
   std::filesystem::path trace_path;  // when set, the worker writes a Perfetto trace there
   bool report_text = false;          // the reply also carries "report_text" (what `profile` prints)
 

@@ -28,9 +28,9 @@ KernelDescriptor describe(const UserKernel& user, const FamilySpec& family, cons
   d.shape_args = family.shape_args;
   d.default_shape = family.default_shape;
   for (auto dtype : family.dtypes) d.dtypes.emplace_back(sim::dtype_name(dtype));
-  d.verification = user.verification_shape                  ? "function"
+  d.verification = user.verification_shape                 ? "function"
                    : !user.verification_as_variant.empty() ? "variant " + user.verification_as_variant
-                                                            : "full shape";
+                                                           : "full shape";
   (void)variant;
   return d;
 }
@@ -63,23 +63,26 @@ LoadedKernel load_user_kernel(const std::filesystem::path& so_path) {
   if (!user->family.empty()) {
     const auto& registry = family_registry();
     if (!registry.contains(user->family))
-      throw UserError(who + " names unknown family '" + user->family + "' (accepted: " + registry.joined_names() +
-                      ")");
+      throw UserError(who + " names unknown family '" + user->family +
+                      "' (accepted: " + registry.joined_names() + ")");
     family = registry.get(user->family);
     if (user->reference) family.reference = user->reference;
-    if (!user->verification_as_variant.empty()) rule_variant = &registry.get(user->family).variant(user->verification_as_variant);
+    if (!user->verification_as_variant.empty())
+      rule_variant = &registry.get(user->family).variant(user->verification_as_variant);
   } else {
     if (!user->reference)
-      throw UserError(who + " is unverifiable: it names no family and gives no reference (set kernel.family to a "
-                            "built-in family, or kernel.reference and kernel.own)");
+      throw UserError(who +
+                      " is unverifiable: it names no family and gives no reference (set kernel.family to a "
+                      "built-in family, or kernel.reference and kernel.own)");
     if (!user->verification_as_variant.empty())
       throw UserError(who + " sets verification_as_variant without a family");
     family = user->own;
     family.name = user->name;
     family.reference = user->reference;
     if (family.shape_args.empty() || family.dtypes.empty() || family.outputs.empty())
-      throw UserError(who + " has its own reference but its description (kernel.own) lacks shape_args, dtypes or "
-                            "outputs");
+      throw UserError(who +
+                      " has its own reference but its description (kernel.own) lacks shape_args, dtypes or "
+                      "outputs");
     for (const auto& arg : family.shape_args)
       if (family.default_shape.count(arg) == 0)
         throw UserError(who + ": kernel.own.default_shape has no value for '" + arg + "'");
@@ -146,8 +149,8 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
       if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end()) {
         std::string accepted;
         for (const auto& a : family.shape_args) accepted += (accepted.empty() ? "" : ", ") + a;
-        throw UserError("unknown shape argument '" + arg + "' of kernel '" + variant.name + "' (accepted: " +
-                        accepted + ")");
+        throw UserError("unknown shape argument '" + arg + "' of kernel '" + variant.name +
+                        "' (accepted: " + accepted + ")");
       }
       shape[arg] = value.get<std::int64_t>();
     }

@@ -95,16 +95,16 @@ inline constexpr const char* kUserKernelEntrySymbol = "autotune_user_kernel_v1";
 
 }  // namespace autotune::kernels::external
 
-#define AUTOTUNE_USER_KERNEL(kernel_name)                                                               \
-  static void autotune_user_kernel_define_(::autotune::kernels::external::UserKernel& kernel);        \
-  extern "C" __attribute__((visibility("default"))) const ::autotune::kernels::external::UserKernel*  \
-  autotune_user_kernel_v1() {                                                                           \
-    static const ::autotune::kernels::external::UserKernel descriptor = [] {                          \
-      ::autotune::kernels::external::UserKernel k;                                                      \
-      k.name = #kernel_name;                                                                            \
-      autotune_user_kernel_define_(k);                                                                  \
-      return k;                                                                                         \
-    }();                                                                                                \
-    return &descriptor;                                                                                 \
-  }                                                                                                     \
+#define AUTOTUNE_USER_KERNEL(kernel_name)                                                            \
+  static void autotune_user_kernel_define_(::autotune::kernels::external::UserKernel& kernel);       \
+  extern "C" __attribute__((visibility("default"))) const ::autotune::kernels::external::UserKernel* \
+  autotune_user_kernel_v1() {                                                                        \
+    static const ::autotune::kernels::external::UserKernel descriptor = [] {                         \
+      ::autotune::kernels::external::UserKernel k;                                                   \
+      k.name = #kernel_name;                                                                         \
+      autotune_user_kernel_define_(k);                                                               \
+      return k;                                                                                      \
+    }();                                                                                             \
+    return &descriptor;                                                                              \
+  }                                                                                                  \
   static void autotune_user_kernel_define_(::autotune::kernels::external::UserKernel& kernel)

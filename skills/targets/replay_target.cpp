@@ -7,7 +7,8 @@
 
 namespace autotune::skills {
 
-ReplayTarget::ReplayTarget(const std::filesystem::path& cachefile, const std::string& objective) : path_(cachefile) {
+ReplayTarget::ReplayTarget(const std::filesystem::path& cachefile, const std::string& objective)
+    : path_(cachefile) {
   std::ifstream in(cachefile);
   if (!in) throw UserError(cachefile.string() + ": cannot open the cachefile");
   std::stringstream text;
@@ -27,7 +28,8 @@ ReplayTarget::ReplayTarget(const std::filesystem::path& cachefile, const std::st
   keys_ = document.at("tune_params_keys").get<std::vector<std::string>>();
   for (const auto& key : keys_) {
     auto& domain = domains_[key];
-    for (const auto& v : document.at("tune_params").at(key)) domain.push_back(search::param_value_from_json(v, key));
+    for (const auto& v : document.at("tune_params").at(key))
+      domain.push_back(search::param_value_from_json(v, key));
   }
   for (const auto& [id, entry] : document.at("cache").items()) {
     Json params = Json::object();
@@ -85,13 +87,15 @@ VariantSpace ReplayTarget::recorded_space() const {
     search::Positions positions;
     bool ok = true;
     for (std::size_t p = 0; p < keys_.size() && ok; ++p) {
-      const auto position = variant.parameters[p].position(search::param_value_from_json(entry.at(keys_[p]), keys_[p]));
+      const auto position =
+          variant.parameters[p].position(search::param_value_from_json(entry.at(keys_[p]), keys_[p]));
       ok = position.has_value();
       positions.push_back(position.value_or(0));
     }
     if (ok) variant.allowed.push_back(positions);
   }
-  for (std::size_t p = 0; p < keys_.size(); ++p) variant.defaults[keys_[p]] = search::to_json(variant.parameters[p].values().front());
+  for (std::size_t p = 0; p < keys_.size(); ++p)
+    variant.defaults[keys_[p]] = search::to_json(variant.parameters[p].values().front());
   return variant;
 }
 

@@ -26,7 +26,8 @@ SimTarget::SimTarget(SimTargetConfig config) : config_(std::move(config)), impl_
   impl_->dtype = *dtype;
   impl_->roofline_s = kernels::roofline_bound_s(*impl_->family, config_.shape, impl_->dtype, impl_->target);
   impl_->flops = impl_->family->flops ? impl_->family->flops(config_.shape) : 0;
-  impl_->compulsory_bytes = impl_->family->hbm_bytes ? impl_->family->hbm_bytes(config_.shape, impl_->dtype) : 0;
+  impl_->compulsory_bytes =
+      impl_->family->hbm_bytes ? impl_->family->hbm_bytes(config_.shape, impl_->dtype) : 0;
 }
 
 SimTarget::~SimTarget() = default;
@@ -36,8 +37,9 @@ std::string SimTarget::description() const { return config_.target + " (simulate
 std::string SimTarget::cache_identity() const {
   std::string shape;
   for (const auto& [k, v] : config_.shape) shape += k + "=" + std::to_string(v) + ",";
-  return "sim:" + config_.target + ":" + stable_hash(impl_->target.source_file.empty() ? config_.target : config_.target) +
-         ":" + config_.family + ":" + shape + ":" + config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
+  return "sim:" + config_.target + ":" +
+         stable_hash(impl_->target.source_file.empty() ? config_.target : config_.target) + ":" +
+         config_.family + ":" + shape + ":" + config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
          ":tol=" + (config_.tolerance ? std::to_string(*config_.tolerance) : "family") +
          ":vseed=" + std::to_string(config_.verification_seed);
 }
@@ -84,13 +86,14 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
   }
   const auto& v = evaluation.verification;
   if (v.ran) {
-    m.verification = {{"passed", v.passed},
-                      {"max_rel_error", std::isfinite(v.max_rel_error) ? Json(v.max_rel_error) : Json("inf")},
-                      {"mse", std::isfinite(v.mse) ? Json(v.mse) : Json("inf")},
-                      {"cosine", std::isfinite(v.cosine_similarity) ? Json(v.cosine_similarity) : Json(nullptr)},
-                      {"tolerance", v.tolerance},
-                      {"checked_elements", v.checked_elements},
-                      {"shape", v.shape}};
+    m.verification = {
+        {"passed", v.passed},
+        {"max_rel_error", std::isfinite(v.max_rel_error) ? Json(v.max_rel_error) : Json("inf")},
+        {"mse", std::isfinite(v.mse) ? Json(v.mse) : Json("inf")},
+        {"cosine", std::isfinite(v.cosine_similarity) ? Json(v.cosine_similarity) : Json(nullptr)},
+        {"tolerance", v.tolerance},
+        {"checked_elements", v.checked_elements},
+        {"shape", v.shape}};
     if (!v.error.empty()) m.verification["error"] = v.error;
   }
   std::string status = evaluation.status;
@@ -101,8 +104,8 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     m.verification["passed"] = passed;
     m.verification["tolerance"] = *config_.tolerance;
     if (!passed)
-      evaluation.error = "max relative error " + std::to_string(v.max_rel_error) + " above the goal's tolerance " +
-                         std::to_string(*config_.tolerance);
+      evaluation.error = "max relative error " + std::to_string(v.max_rel_error) +
+                         " above the goal's tolerance " + std::to_string(*config_.tolerance);
   }
   m.error = evaluation.error;
   if (status == "ok") {
@@ -122,7 +125,8 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     if (impl_->flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = impl_->flops / latency;
     if (impl_->compulsory_bytes > 0) m.metrics["compulsory_bytes"] = impl_->compulsory_bytes;
     const Json& summary = evaluation.sim.summary;
-    if (summary.contains("mfu_estimated_percent")) m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
+    if (summary.contains("mfu_estimated_percent"))
+      m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
     if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
     if (latency > 0 && evaluation.roofline_bound_s > 0)
       m.metrics["roofline_fraction"] = evaluation.roofline_bound_s / latency;

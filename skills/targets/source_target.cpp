@@ -13,7 +13,8 @@ struct SourceTarget::Impl {
   sim::TargetSpec target;
 };
 
-SourceTarget::SourceTarget(SourceTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
+SourceTarget::SourceTarget(SourceTargetConfig config)
+    : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
   impl_->target = sim::load_target(config_.target);
   kernel_ = kernels::external::compile_and_describe(config_.source.string(), config_.compile, config_.worker);
   init();
@@ -47,7 +48,8 @@ void SourceTarget::init() {
     if (auto dtype = sim::parse_dtype(text)) family_.dtypes.push_back(*dtype);
   kernels::VariantSpec variant;
   variant.name = d.name;
-  variant.description = d.description.empty() ? "kernel source " + config_.source.filename().string() : d.description;
+  variant.description =
+      d.description.empty() ? "kernel source " + config_.source.filename().string() : d.description;
   variant.params = d.params;
   variant.constraints = d.constraints;
   family_.variants = {variant};
@@ -129,7 +131,8 @@ Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outc
     const double flops = r.value("flops", 0.0);
     if (flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = flops / latency;
     if (r.value("compulsory_bytes", 0.0) > 0) m.metrics["compulsory_bytes"] = r["compulsory_bytes"];
-    if (summary.contains("mfu_estimated_percent")) m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
+    if (summary.contains("mfu_estimated_percent"))
+      m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
     if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
     if (latency > 0 && bound > 0) m.metrics["roofline_fraction"] = bound / latency;
     m.profile = summary;
@@ -137,7 +140,8 @@ Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outc
       Json hot = Json::array();
       for (std::size_t i = 0; i < std::min<std::size_t>(3, r["hot_lines"].size()); ++i) {
         const Json& line = r["hot_lines"][i];
-        hot.push_back({{"file", line["file"]}, {"line", line["line"]}, {"percent", line["percent_of_total"]}});
+        hot.push_back(
+            {{"file", line["file"]}, {"line", line["line"]}, {"percent", line["percent_of_total"]}});
       }
       m.profile["hot_lines"] = hot;
     }

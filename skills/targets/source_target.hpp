@@ -22,14 +22,15 @@
 namespace autotune::skills {
 
 struct SourceTargetConfig {
-  std::filesystem::path source;  // the kernel source file
+  std::filesystem::path source;               // the kernel source file
   std::map<std::string, std::int64_t> shape;  // missing arguments: the kernel's default shape
   std::string dtype;                          // empty: the kernel's first dtype
   std::string target = "trn1";
   std::optional<double> tolerance;  // default: the family's for the dtype
   std::uint64_t verification_seed = 0;
   kernels::external::CompileOptions compile;
-  kernels::external::WorkerOptions worker;  // worker.timeout_s caps each candidate (and the runner's deadline)
+  kernels::external::WorkerOptions
+      worker;  // worker.timeout_s caps each candidate (and the runner's deadline)
 };
 
 class SourceTarget : public MeasurementTarget {

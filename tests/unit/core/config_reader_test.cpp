@@ -1,6 +1,7 @@
+#include "core/config_reader.hpp"
+
 #include <doctest/doctest.h>
 
-#include "core/config_reader.hpp"
 #include "core/registry.hpp"
 #include "core/rng.hpp"
 

@@ -242,7 +242,8 @@ TEST_CASE("the output check measures error, MSE and cosine similarity") {
 TEST_CASE("evaluate is safe to call from several threads at once") {
   const FamilySpec& gemm = family_registry().get("gemm");
   const Shape shape = {{"M", 200}, {"N", 600}, {"K", 300}};
-  const ParamValues params = resolve_params(gemm.variant("blocked_mnk"), ParamValues{{"tiles_in_block_m", 2}});
+  const ParamValues params =
+      resolve_params(gemm.variant("blocked_mnk"), ParamValues{{"tiles_in_block_m", 2}});
   EvaluateOptions options;
   options.seed = 7;
   const Evaluation serial = evaluate(gemm, "blocked_mnk", shape, Dtype::bf16, params, trn1(), options);

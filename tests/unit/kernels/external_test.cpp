@@ -19,8 +19,9 @@ TEST_CASE("export_source instantiates the variant's template with the trial's pa
   provenance.run = "run 7 (goal g)";
   provenance.metrics = {{"latency_s", 2.5e-5}, {"cycles", 35000}, {"mfu_percent", 5.5}};
   const Shape shape{{"M", 256}, {"N", 512}, {"K", 512}};
-  const std::string text = external::export_source(family, variant, shape, Dtype::bf16, params,
-                                                   external::export_kernel_name("gemm", "tiled", "run7"), provenance);
+  const std::string text =
+      external::export_source(family, variant, shape, Dtype::bf16, params,
+                              external::export_kernel_name("gemm", "tiled", "run7"), provenance);
   CHECK(text.find("AUTOTUNE_USER_KERNEL(gemm_tiled_run7)") != std::string::npos);
   CHECK(text.find("#include \"kernels/families/gemm.hpp\"") != std::string::npos);
   CHECK(text.find("autotune::kernels::gemm_tiled<D>") != std::string::npos);
@@ -41,7 +42,8 @@ TEST_CASE("a compile error is a result with the compiler's message, never an exc
   external::CompileOptions options;
   options.cache_dir = dir.path() / "cache";
   const auto result = external::compile_kernel_source(
-      "#include \"kernels/external/user_kernel.hpp\"\nAUTOTUNE_USER_KERNEL(k) { no_such_function(); }\n", options);
+      "#include \"kernels/external/user_kernel.hpp\"\nAUTOTUNE_USER_KERNEL(k) { no_such_function(); }\n",
+      options);
   CHECK_FALSE(result.ok);
   CHECK(result.error.find("compilation failed") != std::string::npos);
   CHECK(result.compiler_output.find("no_such_function") != std::string::npos);

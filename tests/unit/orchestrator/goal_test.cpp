@@ -1,12 +1,13 @@
 // Goals: the example goals load and resolve; broken goals fail before
 // anything runs, naming file, line and key.
+#include "orchestrator/goal.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.hpp"
-#include "orchestrator/goal.hpp"
 #include "orchestrator/policy.hpp"
 #include "orchestrator/setup.hpp"
 
@@ -15,7 +16,9 @@ using namespace autotune::orchestrator;
 
 namespace {
 
-std::filesystem::path source(const std::string& relative) { return std::filesystem::path(AUTOTUNE_SOURCE_DIR) / relative; }
+std::filesystem::path source(const std::string& relative) {
+  return std::filesystem::path(AUTOTUNE_SOURCE_DIR) / relative;
+}
 
 std::string error_of(const std::string& relative) {
   try {
@@ -176,7 +179,8 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
 
 TEST_CASE("roles come from descriptions when the family declares none") {
   CHECK(role_from_description("rotating buffers per stream, in loop steps") == "pipeline_depth");
-  CHECK(role_from_description("tiles per loop step (their loads, exps and stores issued together)") == "unroll");
+  CHECK(role_from_description("tiles per loop step (their loads, exps and stores issued together)") ==
+        "unroll");
   CHECK(role_from_description("M tiles per block") == "block");
   CHECK(role_from_description("columns per tile and per DMA transfer") == "tile");
   CHECK(role_from_description("the answer") == "");

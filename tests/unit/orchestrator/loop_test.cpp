@@ -77,7 +77,7 @@ TEST_CASE("loop: an idea that settles without measuring does not use up the iter
   TempDir dir;
   auto prepared = small_gemm(dir, 1);
   auto store = store::open_store(":memory:");
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
                                    *store,        prepared.setup.simulator_version, {}};
   orchestrator::SkillSet skills;
   skills.generator = std::make_unique<SpentRegionFirst>();
@@ -96,7 +96,7 @@ TEST_CASE("loop: a skill proposing spent regions under new ids cannot hold the l
   TempDir dir;
   auto prepared = small_gemm(dir, 2);
   auto store = store::open_store(":memory:");
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
                                    *store,        prepared.setup.simulator_version, {}};
   orchestrator::SkillSet skills;
   auto generator = std::make_unique<OnlySpentRegions>();
@@ -104,6 +104,6 @@ TEST_CASE("loop: a skill proposing spent regions under new ids cannot hold the l
   skills.generator = std::move(generator);
   const auto summary = orchestrator::Orchestrator(context, std::move(skills)).run();
   CHECK(summary.stop_reason.starts_with("max_iterations"));
-  CHECK(summary.evaluations == 1);  // the baseline
+  CHECK(summary.evaluations == 1);      // the baseline
   CHECK(proposals->proposed == 8 + 2);  // eight handed their iteration on; then each iteration was spent
 }

@@ -1,7 +1,8 @@
+#include "search/expression.hpp"
+
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
-#include "search/expression.hpp"
 
 using namespace autotune;
 using namespace autotune::search;
@@ -12,13 +13,17 @@ const std::vector<std::string> kLayouts{"row", "col"};
 
 std::optional<Symbol> resolve(std::string_view name) {
   Symbol s;
-  if (name == "a") s.parameter_slot = 0;
-  else if (name == "b") s.parameter_slot = 1;
+  if (name == "a")
+    s.parameter_slot = 0;
+  else if (name == "b")
+    s.parameter_slot = 1;
   else if (name == "layout") {
     s.parameter_slot = 2;
     s.categories = &kLayouts;
-  } else if (name == "limit") s.constant = 100;
-  else return std::nullopt;
+  } else if (name == "limit")
+    s.constant = 100;
+  else
+    return std::nullopt;
   return s;
 }
 
@@ -55,7 +60,8 @@ TEST_CASE("expressions evaluate with C-like precedence") {
 }
 
 TEST_CASE("parse errors give position and token") {
-  CHECK(error_of("a * (b + 1").find("expected ')' at position 11 (token end of expression)") != std::string::npos);
+  CHECK(error_of("a * (b + 1").find("expected ')' at position 11 (token end of expression)") !=
+        std::string::npos);
   CHECK(error_of("a + * b").find("position 5 (token '*')") != std::string::npos);
   CHECK(error_of("a $ b").find("unexpected character at position 3 (token '$')") != std::string::npos);
   CHECK(error_of("a + c").find("unknown identifier 'c'") != std::string::npos);

@@ -50,7 +50,8 @@ TEST_CASE("replay: configurations absent from the cache are outside the space") 
   const auto& params = target.space().parameters();
   for (int i = 0; i < 200; ++i) {
     Configuration c;
-    for (const auto& p : params) c.push_back(p.values()[rng.uniform_int(0, static_cast<std::int64_t>(p.size()) - 1)]);
+    for (const auto& p : params)
+      c.push_back(p.values()[rng.uniform_int(0, static_cast<std::int64_t>(p.size()) - 1)]);
     const auto result = target.evaluate(c);
     if (result.status == ReplayResult::Status::outside_space) {
       ++outside;
@@ -59,24 +60,29 @@ TEST_CASE("replay: configurations absent from the cache are outside the space") 
   }
   CHECK(outside > 0);
   const auto failure = target.evaluate_index(0);
-  CHECK((failure.status == ReplayResult::Status::ok || failure.failure.find("FailedConfig") != std::string::npos));
+  CHECK((failure.status == ReplayResult::Status::ok ||
+         failure.failure.find("FailedConfig") != std::string::npos));
 }
 
 TEST_CASE("a missing or malformed cachefile is one clear error") {
-  CHECK_THROWS_WITH_AS(ReplayTarget::load("/nonexistent/cache.json"), doctest::Contains("cachefile not found"), UserError);
-  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad1.json", "{not json")), doctest::Contains("invalid JSON"),
-                       UserError);
-  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad2.json", "{\"tune_params_keys\": [\"a\"], \"tune_params\": {}, \"cache\": {}}")),
-                       doctest::Contains("no value list for 'a'"), UserError);
+  CHECK_THROWS_WITH_AS(ReplayTarget::load("/nonexistent/cache.json"),
+                       doctest::Contains("cachefile not found"), UserError);
+  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad1.json", "{not json")),
+                       doctest::Contains("invalid JSON"), UserError);
+  CHECK_THROWS_WITH_AS(
+      ReplayTarget::load(
+          write_temp("bad2.json", "{\"tune_params_keys\": [\"a\"], \"tune_params\": {}, \"cache\": {}}")),
+      doctest::Contains("no value list for 'a'"), UserError);
   CHECK_THROWS_WITH_AS(
       ReplayTarget::load(write_temp("bad3.json",
                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
                                     "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
       doctest::Contains("a = 3 is not in tune_params"), UserError);
-  const auto ok = ReplayTarget::load(write_temp("ok.json",
-                                                "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
-                                                "\"cache\": {\"1,x\": {\"a\": 1, \"s\": \"x\", \"time\": 2.5}, "
-                                                "\"2,x\": {\"a\": 2, \"s\": \"x\", \"time\": \"RuntimeFailedConfig\"}}}"));
+  const auto ok = ReplayTarget::load(
+      write_temp("ok.json",
+                 "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
+                 "\"cache\": {\"1,x\": {\"a\": 1, \"s\": \"x\", \"time\": 2.5}, "
+                 "\"2,x\": {\"a\": 2, \"s\": \"x\", \"time\": \"RuntimeFailedConfig\"}}}"));
   CHECK(ok.space().size() == 2);
   CHECK(ok.valid_values() == std::vector<double>{2.5});
   CHECK(ok.evaluate({std::int64_t{2}, std::string("x")}).failure == "RuntimeFailedConfig");

@@ -53,15 +53,19 @@ std::set<Positions> brute_force(const SearchSpace& space) {
 }  // namespace
 
 TEST_CASE("parameter kinds build their ordered domains") {
-  CHECK(ParameterSpec::range("a", 1, 8, 3).values() == std::vector<ParamValue>{std::int64_t{1}, std::int64_t{4}, std::int64_t{7}});
+  CHECK(ParameterSpec::range("a", 1, 8, 3).values() ==
+        std::vector<ParamValue>{std::int64_t{1}, std::int64_t{4}, std::int64_t{7}});
   CHECK(ParameterSpec::powers_of_two("b", 3, 40).size() == 4);  // 4 8 16 32
   CHECK(ParameterSpec::powers_of_two("b", 3, 40).values().front() == ParamValue{std::int64_t{4}});
   CHECK(ParameterSpec::ordered("c", {0.5, 1.5}).kind() == ParameterKind::ordered_list);
   CHECK(ParameterSpec::categorical("d", {"x", "y"}).is_categorical());
   CHECK(error_of([] { ParameterSpec::range("a", 5, 1); }).find("empty domain") != std::string::npos);
-  CHECK(error_of([] { ParameterSpec::powers_of_two("p", 5, 7); }).find("no power of two") != std::string::npos);
+  CHECK(error_of([] { ParameterSpec::powers_of_two("p", 5, 7); }).find("no power of two") !=
+        std::string::npos);
   CHECK(error_of([] { ParameterSpec::ordered("e", {}); }).find("'e': empty domain") != std::string::npos);
-  CHECK(error_of([] { ParameterSpec::ordered("f", {std::int64_t{1}, 1.0}); }).find("listed twice") != std::string::npos);
+  CHECK(error_of([] {
+          ParameterSpec::ordered("f", {std::int64_t{1}, 1.0});
+        }).find("listed twice") != std::string::npos);
 }
 
 TEST_CASE("the space enumerates exactly the valid configurations, and indexing round-trips") {
@@ -81,8 +85,9 @@ TEST_CASE("the space enumerates exactly the valid configurations, and indexing r
 }
 
 TEST_CASE("independent parameters form separate groups: index is mixed-radix") {
-  const SearchSpace space({ParameterSpec::range("a", 0, 9), ParameterSpec::range("b", 0, 9), ParameterSpec::range("c", 0, 4)},
-                          {"a + b <= 9"});
+  const SearchSpace space(
+      {ParameterSpec::range("a", 0, 9), ParameterSpec::range("b", 0, 9), ParameterSpec::range("c", 0, 4)},
+      {"a + b <= 9"});
   CHECK(space.size() == 55 * 5);
   for (std::uint64_t i = 0; i < space.size(); i += 7) CHECK(space.index_of(space.configuration_at(i)) == i);
 }
@@ -113,7 +118,8 @@ TEST_CASE("an infeasible space is an error naming its constraints") {
 }
 
 TEST_CASE("neighbours change one parameter by one valid step; categorical: every other value") {
-  const SearchSpace space({ParameterSpec::range("a", 0, 4), ParameterSpec::categorical("l", {"x", "y", "z"})}, {"a != 2"});
+  const SearchSpace space({ParameterSpec::range("a", 0, 4), ParameterSpec::categorical("l", {"x", "y", "z"})},
+                          {"a != 2"});
   const auto n = space.neighbours({std::int64_t{1}, std::string("y")});
   std::set<std::string> shown;
   for (const auto& c : n) shown.insert(to_string(space, c));
@@ -139,7 +145,8 @@ TEST_CASE("encoding: ranks in [0,1], one-hot for categoricals, constants dropped
   const SearchSpace space({ParameterSpec::range("a", 0, 4), ParameterSpec::categorical("l", {"x", "y", "z"}),
                            ParameterSpec::categorical("two", {"p", "q"}), ParameterSpec::range("k", 7, 7)});
   CHECK(space.encoded_dimension() == 1 + 3 + 1);
-  const Eigen::VectorXd e = space.encode({std::int64_t{3}, std::string("z"), std::string("q"), std::int64_t{7}});
+  const Eigen::VectorXd e =
+      space.encode({std::int64_t{3}, std::string("z"), std::string("q"), std::int64_t{7}});
   CHECK(e[0] == doctest::Approx(0.75));
   CHECK(e[1] == 0);
   CHECK(e[3] == 1);
@@ -154,10 +161,12 @@ TEST_CASE("configurations convert to and from JSON") {
   CHECK(configuration_from_json(space, json) == c);
   auto bad = json;
   bad["nope"] = 1;
-  CHECK(error_of([&] { configuration_from_json(space, bad); }).find("unknown parameter 'nope'") != std::string::npos);
+  CHECK(error_of([&] { configuration_from_json(space, bad); }).find("unknown parameter 'nope'") !=
+        std::string::npos);
   bad = json;
   bad["tile"] = 33;
-  CHECK(error_of([&] { configuration_from_json(space, bad); }).find("not in its domain") != std::string::npos);
+  CHECK(error_of([&] { configuration_from_json(space, bad); }).find("not in its domain") !=
+        std::string::npos);
 }
 
 TEST_CASE("spaces parse from YAML; errors name file, line and key") {

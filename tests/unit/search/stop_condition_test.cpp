@@ -36,19 +36,24 @@ TEST_CASE("the search loop stops at the first condition reached") {
   const SearchSpace space({ParameterSpec::range("x", 0, 99)});
   auto strategy = make_strategy("grid", space, 0);
   const auto record = run_search(
-      *strategy, [](const Configuration& c) { return std::optional(Observation::success(c, 100.0 - numeric_value(c[0]))); },
+      *strategy,
+      [](const Configuration& c) {
+        return std::optional(Observation::success(c, 100.0 - numeric_value(c[0])));
+      },
       StopCondition::evaluations(50) || StopCondition::target(95.0), 4);
   CHECK(record.observations.size() == 8);  // x = 0..7, value 93 reached after the 6th; batches of 4
   CHECK(record.stopped_because.find("target") != std::string::npos);
 
   auto wall = make_strategy("random", space, 0);
-  const auto timed = run_search(*wall, [](const Configuration& c) { return std::optional(Observation::success(c, 1.0)); },
-                                StopCondition::wall_time(1e-9) || StopCondition::evaluations(1000));
+  const auto timed = run_search(
+      *wall, [](const Configuration& c) { return std::optional(Observation::success(c, 1.0)); },
+      StopCondition::wall_time(1e-9) || StopCondition::evaluations(1000));
   CHECK(timed.observations.size() <= 1);
 
   auto all = make_strategy("random", space, 0);
-  const auto exhausted = run_search(*all, [](const Configuration& c) { return std::optional(Observation::success(c, 1.0)); },
-                                    StopCondition::evaluations(1000), 7);
+  const auto exhausted = run_search(
+      *all, [](const Configuration& c) { return std::optional(Observation::success(c, 1.0)); },
+      StopCondition::evaluations(1000), 7);
   CHECK(exhausted.observations.size() == 100);
   CHECK(exhausted.stopped_because == "strategy done");
 }

@@ -22,9 +22,10 @@ namespace {
 VariantSpace make_variant(const std::string& name) {
   VariantSpace v;
   v.name = name;
-  v.parameters = {search::ParameterSpec::ordered("a", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
-                  search::ParameterSpec::ordered("b", {std::int64_t(1), std::int64_t(2), std::int64_t(3)}),
-                  search::ParameterSpec::ordered("c", {std::int64_t(1), std::int64_t(2), std::int64_t(4)})};
+  v.parameters = {
+      search::ParameterSpec::ordered("a", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
+      search::ParameterSpec::ordered("b", {std::int64_t(1), std::int64_t(2), std::int64_t(3)}),
+      search::ParameterSpec::ordered("c", {std::int64_t(1), std::int64_t(2), std::int64_t(4)})};
   v.roles = {{"a", kRoleTile}, {"b", kRolePipelineDepth}, {"c", kRoleUnroll}};
   v.defaults = {{"a", 64}, {"b", 1}, {"c", 1}};
   build_space(v);
@@ -95,9 +96,12 @@ TEST_CASE("analyzer: repeated loads ask for a structural variant; at the rooflin
   ProfileAnalyzer analyzer;
   AnalysisRequest request;
   request.metrics = {{"latency_s", 1e-3}, {"roofline_bound_s", 1e-4}, {"compulsory_bytes", 1e6}};
-  request.profile = {{"dma_active_time_percent", 95}, {"compute_active_time_percent", 90},
-                     {"tensor_engine_active_time_percent", 90}, {"dma_compute_overlap_percent", 88},
-                     {"hbm_read_bytes", 40e6}, {"hbm_write_bytes", 0.5e6}};
+  request.profile = {{"dma_active_time_percent", 95},
+                     {"compute_active_time_percent", 90},
+                     {"tensor_engine_active_time_percent", 90},
+                     {"dma_compute_overlap_percent", 88},
+                     {"hbm_read_bytes", 40e6},
+                     {"hbm_write_bytes", 0.5e6}};
   auto result = analyzer.analyze(request);
   REQUIRE_FALSE(result.result.findings.empty());
   CHECK(result.result.findings.front().kind == "repeated_loads");
@@ -196,13 +200,15 @@ TEST_CASE("runner: results in request order, committed, re-used within the run a
   std::vector<TrialRequest> requests;
   const VariantSpace variant = make_variant("fast");
   for (std::uint64_t i = 0; i < 8; ++i)
-    requests.push_back({{"fast", search::to_json(*variant.space, variant.space->configuration_at(i))}, 1, std::nullopt});
+    requests.push_back(
+        {{"fast", search::to_json(*variant.space, variant.space->configuration_at(i))}, 1, std::nullopt});
   requests.push_back(requests.front());  // a duplicate within the batch
   {
     BenchmarkRunner runner(target, *store, run, {3, 10});
     const auto batch = runner.measure(requests);
     REQUIRE(batch.result.size() == requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) CHECK(batch.result[i].trial.params == requests[i].candidate.params);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      CHECK(batch.result[i].trial.params == requests[i].candidate.params);
     CHECK(batch.result.back().fresh == false);
     CHECK(target.calls == 8);
     CHECK(store->trials(run).size() == 8);

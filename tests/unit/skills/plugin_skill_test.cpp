@@ -210,11 +210,13 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   CHECK_THROWS_AS(parse("skills: {name: a}\n"), UserError);
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: profile_analyzer}\n"),
-      "goal.yaml:2: skills[0].after: a plugin that runs after profile_analyzer must have role profile_analyzer "
+      "goal.yaml:2: skills[0].after: a plugin that runs after profile_analyzer must have role "
+      "profile_analyzer "
       "(role is param_explorer): it receives that skill's result and amends it",
       UserError);
   CHECK_THROWS_WITH_AS(
-      parse("skills:\n  - {name: a, command: [python3], role: benchmark_runner, replaces: benchmark_runner}\n"),
+      parse(
+          "skills:\n  - {name: a, command: [python3], role: benchmark_runner, replaces: benchmark_runner}\n"),
       "goal.yaml:2: skills[0].role: a benchmark_runner plugin is not supported: to measure through your own "
       "program use target: {kind: command, argv: [...]} (docs/goals.md)",
       UserError);

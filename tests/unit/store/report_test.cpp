@@ -202,7 +202,8 @@ TEST_CASE("report: explain names the proposing decision, the comparison, and the
 TEST_CASE("report: explain compares a trial with the best of earlier batches, its own decision's included") {
   MemoryStore store;
   const int64_t run = store.create_run(sample_run());
-  Decision search{.run = run, .iteration = 1, .skill = "param_explorer", .action = "search:bayes", .proposer = "rules"};
+  Decision search{
+      .run = run, .iteration = 1, .skill = "param_explorer", .action = "search:bayes", .proposer = "rules"};
   store.append_decision(search);
   // One search over three batches: 4 ms; then 3 ms and 2 ms together; then 2.5 ms.
   std::vector<Trial> trials{sample_trial(run, search.seq, "tiled", 32, TrialStatus::ok, 4e-3),
