@@ -89,38 +89,18 @@ struct Outcome {
   std::optional<int> evaluations_to_goal;  // to the goal's own target over the start point
   int evaluations = 0;
   std::string note;
-  Json start_metrics;  // the loop's first trial: the goal's start point
+  std::optional<double> start_value;  // objective value of the loop's first trial: the goal's start point
 };
 
-// Whether a trial's metrics meet the goal's target over the start point's.
-bool meets_goal(const orchestrator::Goal& goal, const Json& start, const Json& metrics) {
-  const auto baseline = orchestrator::objective_value(goal.objective, start);
-  const auto value = orchestrator::objective_value(goal.objective, metrics);
-  if (!baseline || !value) return false;
-  bool met = true;
-  if (goal.improvement)
-    met = met && orchestrator::improvement_of(goal.objective, *baseline, *value) >= *goal.improvement - 1e-12;
-  if (goal.absolute) {
-    if (goal.objective == orchestrator::Objective::latency)
-      met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
-    if (goal.objective == orchestrator::Objective::throughput)
-      met = met && metrics.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
-    if (goal.objective == orchestrator::Objective::mfu)
-      met = met && metrics.value("mfu_percent", 0.0) >= *goal.absolute;
-  }
-  return met;
-}
-
-// Counts an outcome's evaluation: `metrics` of a measured trial, or null.
-void count(Outcome& out, const orchestrator::Goal& goal, double threshold, const Json* metrics) {
+// Counts an outcome's evaluation: a trial, and whether it was measured.
+void count(Outcome& out, const orchestrator::Goal& goal, double threshold, const store::Trial& trial) {
   ++out.evaluations;
-  if (!metrics) return;
-  const auto latency = metrics->contains("latency_s")
-                           ? std::optional<double>(metrics->at("latency_s").get<double>())
-                           : std::nullopt;
-  if (latency && *latency <= threshold && !out.evaluations_to_bound)
-    out.evaluations_to_bound = out.evaluations;
-  if (!out.evaluations_to_goal && meets_goal(goal, out.start_metrics, *metrics))
+  if (!store::is_measured(trial.status)) return;
+  const auto latency = trial.metric("latency_s");
+  if (latency && *latency <= threshold && !out.evaluations_to_bound) out.evaluations_to_bound = out.evaluations;
+  const auto value = orchestrator::objective_value(goal.objective, trial.metrics);
+  if (!out.evaluations_to_goal && out.start_value && value &&
+      orchestrator::meets_goal(goal, *out.start_value, *value, trial.metrics))
     out.evaluations_to_goal = out.evaluations;
 }
 
@@ -156,16 +136,15 @@ Outcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal&
   const auto summary = orchestrator::Orchestrator(context).run();
   Outcome out;
   const auto trials = store.trials(summary.run_id);
-  if (!trials.empty()) out.start_metrics = trials.front().metrics;
-  for (const auto& trial : trials)
-    count(out, goal, threshold, store::is_measured(trial.status) ? &trial.metrics : nullptr);
+  if (!trials.empty()) out.start_value = orchestrator::objective_value(goal.objective, trials.front().metrics);
+  for (const auto& trial : trials) count(out, goal, threshold, trial);
   out.note = summary.stop_reason + "; best " + summary.best.key();
   return out;
 }
 
 // Plain bayes over the flattened space, the goal's seed, budget and batches.
 Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat,
-                       const orchestrator::Goal& goal, double threshold, const Json& start_metrics,
+                       const orchestrator::Goal& goal, double threshold, std::optional<double> start_value,
                        store::Store& store) {
   store::Run record;
   record.goal_name = goal.name + " (flattened bayes)";
@@ -176,7 +155,7 @@ Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& fl
   auto strategy = search::make_strategy("bayes", *flat.space, Rng(goal.seed).fork("param_explorer").seed(),
                                         goal.strategy_options);
   Outcome out;
-  out.start_metrics = start_metrics;
+  out.start_value = start_value;
   while (out.evaluations < goal.budget_evaluations &&
          !(out.evaluations_to_bound && out.evaluations_to_goal) && !strategy->done()) {
     const auto batch = strategy->ask(
@@ -198,9 +177,8 @@ Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& fl
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const auto& trial = measured.result[i].trial;
       const auto latency = trial.metric("latency_s");
-      const bool ok = store::is_measured(trial.status) && latency;
-      count(out, goal, threshold, ok ? &trial.metrics : nullptr);
-      if (ok) {
+      count(out, goal, threshold, trial);
+      if (store::is_measured(trial.status) && latency) {
         observations.push_back(search::Observation::success(batch[i], *latency));
       } else {
         observations.push_back(search::Observation::failed(batch[i], trial.error));
@@ -272,7 +250,7 @@ int main(int argc, char** argv) {
       orchestrator::Goal seeded = goal;
       seeded.seed = goal.seed + std::uint64_t(k);
       loop.push_back(run_loop(prepared, seeded, threshold, bound, *store));
-      bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start_metrics, *store));
+      bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start_value, *store));
       if (seeds > 1)
         std::printf("  seed %-4llu loop %-16s bayes %-16s to the goal: loop %-16s bayes %-16s (loop: %s)\n",
                     static_cast<unsigned long long>(seeded.seed), reached(loop.back()).c_str(),

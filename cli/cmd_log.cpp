@@ -6,6 +6,7 @@
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "skills/skill.hpp"
 #include "store/report.hpp"
 
 namespace autotune::cli {
@@ -21,8 +22,8 @@ struct LogOptions {
 // The built-in skills are always accepted (a run may have none of their
 // decisions yet); other names only when the run logged decisions under them.
 void require_known_skill(store::Store& store, int64_t run, const std::string& skill) {
-  std::vector<std::string> accepted{"profile_analyzer", "kernel_generator", "param_explorer",
-                                    "benchmark_runner", "orchestrator"};
+  std::vector<std::string> accepted{skills::kProfileAnalyzer, skills::kKernelGenerator, skills::kParamExplorer,
+                                    skills::kBenchmarkRunner, "orchestrator"};
   for (const auto& decision : store.decisions(run))
     if (std::find(accepted.begin(), accepted.end(), decision.skill) == accepted.end())
       accepted.push_back(decision.skill);
@@ -45,8 +46,9 @@ const CommandRegistration registration{
       return [options] {
         auto store = open_store_for_reading(options->db);
         const auto run = store::report::require_run(*store, options->run);
-        if (options->skill) require_known_skill(*store, run.id, *options->skill);
         const auto decisions = store->decisions(run.id, options->skill);
+        // Only an empty list can mean a misspelt skill.
+        if (options->skill && decisions.empty()) require_known_skill(*store, run.id, *options->skill);
         if (options->json) {
           std::cout << store::report::decisions_json(decisions).dump(2) << "\n";
         } else {

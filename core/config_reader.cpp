@@ -31,13 +31,14 @@ std::string ConfigReader::key_path(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
-YAML::Node ConfigReader::lookup(const std::string& key) const {
-  if (!node_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-  for (const auto& entry : node_) {
-    if (entry.first.Scalar() == key) return entry.second;
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
+std::pair<YAML::Node, YAML::Node> ConfigReader::entry(const std::string& key) const {
+  if (node_ && node_.IsMap())
+    for (const auto& entry : node_)
+      if (entry.first.Scalar() == key) return {entry.first, entry.second};
+  return {YAML::Node(YAML::NodeType::Undefined), YAML::Node(YAML::NodeType::Undefined)};
 }
+
+YAML::Node ConfigReader::lookup(const std::string& key) const { return entry(key).second; }
 
 bool ConfigReader::has(const std::string& key) const {
   YAML::Node value = lookup(key);
@@ -52,14 +53,8 @@ YAML::Node ConfigReader::raw(const std::string& key) const {
 void ConfigReader::fail(const std::string& key, const std::string& message, const YAML::Node* at) const {
   // Without an explicit node, a key present in this mapping is located at its own line, not the mapping's.
   YAML::Node where = at != nullptr ? *at : node_;
-  if (at == nullptr && !key.empty() && node_ && node_.IsMap()) {
-    for (const auto& entry : node_) {
-      if (entry.first.Scalar() == key) {
-        where = entry.first;
-        break;
-      }
-    }
-  }
+  if (at == nullptr && !key.empty())
+    if (YAML::Node key_node = entry(key).first) where = key_node;
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
 }
 

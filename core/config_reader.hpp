@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -58,6 +59,8 @@ class ConfigReader {
 
  private:
   YAML::Node lookup(const std::string& key) const;
+  // The entry named `key` in this mapping: (key node, value node), both Undefined when absent.
+  std::pair<YAML::Node, YAML::Node> entry(const std::string& key) const;
   template <class T>
   T convert(const YAML::Node& value, const std::string& key, const std::string& accepted) const;
 

@@ -60,6 +60,18 @@ double improvement_of(Objective objective, double baseline, double best) {
   return 0;
 }
 
+bool meets_goal(const Goal& goal, double baseline, double value, const Json& metrics) {
+  bool met = true;
+  if (goal.improvement) met = met && improvement_of(goal.objective, baseline, value) >= *goal.improvement - 1e-12;
+  if (goal.absolute) {
+    if (goal.objective == Objective::latency) met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
+    if (goal.objective == Objective::throughput)
+      met = met && metrics.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
+    if (goal.objective == Objective::mfu) met = met && metrics.value("mfu_percent", 0.0) >= *goal.absolute;
+  }
+  return met;
+}
+
 Json RunSummary::to_json() const {
   Json out = {{"run_id", run_id},
               {"status", status},
@@ -177,18 +189,7 @@ RunSummary Orchestrator::run() {
 
   auto current_improvement = [&] { return improvement_of(goal.objective, baseline_value, best_value); };
   auto goal_met = [&] {
-    if (!best_trial || !baseline_trial) return false;
-    bool met = true;
-    if (goal.improvement) met = met && current_improvement() >= *goal.improvement - 1e-12;
-    if (goal.absolute) {
-      const Json& m = best_trial->metrics;
-      const double latency = m.value("latency_s", INFINITY);
-      if (goal.objective == Objective::latency) met = met && latency <= *goal.absolute;
-      if (goal.objective == Objective::throughput)
-        met = met && m.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
-      if (goal.objective == Objective::mfu) met = met && m.value("mfu_percent", 0.0) >= *goal.absolute;
-    }
-    return met;
+    return best_trial && baseline_trial && meets_goal(goal, baseline_value, best_value, best_trial->metrics);
   };
   auto report = [&](const std::string& phase) {
     progress.phase = phase;
@@ -390,10 +391,10 @@ RunSummary Orchestrator::run() {
       state.measured_counts = generation_request.measured_counts;
       auto choice = skills_.policy->decide(state);
       if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
+      const skills::Idea* chosen = nullptr;
       if (!choice.result.stop) {
-        const skills::Idea& chosen =
-            choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
-        choice.decision.inputs["idea"] = chosen.id;
+        chosen = choice.result.new_idea ? &*choice.result.new_idea : &state.ideas.at(choice.result.idea);
+        choice.decision.inputs["idea"] = chosen->id;
       }
       const int64_t policy_seq = log.append(iteration, "orchestrator", choice.decision);
       if (choice.result.stop) {
@@ -404,8 +405,7 @@ RunSummary Orchestrator::run() {
       // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own
       // (docs/llm.md).
       llm::propose_kernel_source(*skills_.policy, state, *best_trial, log, store, goal.timeout_s);
-      const skills::Idea& idea =
-          choice.result.new_idea ? *choice.result.new_idea : state.ideas.at(choice.result.idea);
+      const skills::Idea& idea = *chosen;
       const skills::VariantSpace& variant = catalog.variant(idea.variant);
 
       skills::ExplorationRequest request;

@@ -104,6 +104,9 @@ struct RunSummary {
 std::optional<double> objective_value(Objective objective, const Json& metrics);
 // Improvement of `best` over `baseline` (objective values as returned above).
 double improvement_of(Objective objective, double baseline, double best);
+// Whether a candidate meets the goal: its improvement over the baseline
+// (objective values as above) and the goal's absolute bound on its metrics.
+bool meets_goal(const Goal& goal, double baseline, double value, const Json& metrics);
 
 class Orchestrator {
  public:

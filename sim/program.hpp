@@ -79,8 +79,10 @@ struct View {
   int rows() const { return (row_end - row_begin) / fold; }
   int cols() const { return width() * fold; }
   std::int64_t elements() const { return std::int64_t(rows()) * cols(); }
-  int buffer_row(int r, int c) const { return row_begin + r * fold + c / width(); }
-  int buffer_col(int c) const { return col_begin + c % width(); }
+  // Every element access goes through these: an unfolded view (all but some
+  // DMA operands) skips the division.
+  int buffer_row(int r, int c) const { return fold == 1 ? row_begin + r : row_begin + r * fold + c / width(); }
+  int buffer_col(int c) const { return fold == 1 ? col_begin + c : col_begin + c % width(); }
   // Elements of a view row that are contiguous in a row-major buffer of
   // `buffer_cols` columns: the whole folded row when it spans full buffer rows.
   int contiguous_elements(int buffer_cols) const {

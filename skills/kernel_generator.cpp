@@ -261,17 +261,14 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.kind = "explore";
       idea.variant = variant->name;
       idea.id = "space:" + variant->name;
-      idea.rationale = "search the whole space of " + variant->name + " (" + variant->space->describe() + ")";
+      idea.rationale = std::string(no_evidence ? "no profile evidence points anywhere: " : "") +
+                       "search the whole space of " + variant->name + " (" + variant->space->describe() + ")" +
+                       (no_evidence ? " with the goal's strategy" : "");
       global_ideas.push_back(std::move(idea));
     }
     for (auto* list :
          no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
-      for (auto& idea : *list) {
-        if (no_evidence && idea.id.starts_with("space:"))
-          idea.rationale =
-              "no profile evidence points anywhere: " + idea.rationale + " with the goal's strategy";
-        consider(std::move(idea));
-      }
+      for (auto& idea : *list) consider(std::move(idea));
     // Every idea settled and budget is left: it goes to the most promising
     // space not exhausted yet, the best's variant first. The id carries the
     // measurement count, so the continuation is a new idea each time the

@@ -1,6 +1,7 @@
 #include "skills/param_explorer.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace autotune::skills {
 
@@ -17,19 +18,17 @@ std::uint64_t unknown_in_region(const ExplorationRequest& request) {
 // Probes not measured yet (a probe repeating a known configuration would
 // spend an evaluation on a number the run already has).
 std::vector<Candidate> fresh_probes(const ExplorationRequest& request) {
+  if (!request.variant || !request.variant->space) return request.probes;
+  const search::SearchSpace& space = *request.variant->space;
+  std::set<std::uint64_t> known;
+  for (const auto& observation : request.known)
+    if (const auto index = space.index_of(observation.configuration)) known.insert(*index);
   std::vector<Candidate> out;
   for (const auto& probe : request.probes) {
-    bool known = false;
-    if (request.variant && request.variant->space && probe.variant == request.variant->name) {
-      const auto configuration = search::configuration_from_json(*request.variant->space, probe.params);
-      for (const auto& observation : request.known) {
-        known = observation.configuration.size() == configuration.size() &&
-                std::equal(configuration.begin(), configuration.end(), observation.configuration.begin(),
-                           [](const auto& a, const auto& b) { return search::same_value(a, b); });
-        if (known) break;
-      }
-    }
-    if (!known) out.push_back(probe);
+    const auto index = probe.variant == request.variant->name
+                           ? space.index_of(search::configuration_from_json(space, probe.params))
+                           : std::nullopt;
+    if (!index || !known.count(*index)) out.push_back(probe);
   }
   return out;
 }

@@ -133,7 +133,7 @@ void to_json(Json& out, const Trial& trial) {
              {"cache_hit", trial.cache_hit},
              {"created", trial.created},
              {"duration_ms", trial.duration_ms},
-             {"batch", trial.batch ? Json(*trial.batch) : Json(nullptr)}};
+             {"batch", optional_id(trial.batch)}};
 }
 
 void to_json(Json& out, const Profile& profile) {

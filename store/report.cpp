@@ -84,8 +84,6 @@ std::string latency_text(const std::optional<Trial>& trial) {
   return latency ? format_seconds(*latency) : "-";
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-
 std::string string_at(const Json& object, const char* key) {
   if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return "";
   return object[key].get<std::string>();
@@ -106,12 +104,11 @@ std::optional<Decision> last_before(const std::vector<Decision>& decisions, int 
 // it. The loop logs, per iteration: analysis, generation, the policy's
 // try:<kind> (inputs.idea names the idea picked), the explorer's search, and
 // after it accept/rollback (inputs.idea too, which older runs only have).
-void trace_chain(Store& store, Explanation& out) {
+void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
   if (!out.proposal) return;
   const Decision& proposal = *out.proposal;
-  const auto decisions = store.decisions(out.run.id);
   out.choice = last_before(decisions, proposal.iteration, proposal.seq + 1, [](const Decision& d) {
-    return d.skill == "orchestrator" && starts_with(d.action, "try:");
+    return d.skill == "orchestrator" && d.action.starts_with("try:");
   });
   if (!out.choice) return;
   for (const Decision& d : decisions) {
@@ -125,7 +122,7 @@ void trace_chain(Store& store, Explanation& out) {
   if (idea_id.empty() && out.verdict) idea_id = string_at(out.verdict->inputs, "idea");
 
   out.generation = last_before(decisions, proposal.iteration, out.choice->seq, [](const Decision& d) {
-    return d.skill == "kernel_generator" || starts_with(d.action, "propose:");
+    return d.skill == "kernel_generator" || d.action.starts_with("propose:");
   });
   if (out.generation && out.generation->evidence.is_object() && out.generation->evidence.contains("ideas")) {
     for (const Json& idea : out.generation->evidence["ideas"])
@@ -135,11 +132,9 @@ void trace_chain(Store& store, Explanation& out) {
     out.idea = out.choice->inputs["llm_idea"];
   if (out.idea.is_null() && !idea_id.empty()) out.idea = Json{{"id", idea_id}};
 
-  const std::optional<int64_t> generation_seq =
-      out.generation ? std::optional<int64_t>(out.generation->seq) : std::nullopt;
-  out.analysis = last_before(decisions, proposal.iteration, generation_seq.value_or(out.choice->seq),
+  out.analysis = last_before(decisions, proposal.iteration, out.generation ? out.generation->seq : out.choice->seq,
                              [](const Decision& d) {
-                               return d.skill == "profile_analyzer" || starts_with(d.action, "findings:") ||
+                               return d.skill == "profile_analyzer" || d.action.starts_with("findings:") ||
                                       d.action == "no_findings";
                              });
   const std::string finding = string_at(out.idea, "finding");
@@ -230,8 +225,13 @@ Explanation explain(Store& store, int64_t run_id, int64_t trial_id) {
   Explanation out;
   out.run = require_run(store, run_id);
   out.trial = require_trial(store, run_id, trial_id);
-  if (out.trial.decision_seq) out.proposal = store.decision(run_id, *out.trial.decision_seq);
-  trace_chain(store, out);
+  if (out.trial.decision_seq) {
+    const auto decisions = store.decisions(run_id);
+    const auto proposal = std::find_if(decisions.begin(), decisions.end(),
+                                       [&](const Decision& d) { return d.seq == *out.trial.decision_seq; });
+    if (proposal != decisions.end()) out.proposal = *proposal;
+    trace_chain(decisions, out);
+  }
 
   const RunOverview summary = overview(store, out.run);
   out.baseline = summary.baseline;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/api/kernel.hpp"
+
 namespace autotune::kernels {
 
 struct TileSpan {
@@ -84,6 +86,12 @@ inline std::vector<FoldedRows> folded_row_groups(int extent, int partitions, int
     if (block.size % fold != 0) groups.push_back({block.begin + whole * fold, block.size % fold, 1});
   }
   return groups;
+}
+
+// Columns `cols` of a group's rows of `t`, folded: what one DMA moves into
+// the group's partitions.
+inline Tensor folded_block(const Tensor& t, const FoldedRows& g, const TileSpan& cols) {
+  return t.slice(g.begin, g.begin + g.rows(), cols.begin, cols.end()).fold_rows(g.fold);
 }
 
 }  // namespace autotune::kernels

@@ -145,17 +145,15 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape,
       s_head = s_head_pool->next();
       p_head = p_head_pool->next();
     }
-    // Rows [q0, q0 + rows) of head h's S and P, wherever they are kept.
-    auto s_rows = [&](int h, int q0, int rows) {
+    // Rows [q0, q0 + rows) of head h's S or P, wherever they are kept: in
+    // `on_chip_tile` (the head's SBUF tile) or in `spill` (HBM).
+    auto rows_of = [&](const Tensor& on_chip_tile, const Tensor& spill, int h, int q0, int rows) {
       const int c0 = q0 / kRowTile * seq;
-      return on_chip ? s_head.slice(0, rows, c0, c0 + seq)
-                     : scores.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
+      return on_chip ? on_chip_tile.slice(0, rows, c0, c0 + seq)
+                     : spill.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
     };
-    auto p_rows = [&](int h, int q0, int rows) {
-      const int c0 = q0 / kRowTile * seq;
-      return on_chip ? p_head.slice(0, rows, c0, c0 + seq)
-                     : probs.slice(h * seq + q0, h * seq + q0 + rows, 0, seq);
-    };
+    auto s_rows = [&](int h, int q0, int rows) { return rows_of(s_head, scores, h, q0, rows); };
+    auto p_rows = [&](int h, int q0, int rows) { return rows_of(p_head, probs, h, q0, rows); };
     // A row block of S or P to compute on: itself on chip, else read back from
     // HBM into a tile of `staging`.
     auto readable = [&](const Tensor& block, std::optional<TilePool>& staging) {

@@ -59,8 +59,8 @@ void exp_tiled(Kernel& kernel, const ExpShape& shape, const ExpTiledParams& p) {
 
   for (const FoldedRows& g : folded_row_groups(shape.rows, P, fold)) {
     for (TileSpan c : tiles(shape.cols, p.tile_size)) {
-      const Tensor source = in.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
-      const Tensor destination = out.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
+      const Tensor source = folded_block(in, g, c);
+      const Tensor destination = folded_block(out, g, c);
       Tensor x = in_tiles.next().slice(0, g.partitions, 0, source.cols());
       kernel.dma_copy(x, source);
       Tensor y = out_tiles.next().slice(0, g.partitions, 0, source.cols());

@@ -128,13 +128,10 @@ void rmsnorm_fused(Kernel& kernel, const RmsnormShape& shape, const RmsnormFused
       const int at = c.index * fold * p.tile_size;
       return tile.slice(0, rows, at, at + g.fold * c.size);
     };
-    auto hbm_chunk = [&](const Tensor& t, const TileSpan& c) {
-      return t.slice(g.begin, g.begin + g.rows(), c.begin, c.end()).fold_rows(g.fold);
-    };
 
     Tensor xt = x_tiles.next();
     for (TileSpan c : tiles(shape.cols, p.tile_size))
-      kernel.dma_copy(all_rows_of_chunk(xt, c), hbm_chunk(x, c));
+      kernel.dma_copy(all_rows_of_chunk(xt, c), folded_block(x, g, c));
 
     // Sum of squares of each row: one activation per (row, chunk), its row
     // sums into one column each; then 1/rms = rsqrt(sum / cols + eps).
@@ -163,7 +160,7 @@ void rmsnorm_fused(Kernel& kernel, const RmsnormShape& shape, const RmsnormFused
         kernel.tensor_scalar(y_chunk, chunk_of(xt, c, f), AluOp::multiply, inv.col_range(f, f + 1));
         kernel.tensor_tensor(y_chunk, y_chunk, gamma_bcast.slice(0, rows, c.begin, c.end()), AluOp::multiply);
       }
-      kernel.dma_copy(hbm_chunk(y, c), all_rows_of_chunk(yt, c));
+      kernel.dma_copy(folded_block(y, g, c), all_rows_of_chunk(yt, c));
     }
   }
 }

@@ -14,22 +14,27 @@ using autotune::testing::TempDir;
 
 namespace {
 
-// The built-in generator, with one idea in front: a region holding only the
-// best itself, measured already, so the explorer settles it without measuring.
+// An idea whose region holds only the best itself, measured already, so the
+// explorer settles it without measuring.
+skills::Idea spent_region(const skills::Candidate& best, const std::string& id) {
+  skills::Idea spent;
+  spent.kind = "explore";
+  spent.variant = best.variant;
+  spent.id = id;
+  for (const auto& [name, value] : best.params.items())
+    spent.region[name] = {search::param_value_from_json(value, name)};
+  spent.rationale = "a region holding only the best";
+  return spent;
+}
+
+// The built-in generator, with the spent region in front (once).
 class SpentRegionFirst : public skills::GeneratorSkill {
  public:
   std::string name() const override { return skills::kKernelGenerator; }
   skills::SkillResult<skills::Generation> generate(const skills::GenerationRequest& request) override {
     auto out = builtin_.generate(request);
-    skills::Idea spent;
-    spent.kind = "explore";
-    spent.variant = request.best.variant;
-    spent.id = "only-the-best:" + request.best.key();
-    if (request.tried_ideas.count(spent.id)) return out;
-    for (const auto& [name, value] : request.best.params.items())
-      spent.region[name] = {search::param_value_from_json(value, name)};
-    spent.rationale = "a region holding only the best";
-    out.result.ideas.insert(out.result.ideas.begin(), spent);
+    const std::string id = "only-the-best:" + request.best.key();
+    if (!request.tried_ideas.count(id)) out.result.ideas.insert(out.result.ideas.begin(), spent_region(request.best, id));
     return out;
   }
 
@@ -37,51 +42,49 @@ class SpentRegionFirst : public skills::GeneratorSkill {
   skills::KernelGenerator builtin_;
 };
 
-// A generator proposing nothing but the spent region, under a new id each time.
+// A generator proposing nothing but the spent region, under a new id each
+// time; counts its proposals in `proposed` (which outlives the run's skills).
 class OnlySpentRegions : public skills::GeneratorSkill {
  public:
+  explicit OnlySpentRegions(int& proposed) : proposed(proposed) {}
   std::string name() const override { return skills::kKernelGenerator; }
   skills::SkillResult<skills::Generation> generate(const skills::GenerationRequest& request) override {
     skills::SkillResult<skills::Generation> out;
-    skills::Idea spent;
-    spent.kind = "explore";
-    spent.variant = request.best.variant;
-    spent.id = "spent-" + std::to_string(++proposed);
-    for (const auto& [name, value] : request.best.params.items())
-      spent.region[name] = {search::param_value_from_json(value, name)};
-    out.result.ideas.push_back(spent);
+    out.result.ideas.push_back(spent_region(request.best, "spent-" + std::to_string(++proposed)));
     out.decision.action = "propose:explore";
     return out;
   }
-  int proposed = 0;
+  int& proposed;
 };
 
-orchestrator::PreparedGoal small_gemm(const TempDir& dir, int max_iterations) {
-  return orchestrator::load_and_prepare(dir.write("goal.yaml",
-                                                  "name: unspent\n"
-                                                  "kernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, "
-                                                  "dtype: bf16}\n"
-                                                  "goal: {improvement: 0.95}\n"
-                                                  "max_iterations: " +
-                                                      std::to_string(max_iterations) +
-                                                      "\n"
-                                                      "budget: {evaluations: 6, wall_time_s: 60}\n"
-                                                      "search: {strategy: random, batch_size: 2}\n"
-                                                      "start: {variant: tiled}\n"
-                                                      "seed: 5\n"));
+// A small GEMM goal run to its end with `generator` in place of the built-in one.
+orchestrator::RunSummary run_small_gemm(int max_iterations, std::unique_ptr<skills::GeneratorSkill> generator,
+                                        store::Store& store) {
+  TempDir dir;
+  auto prepared = orchestrator::load_and_prepare(dir.write("goal.yaml",
+                                                           "name: unspent\n"
+                                                           "kernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, "
+                                                           "dtype: bf16}\n"
+                                                           "goal: {improvement: 0.95}\n"
+                                                           "max_iterations: " +
+                                                               std::to_string(max_iterations) +
+                                                               "\n"
+                                                               "budget: {evaluations: 6, wall_time_s: 60}\n"
+                                                               "search: {strategy: random, batch_size: 2}\n"
+                                                               "start: {variant: tiled}\n"
+                                                               "seed: 5\n"));
+  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog, *prepared.setup.target,
+                                   store,         prepared.setup.simulator_version, {}};
+  orchestrator::SkillSet skills;
+  skills.generator = std::move(generator);
+  return orchestrator::Orchestrator(context, std::move(skills)).run();
 }
 
 }  // namespace
 
 TEST_CASE("loop: an idea that settles without measuring does not use up the iteration") {
-  TempDir dir;
-  auto prepared = small_gemm(dir, 1);
   auto store = store::open_store(":memory:");
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
-                                   *store,        prepared.setup.simulator_version, {}};
-  orchestrator::SkillSet skills;
-  skills.generator = std::make_unique<SpentRegionFirst>();
-  const auto summary = orchestrator::Orchestrator(context, std::move(skills)).run();
+  const auto summary = run_small_gemm(1, std::make_unique<SpentRegionFirst>(), *store);
 
   int measured_in_iteration_1 = 0;
   for (const auto& trial : store->trials(summary.run_id)) measured_in_iteration_1 += trial.iteration == 1;
@@ -93,17 +96,10 @@ TEST_CASE("loop: an idea that settles without measuring does not use up the iter
 }
 
 TEST_CASE("loop: a skill proposing spent regions under new ids cannot hold the loop in place") {
-  TempDir dir;
-  auto prepared = small_gemm(dir, 2);
   auto store = store::open_store(":memory:");
-  orchestrator::RunContext context{prepared.goal, prepared.setup.catalog,           *prepared.setup.target,
-                                   *store,        prepared.setup.simulator_version, {}};
-  orchestrator::SkillSet skills;
-  auto generator = std::make_unique<OnlySpentRegions>();
-  const auto* proposals = generator.get();
-  skills.generator = std::move(generator);
-  const auto summary = orchestrator::Orchestrator(context, std::move(skills)).run();
+  int proposed = 0;
+  const auto summary = run_small_gemm(2, std::make_unique<OnlySpentRegions>(proposed), *store);
   CHECK(summary.stop_reason.starts_with("max_iterations"));
   CHECK(summary.evaluations == 1);      // the baseline
-  CHECK(proposals->proposed == 8 + 2);  // eight handed their iteration on; then each iteration was spent
+  CHECK(proposed == 8 + 2);  // eight handed their iteration on; then each iteration was spent
 }

@@ -59,6 +59,22 @@ class FakeTarget : public MeasurementTarget {
   int sleep_ms = 0;
 };
 
+// Variants named `names` (see make_variant), the first one's a=64 b=2 c=1 the baseline.
+VariantCatalog catalog_of(const std::vector<std::string>& names) {
+  VariantCatalog catalog;
+  for (const auto& name : names) catalog.variants.push_back(make_variant(name));
+  catalog.baseline = {names.front(), {{"a", 64}, {"b", 2}, {"c", 1}}};
+  return catalog;
+}
+
+// A generation request on `catalog` (which must outlive it) from its baseline.
+GenerationRequest request_for(const VariantCatalog& catalog) {
+  GenerationRequest request;
+  request.catalog = &catalog;
+  request.best = catalog.baseline;
+  return request;
+}
+
 int64_t new_run(store::Store& s) {
   store::Run run;
   run.goal_name = "test";
@@ -123,13 +139,9 @@ TEST_CASE("analyzer: without a profile there are no findings, only the metrics")
 }
 
 TEST_CASE("generator: a raise finding searches the role's higher values with the rest fixed") {
-  VariantCatalog catalog;
-  catalog.variants = {make_variant("fast"), make_variant("slow")};
-  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  const VariantCatalog catalog = catalog_of({"fast", "slow"});
   KernelGenerator generator;
-  GenerationRequest request;
-  request.catalog = &catalog;
-  request.best = catalog.baseline;
+  GenerationRequest request = request_for(catalog);
   request.measured_variants = {"fast"};
   request.analysis.findings.push_back({"dma_bound_no_overlap", "", {}, "raise", {kRolePipelineDepth}, 0.3});
   request.analysis.findings.push_back({"repeated_loads", "", {}, "structural", {}, 0.1});
@@ -348,13 +360,9 @@ TEST_CASE("explorer: a region settles only after its patience without improvemen
 }
 
 TEST_CASE("generator: with every idea settled, the budget left goes on in the best's unexhausted space") {
-  VariantCatalog catalog;
-  catalog.variants = {make_variant("fast"), make_variant("slow")};
-  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  const VariantCatalog catalog = catalog_of({"fast", "slow"});
   KernelGenerator generator;
-  GenerationRequest request;
-  request.catalog = &catalog;
-  request.best = catalog.baseline;
+  GenerationRequest request = request_for(catalog);
   request.measured_variants = {"fast", "slow"};
   request.measured_counts = {{"fast", 10}, {"slow", 27}};
   auto generation = generator.generate(request);
@@ -374,13 +382,9 @@ TEST_CASE("generator: with every idea settled, the budget left goes on in the be
 }
 
 TEST_CASE("generator: without any evidence the whole space comes before the best's surroundings") {
-  VariantCatalog catalog;
-  catalog.variants = {make_variant("fast")};
-  catalog.baseline = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  const VariantCatalog catalog = catalog_of({"fast"});
   KernelGenerator generator;
-  GenerationRequest request;
-  request.catalog = &catalog;
-  request.best = catalog.baseline;
+  GenerationRequest request = request_for(catalog);
   request.measured_variants = {"fast"};
   request.measured_counts = {{"fast", 1}};
   request.analysis.bound = "unknown";  // what the analyzer says without a profile
