@@ -35,6 +35,24 @@ KernelDescriptor describe(const UserKernel& user, const FamilySpec& family, cons
   return d;
 }
 
+// A request's shape: the kernel's defaults with the request's arguments over them.
+Shape request_shape(const FamilySpec& family, const nlohmann::json& arguments) {
+  const std::string& kernel = family.variants.front().name;
+  Shape shape = family.default_shape;
+  for (const auto& [arg, value] : arguments.items()) {
+    if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end()) {
+      std::string accepted;
+      for (const auto& a : family.shape_args) accepted += (accepted.empty() ? "" : ", ") + a;
+      throw UserError("unknown shape argument '" + arg + "' of kernel '" + kernel + "' (accepted: " + accepted +
+                      ")");
+    }
+    if (!value.is_number_integer())
+      throw UserError("shape argument '" + arg + "' of kernel '" + kernel + "' is not an integer");
+    shape[arg] = value.get<std::int64_t>();
+  }
+  return shape;
+}
+
 }  // namespace
 
 LoadedKernel load_user_kernel(const std::filesystem::path& so_path) {
@@ -123,17 +141,13 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
       nlohmann::json reply = {{"ok", true}, {"descriptor", loaded.descriptor.to_json()}};
       if (request.contains("shape") && request["shape"].is_object()) {
         const FamilySpec& family = loaded.family;
-        Shape shape = family.default_shape;
         std::string shape_error;
-        for (const auto& [arg, value] : request["shape"].items()) {
-          if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end())
-            shape_error = "unknown shape argument '" + arg + "'";
-          else if (value.is_number_integer())
-            shape[arg] = value.get<std::int64_t>();
-          else
-            shape_error = "shape argument '" + arg + "' is not an integer";
+        try {
+          const Shape shape = request_shape(family, request["shape"]);
+          if (family.check_shape) shape_error = family.check_shape(shape);
+        } catch (const UserError& e) {
+          shape_error = e.what();
         }
-        if (shape_error.empty() && family.check_shape) shape_error = family.check_shape(shape);
         if (!shape_error.empty()) reply["shape_error"] = shape_error;
       }
       return reply;
@@ -143,17 +157,7 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
     FamilySpec& family = loaded.family;
     const VariantSpec& variant = family.variants.front();
 
-    Shape shape = family.default_shape;
-    const nlohmann::json shape_json = request.value("shape", nlohmann::json::object());
-    for (const auto& [arg, value] : shape_json.items()) {
-      if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end()) {
-        std::string accepted;
-        for (const auto& a : family.shape_args) accepted += (accepted.empty() ? "" : ", ") + a;
-        throw UserError("unknown shape argument '" + arg + "' of kernel '" + variant.name +
-                        "' (accepted: " + accepted + ")");
-      }
-      shape[arg] = value.get<std::int64_t>();
-    }
+    const Shape shape = request_shape(family, request.value("shape", nlohmann::json::object()));
     const std::string dtype_text = request.value("dtype", "");
     Dtype dtype = family.dtypes.front();
     if (!dtype_text.empty()) {

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "orchestrator/policy.hpp"
 #include "orchestrator/setup.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
 using namespace autotune::orchestrator;
@@ -20,13 +21,19 @@ std::filesystem::path source(const std::string& relative) {
   return std::filesystem::path(AUTOTUNE_SOURCE_DIR) / relative;
 }
 
-std::string error_of(const std::string& relative) {
+// The UserError `action` throws ("" when it throws none).
+template <class Action>
+std::string user_error(Action action) {
   try {
-    load_and_prepare(source(relative));
+    action();
   } catch (const UserError& e) {
     return e.what();
   }
   return "";
+}
+
+std::string error_of(const std::string& relative) {
+  return user_error([&] { load_and_prepare(source(relative)); });
 }
 
 }  // namespace
@@ -93,26 +100,19 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
 namespace {
 
 // A goal file with a kernel source beside it (load_goal only checks that the source exists).
-std::filesystem::path source_goal(const std::filesystem::path& dir, const std::string& text) {
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "k.cc") << "// not compiled by load_goal\n";
-  std::ofstream(dir / "goal.yaml") << text;
-  return dir / "goal.yaml";
+std::filesystem::path source_goal(const testing::TempDir& dir, const std::string& text) {
+  dir.write("k.cc", "// not compiled by load_goal\n");
+  return dir.write("goal.yaml", text);
 }
 
 std::string resolve_error(Goal& goal, const KernelSignature& signature) {
-  try {
-    resolve_kernel_shape(goal, signature);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return user_error([&] { resolve_kernel_shape(goal, signature); });
 }
 
 }  // namespace
 
 TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype from the declaration") {
-  const auto dir = std::filesystem::temp_directory_path() / "autotune-goal-source-test";
+  const testing::TempDir dir;
   KernelSignature signature;
   signature.kernel = "mine";
   signature.shape_args = {"height", "width"};
@@ -157,14 +157,7 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
                   "fp32, bf16") != std::string::npos);
 
   // Its form is checked when the goal is read, before anything is compiled.
-  auto load_error = [&](const std::string& text) {
-    try {
-      load_goal(source_goal(dir, text));
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto load_error = [&](const std::string& text) { return user_error([&] { load_goal(source_goal(dir, text)); }); };
   CHECK(load_error("kernel: {shape: {width: wide}}\nkernel_source: k.cc\n")
             .find("kernel.shape.width: 'wide' is not "
                   "an integer") != std::string::npos);
@@ -174,7 +167,6 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
             .find("kernel.tile: unknown key") != std::string::npos);
   CHECK(load_error("kernel: {shape: {width: 256}}\n").find(":1: kernel.family: missing required key") !=
         std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("roles come from descriptions when the family declares none") {
