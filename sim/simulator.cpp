@@ -364,8 +364,24 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   // pieces), or one per element for a transposing copy, which moves data
   // element by element.
   const std::int64_t run = std::min(src.contiguous_elements(sb.cols), in.dst.contiguous_elements(db.cols));
-  const std::int64_t chunk_bytes = in.transpose ? elem_bytes : run * elem_bytes;
-  const std::int64_t chunks = in.transpose ? elements : elements / run;
+  std::int64_t chunk_bytes = run * elem_bytes, chunks = elements / run;
+  if (in.transpose) {
+    // A hardware transposer takes whole blocks of its element size (trn2:
+    // 16 partitions x 128 two-byte elements); without one, or for another
+    // element size, the copy moves one element per chunk.
+    const bool transposer = t_.dma_transpose_element_bytes > 0 &&
+                            dtype_bytes(sb.dtype) == t_.dma_transpose_element_bytes &&
+                            dtype_bytes(db.dtype) == t_.dma_transpose_element_bytes;
+    if (transposer) {
+      const std::int64_t block_rows = std::min<std::int64_t>(src.rows(), t_.dma_transpose_block_rows);
+      const std::int64_t block_cols = std::min<std::int64_t>(src.cols(), t_.dma_transpose_block_cols);
+      chunks = ((src.rows() + block_rows - 1) / block_rows) * ((src.cols() + block_cols - 1) / block_cols);
+      chunk_bytes = std::max<std::int64_t>(1, bytes / chunks);
+    } else {
+      chunk_bytes = elem_bytes;
+      chunks = elements;
+    }
+  }
   const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
   double bytes_per_ns = t_.dma_queue_bytes_per_s * 1e-9;
   // The HBM ceiling, shared by all queues when they all stream.

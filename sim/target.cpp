@@ -190,8 +190,14 @@ TargetSpec load_target_file(const fs::path& path) {
     t.dma_efficiency_half_bytes = non_negative(dma, "efficiency_half_bytes");
     t.dma_min_bytes_per_queue = positive(dma, "min_bytes_per_queue");
     t.dma_small_transfer_bytes = static_cast<std::int64_t>(positive(dma, "small_transfer_bytes"));
+    if (auto transposer = dma.maybe_child("transpose")) {
+      t.dma_transpose_element_bytes = positive_int(*transposer, "element_bytes");
+      t.dma_transpose_block_rows = positive_int(*transposer, "block_rows");
+      t.dma_transpose_block_cols = positive_int(*transposer, "block_cols");
+      transposer->finish({"element_bytes", "block_rows", "block_cols"});
+    }
     dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes",
-                "min_bytes_per_queue", "small_transfer_bytes"});
+                "min_bytes_per_queue", "small_transfer_bytes", "transpose"});
   }
   t.hbm_bytes_per_s = positive(root, "hbm_bytes_per_ns") * 1e9;
   t.launch_overhead_s = non_negative(root, "launch_overhead_us") * 1e-6;

@@ -64,6 +64,13 @@ struct TargetSpec {
   double dma_efficiency_half_bytes = 768;  // b / (b + this)
   double dma_min_bytes_per_queue = 2048;   // a transfer is split over queues no finer than this
   std::int64_t dma_small_transfer_bytes = 512;
+  // A hardware transposer in the DMA path (trn2's descriptor-generation
+  // engine): a transposing copy of elements of exactly this many bytes moves
+  // blocks of `rows` source partitions x `cols` elements as one chunk each
+  // instead of element by element. 0: no transposer (every transposing copy
+  // is element-wise).
+  int dma_transpose_element_bytes = 0;
+  int dma_transpose_block_rows = 0, dma_transpose_block_cols = 0;
   double hbm_bytes_per_s = 0;
 
   double launch_overhead_s = 0;
