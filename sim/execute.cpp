@@ -110,8 +110,21 @@ void run(const Instruction& in, HostMemory& m) {
       for (int r = 0; r < rows; ++r) {
         const double a = scalar_value(m, in.operand0, r);
         const double b = scalar_value(m, in.operand1, r);
+        double reduced = 0;
+        for (int c = 0; c < cols; ++c) {
+          const double y = apply_alu(in.alu1, apply_alu(in.alu0, m.get(in.src[0], r, c), a), b);
+          m.set(dst, r, c, y);
+          reduced = c == 0 ? y : apply_alu(in.accumulate_op, reduced, y);
+        }
+        if (in.accumulate_dst) m.set(*in.accumulate_dst, r, 0, reduced);
+      }
+      break;
+    case Opcode::scalar_tensor_tensor:
+      for (int r = 0; r < rows; ++r) {
+        const double a = scalar_value(m, in.operand0, r);
         for (int c = 0; c < cols; ++c)
-          m.set(dst, r, c, apply_alu(in.alu1, apply_alu(in.alu0, m.get(in.src[0], r, c), a), b));
+          m.set(dst, r, c,
+                apply_alu(in.alu1, apply_alu(in.alu0, m.get(in.src[0], r, c), a), m.get(in.src[1], r, c)));
       }
       break;
     case Opcode::tensor_reduce: {

@@ -103,8 +103,9 @@ enum class Opcode : std::uint8_t {
   memset,         // dst = immediate
   iota,           // dst[p,c] = base + p * partition_step + c * col_step
   affine_select,  // dst[p,c] = (offset + p*partition_step + c*col_step >= 0) ? src : fill  (GpSimd)
+  scalar_tensor_tensor,  // dst = (a op0 operand0) op1 b: a scale and an elementwise op in one pass
 };
-inline constexpr int kOpcodeCount = 12;
+inline constexpr int kOpcodeCount = 13;
 std::string_view opcode_name(Opcode opcode);
 
 enum class AluOp : std::uint8_t { bypass, add, subtract, multiply, divide, max, min, pow };
@@ -143,7 +144,7 @@ struct Instruction {
   Engine engine = Engine::vector;
   View dst;
   // Tensor sources in a fixed role order per opcode:
-  //  matmul: {stationary, moving}; tensor_tensor: {a, b}; others: {src}.
+  //  matmul: {stationary, moving}; tensor_tensor, scalar_tensor_tensor: {a, b}; others: {src}.
   View src[2];
   std::uint8_t src_count = 0;
   // Per-opcode attributes.
@@ -156,7 +157,10 @@ struct Instruction {
   int partition_step = 0, col_step = 0;  // iota / affine_select
   bool accumulate = false;               // matmul: add into dst instead of overwriting
   bool transpose = false;                // dma_copy: swap axes between src and dst
-  std::optional<View> accumulate_dst;    // activation: row sums of the result, [P,1]
+  // activation: row sums of the result; tensor_scalar: the result reduced
+  // along the free axis with accumulate_op; [P,1].
+  std::optional<View> accumulate_dst;
+  AluOp accumulate_op = AluOp::add;
   std::uint32_t location = 0;            // index into Program::locations()
 };
 

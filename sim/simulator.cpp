@@ -332,12 +332,15 @@ double Scheduler::compute_cycles(const Instruction& in) const {
       const bool fp32 = program_.buffer(src.buffer).dtype == Dtype::fp32;
       return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
     }
-    case Opcode::activation:
     case Opcode::tensor_scalar:
+      // With a reduction of the result (nki.isa.tensor_scalar_reduce): one more minimum.
+      return std::max(min_cycles, n) + (in.accumulate_dst ? min_cycles : 0.0);
+    case Opcode::activation:
     case Opcode::tensor_copy:
     case Opcode::memset:
       return std::max(min_cycles, n);
     case Opcode::tensor_tensor:
+    case Opcode::scalar_tensor_tensor:  // the scalar op rides along (nki.isa.scalar_tensor_tensor)
       return std::max(min_cycles, psum_input ? n : t_.tensor_tensor_cycles_per_element * n);
     case Opcode::tensor_reduce:
       return n;

@@ -354,19 +354,79 @@ void Kernel::tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scal
   in.src_count = 1;
   in.alu0 = op0;
   in.alu1 = op1;
-  for (auto [scalar, operand] : {std::pair{&operand0, &in.operand0}, std::pair{&operand1, &in.operand1}}) {
-    operand->immediate = scalar->immediate;
-    if (!scalar->is_tensor) continue;
-    if (!check(scalar->per_partition, kOnChip, "tensor_scalar operand", loc)) return;
-    if (scalar->per_partition.cols() != 1 || scalar->per_partition.rows() != src.rows()) {
-      trace_error("shape_mismatch",
-                  "tensor_scalar operand must be [" + std::to_string(src.rows()) + ", 1], got " +
-                      shape_text(scalar->per_partition),
-                  loc);
-      return;
-    }
-    operand->per_partition = scalar->per_partition.view;
+  if (!set_scalar_operand(in.operand0, operand0, src.rows(), "tensor_scalar operand", loc) ||
+      !set_scalar_operand(in.operand1, operand1, src.rows(), "tensor_scalar operand", loc))
+    return;
+  emit(in, where);
+}
+
+bool Kernel::set_scalar_operand(sim::ScalarOperand& operand, const Scalar& scalar, int rows,
+                                std::string_view what, std::uint32_t location) {
+  operand.immediate = scalar.immediate;
+  if (!scalar.is_tensor) return true;
+  if (!check(scalar.per_partition, kOnChip, what, location)) return false;
+  if (scalar.per_partition.cols() != 1 || scalar.per_partition.rows() != rows) {
+    trace_error("shape_mismatch",
+                std::string(what) + " must be [" + std::to_string(rows) + ", 1], got " +
+                    shape_text(scalar.per_partition),
+                location);
+    return false;
   }
+  operand.per_partition = scalar.per_partition.view;
+  return true;
+}
+
+void Kernel::tensor_scalar_reduce(const Tensor& dst, const Tensor& src, AluOp op0, Scalar operand0,
+                                  AluOp reduce_op, const Tensor& reduce_dst, Engine engine, Where where) {
+  const auto loc = locate(where);
+  if (!check(dst, kOnChip, "tensor_scalar_reduce destination", loc) ||
+      !check(src, kOnChip, "tensor_scalar_reduce source", loc) ||
+      !check(reduce_dst, kOnChip, "tensor_scalar_reduce result", loc))
+    return;
+  if (!same_shape(dst, src) || reduce_dst.cols() != 1 || reduce_dst.rows() != src.rows()) {
+    trace_error("shape_mismatch",
+                "tensor_scalar_reduce of " + shape_text(src) + " into " + shape_text(dst) + " reduced into " +
+                    shape_text(reduce_dst),
+                loc);
+    return;
+  }
+  sim::Instruction in;
+  in.opcode = sim::Opcode::tensor_scalar;
+  in.engine = engine;
+  in.dst = dst.view;
+  in.src[0] = src.view;
+  in.src_count = 1;
+  in.alu0 = op0;
+  if (!set_scalar_operand(in.operand0, operand0, src.rows(), "tensor_scalar_reduce operand", loc)) return;
+  in.accumulate_dst = reduce_dst.view;
+  in.accumulate_op = reduce_op;
+  emit(in, where);
+}
+
+void Kernel::scalar_tensor_tensor(const Tensor& dst, const Tensor& a, AluOp op0, Scalar operand0, AluOp op1,
+                                  const Tensor& b, Engine engine, Where where) {
+  const auto loc = locate(where);
+  if (!check(dst, kOnChip, "scalar_tensor_tensor destination", loc) ||
+      !check(a, kOnChip, "scalar_tensor_tensor operand a", loc) ||
+      !check(b, kOnChip, "scalar_tensor_tensor operand b", loc))
+    return;
+  if (!same_shape(dst, a) || !same_shape(dst, b)) {
+    trace_error("shape_mismatch",
+                "scalar_tensor_tensor of " + shape_text(a) + " and " + shape_text(b) + " into " +
+                    shape_text(dst),
+                loc);
+    return;
+  }
+  sim::Instruction in;
+  in.opcode = sim::Opcode::scalar_tensor_tensor;
+  in.engine = engine;
+  in.dst = dst.view;
+  in.src[0] = a.view;
+  in.src[1] = b.view;
+  in.src_count = 2;
+  in.alu0 = op0;
+  in.alu1 = op1;
+  if (!set_scalar_operand(in.operand0, operand0, a.rows(), "scalar_tensor_tensor operand", loc)) return;
   emit(in, where);
 }
 

@@ -150,6 +150,16 @@ class Kernel {
   void tensor_scalar(const Tensor& dst, const Tensor& src, AluOp op0, Scalar operand0,
                      AluOp op1 = AluOp::bypass, Scalar operand1 = 0.0f, Engine engine = Engine::vector,
                      Where where = Where::current());
+  // dst = src op0 operand0, and reduce_dst[P, 1] = that result reduced (add,
+  // max, min, multiply) along the free axis, in one pass
+  // (nki.isa.tensor_scalar_reduce).
+  void tensor_scalar_reduce(const Tensor& dst, const Tensor& src, AluOp op0, Scalar operand0, AluOp reduce_op,
+                            const Tensor& reduce_dst, Engine engine = Engine::vector,
+                            Where where = Where::current());
+  // dst = (a op0 operand0) op1 b in one pass (nki.isa.scalar_tensor_tensor),
+  // e.g. acc = acc * alpha + pv.
+  void scalar_tensor_tensor(const Tensor& dst, const Tensor& a, AluOp op0, Scalar operand0, AluOp op1,
+                            const Tensor& b, Engine engine = Engine::vector, Where where = Where::current());
   // dst[P, 1] = reduction (add, max, min, multiply) of src along the free axis.
   void tensor_reduce(const Tensor& dst, const Tensor& src, AluOp op, Engine engine = Engine::vector,
                      Where where = Where::current());
@@ -181,6 +191,10 @@ class Kernel {
   bool check(const Tensor& t, std::initializer_list<MemorySpace> allowed, std::string_view what,
              std::uint32_t location);
   void trace_error(std::string rule, std::string message, std::uint32_t location);
+  // Fills a tensor_scalar-like instruction's per-partition operand; false
+  // (with a trace error) when it is not a [rows, 1] on-chip column.
+  bool set_scalar_operand(sim::ScalarOperand& operand, const Scalar& scalar, int rows, std::string_view what,
+                          std::uint32_t location);
   sim::InstructionId emit(sim::Instruction& instruction, const Where& where);
   std::uint32_t locate(const Where& where) { return program_.intern_location(where); }
 

@@ -1,0 +1,101 @@
+// The fused vector-engine instructions of the kernel API
+// (nki.isa.tensor_scalar_reduce, nki.isa.scalar_tensor_tensor): what they
+// compute, and that each is one instruction, not two.
+#include <doctest/doctest.h>
+
+#include "kernels/api/kernel.hpp"
+#include "sim/simulator.hpp"
+#include "sim/target.hpp"
+
+using namespace autotune;
+using namespace autotune::kernels;
+
+namespace {
+
+const sim::TargetSpec& trn2() {
+  static const sim::TargetSpec t = sim::load_target("trn2");
+  return t;
+}
+
+struct Run {
+  std::vector<std::vector<float>> outputs;
+  sim::SimResult result;
+};
+
+// x [4, 8] in, y [4, 8] and r [4, 1] out; `body` computes them on chip.
+template <class Body>
+Run run(const std::vector<float>& x_values, Body body) {
+  sim::Program program;
+  Kernel kernel(program);
+  const Tensor x = kernel.input("x", 4, 8, Dtype::fp32);
+  const Tensor y = kernel.output("y", 4, 8, Dtype::fp32);
+  const Tensor r = kernel.output("r", 4, 1, Dtype::fp32);
+  auto pool = kernel.sbuf_pool("t", 4, 4, 8, Dtype::fp32);
+  auto columns = kernel.sbuf_pool("c", 2, 4, 1, Dtype::fp32);
+  const Tensor xs = pool.next(), ys = pool.next(), rs = columns.next();
+  kernel.dma_copy(xs, x);
+  body(kernel, xs, ys, rs, pool);
+  kernel.dma_copy(y, ys);
+  kernel.dma_copy(r, rs);
+  sim::HostIo io;
+  io.inputs = {x_values};
+  Run out;
+  out.result = sim::simulate(program, trn2(), {}, &io);
+  REQUIRE_MESSAGE(out.result.valid, out.result.error);
+  out.outputs = io.outputs;
+  return out;
+}
+
+std::vector<float> ramp() {
+  std::vector<float> v(32);
+  for (int i = 0; i < 32; ++i) v[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("tensor_scalar_reduce scales and reduces the result in one instruction") {
+  const auto x = ramp();
+  const Run fused = run(x, [](Kernel& k, const Tensor& xs, const Tensor& ys, const Tensor& rs, TilePool&) {
+    k.tensor_scalar_reduce(ys, xs, AluOp::multiply, 0.5f, AluOp::max, rs);
+  });
+  for (int row = 0; row < 4; ++row) {
+    float expected_max = -1e30f;
+    for (int c = 0; c < 8; ++c) {
+      CHECK(fused.outputs[0][row * 8 + c] == doctest::Approx(0.5f * x[row * 8 + c]));
+      expected_max = std::max(expected_max, 0.5f * x[row * 8 + c]);
+    }
+    CHECK(fused.outputs[1][row] == doctest::Approx(expected_max));
+  }
+  const Run separate = run(x, [](Kernel& k, const Tensor& xs, const Tensor& ys, const Tensor& rs, TilePool&) {
+    k.tensor_scalar(ys, xs, AluOp::multiply, 0.5f);
+    k.tensor_reduce(rs, ys, AluOp::max);
+  });
+  CHECK(fused.outputs == separate.outputs);
+  CHECK(fused.result.summary["vector_engine_instruction_count"] == 1);
+  CHECK(separate.result.summary["vector_engine_instruction_count"] == 2);
+}
+
+TEST_CASE("scalar_tensor_tensor computes (a op0 s) op1 b with a per-partition scalar") {
+  const auto x = ramp();
+  const Run fused =
+      run(x, [](Kernel& k, const Tensor& xs, const Tensor& ys, const Tensor& rs, TilePool& pool) {
+        const Tensor b = pool.next();
+        k.memset(b, 2.0f);
+        k.memset(rs, 3.0f);
+        k.scalar_tensor_tensor(ys, xs, AluOp::multiply, rs, AluOp::add, b);
+      });
+  for (int i = 0; i < 32; ++i) CHECK(fused.outputs[0][i] == doctest::Approx(3.0f * x[i] + 2.0f));
+  CHECK(fused.result.summary["vector_engine_instruction_count"] == 3);  // two memsets and the fused op
+}
+
+TEST_CASE("a column operand of the wrong shape is a trace error naming the instruction") {
+  sim::Program program;
+  Kernel kernel(program);
+  auto pool = kernel.sbuf_pool("t", 3, 4, 8, Dtype::fp32);
+  const Tensor a = pool.next(), b = pool.next(), wide = pool.next();
+  kernel.scalar_tensor_tensor(a, a, AluOp::multiply, wide, AluOp::add, b);
+  REQUIRE(program.trace_errors().size() == 1);
+  CHECK(program.trace_errors()[0].rule == "shape_mismatch");
+  CHECK(program.trace_errors()[0].message.find("scalar_tensor_tensor operand") != std::string::npos);
+}
