@@ -206,7 +206,7 @@ sim::Program trace_program(const FamilySpec& family, const VariantSpec& variant,
 }
 
 Verification compare_outputs(const HostTensors& reference, const std::vector<std::vector<float>>& outputs,
-                             double tolerance) {
+                             double tolerance, double min_cosine) {
   Verification v;
   v.ran = true;
   v.tolerance = tolerance;
@@ -254,6 +254,9 @@ Verification compare_outputs(const HostTensors& reference, const std::vector<std
   } else if (max_rel > tolerance) {
     v.error = "max relative error " + std::to_string(max_rel) + " exceeds the tolerance " +
               std::to_string(tolerance);
+  } else if (min_cosine > 0 && !(v.cosine_similarity >= min_cosine)) {
+    v.error = "cosine similarity " + std::to_string(v.cosine_similarity) + " is below the accepted " +
+              std::to_string(min_cosine);
   } else {
     v.passed = true;
   }
@@ -350,7 +353,7 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     HostTensors host_inputs;
     for (const auto& in : inputs) host_inputs.emplace_back(in.begin(), in.end());
     const HostTensors reference = family.reference(verification_shape, host_inputs);
-    e.verification = compare_outputs(reference, outputs, tolerance);
+    e.verification = compare_outputs(reference, outputs, tolerance, family.min_cosine_similarity);
     e.verification.shape = verification_shape;
     if (!e.verification.passed) {
       e.status = "wrong_answer";

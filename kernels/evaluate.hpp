@@ -103,8 +103,9 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant, const 
                     const EvaluateOptions& options = {});
 
 // Compares outputs with the reference: fills max_rel_error, mse,
-// cosine_similarity, checked_elements, and passed against `tolerance`.
+// cosine_similarity, checked_elements, and passed against `tolerance` (and,
+// when above 0, the smallest accepted cosine similarity).
 Verification compare_outputs(const HostTensors& reference, const std::vector<std::vector<float>>& outputs,
-                             double tolerance);
+                             double tolerance, double min_cosine = 0);
 
 }  // namespace autotune::kernels

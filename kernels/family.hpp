@@ -31,6 +31,10 @@ struct ParamSpec {
   // The ordered domain. Ranges are expanded: domains stay small (tens of values).
   std::vector<std::int64_t> values;
   std::int64_t default_value = 0;
+  // What the parameter does, for the Kernel Generator (skills' kRole*:
+  // "tile", "unroll", "block", "pipeline_depth", "placement"); empty: read
+  // from the description.
+  std::string role;
 };
 
 struct VariantSpec {
@@ -109,6 +113,9 @@ struct FamilySpec {
   // error |a - r| / max(|r|, rms(reference)) (the RMS floor keeps outputs
   // near zero from dominating; see kernels/evaluate.hpp).
   std::map<Dtype, double> tolerance;
+  // When above 0, outputs must also have at least this cosine similarity
+  // with the reference (the whole-output check of the NKI attention tests).
+  double min_cosine_similarity = 0;
 
   const VariantSpec& variant(const std::string& name) const;  // UserError listing accepted names
   bool accepts(Dtype dtype) const;

@@ -361,7 +361,7 @@ KernelDescriptor KernelDescriptor::from_json(const Json& json) {
   for (const auto& p : json.at("params"))
     d.params.push_back(ParamSpec{p.at("name").get<std::string>(), p.value("description", ""),
                                  p.at("values").get<std::vector<std::int64_t>>(),
-                                 p.at("default").get<std::int64_t>()});
+                                 p.at("default").get<std::int64_t>(), p.value("role", "")});
   d.constraints = json.value("constraints", std::vector<std::string>{});
   d.own_reference = json.value("own_reference", false);
   d.shape_args = json.at("shape_args").get<std::vector<std::string>>();

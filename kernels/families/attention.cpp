@@ -3,6 +3,7 @@
 // where a head's does not fit SBUF) and a flash variant with an online
 // softmax. The templates are in attention.hpp.
 #include "kernels/families/attention.hpp"
+#include "kernels/families/attention_banked.hpp"
 
 #include <cmath>
 #include <limits>
@@ -176,6 +177,51 @@ VariantSpec flash_variant() {
   return v;
 }
 
+BankedAttentionParams to_banked_params(const ParamValues& params) {
+  return BankedAttentionParams{.kv_tile = int_param(params, "kv_tile"),
+                               .q_tiles = int_param(params, "q_tiles"),
+                               .pipeline_depth = int_param(params, "pipeline_depth"),
+                               .dma_transpose = int_param(params, "dma_transpose"),
+                               .stats_on_gpsimd = int_param(params, "stats_on_gpsimd")};
+}
+
+VariantSpec flash_banked_variant() {
+  VariantSpec v;
+  v.name = "flash_banked";
+  v.description =
+      "fused, in the structure of hand-written NKI kernels: key tiles of up to 2048 keys with the score tile "
+      "spread over PSUM banks (row max and exp read each bank), steps trimmed to the diagonal, a block of "
+      "q_tiles query tiles per head of the group kept in SBUF while K/V stream through once per block, P^T "
+      "on the tensor engine or by transposing DMAs, the small per-row updates on the vector engine or GpSimd";
+  const BankedAttentionParams defaults;
+  v.params = {
+      param("kv_tile", "keys per online-softmax step; the score tile spans kv_tile / 512 PSUM banks",
+            {512, 1024, 2048}, defaults.kv_tile, "tile"),
+      param("q_tiles", "block: 128-row query tiles per query head kept in SBUF, sharing each K/V load",
+            {1, 2, 4, 8, 16}, defaults.q_tiles, "block"),
+      param("pipeline_depth", "steps in flight (rotating probability, K/V and statistics buffers)",
+            {1, 2, 3, 4}, defaults.pipeline_depth, "pipeline_depth"),
+      param("dma_transpose", "1: P^T by transposing DMAs (SBUF to SBUF); 0: tensor-engine transposes",
+            {0, 1}, defaults.dma_transpose, "placement"),
+      param("stats_on_gpsimd", "1: the small per-row softmax and accumulator updates on GpSimd; 0: vector",
+            {0, 1}, defaults.stats_on_gpsimd, "placement"),
+  };
+  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    const AttentionShape attention_shape = to_attention_shape(shape);
+    const BankedAttentionParams banked = to_banked_params(params);
+    dispatch_dtype(dtype, [&]<Dtype D>() { attention_flash_banked<D>(kernel, attention_shape, banked); });
+  };
+  // Two key tiles (the online rescaling), the second ragged and crossing the
+  // diagonal mid-bank; two query blocks where q_tiles allows, the last ragged.
+  v.verification_shape = [](const Shape& full, const ParamValues& params) {
+    return verification_heads(full, params.at("kv_tile") + 200);
+  };
+  v.header = "kernels/families/attention_banked.hpp";
+  v.template_name = "autotune::kernels::attention_flash_banked";
+  v.params_struct = "autotune::kernels::BankedAttentionParams";
+  return v;
+}
+
 }  // namespace
 
 FamilySpec attention_family() {
@@ -209,7 +255,7 @@ FamilySpec attention_family() {
          return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")};
        }},
   };
-  f.variants = {naive_variant(), flash_variant()};
+  f.variants = {naive_variant(), flash_variant(), flash_banked_variant()};
   f.baseline_variant = "naive";
   f.check_shape = check_attention_shape;
   f.reference = attention_reference;
@@ -217,8 +263,15 @@ FamilySpec attention_family() {
   f.hbm_bytes = attention_hbm_bytes;
   f.tensor_engine_bound = true;
   // Probabilities are rounded to the input dtype before P V, and the output
-  // once more.
-  f.tolerance = {{Dtype::bf16, 3e-2}, {Dtype::fp16, 5e-3}, {Dtype::fp32, 1e-3}};
+  // once more. The largest relative error grows with the keys a row averages
+  // (the RMS floor of the measure shrinks, the rounding does not): in bf16
+  // every variant measures 0.015 at seq 600, 0.021 at 1200 and 0.032-0.034 at
+  // 2248 (flash, flash_banked and naive alike), with cosine 0.999998 at all
+  // three. So the bound is looser for 2-byte dtypes and the whole output must
+  // also match in direction (cosine), which a wrong mask, a missing rescale or
+  // a dropped key tile breaks at once.
+  f.tolerance = {{Dtype::bf16, 5e-2}, {Dtype::fp16, 1e-2}, {Dtype::fp32, 1e-3}};
+  f.min_cosine_similarity = 0.9999;
   return f;
 }
 

@@ -11,8 +11,8 @@
 namespace autotune::kernels {
 
 inline ParamSpec param(std::string name, std::string description, std::vector<std::int64_t> values,
-                       std::int64_t default_value) {
-  return ParamSpec{std::move(name), std::move(description), std::move(values), default_value};
+                       std::int64_t default_value, std::string role = "") {
+  return ParamSpec{std::move(name), std::move(description), std::move(values), default_value, std::move(role)};
 }
 
 // Calls `f.template operator()<D>()` for the runtime dtype, so that a family

@@ -153,11 +153,45 @@ TEST_CASE("attention: the verification shapes are small and exercise several key
   for (const VariantSpec& v : family.variants) {
     const ParamValues params = with_defaults(v, {});
     const Shape shape = v.verification_shape(family.default_shape, params);
-    CHECK(shape.at("seq") <= 600);
+    // Two key tiles where the variant tiles keys, and no more than that.
+    const std::int64_t kv_tile = params.count("kv_tile") ? params.at("kv_tile") : 512;
+    CHECK(shape.at("seq") <= kv_tile + 200);
     CHECK(shape.at("head_dim") <= 64);
     CHECK(shape.at("q_heads") <= 4);
     CHECK(shape.at("q_heads") / shape.at("kv_heads") == 2);
-    if (v.name == "flash") CHECK(shape.at("seq") > params.at("kv_tile"));
+    if (params.count("kv_tile")) CHECK(shape.at("seq") > kv_tile);
+  }
+}
+
+TEST_CASE("attention: flash_banked matches the reference across shapes, dtypes and structures") {
+  struct Case {
+    Shape shape;
+    ParamValues params;
+    Dtype dtype;
+    const char* target;
+  };
+  auto banked = [](int kv_tile, int q_tiles, int depth, int dma_transpose, int stats_on_gpsimd) {
+    return ParamValues{{"kv_tile", kv_tile},
+                       {"q_tiles", q_tiles},
+                       {"pipeline_depth", depth},
+                       {"dma_transpose", dma_transpose},
+                       {"stats_on_gpsimd", stats_on_gpsimd}};
+  };
+  const std::vector<Case> cases = {
+      // Qwen3 head_dim 128, grouped queries, transposes on DMA (trn2), three banks with a ragged one.
+      {qwen_like(1400, 4, 2, 128), banked(1024, 2, 3, 1, 0), Dtype::bf16, "trn2"},
+      // head_dim 64 without grouped queries (as many kv heads as query heads), PE transposes.
+      {qwen_like(700, 2, 2, 64), banked(512, 4, 2, 0, 1), Dtype::bf16, "trn1"},
+      // Below one key tile and one query tile, serial pipeline.
+      {qwen_like(77, 2, 1, 128), banked(2048, 1, 1, 1, 1), Dtype::bf16, "trn2"},
+      // fp32 (no transposer: element-wise DMA transposes) and fp16.
+      {qwen_like(300, 2, 1, 32), banked(512, 2, 4, 1, 0), Dtype::fp32, "trn2"},
+      {qwen_like(600, 2, 1, 64), banked(512, 1, 2, 0, 0), Dtype::fp16, "trn1"},
+  };
+  for (const Case& c : cases) {
+    INFO("seq " << c.shape.at("seq") << " heads " << c.shape.at("q_heads") << "/" << c.shape.at("kv_heads")
+                << " d " << c.shape.at("head_dim") << " on " << c.target);
+    check_matches(run_checked_on(sim::load_target(c.target), "flash_banked", c.shape, c.params, c.dtype));
   }
 }
 

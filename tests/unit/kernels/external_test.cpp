@@ -64,7 +64,7 @@ TEST_CASE("KernelDescriptor survives its JSON form") {
   external::KernelDescriptor d;
   d.name = "k";
   d.family = "exp";
-  d.params = {ParamSpec{"tile", "columns", {1, 2}, 2}};
+  d.params = {ParamSpec{"tile", "columns", {1, 2}, 2, ""}};
   d.shape_args = {"rows", "cols"};
   d.default_shape = {{"rows", 1}, {"cols", 2}};
   d.dtypes = {"fp32"};

@@ -1,0 +1,321 @@
+#pragma once
+// attention_flash_banked: flash attention shaped the way hand-written NKI
+// kernels for Trainium are (the NKI library's context-encoding kernel, NKI's
+// flash_fwd): large key/value tiles whose score tile is spread over several
+// PSUM banks, a block of query tiles kept in SBUF while K and V stream through
+// once per block, per-bank statistics read straight from PSUM, and the
+// transposes of the probabilities either on the tensor engine or on the DMA
+// queues (trn2 has a hardware DMA transposer for 2-byte data).
+//
+// Same HBM layout and semantics as attention_flash (attention.hpp). Each
+// (query tile, key tile) pair that is not fully masked is a step; within a
+// step, keys past the query tile's last row are never touched (the step is
+// trimmed to whole 128-key blocks up to the diagonal), so the causal waste
+// is under one 128-key block per query tile and key tile.
+//
+// Per step, for a query tile of R rows and a key tile of C keys (C/512 banks):
+//   tensor : S_b = Q K_b^T, one matmul per PSUM bank (N = 512);
+//            P V accumulated over C/128 key blocks in one PSUM tile
+//            (and, with transposes on the tensor engine, P^T per 128 keys);
+//   vector : per bank, the row max read from PSUM (banks crossing the
+//            diagonal are first copied to SBUF and masked on GpSimd); the
+//            new running max; acc += P V;
+//   scalar : per bank, P_b = exp(scale S_b - scale m) with its row sum; the
+//            rescale factor alpha = exp(scale (m_old - m_new));
+//   stats  : the small per-row updates (-scale m, l = l alpha + sum, acc *=
+//            alpha) on the engine the `stats_on_gpsimd` knob names;
+//   P^T    : per 128-key block, a transposing DMA (SBUF to SBUF) or a tensor
+//            engine transpose evacuated by the vector engine.
+// With a lookahead L = pipeline_depth - 1 the softmax half of step j + L is
+// emitted between the parts of step j's output half, as in attention_flash.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "kernels/api/kernel.hpp"
+#include "kernels/api/tiling.hpp"
+#include "kernels/families/attention.hpp"
+
+namespace autotune::kernels {
+
+struct BankedAttentionParams {
+  int kv_tile = 2048;       // keys per step (C): C / 512 PSUM banks of scores
+  int q_tiles = 4;          // 128-row query tiles per query head that share each K/V load
+  int pipeline_depth = 2;   // steps in flight
+  int dma_transpose = 0;    // 1: P^T by transposing DMAs; 0: on the tensor engine
+  int stats_on_gpsimd = 0;  // 1: the small per-row updates on GpSimd; 0: on the vector engine
+};
+
+namespace banked_detail {
+
+inline constexpr int kBankColumns = 512;  // fp32 scores per partition in one 2 KiB PSUM bank
+inline constexpr int kKeyBlock = kPartitions;
+inline constexpr int kPvTilesPerBank = 4;  // [128, d <= 128] fp32 P V tiles in one 2 KiB bank
+
+struct QueryTile {
+  int head = 0, q0 = 0, rows = 0;
+  Tensor q_t;    // [d, rows]
+  Tensor acc;    // [rows, d] fp32
+  Tensor stats;  // [rows, 3] fp32: running max in max_col (the other column takes the next), sum in 2
+  int max_col = 0;
+  int steps_left = 0;
+};
+
+struct Step {
+  QueryTile* tile = nullptr;
+  int k0 = 0, cols = 0;  // keys [k0, k0 + cols), trimmed to the tile's diagonal
+  bool first = false;
+  Tensor k_t, v;               // the key tile's K^T [d, C] and V blocks [128, C/128 * d], from key k0
+  std::vector<Tensor> scores;  // per bank: PSUM, or the masked SBUF copy
+  Tensor neg_scaled_max, probs, sums, alpha, probs_t, pv;
+};
+
+}  // namespace banked_detail
+
+template <Dtype dtype>
+void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
+                            const BankedAttentionParams& params) {
+  using banked_detail::kBankColumns;
+  using banked_detail::kKeyBlock;
+  using banked_detail::kPvTilesPerBank;
+  using banked_detail::QueryTile;
+  using banked_detail::Step;
+  const AttentionTensors io = declare_attention_tensors(kernel, shape, dtype);
+  const int seq = shape.seq, d = shape.head_dim, group = shape.group();
+  const int q_tile = kPartitions, kv_tile = params.kv_tile;
+  const int block_rows = q_tile * params.q_tiles;
+  const int banks = tile_count(kv_tile, kBankColumns);
+  const int key_blocks = tile_count(kv_tile, kKeyBlock);
+  const int tiles_per_block = tile_count(std::min(block_rows, seq), q_tile) * group;
+  const int lookahead = std::max(params.pipeline_depth, 1) - 1;
+  const int depth = lookahead + 1;
+  const bool dma_transpose = params.dma_transpose != 0;
+  const Engine stats_engine = params.stats_on_gpsimd != 0 ? Engine::gpsimd : Engine::vector;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+  auto k_pool = kernel.sbuf_pool("banked_k_t", depth + 1, d, kv_tile, dtype);
+  auto v_pool = kernel.sbuf_pool("banked_v", depth + 1, kKeyBlock, key_blocks * d, dtype);
+  auto q_pool = kernel.sbuf_pool("banked_q_t", 2 * group, d, block_rows, dtype);
+  auto acc_pool = kernel.sbuf_pool("banked_acc", (lookahead + 2) * tiles_per_block, q_tile, d, Dtype::fp32);
+  auto stats_pool =
+      kernel.sbuf_pool("banked_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
+  auto p_pool = kernel.sbuf_pool("banked_probs", depth + 1, q_tile, kv_tile, dtype);
+  auto pt_pool = kernel.sbuf_pool("banked_probs_t", depth + 1, kKeyBlock, key_blocks * q_tile, dtype);
+  auto partial_pool = kernel.sbuf_pool("banked_partials", 2 * (depth + 1), q_tile, banks, Dtype::fp32);
+  auto alpha_pool = kernel.sbuf_pool("banked_rescale", depth + 1, q_tile, 1, Dtype::fp32);
+  auto col_pool = kernel.sbuf_pool("banked_columns", 8, q_tile, 1, Dtype::fp32);
+  auto masked_pool = kernel.sbuf_pool("banked_masked_scores", 2, q_tile, kBankColumns, Dtype::fp32);
+  auto out_pool = kernel.sbuf_pool("banked_out", 2, q_tile, d, dtype);
+  // PSUM (8 banks of 2 KiB on both targets): one bank holds four rotating
+  // P V tiles ([128, d] fp32, d <= 128); P^T blocks (four per bank) take two
+  // banks when the tensor engine transposes; the other banks rotate score
+  // banks.
+  auto pv_psum = kernel.psum_pool("banked_pv_psum", 1, q_tile, kPvTilesPerBank * d);
+  const Tensor pv_bank = pv_psum.next();
+  int pv_next = 0;
+  std::optional<TilePool> pt_psum;
+  if (!dma_transpose) pt_psum.emplace(kernel.psum_pool("banked_probs_t_psum", 2, kKeyBlock, 4 * q_tile));
+  auto s_psum = kernel.psum_pool("banked_scores_psum", dma_transpose ? 7 : 5, q_tile, kBankColumns);
+
+  // Softmax half, part 1: scores bank by bank, masked where they cross the
+  // diagonal, each bank's row max; the new running max.
+  auto scores_and_max = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    const int rows = t.rows;
+    const Tensor partial_max = partial_pool.next().slice(0, rows, 0, tile_count(s.cols, kBankColumns));
+    s.scores.clear();
+    for (const TileSpan b : tiles(s.cols, kBankColumns)) {
+      const Tensor s_ps = s_psum.next().slice(0, rows, 0, b.size);
+      kernel.matmul(s_ps, t.q_t, s.k_t.slice(0, d, b.begin, b.end()), false);
+      Tensor scores = s_ps;
+      const int key0 = s.k0 + b.begin;
+      if (key0 + b.size - 1 > t.q0) {  // crosses the diagonal: keep where (q0 + p) - (key0 + c) >= 0
+        scores = masked_pool.next().slice(0, rows, 0, b.size);
+        kernel.tensor_copy(scores, s_ps);
+        kernel.affine_select(scores, scores, static_cast<float>(t.q0 - key0), 1, -1, kMaskedScore);
+      }
+      kernel.tensor_reduce(partial_max.slice(0, rows, b.index, b.index + 1), scores, AluOp::max);
+      s.scores.push_back(scores);
+    }
+    const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
+    const Tensor m_new = t.stats.slice(0, rows, 1 - t.max_col, 2 - t.max_col);
+    if (s.first) {
+      kernel.tensor_reduce(m_new, partial_max, AluOp::max);
+    } else {
+      const Tensor tile_max = col_pool.next().slice(0, rows, 0, 1);
+      kernel.tensor_reduce(tile_max, partial_max, AluOp::max);
+      kernel.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
+    }
+    s.neg_scaled_max = col_pool.next().slice(0, rows, 0, 1);
+    kernel.tensor_scalar(s.neg_scaled_max, m_new, AluOp::multiply, -scale, AluOp::bypass, 0.0f, stats_engine);
+  };
+  // Softmax half, part 2: P bank by bank with partial row sums; alpha and the
+  // running sum.
+  auto probabilities = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    const int rows = t.rows;
+    s.probs = p_pool.next().slice(0, rows, 0, s.cols);
+    s.sums = partial_pool.next().slice(0, rows, 0, static_cast<int>(s.scores.size()));
+    for (const TileSpan b : tiles(s.cols, kBankColumns)) {
+      const Tensor sum = s.sums.slice(0, rows, b.index, b.index + 1);
+      kernel.activation(s.probs.slice(0, rows, b.begin, b.end()), s.scores[static_cast<std::size_t>(b.index)],
+                        ActivationFunction::exp, s.neg_scaled_max, scale, &sum);
+    }
+    const Tensor l = t.stats.slice(0, rows, 2, 3);
+    if (s.first) {
+      kernel.tensor_reduce(l, s.sums, AluOp::add);
+    } else {
+      const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
+      s.alpha = alpha_pool.next().slice(0, rows, 0, 1);
+      kernel.activation(s.alpha, m_old, ActivationFunction::exp, s.neg_scaled_max, scale);
+      const Tensor row_sum = col_pool.next().slice(0, rows, 0, 1);
+      kernel.tensor_reduce(row_sum, s.sums, AluOp::add);
+      kernel.tensor_scalar(l, l, AluOp::multiply, s.alpha, AluOp::add, row_sum, stats_engine);
+    }
+    t.max_col = 1 - t.max_col;
+  };
+  // Output half, part 1: P^T per 128 keys.
+  auto transpose_probs = [&](Step& s) {
+    const int rows = s.tile->rows;
+    s.probs_t = pt_pool.next();
+    if (dma_transpose) {
+      for (const TileSpan c : tiles(s.cols, kKeyBlock))
+        kernel.dma_copy(s.probs_t.slice(0, c.size, c.index * rows, c.index * rows + rows),
+                        s.probs.slice(0, rows, c.begin, c.end()), /*transpose=*/true);
+      return;
+    }
+    // Four transposed blocks per PSUM bank, one evacuation per bank (the
+    // ragged last block on its own).
+    for (const TileSpan group4 : tiles(tile_count(s.cols, kKeyBlock), 4)) {
+      const Tensor pt_ps = pt_psum->next();
+      int full = 0;
+      for (int j = 0; j < group4.size; ++j) {
+        const int k0 = (group4.begin + j) * kKeyBlock;
+        const int krows = std::min(kKeyBlock, s.cols - k0);
+        kernel.transpose(pt_ps.slice(0, krows, j * rows, j * rows + rows),
+                         s.probs.slice(0, rows, k0, k0 + krows));
+        if (krows == kKeyBlock) full = j + 1;
+      }
+      const int base = group4.begin * rows;
+      if (full > 0)
+        kernel.tensor_copy(s.probs_t.slice(0, kKeyBlock, base, base + full * rows),
+                           pt_ps.slice(0, kKeyBlock, 0, full * rows));
+      if (full < group4.size) {
+        const int krows = s.cols - (group4.begin + full) * kKeyBlock;
+        kernel.tensor_copy(s.probs_t.slice(0, krows, base + full * rows, base + group4.size * rows),
+                           pt_ps.slice(0, krows, full * rows, group4.size * rows));
+      }
+    }
+  };
+  // Output half, part 2: P V over the step's key blocks in one PSUM tile.
+  auto probs_times_v = [&](Step& s) {
+    const int rows = s.tile->rows;
+    const int pv_slot = pv_next++ % kPvTilesPerBank;
+    s.pv = pv_bank.slice(0, rows, pv_slot * d, pv_slot * d + d);
+    for (const TileSpan c : tiles(s.cols, kKeyBlock)) {
+      kernel.matmul(s.pv, s.probs_t.slice(0, c.size, c.index * rows, c.index * rows + rows),
+                    s.v.slice(0, c.size, c.index * d, c.index * d + d), c.index > 0);
+    }
+  };
+  // Output half, part 3: acc = acc * alpha + P V; after the tile's last step,
+  // out = acc / l.
+  auto accumulate = [&](Step& s) {
+    QueryTile& t = *s.tile;
+    if (s.first) {
+      kernel.tensor_copy(t.acc, s.pv);
+    } else {
+      kernel.tensor_scalar(t.acc, t.acc, AluOp::multiply, s.alpha, AluOp::bypass, 0.0f, stats_engine);
+      kernel.tensor_tensor(t.acc, t.acc, s.pv, AluOp::add);
+    }
+    if (--t.steps_left > 0) return;
+    const Tensor inv_sum = col_pool.next().slice(0, t.rows, 0, 1);
+    kernel.reciprocal(inv_sum, t.stats.slice(0, t.rows, 2, 3));
+    const Tensor o = out_pool.next().slice(0, t.rows, 0, d);
+    kernel.tensor_scalar(o, t.acc, AluOp::multiply, inv_sum, AluOp::bypass, 0.0f, stats_engine);
+    const int row0 = t.head * seq + t.q0;
+    kernel.dma_copy(io.out.slice(row0, row0 + t.rows, 0, d), o);
+  };
+
+  std::deque<Step> in_flight;
+  auto issue = [&](const Step& step) {
+    in_flight.push_back(step);
+    Step& next = in_flight.back();
+    if (lookahead == 0) {
+      scores_and_max(next), probabilities(next), transpose_probs(next), probs_times_v(next), accumulate(next);
+      in_flight.pop_front();
+      return;
+    }
+    if (static_cast<int>(in_flight.size()) <= lookahead) {
+      scores_and_max(next), probabilities(next);
+      return;
+    }
+    Step& oldest = in_flight.front();
+    transpose_probs(oldest);
+    scores_and_max(next);
+    probs_times_v(oldest);
+    probabilities(next);
+    accumulate(oldest);
+    in_flight.pop_front();
+  };
+
+  std::deque<QueryTile> query_tiles;
+  for (int g = 0; g < shape.kv_heads; ++g) {
+    for (const TileSpan block : tiles(seq, block_rows)) {
+      std::vector<QueryTile*> block_tiles;
+      for (int j = 0; j < group; ++j) {
+        const int h = g * group + j;
+        const Tensor q_t = q_pool.next();
+        kernel.dma_copy(q_t.slice(0, d, 0, block.size),
+                        io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
+        for (const TileSpan q : tiles(block, q_tile)) {
+          QueryTile& t = query_tiles.emplace_back();
+          t.head = h;
+          t.q0 = q.begin;
+          t.rows = q.size;
+          t.q_t = q_t.slice(0, d, q.offset, q.offset + q.size);
+          t.acc = acc_pool.next().slice(0, q.size, 0, d);
+          t.stats = stats_pool.next().slice(0, q.size, 0, 3);
+          t.steps_left = tile_count(q.end(), kv_tile);
+          block_tiles.push_back(&t);
+        }
+      }
+      for (const TileSpan kv : tiles(block.end(), kv_tile)) {
+        // Keys past the block's last query are never needed.
+        const int cols = std::min(kv.size, block.end() - kv.begin);
+        const Tensor k_t = k_pool.next().slice(0, d, 0, cols);
+        kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, kv.begin, kv.begin + cols));
+        // V in 128-key blocks side by side (keys on partitions, as P^T has them).
+        const Tensor v = v_pool.next();
+        for (const TileSpan c : tiles(cols, kKeyBlock)) {
+          const int row0 = g * seq + kv.begin + c.begin;
+          kernel.dma_copy(v.slice(0, c.size, c.index * d, c.index * d + d),
+                          io.v.slice(row0, row0 + c.size, 0, d));
+        }
+        for (QueryTile* t : block_tiles) {
+          const int last_query = t->q0 + t->rows - 1;
+          if (kv.begin > last_query) continue;  // fully masked for this query tile
+          Step step;
+          step.tile = t;
+          step.k0 = kv.begin;
+          // Trimmed to whole 128-key blocks up to the tile's diagonal.
+          step.cols = std::min(cols, tile_count(last_query - kv.begin + 1, kKeyBlock) * kKeyBlock);
+          step.first = kv.index == 0;
+          step.k_t = k_t;
+          step.v = v;
+          issue(step);
+        }
+      }
+    }
+  }
+  while (!in_flight.empty()) {
+    Step& oldest = in_flight.front();
+    transpose_probs(oldest);
+    probs_times_v(oldest);
+    accumulate(oldest);
+    in_flight.pop_front();
+  }
+}
+
+}  // namespace autotune::kernels
