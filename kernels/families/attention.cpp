@@ -3,11 +3,11 @@
 // where a head's does not fit SBUF) and a flash variant with an online
 // softmax. The templates are in attention.hpp.
 #include "kernels/families/attention.hpp"
-#include "kernels/families/attention_banked.hpp"
 
 #include <cmath>
 #include <limits>
 
+#include "kernels/families/attention_banked.hpp"
 #include "kernels/families/family_support.hpp"
 
 namespace autotune::kernels {
@@ -182,7 +182,8 @@ BankedAttentionParams to_banked_params(const ParamValues& params) {
                                .q_tiles = int_param(params, "q_tiles"),
                                .pipeline_depth = int_param(params, "pipeline_depth"),
                                .dma_transpose = int_param(params, "dma_transpose"),
-                               .stats_on_gpsimd = int_param(params, "stats_on_gpsimd")};
+                               .stats_on_gpsimd = int_param(params, "stats_on_gpsimd"),
+                               .evacuate_on_scalar = int_param(params, "evacuate_on_scalar")};
 }
 
 VariantSpec flash_banked_variant() {
@@ -200,11 +201,17 @@ VariantSpec flash_banked_variant() {
       param("q_tiles", "block: 128-row query tiles per query head kept in SBUF, sharing each K/V load",
             {1, 2, 4, 8, 16}, defaults.q_tiles, "block"),
       param("pipeline_depth", "steps in flight (rotating probability, K/V and statistics buffers)",
-            {1, 2, 3, 4}, defaults.pipeline_depth, "pipeline_depth"),
-      param("dma_transpose", "1: P^T by transposing DMAs (SBUF to SBUF); 0: tensor-engine transposes",
-            {0, 1}, defaults.dma_transpose, "placement"),
+            {1, 2, 3, 4, 5, 6}, defaults.pipeline_depth, "pipeline_depth"),
+      param("dma_transpose",
+            "of every four 128-key blocks of P^T, how many are made by transposing DMAs (SBUF to SBUF); the "
+            "others by tensor-engine transposes",
+            {0, 1, 2, 3, 4}, defaults.dma_transpose, "placement"),
       param("stats_on_gpsimd", "1: the small per-row softmax and accumulator updates on GpSimd; 0: vector",
             {0, 1}, defaults.stats_on_gpsimd, "placement"),
+      param(
+          "evacuate_on_scalar",
+          "with tensor-engine transposes, 1: P^T leaves PSUM through the scalar engine; 0: the vector engine",
+          {0, 1}, defaults.evacuate_on_scalar, "placement"),
   };
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
     const AttentionShape attention_shape = to_attention_shape(shape);

@@ -25,7 +25,8 @@
 //   stats  : the small per-row updates (-scale m, l = l alpha + sum, acc *=
 //            alpha) on the engine the `stats_on_gpsimd` knob names;
 //   P^T    : per 128-key block, a transposing DMA (SBUF to SBUF) or a tensor
-//            engine transpose evacuated by the vector engine.
+//            engine transpose evacuated by the vector or the scalar engine
+//            (`evacuate_on_scalar`).
 // With a lookahead L = pipeline_depth - 1 the softmax half of step j + L is
 // emitted between the parts of step j's output half, as in attention_flash.
 #include <algorithm>
@@ -41,18 +42,21 @@
 namespace autotune::kernels {
 
 struct BankedAttentionParams {
-  int kv_tile = 2048;       // keys per step (C): C / 512 PSUM banks of scores
-  int q_tiles = 4;          // 128-row query tiles per query head that share each K/V load
-  int pipeline_depth = 2;   // steps in flight
-  int dma_transpose = 0;    // 1: P^T by transposing DMAs; 0: on the tensor engine
-  int stats_on_gpsimd = 0;  // 1: the small per-row updates on GpSimd; 0: on the vector engine
+  int kv_tile = 2048;          // keys per step (C): C / 512 PSUM banks of scores
+  int q_tiles = 4;             // 128-row query tiles per query head that share each K/V load
+  int pipeline_depth = 2;      // steps in flight
+  int dma_transpose = 0;       // 1: P^T by transposing DMAs; 0: on the tensor engine
+  int stats_on_gpsimd = 0;     // 1: the small per-row updates on GpSimd; 0: on the vector engine
+  int evacuate_on_scalar = 0;  // tensor-engine transposes: 1: P^T leaves PSUM by the scalar engine; 0: vector
 };
 
 namespace banked_detail {
 
 inline constexpr int kBankColumns = 512;  // fp32 scores per partition in one 2 KiB PSUM bank
 inline constexpr int kKeyBlock = kPartitions;
-inline constexpr int kPvTilesPerBank = 4;  // [128, d <= 128] fp32 P V tiles in one 2 KiB bank
+inline constexpr int kPvTilesPerBank = 4;
+inline constexpr int kBlocksPerBank = 4;  // transposed [128, 128] blocks of P in one 2 KiB PSUM bank  //
+                                          // [128, d <= 128] fp32 P V tiles in one 2 KiB bank
 
 struct QueryTile {
   int head = 0, q0 = 0, rows = 0;
@@ -67,9 +71,9 @@ struct Step {
   QueryTile* tile = nullptr;
   int k0 = 0, cols = 0;  // keys [k0, k0 + cols), trimmed to the tile's diagonal
   bool first = false;
-  Tensor k_t, v;               // the key tile's K^T [d, C] and V blocks [128, C/128 * d], from key k0
-  std::vector<Tensor> scores;  // per bank: PSUM, or the masked SBUF copy
-  Tensor neg_scaled_max, probs, sums, alpha, probs_t, pv;
+  Tensor k_t, v;  // the key tile's K^T [d, C] and V blocks [128, C/128 * d], from key k0
+  Tensor scores;  // fp32 [R, cols] in SBUF, masked
+  Tensor neg_scaled_max, probs, alpha, probs_t, pv;
 };
 
 }  // namespace banked_detail
@@ -78,6 +82,7 @@ template <Dtype dtype>
 void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
                             const BankedAttentionParams& params) {
   using banked_detail::kBankColumns;
+  using banked_detail::kBlocksPerBank;
   using banked_detail::kKeyBlock;
   using banked_detail::kPvTilesPerBank;
   using banked_detail::QueryTile;
@@ -91,7 +96,7 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
   const int tiles_per_block = tile_count(std::min(block_rows, seq), q_tile) * group;
   const int lookahead = std::max(params.pipeline_depth, 1) - 1;
   const int depth = lookahead + 1;
-  const bool dma_transpose = params.dma_transpose != 0;
+  const bool pe_transposes = params.dma_transpose < kBlocksPerBank;
   const Engine stats_engine = params.stats_on_gpsimd != 0 ? Engine::gpsimd : Engine::vector;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
@@ -103,10 +108,10 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
       kernel.sbuf_pool("banked_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
   auto p_pool = kernel.sbuf_pool("banked_probs", depth + 1, q_tile, kv_tile, dtype);
   auto pt_pool = kernel.sbuf_pool("banked_probs_t", depth + 1, kKeyBlock, key_blocks * q_tile, dtype);
-  auto partial_pool = kernel.sbuf_pool("banked_partials", 2 * (depth + 1), q_tile, banks, Dtype::fp32);
+  auto scores_pool = kernel.sbuf_pool("banked_scores", depth + 1, q_tile, kv_tile, Dtype::fp32);
+  auto partial_pool = kernel.sbuf_pool("banked_bank_max", depth + 1, q_tile, banks, Dtype::fp32);
   auto alpha_pool = kernel.sbuf_pool("banked_rescale", depth + 1, q_tile, 1, Dtype::fp32);
   auto col_pool = kernel.sbuf_pool("banked_columns", 8, q_tile, 1, Dtype::fp32);
-  auto masked_pool = kernel.sbuf_pool("banked_masked_scores", 2, q_tile, kBankColumns, Dtype::fp32);
   auto out_pool = kernel.sbuf_pool("banked_out", 2, q_tile, d, dtype);
   // PSUM (8 banks of 2 KiB on both targets): one bank holds four rotating
   // P V tiles ([128, d] fp32, d <= 128); P^T blocks (four per bank) take two
@@ -116,8 +121,9 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
   const Tensor pv_bank = pv_psum.next();
   int pv_next = 0;
   std::optional<TilePool> pt_psum;
-  if (!dma_transpose) pt_psum.emplace(kernel.psum_pool("banked_probs_t_psum", 2, kKeyBlock, 4 * q_tile));
-  auto s_psum = kernel.psum_pool("banked_scores_psum", dma_transpose ? 7 : 5, q_tile, kBankColumns);
+  if (pe_transposes)
+    pt_psum.emplace(kernel.psum_pool("banked_probs_t_psum", 2, kKeyBlock, kBlocksPerBank * q_tile));
+  auto s_psum = kernel.psum_pool("banked_scores_psum", pe_transposes ? 5 : 7, q_tile, kBankColumns);
 
   // Softmax half, part 1: scores bank by bank, masked where they cross the
   // diagonal, each bank's row max; the new running max.
@@ -125,19 +131,23 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     QueryTile& t = *s.tile;
     const int rows = t.rows;
     const Tensor partial_max = partial_pool.next().slice(0, rows, 0, tile_count(s.cols, kBankColumns));
-    s.scores.clear();
+    s.scores = scores_pool.next().slice(0, rows, 0, s.cols);
     for (const TileSpan b : tiles(s.cols, kBankColumns)) {
       const Tensor s_ps = s_psum.next().slice(0, rows, 0, b.size);
       kernel.matmul(s_ps, t.q_t, s.k_t.slice(0, d, b.begin, b.end()), false);
-      Tensor scores = s_ps;
+      // Out of PSUM at once (the bank is free for later scores), the bank's
+      // row max in the same pass; banks crossing the diagonal are masked
+      // first: keep where (q0 + p) - (key0 + c) >= 0.
+      const Tensor scores = s.scores.slice(0, rows, b.begin, b.end());
+      const Tensor bank_max = partial_max.slice(0, rows, b.index, b.index + 1);
       const int key0 = s.k0 + b.begin;
-      if (key0 + b.size - 1 > t.q0) {  // crosses the diagonal: keep where (q0 + p) - (key0 + c) >= 0
-        scores = masked_pool.next().slice(0, rows, 0, b.size);
+      if (key0 + b.size - 1 > t.q0) {
         kernel.tensor_copy(scores, s_ps);
         kernel.affine_select(scores, scores, static_cast<float>(t.q0 - key0), 1, -1, kMaskedScore);
+        kernel.tensor_reduce(bank_max, scores, AluOp::max);
+      } else {
+        kernel.tensor_scalar_reduce(scores, s_ps, AluOp::multiply, 1.0f, AluOp::max, bank_max);
       }
-      kernel.tensor_reduce(partial_max.slice(0, rows, b.index, b.index + 1), scores, AluOp::max);
-      s.scores.push_back(scores);
     }
     const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
     const Tensor m_new = t.stats.slice(0, rows, 1 - t.max_col, 2 - t.max_col);
@@ -151,47 +161,50 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     s.neg_scaled_max = col_pool.next().slice(0, rows, 0, 1);
     kernel.tensor_scalar(s.neg_scaled_max, m_new, AluOp::multiply, -scale, AluOp::bypass, 0.0f, stats_engine);
   };
-  // Softmax half, part 2: P bank by bank with partial row sums; alpha and the
-  // running sum.
+  // Softmax half, part 2: P over the whole step in one activation with its
+  // row sum; alpha and the running sum.
   auto probabilities = [&](Step& s) {
     QueryTile& t = *s.tile;
     const int rows = t.rows;
     s.probs = p_pool.next().slice(0, rows, 0, s.cols);
-    s.sums = partial_pool.next().slice(0, rows, 0, static_cast<int>(s.scores.size()));
-    for (const TileSpan b : tiles(s.cols, kBankColumns)) {
-      const Tensor sum = s.sums.slice(0, rows, b.index, b.index + 1);
-      kernel.activation(s.probs.slice(0, rows, b.begin, b.end()), s.scores[static_cast<std::size_t>(b.index)],
-                        ActivationFunction::exp, s.neg_scaled_max, scale, &sum);
-    }
     const Tensor l = t.stats.slice(0, rows, 2, 3);
-    if (s.first) {
-      kernel.tensor_reduce(l, s.sums, AluOp::add);
-    } else {
+    const Tensor row_sum = s.first ? l : col_pool.next().slice(0, rows, 0, 1);
+    kernel.activation(s.probs, s.scores, ActivationFunction::exp, s.neg_scaled_max, scale, &row_sum);
+    if (!s.first) {
       const Tensor m_old = t.stats.slice(0, rows, t.max_col, t.max_col + 1);
       s.alpha = alpha_pool.next().slice(0, rows, 0, 1);
       kernel.activation(s.alpha, m_old, ActivationFunction::exp, s.neg_scaled_max, scale);
-      const Tensor row_sum = col_pool.next().slice(0, rows, 0, 1);
-      kernel.tensor_reduce(row_sum, s.sums, AluOp::add);
       kernel.tensor_scalar(l, l, AluOp::multiply, s.alpha, AluOp::add, row_sum, stats_engine);
     }
     t.max_col = 1 - t.max_col;
+  };
+  // P^T blocks out of PSUM, on the engine the `evacuate_on_scalar` knob names.
+  auto evacuate = [&](const Tensor& dst, const Tensor& src) {
+    if (params.evacuate_on_scalar != 0)
+      kernel.activation(dst, src, ActivationFunction::identity);
+    else
+      kernel.tensor_copy(dst, src);
   };
   // Output half, part 1: P^T per 128 keys.
   auto transpose_probs = [&](Step& s) {
     const int rows = s.tile->rows;
     s.probs_t = pt_pool.next();
-    if (dma_transpose) {
-      for (const TileSpan c : tiles(s.cols, kKeyBlock))
-        kernel.dma_copy(s.probs_t.slice(0, c.size, c.index * rows, c.index * rows + rows),
-                        s.probs.slice(0, rows, c.begin, c.end()), /*transpose=*/true);
-      return;
-    }
-    // Four transposed blocks per PSUM bank, one evacuation per bank (the
-    // ragged last block on its own).
-    for (const TileSpan group4 : tiles(tile_count(s.cols, kKeyBlock), 4)) {
+    // Of every four 128-key blocks, the first `4 - dma_transpose` go through
+    // the tensor engine (four per PSUM bank, one evacuation per bank, the
+    // ragged last block on its own), the others through transposing DMAs.
+    for (const TileSpan group4 : tiles(tile_count(s.cols, kKeyBlock), kBlocksPerBank)) {
+      const int on_pe = std::min(group4.size, kBlocksPerBank - params.dma_transpose);
+      for (int j = on_pe; j < group4.size; ++j) {
+        const int k0 = (group4.begin + j) * kKeyBlock;
+        const int krows = std::min(kKeyBlock, s.cols - k0);
+        const int col0 = (group4.begin + j) * rows;
+        kernel.dma_copy(s.probs_t.slice(0, krows, col0, col0 + rows), s.probs.slice(0, rows, k0, k0 + krows),
+                        /*transpose=*/true);
+      }
+      if (on_pe == 0) continue;
       const Tensor pt_ps = pt_psum->next();
       int full = 0;
-      for (int j = 0; j < group4.size; ++j) {
+      for (int j = 0; j < on_pe; ++j) {
         const int k0 = (group4.begin + j) * kKeyBlock;
         const int krows = std::min(kKeyBlock, s.cols - k0);
         kernel.transpose(pt_ps.slice(0, krows, j * rows, j * rows + rows),
@@ -200,12 +213,12 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
       }
       const int base = group4.begin * rows;
       if (full > 0)
-        kernel.tensor_copy(s.probs_t.slice(0, kKeyBlock, base, base + full * rows),
-                           pt_ps.slice(0, kKeyBlock, 0, full * rows));
-      if (full < group4.size) {
+        evacuate(s.probs_t.slice(0, kKeyBlock, base, base + full * rows),
+                 pt_ps.slice(0, kKeyBlock, 0, full * rows));
+      if (full < on_pe) {
         const int krows = s.cols - (group4.begin + full) * kKeyBlock;
-        kernel.tensor_copy(s.probs_t.slice(0, krows, base + full * rows, base + group4.size * rows),
-                           pt_ps.slice(0, krows, full * rows, group4.size * rows));
+        evacuate(s.probs_t.slice(0, krows, base + full * rows, base + on_pe * rows),
+                 pt_ps.slice(0, krows, full * rows, on_pe * rows));
       }
     }
   };
@@ -226,8 +239,7 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     if (s.first) {
       kernel.tensor_copy(t.acc, s.pv);
     } else {
-      kernel.tensor_scalar(t.acc, t.acc, AluOp::multiply, s.alpha, AluOp::bypass, 0.0f, stats_engine);
-      kernel.tensor_tensor(t.acc, t.acc, s.pv, AluOp::add);
+      kernel.scalar_tensor_tensor(t.acc, t.acc, AluOp::multiply, s.alpha, AluOp::add, s.pv);
     }
     if (--t.steps_left > 0) return;
     const Tensor inv_sum = col_pool.next().slice(0, t.rows, 0, 1);
