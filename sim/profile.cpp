@@ -111,6 +111,26 @@ std::string format_profile_text(const SimResult& result, std::size_t hot_lines) 
           << h.instructions << "  " << short_path(h.file) << ":" << h.line << "\n";
     }
   }
+  if (s.contains("critical_path") && s["critical_path"].contains("busy_percent")) {
+    const auto& path = s["critical_path"];
+    out << "critical path    busy:";
+    for (const auto& [engine, value] : path["busy_percent"].items())
+      if (value.get<double>() >= 0.5)
+        out << " " << engine << " " << format_number(value.get<double>(), 1) << " %";
+    out << "; waiting:";
+    for (const auto& [kind, value] : path["wait_percent"].items())
+      if (value.get<double>() >= 0.5)
+        out << " " << kind << " " << format_number(value.get<double>(), 1) << " %";
+    out << "\n";
+    auto where = [](const nlohmann::json& side) {
+      return side["engine"].get<std::string>() + " " + side["opcode"].get<std::string>() + " at " +
+             short_path(side["source"].get<std::string>());
+    };
+    for (const auto& link : path["links"])
+      if (link["percent"].get<double>() >= 0.5)
+        out << "  " << format_number(link["percent"].get<double>(), 1) << " %  " << where(link["waiter"])
+            << " waits on " << where(link["waits_on"]) << "\n";
+  }
   return out.str();
 }
 

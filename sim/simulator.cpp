@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <queue>
 
 #include "core/error.hpp"
@@ -150,8 +151,11 @@ class Scheduler {
     const std::size_t n = instructions.size();
     finish_.assign(n, 0.0);
     dep_ready_.assign(n, 0.0);
+    start_.assign(n, 0.0);
+    binder_.assign(n, kNone);
     stationary_ready_.assign(n, 0.0);
-    std::vector<std::uint32_t> engine_position(n);
+    std::vector<std::uint32_t>& engine_position = engine_position_;
+    engine_position.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const int e = static_cast<int>(instructions[i].engine);
       if (e < kComputeEngines) {
@@ -192,6 +196,7 @@ class Scheduler {
         double t = finish_[id];
         if (consumer != in.engine && consumer != Engine::dma && in.engine != Engine::dma)
           t += semaphore_ns_[static_cast<int>(consumer)];
+        if (t >= dep_ready_[edge.instruction]) binder_[edge.instruction] = id;
         dep_ready_[edge.instruction] = std::max(dep_ready_[edge.instruction], t);
         if (edge.stationary)
           stationary_ready_[edge.instruction] = std::max(stationary_ready_[edge.instruction], t);
@@ -258,7 +263,14 @@ class Scheduler {
   std::vector<std::uint32_t> successor_begin_;
   std::vector<Edge> successors_;
   std::vector<std::uint32_t> remaining_;  // unfinished dependencies per instruction
-  std::vector<double> finish_, dep_ready_, stationary_ready_;
+  std::vector<double> finish_, dep_ready_, stationary_ready_, start_;
+  // The dependency whose finish (semaphore included) set dep_ready_, per
+  // instruction: with start_ and the engine order, what the critical path
+  // walks back through.
+  static constexpr InstructionId kNone = UINT32_MAX;
+  std::vector<InstructionId> binder_;
+  std::vector<std::uint32_t> engine_position_;
+  nlohmann::json critical_path() const;
   std::vector<InstructionId> engine_order_[kComputeEngines];
 
   double engine_free_[kEngineCount] = {};
@@ -570,11 +582,109 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
   }
 
   finish_[id] = end;
+  start_[id] = start;
   if (record_) {
     entry.start_s = start * 1e-9;
     entry.end_s = end * 1e-9;
     timeline_[id] = entry;
   }
+}
+
+// Walks back from the instruction that finishes last: each instruction's
+// start was set either by its engine's previous instruction (in-order
+// issue) or by the dependency that became ready last (binder_), plus the
+// waits between (the cross-engine semaphore, a DMA queue, a shared port or
+// a late stationary load). Busy time is charged to the engine, waits to
+// their kind; a hand-off from one engine's instruction to another's is a
+// link, weighted by the path time it carries (the waiter's wait and busy).
+nlohmann::json Scheduler::critical_path() const {
+  const auto& instructions = program_.instructions();
+  nlohmann::json out = nlohmann::json::object();
+  if (instructions.empty()) return out;
+  InstructionId i = 0;
+  for (InstructionId k = 1; k < instructions.size(); ++k)
+    if (finish_[k] > finish_[i]) i = k;
+  const double length = finish_[i];
+  double busy[kEngineCount] = {}, transpose_busy = 0;
+  double semaphore = 0, queue = 0, port_or_load = 0, before_first = 0;
+  std::int64_t count = 0;
+  struct Key {
+    std::uint32_t location;
+    Engine engine;
+    Opcode opcode;
+    auto operator<=>(const Key&) const = default;
+  };
+  auto key_of = [&](InstructionId id) {
+    return Key{instructions[id].location, instructions[id].engine, instructions[id].opcode};
+  };
+  std::map<std::pair<Key, Key>, double> links;
+  std::map<Key, double> lines;
+  for (;;) {
+    ++count;
+    const Instruction& in = instructions[i];
+    const int e = static_cast<int>(in.engine);
+    const double duration = finish_[i] - start_[i];
+    busy[e] += duration;
+    if (in.opcode == Opcode::transpose) transpose_busy += duration;
+    lines[key_of(i)] += duration;
+    const InstructionId dep = binder_[i];
+    InstructionId previous = kNone;
+    if (e < kComputeEngines && engine_position_[i] > 0) previous = engine_order_[e][engine_position_[i] - 1];
+    const double ready = dep != kNone ? dep_ready_[i] : 0.0;
+    if (previous != kNone && finish_[previous] >= ready) {
+      port_or_load += start_[i] - finish_[previous];
+      i = previous;
+      continue;
+    }
+    if (dep == kNone) {
+      before_first += start_[i];
+      break;
+    }
+    const double sem = ready - finish_[dep];
+    const double other = start_[i] - ready;
+    semaphore += sem;
+    (in.engine == Engine::dma ? queue : port_or_load) += other;
+    if (instructions[dep].engine != in.engine) links[{key_of(i), key_of(dep)}] += duration + sem + other;
+    i = dep;
+  }
+  auto percent = [&](double ns) { return length > 0 ? 100.0 * ns / length : 0.0; };
+  auto describe = [&](const Key& k) {
+    return nlohmann::json{{"engine", engine_name(k.engine)},
+                          {"opcode", opcode_name(k.opcode)},
+                          {"source", location_text(program_, k.location)}};
+  };
+  out["length_s"] = length * 1e-9;
+  out["instructions"] = count;
+  static constexpr const char* kNames[] = {"tensor", "vector", "scalar", "gpsimd", "dma"};
+  for (int e = 0; e < kEngineCount; ++e) {
+    out["busy_percent"][kNames[e]] = percent(busy[e]);
+    out["busy_s"][kNames[e]] = busy[e] * 1e-9;
+  }
+  out["tensor_transpose_percent"] = percent(transpose_busy);
+  out["wait_percent"] = {{"semaphore", percent(semaphore)},
+                         {"dma_queue", percent(queue)},
+                         {"port_or_stationary_load", percent(port_or_load)},
+                         {"before_first", percent(before_first)}};
+  std::vector<std::pair<double, std::pair<Key, Key>>> ranked;
+  for (const auto& [k, v] : links) ranked.push_back({v, k});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  nlohmann::json top = nlohmann::json::array();
+  for (std::size_t r = 0; r < ranked.size() && r < 5; ++r)
+    top.push_back({{"waiter", describe(ranked[r].second.first)},
+                   {"waits_on", describe(ranked[r].second.second)},
+                   {"percent", percent(ranked[r].first)}});
+  out["links"] = top;
+  std::vector<std::pair<double, Key>> hot;
+  for (const auto& [k, v] : lines) hot.push_back({v, k});
+  std::sort(hot.begin(), hot.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  nlohmann::json top_lines = nlohmann::json::array();
+  for (std::size_t r = 0; r < hot.size() && r < 5; ++r) {
+    nlohmann::json line = describe(hot[r].second);
+    line["percent"] = percent(hot[r].first);
+    top_lines.push_back(line);
+  }
+  out["lines"] = top_lines;
+  return out;
 }
 
 void Scheduler::fill(SimResult& result, const ValidationResult& validation) const {
@@ -640,6 +750,7 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   s["sbuf_usable_bytes_per_partition"] = t_.sbuf_bytes_per_partition;
   s["psum_peak_banks"] = validation.psum_peak_banks;
   s["psum_banks"] = t_.psum_banks;
+  s["critical_path"] = critical_path();
   result.summary = std::move(s);
 
   // Hot source lines.
