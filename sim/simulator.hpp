@@ -21,8 +21,9 @@ namespace autotune::sim {
 // Part of every result-cache key: bump whenever simulated times can change,
 // through the model or through a built-in kernel (sim-1.2: folded HBM views,
 // element-wise unroll_factor folds rows, naive attention keeps scores in SBUF
-// where they fit; sim-1.3: trn2's DMA transposer).
-constexpr std::string_view kSimulatorVersion = "sim-1.3";
+// where they fit; sim-1.3: trn2's DMA transposer; sim-1.4: the critical path in
+// the profile, which cached profiles must carry).
+constexpr std::string_view kSimulatorVersion = "sim-1.4";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage

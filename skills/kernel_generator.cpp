@@ -79,7 +79,10 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   };
 
   for (const auto& finding : request.analysis.findings) {
-    if (finding.action == "raise") {
+    if (finding.action == "raise" || finding.action == "vary") {
+      // raise: one step up from the best's value; vary: every value (a
+      // choice of engine or queue has no order to step along).
+      const bool vary = finding.action == "vary";
       std::map<std::string, std::vector<search::ParamValue>> free;
       std::vector<std::string> names;
       for (const auto& role : finding.roles)
@@ -93,7 +96,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
           bool reached = false;
           for (const auto& v : parameter->values()) {
             reached = reached || search::same_value(v, *now);
-            if (reached && upward.size() < 2) upward.push_back(v);
+            if (vary || (reached && upward.size() < 2)) upward.push_back(v);
           }
           if (upward.size() > 1) {
             free[name] = upward;
@@ -102,8 +105,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         }
       if (free.empty()) {
         considered.push_back({{"finding", finding.kind},
-                              {"outcome", "no parameter of role " + join(finding.roles, "/") +
-                                              " can be raised in variant " + current.name}});
+                              {"outcome", "no parameter of role " + join(finding.roles, "/") + " can be " +
+                                              (vary ? "varied" : "raised") + " in variant " + current.name}});
         // The variant has nothing to turn: the variants that do have such a
         // parameter are the structural answer to this finding.
         Idea idea;
@@ -130,14 +133,15 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         continue;
       }
       Idea idea;
-      idea.kind = "raise";
+      idea.kind = finding.action;
       idea.variant = current.name;
       idea.region = fixed_except(current, best, free);
-      idea.id = "raise:" + join(names, ",") + "@" + best.key();
+      idea.id = finding.action + ":" + join(names, ",") + "@" + best.key();
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.summary + " -> raise " + join(names, ", ") + " (role " +
-                       join(finding.roles, "/") + ") from the best's values, others fixed";
+      idea.rationale = finding.summary + (vary ? " -> try every value of " : " -> raise ") +
+                       join(names, ", ") + " (role " + join(finding.roles, "/") +
+                       (vary ? "), others fixed at the best's" : ") from the best's values, others fixed");
       consider(std::move(idea));
     } else if (finding.action == "structural") {
       Idea idea;
@@ -262,8 +266,8 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.variant = variant->name;
       idea.id = "space:" + variant->name;
       idea.rationale = std::string(no_evidence ? "no profile evidence points anywhere: " : "") +
-                       "search the whole space of " + variant->name + " (" + variant->space->describe() + ")" +
-                       (no_evidence ? " with the goal's strategy" : "");
+                       "search the whole space of " + variant->name + " (" + variant->space->describe() +
+                       ")" + (no_evidence ? " with the goal's strategy" : "");
       global_ideas.push_back(std::move(idea));
     }
     for (auto* list :

@@ -246,6 +246,77 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
            0.5 * (1.0 - 1.0 / analysis.headroom)});
     }
 
+    // The critical path (sim/simulator.cpp): which engine's chain sets the
+    // latency, and what it waits on. An engine other than the tensor engine
+    // carrying the path, or transposes on the tensor engine, is work that
+    // other engines or the DMA queues could take: vary the parameters that
+    // place work (role placement). Waits for DMA queues mean more bytes or
+    // more transfers than the queues carry: reuse loads longer (block) and
+    // move larger pieces (tile). Semaphore latency on the path is hidden by
+    // more steps in flight (pipeline depth).
+    if (profile.contains("critical_path") && profile["critical_path"].contains("busy_percent")) {
+      const Json& path = profile["critical_path"];
+      const Json& busy = path["busy_percent"];
+      const Json& waits = path["wait_percent"];
+      std::string top_engine;
+      double top_share = 0;
+      for (const char* engine : kComputeEngines)
+        if (const auto share = number(busy, engine); share && *share > top_share)
+          top_share = *share, top_engine = engine;
+      const double transposes = number(path, "tensor_transpose_percent").value_or(0);
+      std::string link_text;
+      if (path.contains("links") && path["links"].is_array() && !path["links"].empty()) {
+        const Json& link = path["links"][0];
+        auto side = [](const Json& s) {
+          return s.value("engine", "") + " " + s.value("opcode", "") + " at " + s.value("source", "");
+        };
+        link_text = side(link["waiter"]) + " waits on " + side(link["waits_on"]) + " " +
+                    format("(%.0f%% of the path)", link.value("percent", 0.0));
+      }
+      Json path_evidence = {{"busy_percent", busy},
+                            {"wait_percent", waits},
+                            {"tensor_transpose_percent", transposes},
+                            {"top_link", link_text}};
+      evidence["critical_path"] = path_evidence;
+      const double tensor_share = number(busy, "tensor").value_or(0);
+      if (!top_engine.empty() && top_engine != "tensor" && top_share >= t.critical_path_engine_percent) {
+        Json e = path_evidence;
+        e["engine"] = top_engine;
+        add({"critical_path_engine",
+             "the " + top_engine + " engine is busy " + format("%.0f%% of the critical path", top_share) +
+                 (link_text.empty() ? "" : "; " + link_text),
+             e,
+             "vary",
+             {kRolePlacement},
+             0.5 * std::max(0.0, top_share - tensor_share) / 100.0});
+      } else if (top_engine == "tensor" && transposes >= t.critical_path_transpose_percent) {
+        add({"critical_path_transposes",
+             format("tensor-engine transposes are %.0f%% of the critical path", transposes) +
+                 (link_text.empty() ? "" : "; " + link_text),
+             path_evidence,
+             "vary",
+             {kRolePlacement},
+             0.5 * transposes / 100.0});
+      }
+      const double queue_wait = number(waits, "dma_queue").value_or(0);
+      if (queue_wait >= t.critical_path_queue_percent)
+        add({"critical_path_dma_queues",
+             format("the critical path waits %.0f%% of its length for a free DMA queue", queue_wait),
+             path_evidence,
+             "raise",
+             {kRoleBlock, kRoleTile},
+             0.5 * queue_wait / 100.0});
+      const double semaphores = number(waits, "semaphore").value_or(0);
+      if (semaphores >= t.critical_path_semaphore_percent)
+        add({"critical_path_semaphores",
+             format("cross-engine semaphores are %.0f%% of the critical path", semaphores) +
+                 (link_text.empty() ? "" : "; " + link_text),
+             path_evidence,
+             "raise",
+             {kRolePipelineDepth},
+             0.5 * semaphores / 100.0});
+    }
+
     const auto sbuf_peak = number(profile, "sbuf_peak_bytes_per_partition");
     const auto sbuf_usable = number(facts, "sbuf_usable_bytes_per_partition");
     if (sbuf_peak && sbuf_usable && *sbuf_usable > 0) {

@@ -25,6 +25,8 @@ inline constexpr const char* kRolePipelineDepth = "pipeline_depth";
 inline constexpr const char* kRoleTile = "tile";
 inline constexpr const char* kRoleUnroll = "unroll";
 inline constexpr const char* kRoleBlock = "block";
+// Parameters that choose which engine or queue runs part of the work.
+inline constexpr const char* kRolePlacement = "placement";
 
 struct VariantSpace {
   std::string name;

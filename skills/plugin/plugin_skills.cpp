@@ -297,7 +297,7 @@ Json exploration_request_json(const ExplorationRequest& request) {
 }
 
 std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis& base, std::string* error) {
-  static const std::set<std::string> kActions = {"raise", "structural", "stop", "none"};
+  static const std::set<std::string> kActions = {"raise", "vary", "structural", "stop", "none"};
   Json merged = base;
   for (const auto& [key, value] : result.items()) merged[key] = value;
   if (!merged["bound"].is_string()) return fail_with(error, "\"bound\" must be a string"), std::nullopt;
@@ -334,7 +334,7 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
 
 std::optional<Generation> generation_from_plugin(const Json& result, const GenerationRequest& request,
                                                  std::string* error) {
-  static const std::set<std::string> kKinds = {"raise", "structural", "explore"};
+  static const std::set<std::string> kKinds = {"raise", "vary", "structural", "explore"};
   AUTOTUNE_CHECK(request.catalog != nullptr, "a generation request without a catalog");
   if (!result.contains("ideas") || !result["ideas"].is_array())
     return fail_with(error, "\"ideas\" must be a list"), std::nullopt;

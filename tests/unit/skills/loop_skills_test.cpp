@@ -441,3 +441,61 @@ TEST_CASE("explorer: probes measured before are skipped, probes the budget cuts 
   REQUIRE(measured.size() == 2);
   CHECK(measured[1] == request.probes[2].key());
 }
+
+TEST_CASE("analyzer: a critical path carried by a non-tensor engine asks to vary the placement parameters") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request;
+  request.metrics = {{"latency_s", 1e-3}, {"roofline_bound_s", 2e-4}};
+  nlohmann::json path = {
+      {"busy_percent", {{"tensor", 10}, {"vector", 15}, {"scalar", 55}, {"gpsimd", 5}, {"dma", 2}}},
+      {"wait_percent",
+       {{"semaphore", 8}, {"dma_queue", 5}, {"port_or_stationary_load", 0}, {"before_first", 0}}},
+      {"tensor_transpose_percent", 0},
+      {"links",
+       {{{"waiter", {{"engine", "scalar"}, {"opcode", "activation"}, {"source", "k.hpp:10"}}},
+         {"waits_on", {{"engine", "vector"}, {"opcode", "tensor_scalar"}, {"source", "k.hpp:8"}}},
+         {"percent", 38}}}}};
+  request.profile = {{"total_time", 1e-3},
+                     {"tensor_engine_active_time_percent", 20},
+                     {"vector_engine_active_time_percent", 40},
+                     {"scalar_engine_active_time_percent", 60},
+                     {"dma_active_time_percent", 10},
+                     {"critical_path", path}};
+  auto findings = analyzer.analyze(request).result.findings;
+  auto it = std::find_if(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.kind == "critical_path_engine"; });
+  REQUIRE(it != findings.end());
+  CHECK(it->action == "vary");
+  CHECK(it->roles == std::vector<std::string>{kRolePlacement});
+  CHECK(it->summary.find("scalar") != std::string::npos);
+  CHECK(it->summary.find("k.hpp:8") != std::string::npos);  // names the link
+  CHECK(it->expected_gain == doctest::Approx(0.5 * 0.45));
+
+  // Carried by the tensor engine's matmuls: nothing to move.
+  path["busy_percent"] = {{"tensor", 80}, {"vector", 5}, {"scalar", 5}, {"gpsimd", 0}, {"dma", 2}};
+  request.profile["critical_path"] = path;
+  findings = analyzer.analyze(request).result.findings;
+  CHECK(std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.action == "vary"; }));
+}
+
+TEST_CASE(
+    "generator: a vary finding tries every value of the role's parameters, else probes variants having one") {
+  VariantCatalog catalog = catalog_of({"fast", "slow"});
+  catalog.variants[0].roles["c"] = kRolePlacement;
+  KernelGenerator generator;
+  GenerationRequest request = request_for(catalog);
+  request.analysis.findings.push_back({"critical_path_engine", "", {}, "vary", {kRolePlacement}, 0.3});
+  const auto idea = generator.generate(request).result.ideas.front();
+  CHECK(idea.kind == "vary");
+  REQUIRE(idea.region.count("c"));
+  CHECK(idea.region.at("c").size() == 3);  // every value, the best's included
+  CHECK(idea.region.at("a").size() == 1);
+
+  // The best's variant has no placement parameter: the variants that do are probed.
+  request.best = {"slow", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  request.measured_variants = {"slow"};
+  const auto structural = generator.generate(request).result.ideas.front();
+  CHECK(structural.kind == "structural");
+  REQUIRE(structural.probes.size() == 1);
+  CHECK(structural.probes[0].variant == "fast");
+}
