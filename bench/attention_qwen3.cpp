@@ -1,18 +1,24 @@
 // Attention with the shapes of Qwen3-0.6B (head_dim 128, 16 query heads, 8 kv
-// heads, causal, bf16) on one simulated NeuronCore: the naive baseline (score
-// matrix through HBM) against flash attention, at sequence lengths 1K..16K.
+// heads, causal, bf16) on one simulated NeuronCore, trn1 and trn2: the naive
+// baseline (score matrix through HBM), flash attention at its tuned point and
+// flash_banked at the configuration the loop converges to per target, at
+// sequence lengths 1K..32K.
 //
-//   bench_attention_qwen3 [--target trn1] [--flash kv_tile,q_tile,pipeline_depth,unroll_factor]
-//                         [--sweep] [--max-seq N]
+//   bench_attention_qwen3 [--target T] [--flash kv_tile,q_tile,pipeline_depth,unroll_factor]
+//                         [--banked kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,
+//                                   evacuate_on_scalar]
+//                         [--sweep] [--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]
 //
-// Prints per length: simulated latency, MFU, HBM bytes read+written, the
-// speedup, and the wall time and instruction count of each simulation
-// (timing-only mode, as a tuning run times the full shape). --sweep also
-// times every flash configuration at the longest length.
+// Prints per target and length: simulated latency, MFU, HBM bytes, engine
+// activity and the wall time and instruction count of each simulation
+// (timing-only mode, as a tuning run times the full shape), then one table
+// of latency and MFU. --sweep also times every flash configuration at the
+// longest length on the first target.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,16 +82,29 @@ void print_row(const char* label, const Timed& t) {
 
 }  // namespace
 
+// flash_banked's configuration per target: what the loop converges to at 16K
+// (trn2: every P^T on the DMA transposer; trn1, which has none: on the
+// tensor engine). --banked overrides it for both.
+ParamValues banked_for(const std::string& target) {
+  const bool trn2 = target == "trn2";
+  return {{"kv_tile", 2048},
+          {"q_tiles", 8},
+          {"pipeline_depth", trn2 ? 5 : 4},
+          {"dma_transpose", trn2 ? 4 : 0},
+          {"stats_on_gpsimd", 1},
+          {"evacuate_on_scalar", 0}};
+}
+
 int main(int argc, char** argv) {
-  std::string target_name = "trn1";
-  ParamValues flash;
-  bool sweep = false;
-  std::int64_t max_seq = 16384;
+  std::vector<std::string> targets = {"trn1", "trn2"};
+  ParamValues flash{{"kv_tile", 512}, {"q_tile", 128}, {"pipeline_depth", 2}, {"unroll_factor", 1}};
+  std::optional<ParamValues> banked;
+  bool sweep = false, with_naive = true;
+  std::int64_t max_seq = 32768, head_dim = 128, kv_heads = 8;
   const FamilySpec& family = family_registry().get("attention");
-  flash = defaults_of(family.variant("flash"));
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--target") && i + 1 < argc) {
-      target_name = argv[++i];
+      targets = {argv[++i]};
     } else if (!std::strcmp(argv[i], "--flash") && i + 1 < argc) {
       int kv, q, depth, unroll;
       if (std::sscanf(argv[++i], "%d,%d,%d,%d", &kv, &q, &depth, &unroll) != 4) {
@@ -93,42 +112,77 @@ int main(int argc, char** argv) {
         return 2;
       }
       flash = {{"kv_tile", kv}, {"q_tile", q}, {"pipeline_depth", depth}, {"unroll_factor", unroll}};
+    } else if (!std::strcmp(argv[i], "--banked") && i + 1 < argc) {
+      int kv, q, depth, t, g, e;
+      if (std::sscanf(argv[++i], "%d,%d,%d,%d,%d,%d", &kv, &q, &depth, &t, &g, &e) != 6) {
+        std::fprintf(stderr,
+                     "--banked takes kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,"
+                     "evacuate_on_scalar\n");
+        return 2;
+      }
+      banked = ParamValues{{"kv_tile", kv},      {"q_tiles", q},         {"pipeline_depth", depth},
+                           {"dma_transpose", t}, {"stats_on_gpsimd", g}, {"evacuate_on_scalar", e}};
     } else if (!std::strcmp(argv[i], "--sweep")) {
       sweep = true;
+    } else if (!std::strcmp(argv[i], "--no-naive")) {
+      with_naive = false;
     } else if (!std::strcmp(argv[i], "--max-seq") && i + 1 < argc) {
       max_seq = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--head-dim") && i + 1 < argc) {
+      head_dim = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--kv-heads") && i + 1 < argc) {
+      kv_heads = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--target T] [--flash kv,q,depth,unroll] [--sweep] [--max-seq N]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--target T] [--flash kv,q,depth,unroll] [--banked kv,q,depth,t,g,e] [--sweep] "
+                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]\n",
                    argv[0]);
       return 2;
     }
   }
-  const sim::TargetSpec target = sim::load_target(target_name);
   const ParamValues naive = defaults_of(family.variant("naive"));
-  std::printf(
-      "attention, Qwen3-0.6B shapes (head_dim 128, 16 q heads, 8 kv heads, causal, bf16), target %s\n",
-      target.name.c_str());
-  std::printf("flash parameters: kv_tile %lld, q_tile %lld, pipeline_depth %lld, unroll_factor %lld\n",
-              (long long)flash.at("kv_tile"), (long long)flash.at("q_tile"),
-              (long long)flash.at("pipeline_depth"), (long long)flash.at("unroll_factor"));
   Shape shape = family.default_shape;
-  for (std::int64_t seq = 1024; seq <= max_seq; seq *= 2) {
-    shape["seq"] = seq;
-    std::printf("seq %lld: roofline bound %.3f ms, compulsory HBM %.1f MB\n", (long long)seq,
-                roofline_bound_s(family, shape, sim::Dtype::bf16, target) * 1e3,
-                family.hbm_bytes(shape, sim::Dtype::bf16) / 1e6);
-    const Timed n = time_variant(family, "naive", shape, naive, target);
-    const Timed f = time_variant(family, "flash", shape, flash, target);
-    print_row("naive", n);
-    print_row("flash", f);
-    if (n.result.valid && f.result.valid)
-      std::printf("  speedup flash / naive: %.2fx\n", n.result.total_time_s / f.result.total_time_s);
+  shape["head_dim"] = head_dim;
+  shape["kv_heads"] = kv_heads;
+  std::string table;
+  for (const std::string& target_name : targets) {
+    const sim::TargetSpec target = sim::load_target(target_name);
+    const ParamValues banked_params = banked ? *banked : banked_for(target.name);
+    std::printf("attention (head_dim %lld, 16 q heads, %lld kv heads, causal, bf16), target %s\n",
+                (long long)head_dim, (long long)kv_heads, target.name.c_str());
+    for (std::int64_t seq = 1024; seq <= max_seq; seq *= 2) {
+      shape["seq"] = seq;
+      std::printf("seq %lld: roofline bound %.3f ms, compulsory HBM %.1f MB\n", (long long)seq,
+                  roofline_bound_s(family, shape, sim::Dtype::bf16, target) * 1e3,
+                  family.hbm_bytes(shape, sim::Dtype::bf16) / 1e6);
+      std::optional<Timed> n;
+      if (with_naive) n = time_variant(family, "naive", shape, naive, target);
+      const Timed f = time_variant(family, "flash", shape, flash, target);
+      const Timed b = time_variant(family, "flash_banked", shape, banked_params, target);
+      if (n) print_row("naive", *n);
+      print_row("flash", f);
+      print_row("flash_banked", b);
+      auto mfu = [](const std::optional<Timed>& t) {
+        return t && t->result.valid ? summary_number(t->result, "mfu_estimated_percent") : 0.0;
+      };
+      char row[256];
+      std::snprintf(row, sizeof row,
+                    "| %s | %lldK | %.2f ms, %.1f%% | %.2f ms, %.1f%% | %.2f ms, %.1f%% | %.1fx |\n",
+                    target.name.c_str(), (long long)(seq / 1024), n ? n->result.total_time_s * 1e3 : 0.0,
+                    mfu(n), f.result.total_time_s * 1e3, mfu(f), b.result.total_time_s * 1e3, mfu(b),
+                    n && b.result.valid ? n->result.total_time_s / b.result.total_time_s : 0.0);
+      table += row;
+    }
   }
+  std::printf(
+      "\n| target | seq | naive | flash | flash_banked | banked / naive |\n|---|---|---|---|---|---|\n%s",
+      table.c_str());
+  const sim::TargetSpec target = sim::load_target(targets.front());
   if (sweep) {
     shape["seq"] = max_seq;
     std::printf("flash sweep at seq %lld (kv_tile q_tile pipeline_depth unroll_factor)\n",
                 (long long)max_seq);
-    const VariantSpec& v = family.variant("flash");
+    const VariantSpec& v = family.variant("flash");  // on the first target
     for (auto kv : v.find_param("kv_tile")->values)
       for (auto q : v.find_param("q_tile")->values)
         for (auto depth : v.find_param("pipeline_depth")->values)
