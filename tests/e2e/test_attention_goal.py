@@ -19,6 +19,16 @@ def main():
         # The best trial was verified against the double reference before its time counted.
         verification = query(db, "SELECT verification FROM trials WHERE id = ?", (best["trial"],))[0][0]
         check('"passed":true' in verification.replace(" ", ""), f"best trial not verified: {verification}")
+        # The decision log carries the critical path: the analyzer names the engine and the link
+        # that carry it, and the generator's idea answers with the placement parameters.
+        analyses = query(db, "SELECT rationale FROM decisions WHERE run = ? AND skill = 'profile_analyzer'",
+                         (summary["run_id"],))
+        check(any("critical path" in r[0] and "waits on" in r[0] for r in analyses),
+              f"no critical-path finding in the analyzer's decisions: {analyses}")
+        ideas = query(db, "SELECT rationale FROM decisions WHERE run = ? AND skill = 'kernel_generator'",
+                      (summary["run_id"],))
+        check(any("critical path" in r[0] and "role placement" in r[0] for r in ideas),
+              f"no placement idea from the critical path: {ideas}")
     print("ok")
 
 
