@@ -59,6 +59,9 @@ def profile_json_and_trace():
             check(key in v, f"verification has {key}")
         check(len(out["hot_lines"]) == 5, "five hottest source lines")
         check(all("gemm.hpp" in h["file"] for h in out["hot_lines"][:1]), "the hottest line is kernel source")
+        path = out["summary"]["critical_path"]
+        shares = sum(path["busy_percent"].values()) + sum(path["wait_percent"].values())
+        check(abs(shares - 100) < 1e-3, f"the critical path's shares add up to 100: {shares}")
 
         with open(trace_path) as f:
             trace = json.load(f)
@@ -80,6 +83,7 @@ def profile_text():
     check("exp.hpp:" in text, "hot lines name the kernel source")
     check("verification    passed" in text, "verification figures printed")
     check("roofline bound" in text, "roofline bound printed")
+    check("critical path    busy:" in text, "the critical path printed")
 
 
 def invalid_is_data():
