@@ -317,6 +317,67 @@ struct Step {
 
 }  // namespace flash_detail
 
+// Software pipelining of a sequence of attention steps, each with a softmax
+// half (scores_and_max, probabilities) and an output half (transpose_probs,
+// probs_times_v, accumulate). Engines run their instruction streams in
+// program order, so with a lookahead L the softmax half of step j + L is
+// emitted between the parts of step j's output half: the tensor engine
+// computes later scores while the vector and scalar engines finish earlier
+// softmaxes. L = 0 runs each step whole. Steps live in a deque (stable
+// references) until their output half is emitted.
+template <class Step, class ScoresAndMax, class Probabilities, class TransposeProbs, class ProbsTimesV,
+          class Accumulate>
+class StepPipeline {
+ public:
+  StepPipeline(int lookahead, ScoresAndMax& scores_and_max, Probabilities& probabilities,
+               TransposeProbs& transpose_probs, ProbsTimesV& probs_times_v, Accumulate& accumulate)
+      : lookahead_(lookahead),
+        scores_and_max_(scores_and_max),
+        probabilities_(probabilities),
+        transpose_probs_(transpose_probs),
+        probs_times_v_(probs_times_v),
+        accumulate_(accumulate) {}
+
+  void issue(const Step& step) {
+    in_flight_.push_back(step);
+    Step& next = in_flight_.back();
+    if (lookahead_ == 0) {
+      scores_and_max_(next), probabilities_(next), transpose_probs_(next), probs_times_v_(next),
+          accumulate_(next);
+      in_flight_.pop_front();
+      return;
+    }
+    if (static_cast<int>(in_flight_.size()) <= lookahead_) {  // filling the pipeline
+      scores_and_max_(next), probabilities_(next);
+      return;
+    }
+    Step& oldest = in_flight_.front();
+    transpose_probs_(oldest);
+    scores_and_max_(next);
+    probs_times_v_(oldest);
+    probabilities_(next);
+    accumulate_(oldest);
+    in_flight_.pop_front();
+  }
+
+  void drain() {
+    while (!in_flight_.empty()) {
+      Step& oldest = in_flight_.front();
+      transpose_probs_(oldest), probs_times_v_(oldest), accumulate_(oldest);
+      in_flight_.pop_front();
+    }
+  }
+
+ private:
+  int lookahead_;
+  ScoresAndMax& scores_and_max_;
+  Probabilities& probabilities_;
+  TransposeProbs& transpose_probs_;
+  ProbsTimesV& probs_times_v_;
+  Accumulate& accumulate_;
+  std::deque<Step> in_flight_;
+};
+
 template <Dtype dtype>
 void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAttentionParams& params) {
   using flash_detail::QueryTile;
@@ -443,27 +504,9 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
     kernel.dma_copy(io.out.slice(row0, row0 + t.rows, 0, d), o);
   };
 
-  std::deque<Step> in_flight;
-  auto issue = [&](const Step& step) {
-    in_flight.push_back(step);
-    Step& next = in_flight.back();
-    if (lookahead == 0) {
-      scores_and_max(next), probabilities(next), transpose_probs(next), probs_times_v(next), accumulate(next);
-      in_flight.pop_front();
-      return;
-    }
-    if (static_cast<int>(in_flight.size()) <= lookahead) {  // filling the pipeline
-      scores_and_max(next), probabilities(next);
-      return;
-    }
-    Step& oldest = in_flight.front();
-    transpose_probs(oldest);
-    scores_and_max(next);
-    probs_times_v(oldest);
-    probabilities(next);
-    accumulate(oldest);
-    in_flight.pop_front();
-  };
+  StepPipeline<Step, decltype(scores_and_max), decltype(probabilities), decltype(transpose_probs),
+               decltype(probs_times_v), decltype(accumulate)>
+      pipeline{lookahead, scores_and_max, probabilities, transpose_probs, probs_times_v, accumulate};
 
   std::deque<QueryTile> query_tiles;  // stable addresses for the steps
   for (int g = 0; g < shape.kv_heads; ++g) {
@@ -508,18 +551,12 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
           step.first = kv.index == 0;
           step.k_t = k_t;
           step.v = v;
-          issue(step);
+          pipeline.issue(step);
         }
       }
     }
   }
-  while (!in_flight.empty()) {  // drain
-    Step& oldest = in_flight.front();
-    transpose_probs(oldest);
-    probs_times_v(oldest);
-    accumulate(oldest);
-    in_flight.pop_front();
-  }
+  pipeline.drain();
 }
 
 }  // namespace autotune::kernels

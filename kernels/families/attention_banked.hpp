@@ -250,27 +250,9 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     kernel.dma_copy(io.out.slice(row0, row0 + t.rows, 0, d), o);
   };
 
-  std::deque<Step> in_flight;
-  auto issue = [&](const Step& step) {
-    in_flight.push_back(step);
-    Step& next = in_flight.back();
-    if (lookahead == 0) {
-      scores_and_max(next), probabilities(next), transpose_probs(next), probs_times_v(next), accumulate(next);
-      in_flight.pop_front();
-      return;
-    }
-    if (static_cast<int>(in_flight.size()) <= lookahead) {
-      scores_and_max(next), probabilities(next);
-      return;
-    }
-    Step& oldest = in_flight.front();
-    transpose_probs(oldest);
-    scores_and_max(next);
-    probs_times_v(oldest);
-    probabilities(next);
-    accumulate(oldest);
-    in_flight.pop_front();
-  };
+  StepPipeline<Step, decltype(scores_and_max), decltype(probabilities), decltype(transpose_probs),
+               decltype(probs_times_v), decltype(accumulate)>
+      pipeline{lookahead, scores_and_max, probabilities, transpose_probs, probs_times_v, accumulate};
 
   std::deque<QueryTile> query_tiles;
   for (int g = 0; g < shape.kv_heads; ++g) {
@@ -316,18 +298,12 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
           step.first = kv.index == 0;
           step.k_t = k_t;
           step.v = v;
-          issue(step);
+          pipeline.issue(step);
         }
       }
     }
   }
-  while (!in_flight.empty()) {
-    Step& oldest = in_flight.front();
-    transpose_probs(oldest);
-    probs_times_v(oldest);
-    accumulate(oldest);
-    in_flight.pop_front();
-  }
+  pipeline.drain();
 }
 
 }  // namespace autotune::kernels
