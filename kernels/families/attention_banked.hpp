@@ -17,16 +17,18 @@
 //   tensor : S_b = Q K_b^T, one matmul per PSUM bank (N = 512);
 //            P V accumulated over C/128 key blocks in one PSUM tile
 //            (and, with transposes on the tensor engine, P^T per 128 keys);
-//   vector : per bank, the row max read from PSUM (banks crossing the
-//            diagonal are first copied to SBUF and masked on GpSimd); the
-//            new running max; acc += P V;
-//   scalar : per bank, P_b = exp(scale S_b - scale m) with its row sum; the
-//            rescale factor alpha = exp(scale (m_old - m_new));
-//   stats  : the small per-row updates (-scale m, l = l alpha + sum, acc *=
-//            alpha) on the engine the `stats_on_gpsimd` knob names;
+//   vector : per bank, the scores copied out of PSUM with their row max in
+//            the same instruction (banks crossing the diagonal: copied,
+//            masked on GpSimd, then reduced); the new running max;
+//            acc = acc * alpha + P V in one instruction;
+//   scalar : P = exp(scale S - scale m) over the whole step with its row
+//            sum; the rescale factor alpha = exp(scale (m_old - m_new));
+//   stats  : the small per-row updates (-scale m, l = l alpha + sum, the
+//            final acc / l) on the engine the `stats_on_gpsimd` knob names;
 //   P^T    : per 128-key block, a transposing DMA (SBUF to SBUF) or a tensor
 //            engine transpose evacuated by the vector or the scalar engine
-//            (`evacuate_on_scalar`).
+//            (`dma_transpose` of every four blocks go by DMA;
+//            `evacuate_on_scalar`).
 // With a lookahead L = pipeline_depth - 1 the softmax half of step j + L is
 // emitted between the parts of step j's output half, as in attention_flash.
 #include <algorithm>
@@ -45,7 +47,7 @@ struct BankedAttentionParams {
   int kv_tile = 2048;          // keys per step (C): C / 512 PSUM banks of scores
   int q_tiles = 4;             // 128-row query tiles per query head that share each K/V load
   int pipeline_depth = 2;      // steps in flight
-  int dma_transpose = 0;       // 1: P^T by transposing DMAs; 0: on the tensor engine
+  int dma_transpose = 0;       // of every four 128-key blocks of P^T, how many by transposing DMA (0-4)
   int stats_on_gpsimd = 0;     // 1: the small per-row updates on GpSimd; 0: on the vector engine
   int evacuate_on_scalar = 0;  // tensor-engine transposes: 1: P^T leaves PSUM by the scalar engine; 0: vector
 };
@@ -54,9 +56,8 @@ namespace banked_detail {
 
 inline constexpr int kBankColumns = 512;  // fp32 scores per partition in one 2 KiB PSUM bank
 inline constexpr int kKeyBlock = kPartitions;
-inline constexpr int kPvTilesPerBank = 4;
-inline constexpr int kBlocksPerBank = 4;  // transposed [128, 128] blocks of P in one 2 KiB PSUM bank  //
-                                          // [128, d <= 128] fp32 P V tiles in one 2 KiB bank
+inline constexpr int kPvTilesPerBank = 4;  // [128, d <= 128] fp32 P V tiles in one 2 KiB bank
+inline constexpr int kBlocksPerBank = 4;   // transposed [128, 128] blocks of P in one 2 KiB PSUM bank
 
 struct QueryTile {
   int head = 0, q0 = 0, rows = 0;
