@@ -1,8 +1,11 @@
 // Renderings of a simulation result: text for the CLI, Chrome/Perfetto trace
 // JSON, operand and source-location descriptions.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 #include "sim/simulator.hpp"
@@ -45,6 +48,72 @@ std::string format_bytes(double bytes) {
   if (bytes >= 1 << 20) return format_number(bytes / double(1 << 20)) + " MiB";
   if (bytes >= 1 << 10) return format_number(bytes / double(1 << 10)) + " KiB";
   return format_number(bytes, 0) + " B";
+}
+
+// The critical-path section: shares of the kernel time, largest first;
+// entries under 0.05 % are left out.
+std::string format_critical_path(const nlohmann::json& path) {
+  std::ostringstream out;
+  auto shares = [](const nlohmann::json& object, const std::map<std::string, std::string>& names = {}) {
+    std::vector<std::pair<double, std::string>> items;
+    for (const auto& [key, value] : object.items())
+      if (value.is_number() && value.get<double>() >= 0.05) {
+        const auto name = names.find(key);
+        items.push_back({value.get<double>(), name == names.end() ? key : name->second});
+      }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string text;
+    for (const auto& [value, name] : items)
+      text += (text.empty() ? "" : ", ") + name + " " + format_number(value, 1) + " %";
+    return text.empty() ? std::string("none") : text;
+  };
+  auto site = [](const nlohmann::json& side) {
+    return side.value("engine", "?") + " " + side.value("opcode", "?") + " at " + side.value("source", "?");
+  };
+  out << "critical path    " << format_time(path.value("length_s", 0.0)) << " through "
+      << path.value("instructions", 0)
+      << " instructions; shares of the kernel time (busy + waiting = 100 %)\n";
+  out << "  busy           " << shares(path["busy_percent"]);
+  if (path.value("tensor_transpose_percent", 0.0) >= 0.05)
+    out << " (tensor transposes " << format_number(path.value("tensor_transpose_percent", 0.0), 1) << " %)";
+  out << "\n";
+  out << "  waiting        " << shares(path["waiting_percent"]) << "\n";
+  out << "  waits by kind  "
+      << shares(path["wait_percent"], {{"semaphore", "semaphore (data)"},
+                                       {"buffer", "buffer reuse"},
+                                       {"dma_fixed", "DMA fixed cost"},
+                                       {"dma_queue", "DMA queue"},
+                                       {"stationary_load", "stationary load"}})
+      << "\n";
+  if (path.contains("reached_by_percent"))
+    out << "  reached by     "
+        << shares(path["reached_by_percent"], {{"engine_order", "engine order"},
+                                               {"data", "data dependency"},
+                                               {"buffer", "buffer reuse"},
+                                               {"start", "kernel start"}})
+        << "\n";
+  auto share_column = [](double percent) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%5.1f %%", percent);
+    return std::string(text);
+  };
+  bool first = true;
+  for (const auto& link : path.value("links", nlohmann::json::array())) {
+    if (link.value("percent", 0.0) < 0.05) continue;
+    out << (first ? "  top links    " : "               ") << share_column(link.value("percent", 0.0)) << "  "
+        << site(link["waiter"]) << " waits on " << site(link["waits_on"]) << " ("
+        << link.value("kind", "data") << ")\n";
+    first = false;
+  }
+  first = true;
+  for (const auto& line : path.value("lines", nlohmann::json::array())) {
+    if (line.value("percent", 0.0) < 0.05) continue;
+    out << (first ? "  top lines    " : "               ") << share_column(line.value("percent", 0.0)) << "  "
+        << site(line) << "\n";
+    first = false;
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -111,26 +180,8 @@ std::string format_profile_text(const SimResult& result, std::size_t hot_lines) 
           << h.instructions << "  " << short_path(h.file) << ":" << h.line << "\n";
     }
   }
-  if (s.contains("critical_path") && s["critical_path"].contains("busy_percent")) {
-    const auto& path = s["critical_path"];
-    out << "critical path    busy:";
-    for (const auto& [engine, value] : path["busy_percent"].items())
-      if (value.get<double>() >= 0.5)
-        out << " " << engine << " " << format_number(value.get<double>(), 1) << " %";
-    out << "; waiting:";
-    for (const auto& [kind, value] : path["wait_percent"].items())
-      if (value.get<double>() >= 0.5)
-        out << " " << kind << " " << format_number(value.get<double>(), 1) << " %";
-    out << "\n";
-    auto where = [](const nlohmann::json& side) {
-      return side["engine"].get<std::string>() + " " + side["opcode"].get<std::string>() + " at " +
-             short_path(side["source"].get<std::string>());
-    };
-    for (const auto& link : path["links"])
-      if (link["percent"].get<double>() >= 0.5)
-        out << "  " << format_number(link["percent"].get<double>(), 1) << " %  " << where(link["waiter"])
-            << " waits on " << where(link["waits_on"]) << "\n";
-  }
+  if (s.contains("critical_path") && s["critical_path"].contains("busy_percent"))
+    out << format_critical_path(s["critical_path"]);
   return out.str();
 }
 

@@ -1,8 +1,8 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <map>
 #include <queue>
 
 #include "core/error.hpp"
@@ -149,11 +149,10 @@ class Scheduler {
     derive_dependencies();
     const auto& instructions = program_.instructions();
     const std::size_t n = instructions.size();
-    finish_.assign(n, 0.0);
+    timing_.assign(n, InstructionTiming{});
     dep_ready_.assign(n, 0.0);
-    start_.assign(n, 0.0);
-    binder_.assign(n, kNone);
     stationary_ready_.assign(n, 0.0);
+    AUTOTUNE_CHECK(n < (std::size_t(1) << 31), "a program of 2^31 instructions or more");
     std::vector<std::uint32_t>& engine_position = engine_position_;
     engine_position.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -193,10 +192,7 @@ class Scheduler {
       for (std::uint32_t k = successor_begin_[id]; k < successor_begin_[id + 1]; ++k) {
         const Edge& edge = successors_[k];
         const Engine consumer = instructions[edge.instruction].engine;
-        double t = finish_[id];
-        if (consumer != in.engine && consumer != Engine::dma && in.engine != Engine::dma)
-          t += semaphore_ns_[static_cast<int>(consumer)];
-        if (t >= dep_ready_[edge.instruction]) binder_[edge.instruction] = id;
+        const double t = dependency_ready_time(timing_[id].finish, in.engine, consumer, semaphore_ns_);
         dep_ready_[edge.instruction] = std::max(dep_ready_[edge.instruction], t);
         if (edge.stationary)
           stationary_ready_[edge.instruction] = std::max(stationary_ready_[edge.instruction], t);
@@ -248,7 +244,7 @@ class Scheduler {
   const TargetSpec& t_;
   bool record_;
   double cycle_ns_[kEngineCount] = {};
-  double semaphore_ns_[kEngineCount] = {};
+  std::array<double, kEngineCount> semaphore_ns_{};
   DependencyTracker sbuf_, psum_;
   std::vector<int> hbm_index_;
   std::vector<DependencyTracker> hbm_;
@@ -259,19 +255,22 @@ class Scheduler {
   ResourceCalendar sbuf_port_, psum_port_;
 
   // The dependency graph: successors of instruction i are
-  // successors_[successor_begin_[i] .. successor_begin_[i + 1]).
+  // successors_[successor_begin_[i] .. successor_begin_[i + 1]); its
+  // dependencies are edges_[edge_begin_[i] .. edge_begin_[i + 1]).
   std::vector<std::uint32_t> successor_begin_;
   std::vector<Edge> successors_;
+  std::vector<DependencyEdge> edges_;
+  std::vector<std::uint32_t> edge_begin_;
+  // Per instruction: when it ran and its site (with the dependencies and the
+  // engine order, what the critical path walks back through), when its
+  // dependencies were done, how many are unfinished.
+  std::vector<InstructionTiming> timing_;
+  std::vector<double> dep_ready_;
   std::vector<std::uint32_t> remaining_;  // unfinished dependencies per instruction
-  std::vector<double> finish_, dep_ready_, stationary_ready_, start_;
-  // The dependency whose finish (semaphore included) set dep_ready_, per
-  // instruction: with start_ and the engine order, what the critical path
-  // walks back through.
-  static constexpr InstructionId kNone = UINT32_MAX;
-  std::vector<InstructionId> binder_;
+  std::vector<double> stationary_ready_;
   std::vector<std::uint32_t> engine_position_;
-  nlohmann::json critical_path() const;
   std::vector<InstructionId> engine_order_[kComputeEngines];
+  InstructionId last_ = 0;  // the instruction that finishes last
 
   double engine_free_[kEngineCount] = {};
   // The tensor engine's stationary operand and when the last PE instruction started.
@@ -455,15 +454,18 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
 void Scheduler::derive_dependencies() {
   const auto& instructions = program_.instructions();
   const std::size_t n = instructions.size();
-  struct RawEdge {
-    InstructionId from, to;
-    bool stationary;
-  };
-  std::vector<RawEdge> edges;
+  std::vector<DependencyEdge>& edges = edges_;
+  edges.clear();
   edges.reserve(n * 3);
+  edge_begin_.resize(n + 1);
   remaining_.assign(n, 0);
-  InstructionId seen[8];
+  struct Seen {
+    InstructionId from;
+    std::uint32_t edge;
+  };
+  Seen seen[8];
   for (std::size_t i = 0; i < n; ++i) {
+    edge_begin_[i] = static_cast<std::uint32_t>(edges.size());
     const Instruction& in = instructions[i];
     const AccessList accesses = instruction_accesses(in);
     Located located[7];
@@ -472,12 +474,19 @@ void Scheduler::derive_dependencies() {
       located[a] = locate(*accesses.items[a].view, accesses.items[a].write);
       if (located[a].tracker == nullptr) continue;
       const bool stationary = a == 0 && in.opcode == Opcode::matmul;
+      // A read conflicts with earlier writes (read after write: data); a
+      // write with earlier reads and writes of the address (its reuse).
+      const DependencyKind kind = located[a].write ? DependencyKind::buffer : DependencyKind::data;
       located[a].tracker->conflicts(located[a].region, located[a].write, [&](InstructionId from) {
-        // Drop repeats of the last few predecessors (one record spans several buckets).
+        // Drop repeats of the last few predecessors (one record spans several
+        // buckets); a predecessor both read and overwritten is a data dependency.
         for (int k = 0; k < seen_count; ++k)
-          if (seen[k] == from && !stationary) return;
-        if (seen_count < 8) seen[seen_count++] = from;
-        edges.push_back({from, static_cast<InstructionId>(i), stationary});
+          if (seen[k].from == from && !stationary) {
+            if (kind == DependencyKind::data) edges[seen[k].edge].kind = kind;
+            return;
+          }
+        if (seen_count < 8) seen[seen_count++] = {from, static_cast<std::uint32_t>(edges.size())};
+        edges.push_back({from, static_cast<InstructionId>(i), stationary, kind});
       });
     }
     for (int a = 0; a < accesses.count; ++a)
@@ -485,12 +494,14 @@ void Scheduler::derive_dependencies() {
         located[a].tracker->record(located[a].region, located[a].write, in.engine,
                                    static_cast<InstructionId>(i));
   }
+  AUTOTUNE_CHECK(edges.size() < UINT32_MAX, "more dependencies than 32 bits count");
+  edge_begin_[n] = static_cast<std::uint32_t>(edges.size());
   successor_begin_.assign(n + 1, 0);
-  for (const RawEdge& e : edges) ++successor_begin_[e.from + 1];
+  for (const DependencyEdge& e : edges) ++successor_begin_[e.from + 1];
   for (std::size_t i = 0; i < n; ++i) successor_begin_[i + 1] += successor_begin_[i];
   successors_.resize(edges.size());
   std::vector<std::uint32_t> fill = successor_begin_;
-  for (const RawEdge& e : edges) {
+  for (const DependencyEdge& e : edges) {
     successors_[fill[e.from]++] = Edge{e.to, e.stationary};
     ++remaining_[e.to];
   }
@@ -575,116 +586,21 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
   }
   ++count_[e];
   if (in.engine == Engine::dma) busy_ns_[e] += end - start;
-  makespan_ = std::max(makespan_, end);
+  if (end > makespan_) {
+    makespan_ = end;
+    last_ = id;
+  }
   if (in.location < location_busy_ns_.size()) {
     location_busy_ns_[in.location] += end - start;
     ++location_count_[in.location];
   }
 
-  finish_[id] = end;
-  start_[id] = start;
+  timing_[id] = {start, end, path_site_code(in)};
   if (record_) {
     entry.start_s = start * 1e-9;
     entry.end_s = end * 1e-9;
     timeline_[id] = entry;
   }
-}
-
-// Walks back from the instruction that finishes last: each instruction's
-// start was set either by its engine's previous instruction (in-order
-// issue) or by the dependency that became ready last (binder_), plus the
-// waits between (the cross-engine semaphore, a DMA queue, a shared port or
-// a late stationary load). Busy time is charged to the engine, waits to
-// their kind; a hand-off from one engine's instruction to another's is a
-// link, weighted by the path time it carries (the waiter's wait and busy).
-nlohmann::json Scheduler::critical_path() const {
-  const auto& instructions = program_.instructions();
-  nlohmann::json out = nlohmann::json::object();
-  if (instructions.empty()) return out;
-  InstructionId i = 0;
-  for (InstructionId k = 1; k < instructions.size(); ++k)
-    if (finish_[k] > finish_[i]) i = k;
-  const double length = finish_[i];
-  double busy[kEngineCount] = {}, transpose_busy = 0;
-  double semaphore = 0, queue = 0, port_or_load = 0, before_first = 0;
-  std::int64_t count = 0;
-  struct Key {
-    std::uint32_t location;
-    Engine engine;
-    Opcode opcode;
-    auto operator<=>(const Key&) const = default;
-  };
-  auto key_of = [&](InstructionId id) {
-    return Key{instructions[id].location, instructions[id].engine, instructions[id].opcode};
-  };
-  std::map<std::pair<Key, Key>, double> links;
-  std::map<Key, double> lines;
-  for (;;) {
-    ++count;
-    const Instruction& in = instructions[i];
-    const int e = static_cast<int>(in.engine);
-    const double duration = finish_[i] - start_[i];
-    busy[e] += duration;
-    if (in.opcode == Opcode::transpose) transpose_busy += duration;
-    lines[key_of(i)] += duration;
-    const InstructionId dep = binder_[i];
-    InstructionId previous = kNone;
-    if (e < kComputeEngines && engine_position_[i] > 0) previous = engine_order_[e][engine_position_[i] - 1];
-    const double ready = dep != kNone ? dep_ready_[i] : 0.0;
-    if (previous != kNone && finish_[previous] >= ready) {
-      port_or_load += start_[i] - finish_[previous];
-      i = previous;
-      continue;
-    }
-    if (dep == kNone) {
-      before_first += start_[i];
-      break;
-    }
-    const double sem = ready - finish_[dep];
-    const double other = start_[i] - ready;
-    semaphore += sem;
-    (in.engine == Engine::dma ? queue : port_or_load) += other;
-    if (instructions[dep].engine != in.engine) links[{key_of(i), key_of(dep)}] += duration + sem + other;
-    i = dep;
-  }
-  auto percent = [&](double ns) { return length > 0 ? 100.0 * ns / length : 0.0; };
-  auto describe = [&](const Key& k) {
-    return nlohmann::json{{"engine", engine_name(k.engine)},
-                          {"opcode", opcode_name(k.opcode)},
-                          {"source", location_text(program_, k.location)}};
-  };
-  out["length_s"] = length * 1e-9;
-  out["instructions"] = count;
-  static constexpr const char* kNames[] = {"tensor", "vector", "scalar", "gpsimd", "dma"};
-  for (int e = 0; e < kEngineCount; ++e) {
-    out["busy_percent"][kNames[e]] = percent(busy[e]);
-    out["busy_s"][kNames[e]] = busy[e] * 1e-9;
-  }
-  out["tensor_transpose_percent"] = percent(transpose_busy);
-  out["wait_percent"] = {{"semaphore", percent(semaphore)},
-                         {"dma_queue", percent(queue)},
-                         {"port_or_stationary_load", percent(port_or_load)},
-                         {"before_first", percent(before_first)}};
-  std::vector<std::pair<double, std::pair<Key, Key>>> ranked;
-  for (const auto& [k, v] : links) ranked.push_back({v, k});
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  nlohmann::json top = nlohmann::json::array();
-  for (std::size_t r = 0; r < ranked.size() && r < 5; ++r)
-    top.push_back({{"waiter", describe(ranked[r].second.first)},
-                   {"waits_on", describe(ranked[r].second.second)},
-                   {"percent", percent(ranked[r].first)}});
-  out["links"] = top;
-  std::vector<std::pair<double, Key>> hot;
-  for (const auto& [k, v] : lines) hot.push_back({v, k});
-  std::sort(hot.begin(), hot.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  nlohmann::json top_lines = nlohmann::json::array();
-  for (std::size_t r = 0; r < hot.size() && r < 5; ++r) {
-    nlohmann::json line = describe(hot[r].second);
-    line["percent"] = percent(hot[r].first);
-    top_lines.push_back(line);
-  }
-  out["lines"] = top_lines;
-  return out;
 }
 
 void Scheduler::fill(SimResult& result, const ValidationResult& validation) const {
@@ -750,7 +666,19 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   s["sbuf_usable_bytes_per_partition"] = t_.sbuf_bytes_per_partition;
   s["psum_peak_banks"] = validation.psum_peak_banks;
   s["psum_banks"] = t_.psum_banks;
-  s["critical_path"] = critical_path();
+  ScheduleRecord record;
+  record.timing = timing_;
+  record.edges = edges_;
+  record.edge_begin = edge_begin_;
+  record.semaphore_ns = semaphore_ns_;
+  for (int e = 0; e < kComputeEngines; ++e)
+    record.engine_order[static_cast<std::size_t>(e)] = engine_order_[e];
+  record.engine_position = engine_position_;
+  record.last = last_;
+  record.dma_fixed_ns = t_.dma_fixed_cost_s * 1e9;
+  for (int e = 0; e < kComputeEngines; ++e) record.startup_ns[e] = t_.access_startup_cycles * cycle_ns_[e];
+  result.critical_path = find_critical_path(program_, record);
+  s["critical_path"] = critical_path_json(result.critical_path, program_);
   result.summary = std::move(s);
 
   // Hot source lines.

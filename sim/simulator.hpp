@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/critical_path.hpp"
 #include "sim/program.hpp"
 #include "sim/target.hpp"
 
@@ -22,8 +23,9 @@ namespace autotune::sim {
 // through the model or through a built-in kernel (sim-1.2: folded HBM views,
 // element-wise unroll_factor folds rows, naive attention keeps scores in SBUF
 // where they fit; sim-1.3: trn2's DMA transposer; sim-1.4: the critical path in
-// the profile, which cached profiles must carry).
-constexpr std::string_view kSimulatorVersion = "sim-1.4";
+// the profile, which cached profiles must carry; sim-1.5: the path's waits on
+// buffer reuse and DMA fixed costs, and how it reached each step).
+constexpr std::string_view kSimulatorVersion = "sim-1.5";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage
@@ -84,6 +86,7 @@ struct SimResult {
   std::vector<TimelineEntry> timeline;  // program order; empty unless record_timeline
   std::vector<DmaSlice> dma_slices;     // empty unless record_timeline
   std::vector<HotLine> hot_lines;       // all source lines with instructions, hottest first
+  CriticalPath critical_path;           // also in summary["critical_path"]; timing-only mode too
 };
 
 // Functional mode needs `io` (its inputs; a UserError when missing or of the
@@ -93,7 +96,7 @@ SimResult simulate(const Program& program, const TargetSpec& target, const SimOp
                    HostIo* io = nullptr);
 
 // Human-readable profile: latency, MFU, engine active %, DMA figures, SBUF
-// peak and the hottest source lines.
+// peak, the hottest source lines and the critical path.
 std::string format_profile_text(const SimResult& result, std::size_t hot_lines = 5);
 
 // Chrome trace-event JSON (opens in ui.perfetto.dev): one track per engine and

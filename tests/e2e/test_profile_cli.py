@@ -62,6 +62,15 @@ def profile_json_and_trace():
         path = out["summary"]["critical_path"]
         shares = sum(path["busy_percent"].values()) + sum(path["wait_percent"].values())
         check(abs(shares - 100) < 1e-3, f"the critical path's shares add up to 100: {shares}")
+        waiting = sum(path["waiting_percent"].values())
+        check(abs(waiting - sum(path["wait_percent"].values())) < 1e-3, f"waits by engine add up: {waiting}")
+        reached = sum(path["reached_by_percent"].values())
+        check(abs(reached - 100) < 1e-3, f"the path by how it was reached adds up to 100: {reached}")
+        check(abs(path["length_s"] - out["summary"]["kernel_time"]) < 1e-12, "the path is the kernel time")
+        # The fully blocked GEMM is tensor-engine bound: its matmuls carry the path.
+        busiest = max(path["busy_percent"], key=path["busy_percent"].get)
+        check(busiest == "tensor" and path["busy_percent"]["tensor"] > 50, f"tensor carries the path: {path}")
+        check(all("gemm.hpp:" in line["source"] for line in path["lines"]), f"path lines name the kernel: {path}")
 
         with open(trace_path) as f:
             trace = json.load(f)
@@ -83,7 +92,9 @@ def profile_text():
     check("exp.hpp:" in text, "hot lines name the kernel source")
     check("verification    passed" in text, "verification figures printed")
     check("roofline bound" in text, "roofline bound printed")
-    check("critical path    busy:" in text, "the critical path printed")
+    for line in ("critical path    ", "  busy           dma ", "  waiting        ", "  waits by kind  ",
+                 "  reached by     ", "  top lines    "):
+        check(line in text, f"the critical path printed ({line.strip()!r}):\n{text}")
 
 
 def invalid_is_data():

@@ -403,36 +403,3 @@ TEST_CASE("a load that is ready early is not held behind an earlier-issued store
   CHECK(entry(r, load1).start_s < entry(r, store0).start_s);
   CHECK(r.summary["dma_compute_overlap_percent"].get<double>() > 0.0);
 }
-
-TEST_CASE("the critical path adds up to the makespan and names the engine that sets it") {
-  auto path_of = [](const SimResult& r) { return r.summary.at("critical_path"); };
-  auto total = [](const nlohmann::json& path) {
-    double sum = 0;
-    for (const auto& [k, v] : path.at("busy_percent").items()) sum += v.get<double>();
-    for (const auto& [k, v] : path.at("wait_percent").items()) sum += v.get<double>();
-    return sum;
-  };
-  // A DMA-bound stream at depth 1: loads and stores carry the path.
-  const auto dma_bound = timing(stream(8, 1, 2048));
-  const auto dma_path = path_of(dma_bound);
-  CHECK(total(dma_path) == doctest::Approx(100.0).epsilon(1e-6));
-  CHECK(dma_path["busy_percent"]["dma"].get<double>() > 50.0);
-  CHECK(dma_path["length_s"].get<double>() * 1e9 ==
-        doctest::Approx((dma_bound.total_time_s - trn1().launch_overhead_s) * 1e9).epsilon(1e-6));
-
-  // A long chain of scalar activations after one load: the scalar engine carries it,
-  // and its first instruction waits on the DMA (a link scalar -> dma).
-  ProgramBuilder b;
-  auto x = b.input("x", 128, 512);
-  auto t = b.sbuf("t", 128, 512);
-  auto u = b.sbuf("u", 128, 512, Dtype::fp32, 4096);
-  b.dma(b.all(t), b.all(x));
-  for (int i = 0; i < 40; ++i)
-    b.unary(Opcode::activation, Engine::scalar, b.all(i % 2 ? t : u), b.all(i % 2 ? u : t));
-  const auto chain = path_of(timing(b.program));
-  CHECK(total(chain) == doctest::Approx(100.0).epsilon(1e-6));
-  CHECK(chain["busy_percent"]["scalar"].get<double>() > chain["busy_percent"]["dma"].get<double>());
-  REQUIRE(!chain["links"].empty());
-  CHECK(chain["links"][0]["waiter"]["engine"] == "scalar");
-  CHECK(chain["links"][0]["waits_on"]["engine"] == "dma");
-}
