@@ -126,9 +126,9 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         idea.id = "structural:" + join(names, ",");
         idea.finding = finding.kind;
         idea.expected_gain = finding.expected_gain;
-        idea.rationale = finding.summary + " -> " + current.name + " has no parameter of role " +
-                         join(finding.roles, "/") + "; probe the variants that have one (" +
-                         join(names, ", ") + ")";
+        idea.rationale = finding.kind + ": " + finding.summary + " -> " + current.name +
+                         " has no parameter of role " + join(finding.roles, "/") +
+                         "; probe the variants that have one (" + join(names, ", ") + ")";
         consider(std::move(idea));
         continue;
       }
@@ -139,8 +139,9 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.id = finding.action + ":" + join(names, ",") + "@" + best.key();
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.summary + (vary ? " -> try every value of " : " -> raise ") +
-                       join(names, ", ") + " (role " + join(finding.roles, "/") +
+      idea.rationale = finding.kind + ": " + finding.summary +
+                       (vary ? " -> try every value of " : " -> raise ") + join(names, ", ") + " (role " +
+                       join(finding.roles, "/") +
                        (vary ? "), others fixed at the best's" : ") from the best's values, others fixed");
       consider(std::move(idea));
     } else if (finding.action == "structural") {
@@ -161,8 +162,9 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       idea.id = "structural:" + join(names, ",");
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.summary + " -> probe the structural variants not measured yet (" +
-                       join(names, ", ") + ") with the best's settings carried over";
+      idea.rationale = finding.kind + ": " + finding.summary +
+                       " -> probe the structural variants not measured yet (" + join(names, ", ") +
+                       ") with the best's settings carried over";
       consider(std::move(idea));
     } else if (finding.action != "stop") {
       considered.push_back(

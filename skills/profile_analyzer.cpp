@@ -16,9 +16,9 @@ std::optional<double> number(const Json& object, const std::string& key) {
   return it->get<double>();
 }
 
-std::string format(const char* pattern, double a, double b = 0, double c = 0) {
+std::string format(const char* pattern, double a, double b = 0, double c = 0, double d = 0) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, pattern, a, b, c);
+  std::snprintf(buffer, sizeof buffer, pattern, a, b, c, d);
   return buffer;
 }
 
@@ -246,75 +246,160 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
            0.5 * (1.0 - 1.0 / analysis.headroom)});
     }
 
-    // The critical path (sim/simulator.cpp): which engine's chain sets the
-    // latency, and what it waits on. An engine other than the tensor engine
-    // carrying the path, or transposes on the tensor engine, is work that
-    // other engines or the DMA queues could take: vary the parameters that
-    // place work (role placement). Waits for DMA queues mean more bytes or
-    // more transfers than the queues carry: reuse loads longer (block) and
-    // move larger pieces (tile). Semaphore latency on the path is hidden by
-    // more steps in flight (pipeline depth).
+    // The critical path (sim/critical_path.hpp): the chain of instructions
+    // that sets the kernel time, cut into busy time per engine and waits by
+    // kind, and by how the path reached each step (engine order, a data
+    // dependency, the reuse of a buffer). Its shares are of the kernel time.
     if (profile.contains("critical_path") && profile["critical_path"].contains("busy_percent")) {
       const Json& path = profile["critical_path"];
       const Json& busy = path["busy_percent"];
-      const Json& waits = path["wait_percent"];
+      const Json empty = Json::object();
+      const Json& waits = path.contains("wait_percent") ? path["wait_percent"] : empty;
+      const Json& reached = path.contains("reached_by_percent") ? path["reached_by_percent"] : empty;
+      auto share = [](const Json& object, const char* key) { return number(object, key).value_or(0); };
       std::string top_engine;
       double top_share = 0;
       for (const char* engine : kComputeEngines)
-        if (const auto share = number(busy, engine); share && *share > top_share)
-          top_share = *share, top_engine = engine;
-      const double transposes = number(path, "tensor_transpose_percent").value_or(0);
-      std::string link_text;
-      if (path.contains("links") && path["links"].is_array() && !path["links"].empty()) {
-        const Json& link = path["links"][0];
-        auto side = [](const Json& s) {
-          return s.value("engine", "") + " " + s.value("opcode", "") + " at " + s.value("source", "");
-        };
-        link_text = side(link["waiter"]) + " waits on " + side(link["waits_on"]) + " " +
-                    format("(%.0f%% of the path)", link.value("percent", 0.0));
-      }
-      Json path_evidence = {{"busy_percent", busy},
-                            {"wait_percent", waits},
-                            {"tensor_transpose_percent", transposes},
-                            {"top_link", link_text}};
+        if (share(busy, engine) > top_share) top_share = share(busy, engine), top_engine = engine;
+      const double tensor_share = share(busy, "tensor");
+      const double transposes = share(path, "tensor_transpose_percent");
+      const double dma_busy = share(busy, "dma"), dma_fixed = share(waits, "dma_fixed");
+      const double dma_queue = share(waits, "dma_queue");
+      const double semaphores = share(waits, "semaphore") + share(waits, "buffer");
+      const double startup = share(path, "startup_percent");
+      const double via_buffer = share(reached, "buffer");
+      // The heaviest link, or the heaviest of one kind, in words.
+      auto link_text = [&](const char* kind) -> std::string {
+        if (!path.contains("links") || !path["links"].is_array()) return "";
+        for (const Json& link : path["links"]) {
+          if (kind != nullptr && link.value("kind", "") != kind) continue;
+          auto side = [](const Json& s) {
+            return s.value("engine", "") + " " + s.value("opcode", "") + " at " + s.value("source", "");
+          };
+          return side(link["waiter"]) + " waits on " + side(link["waits_on"]) + " (" +
+                 link.value("kind", "") + format("): %.0f%% of the path", link.value("percent", 0.0));
+        }
+        return "";
+      };
+      const std::string top_link = link_text(nullptr);
+      auto with_link = [](std::string text, const std::string& link) {
+        return link.empty() ? text : text + "; " + link;
+      };
+      auto rounded = [](double percent) { return std::round(percent * 10) / 10; };
+      Json path_evidence = Json::object();
+      for (const char* engine : {"tensor", "vector", "scalar", "gpsimd", "dma"})
+        path_evidence[std::string(engine) + "_busy_percent"] = rounded(share(busy, engine));
+      for (const auto& [kind, value] : waits.items())
+        if (value.is_number()) path_evidence["wait_" + kind + "_percent"] = rounded(value.get<double>());
+      if (path.contains("reached_by_percent")) path_evidence["via_buffer_percent"] = rounded(via_buffer);
+      path_evidence["tensor_transpose_percent"] = rounded(transposes);
+      if (!top_link.empty()) path_evidence["top_link"] = top_link;
       evidence["critical_path"] = path_evidence;
-      const double tensor_share = number(busy, "tensor").value_or(0);
-      if (!top_engine.empty() && top_engine != "tensor" && top_share >= t.critical_path_engine_percent) {
-        Json e = path_evidence;
-        e["engine"] = top_engine;
+
+      // An engine other than the tensor engine carries the path (more than
+      // any other engine, the DMA's transfers included), or the tensor engine
+      // does with transposes, which other engines or transposing DMAs could
+      // make: vary the parameters that place work (role placement). What
+      // could move is the engine's share above the tensor engine's (the FLOPs
+      // stay there), or the transposes.
+      if (!top_engine.empty() && top_engine != "tensor" && top_share >= t.critical_path_engine_percent &&
+          top_share >= dma_busy + dma_fixed) {
         add({"critical_path_engine",
-             "the " + top_engine + " engine is busy " + format("%.0f%% of the critical path", top_share) +
-                 (link_text.empty() ? "" : "; " + link_text),
-             e,
+             with_link(
+                 "the " + top_engine + " engine is busy " +
+                     format("%.0f%% of the critical path (tensor engine %.0f%%)", top_share, tensor_share),
+                 top_link),
+             {{"engine", top_engine},
+              {"engine_busy_percent", rounded(top_share)},
+              {"tensor_busy_percent", rounded(tensor_share)},
+              {"movable_percent", rounded(top_share - tensor_share)},
+              {"top_link", top_link}},
              "vary",
              {kRolePlacement},
              0.5 * std::max(0.0, top_share - tensor_share) / 100.0});
       } else if (top_engine == "tensor" && transposes >= t.critical_path_transpose_percent) {
-        add({"critical_path_transposes",
-             format("tensor-engine transposes are %.0f%% of the critical path", transposes) +
-                 (link_text.empty() ? "" : "; " + link_text),
-             path_evidence,
+        add({"critical_path_engine",
+             with_link(format("the tensor engine is busy %.0f%% of the critical path, %.0f%% in transposes",
+                              top_share, transposes),
+                       top_link),
+             {{"engine", "tensor"},
+              {"engine_busy_percent", rounded(top_share)},
+              {"tensor_transpose_percent", rounded(transposes)},
+              {"movable_percent", rounded(transposes)},
+              {"top_link", top_link}},
              "vary",
              {kRolePlacement},
              0.5 * transposes / 100.0});
       }
-      const double queue_wait = number(waits, "dma_queue").value_or(0);
-      if (queue_wait >= t.critical_path_queue_percent)
-        add({"critical_path_dma_queues",
-             format("the critical path waits %.0f%% of its length for a free DMA queue", queue_wait),
-             path_evidence,
-             "raise",
-             {kRoleBlock, kRoleTile},
-             0.5 * queue_wait / 100.0});
-      const double semaphores = number(waits, "semaphore").value_or(0);
-      if (semaphores >= t.critical_path_semaphore_percent)
-        add({"critical_path_semaphores",
-             format("cross-engine semaphores are %.0f%% of the critical path", semaphores) +
-                 (link_text.empty() ? "" : "; " + link_text),
-             path_evidence,
+
+      // The path runs through the reuse of buffers: a rotating buffer's next
+      // writer waits for its last reader, so work that could overlap is
+      // serialised. More rotating buffers let the steps reached that way run
+      // beside the rest: at most the smaller of the two overlaps.
+      if (via_buffer >= t.critical_path_buffer_percent) {
+        const std::string link = link_text("buffer");
+        add({"critical_path_buffer_waits",
+             with_link(format("%.0f%% of the critical path is reached through the reuse of a buffer (a write "
+                              "waiting for the last use of its address)",
+                              via_buffer),
+                       link),
+             {{"via_buffer_percent", rounded(via_buffer)},
+              {"wait_buffer_percent", rounded(share(waits, "buffer"))},
+              {"top_buffer_link", link}},
              "raise",
              {kRolePipelineDepth},
-             0.5 * semaphores / 100.0});
+             0.5 * std::min(via_buffer, 100.0 - via_buffer) / 100.0});
+      }
+
+      // The path runs through DMA transfers (their data and fixed cost):
+      // more transfers in flight overlap them with the rest of the path, and
+      // larger ones pay the fixed cost less often.
+      const double dma_share = dma_busy + dma_fixed;
+      if (dma_share >= t.critical_path_dma_percent) {
+        const double overlappable = std::min(dma_share, std::max(0.0, 100.0 - dma_share - dma_queue));
+        add({"critical_path_dma_waits",
+             with_link(format("DMA transfers are %.0f%% of the critical path (%.0f%% of it their fixed cost)",
+                              dma_share, dma_fixed),
+                       top_link),
+             {{"dma_busy_percent", rounded(dma_busy)},
+              {"wait_dma_fixed_percent", rounded(dma_fixed)},
+              {"wait_dma_queue_percent", rounded(dma_queue)},
+              {"top_link", top_link}},
+             "raise",
+             {kRolePipelineDepth, kRoleTile},
+             0.5 * std::max(overlappable, dma_fixed) / 100.0});
+      }
+
+      // Waits for a free DMA queue: more bytes or more transfers than the
+      // queues carry; reuse loads longer (block) and move larger pieces (tile).
+      if (dma_queue >= t.critical_path_queue_percent)
+        add({"critical_path_dma_queues",
+             format("the critical path waits %.0f%% of its length for a free DMA queue", dma_queue),
+             {{"wait_dma_queue_percent", rounded(dma_queue)}, {"dma_busy_percent", rounded(dma_busy)}},
+             "raise",
+             {kRoleBlock, kRoleTile},
+             0.5 * dma_queue / 100.0});
+
+      // Costs paid per instruction or per hand-off rather than per element:
+      // cross-engine semaphores, transfers' fixed costs, compute
+      // instructions' access start-up. Fewer, larger instructions pay them
+      // less often.
+      const double fixed_costs = semaphores + dma_fixed + startup;
+      if (fixed_costs >= t.critical_path_fixed_cost_percent)
+        add({"critical_path_fixed_costs",
+             with_link(
+                 format("fixed costs are %.0f%% of the critical path (semaphores %.0f%%, DMA fixed cost "
+                        "%.0f%%, instruction start-up %.0f%%)",
+                        fixed_costs, semaphores, dma_fixed, startup),
+                 top_link),
+             {{"fixed_cost_percent", rounded(fixed_costs)},
+              {"semaphore_percent", rounded(semaphores)},
+              {"wait_dma_fixed_percent", rounded(dma_fixed)},
+              {"startup_percent", rounded(startup)},
+              {"top_link", top_link}},
+             "raise",
+             {kRoleTile, kRoleUnroll},
+             0.5 * fixed_costs / 100.0});
     }
 
     const auto sbuf_peak = number(profile, "sbuf_peak_bytes_per_partition");

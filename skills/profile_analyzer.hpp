@@ -22,10 +22,13 @@ struct AnalyzerThresholds {
   double sbuf_pressure_fraction = 0.85;             // peak SBUF / usable above this: little room to grow
   double fixed_overhead_factor = 1.25;              // latency within this factor of the launch floor: stop
   double min_expected_gain = 0.02;                  // findings promising less are reported but not acted on
-  double critical_path_engine_percent = 30;     // a non-tensor engine busy this share of the critical path
-  double critical_path_transpose_percent = 15;  // tensor-engine transposes this share of the path
-  double critical_path_queue_percent = 15;      // waits for a free DMA queue this share of the path
-  double critical_path_semaphore_percent = 20;  // cross-engine semaphore latency this share of the path
+  // Shares of the schedule's critical path (percent of the kernel time):
+  double critical_path_engine_percent = 30;      // a non-tensor engine busy this much, more than any other
+  double critical_path_transpose_percent = 15;   // tensor-engine transposes
+  double critical_path_buffer_percent = 25;      // reached through the reuse of a buffer (WAR/WAW)
+  double critical_path_dma_percent = 30;         // DMA transfers (data and fixed cost)
+  double critical_path_queue_percent = 15;       // waits for a free DMA queue
+  double critical_path_fixed_cost_percent = 25;  // semaphores, DMA fixed costs, instruction start-up
 };
 
 class ProfileAnalyzer : public AnalyzerSkill {

@@ -317,7 +317,8 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
     if (f.contains("evidence") && !f["evidence"].is_object())
       return fail_with(error, at + ".evidence must be an object"), std::nullopt;
     if (f.contains("action") && (!f["action"].is_string() || !kActions.count(f["action"].get<std::string>())))
-      return fail_with(error, at + ".action must be one of raise, structural, stop, none"), std::nullopt;
+      return fail_with(error, at + ".action must be one of raise, vary, structural, stop, none"),
+             std::nullopt;
     if (f.contains("roles") &&
         (!f["roles"].is_array() ||
          !std::all_of(f["roles"].begin(), f["roles"].end(), [](const Json& r) { return r.is_string(); })))
@@ -351,7 +352,7 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
     idea.id = in["id"];
     if (!ids.insert(idea.id).second) return bad("id '" + idea.id + "' is used twice");
     idea.kind = in.value("kind", "explore");
-    if (!kKinds.count(idea.kind)) return bad("\"kind\" must be one of raise, structural, explore");
+    if (!kKinds.count(idea.kind)) return bad("\"kind\" must be one of raise, vary, structural, explore");
     if (!in.contains("variant") || !in["variant"].is_string()) return bad("\"variant\" must be a string");
     idea.variant = in["variant"];
     const VariantSpace* variant = request.catalog->find(idea.variant);

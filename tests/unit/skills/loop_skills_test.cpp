@@ -442,60 +442,222 @@ TEST_CASE("explorer: probes measured before are skipped, probes the budget cuts 
   CHECK(measured[1] == request.probes[2].key());
 }
 
-TEST_CASE("analyzer: a critical path carried by a non-tensor engine asks to vary the placement parameters") {
-  ProfileAnalyzer analyzer;
+namespace {
+
+// A profile whose critical path (sim/critical_path.hpp's JSON) is `path`;
+// engines mostly idle, so only the path speaks.
+AnalysisRequest path_request(const nlohmann::json& path) {
   AnalysisRequest request;
   request.metrics = {{"latency_s", 1e-3}, {"roofline_bound_s", 2e-4}};
-  nlohmann::json path = {
-      {"busy_percent", {{"tensor", 10}, {"vector", 15}, {"scalar", 55}, {"gpsimd", 5}, {"dma", 2}}},
-      {"wait_percent",
-       {{"semaphore", 8}, {"dma_queue", 5}, {"port_or_stationary_load", 0}, {"before_first", 0}}},
-      {"tensor_transpose_percent", 0},
-      {"links",
-       {{{"waiter", {{"engine", "scalar"}, {"opcode", "activation"}, {"source", "k.hpp:10"}}},
-         {"waits_on", {{"engine", "vector"}, {"opcode", "tensor_scalar"}, {"source", "k.hpp:8"}}},
-         {"percent", 38}}}}};
   request.profile = {{"total_time", 1e-3},
+                     {"kernel_time", 1e-3},
                      {"tensor_engine_active_time_percent", 20},
                      {"vector_engine_active_time_percent", 40},
                      {"scalar_engine_active_time_percent", 60},
                      {"dma_active_time_percent", 10},
                      {"critical_path", path}};
-  auto findings = analyzer.analyze(request).result.findings;
-  auto it = std::find_if(findings.begin(), findings.end(),
-                         [](const Finding& f) { return f.kind == "critical_path_engine"; });
-  REQUIRE(it != findings.end());
-  CHECK(it->action == "vary");
-  CHECK(it->roles == std::vector<std::string>{kRolePlacement});
-  CHECK(it->summary.find("scalar") != std::string::npos);
-  CHECK(it->summary.find("k.hpp:8") != std::string::npos);  // names the link
-  CHECK(it->expected_gain == doctest::Approx(0.5 * 0.45));
+  return request;
+}
+
+nlohmann::json path_of(nlohmann::json busy, nlohmann::json waits, nlohmann::json reached_by) {
+  nlohmann::json path = {
+      {"busy_percent", busy},          {"wait_percent", waits}, {"reached_by_percent", reached_by},
+      {"tensor_transpose_percent", 0}, {"startup_percent", 0},  {"links", nlohmann::json::array()}};
+  return path;
+}
+
+nlohmann::json link(const std::string& waiter, const std::string& waits_on, const std::string& kind,
+                    double percent) {
+  auto side = [](const std::string& engine_opcode_source) {
+    const auto first = engine_opcode_source.find(' '), second = engine_opcode_source.rfind(' ');
+    return nlohmann::json{{"engine", engine_opcode_source.substr(0, first)},
+                          {"opcode", engine_opcode_source.substr(first + 1, second - first - 1)},
+                          {"source", engine_opcode_source.substr(second + 1)}};
+  };
+  return {{"waiter", side(waiter)}, {"waits_on", side(waits_on)}, {"kind", kind}, {"percent", percent}};
+}
+
+const nlohmann::json kNoWaits = {{"semaphore", 0}, {"buffer", 0}, {"dma_fixed", 0},
+                                 {"dma_queue", 0}, {"port", 0},   {"stationary_load", 0}};
+const nlohmann::json kInOrder = {{"start", 0}, {"engine_order", 100}, {"data", 0}, {"buffer", 0}};
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& kind) {
+  for (const auto& f : findings)
+    if (f.kind == kind) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("analyzer: a critical path carried by a non-tensor engine asks to vary the placement parameters") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json waits = kNoWaits;
+  waits["semaphore"] = 8;
+  waits["dma_queue"] = 5;
+  nlohmann::json path =
+      path_of({{"tensor", 10}, {"vector", 15}, {"scalar", 55}, {"gpsimd", 5}, {"dma", 2}}, waits, kInOrder);
+  path["links"] = {link("scalar activation k.hpp:10", "vector tensor_scalar k.hpp:8", "data", 38)};
+  auto findings = analyzer.analyze(path_request(path)).result.findings;
+  const Finding* engine = find(findings, "critical_path_engine");
+  REQUIRE(engine != nullptr);
+  CHECK(engine->action == "vary");
+  CHECK(engine->roles == std::vector<std::string>{kRolePlacement});
+  CHECK(engine->summary.find("scalar engine is busy 55%") != std::string::npos);
+  // The evidence names the link in words.
+  CHECK(engine->summary.find(
+            "scalar activation at k.hpp:10 waits on vector tensor_scalar at k.hpp:8 (data): 38% "
+            "of the path") != std::string::npos);
+  CHECK(engine->evidence.at("engine") == "scalar");
+  CHECK(engine->evidence.at("engine_busy_percent").get<double>() == doctest::Approx(55));
+  // What could move: the share above the tensor engine's.
+  CHECK(engine->expected_gain == doctest::Approx(0.5 * 0.45));
 
   // Carried by the tensor engine's matmuls: nothing to move.
   path["busy_percent"] = {{"tensor", 80}, {"vector", 5}, {"scalar", 5}, {"gpsimd", 0}, {"dma", 2}};
-  request.profile["critical_path"] = path;
-  findings = analyzer.analyze(request).result.findings;
+  findings = analyzer.analyze(path_request(path)).result.findings;
   CHECK(std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.action == "vary"; }));
+
+  // Carried by the tensor engine with transposes that other engines or DMAs could make.
+  path["tensor_transpose_percent"] = 30;
+  findings = analyzer.analyze(path_request(path)).result.findings;
+  engine = find(findings, "critical_path_engine");
+  REQUIRE(engine != nullptr);
+  CHECK(engine->action == "vary");
+  CHECK(engine->evidence.at("engine") == "tensor");
+  CHECK(engine->expected_gain == doctest::Approx(0.5 * 0.30));
+
+  // The DMA's transfers carry more of the path than the scalar engine: moving
+  // work between engines is not what it needs.
+  path =
+      path_of({{"tensor", 5}, {"vector", 5}, {"scalar", 35}, {"gpsimd", 0}, {"dma", 40}}, kNoWaits, kInOrder);
+  findings = analyzer.analyze(path_request(path)).result.findings;
+  CHECK(find(findings, "critical_path_engine") == nullptr);
+}
+
+TEST_CASE("analyzer: a path through buffer reuse asks for more rotating buffers") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json waits = kNoWaits;
+  waits["buffer"] = 3;
+  waits["dma_fixed"] = 4;
+  nlohmann::json path = path_of({{"tensor", 5}, {"vector", 40}, {"scalar", 30}, {"gpsimd", 0}, {"dma", 18}},
+                                waits, {{"start", 1}, {"engine_order", 39}, {"data", 20}, {"buffer", 40}});
+  path["links"] = {link("vector tensor_copy k.hpp:20", "scalar activation k.hpp:12", "data", 25),
+                   link("scalar activation k.hpp:12", "vector tensor_copy k.hpp:20", "buffer", 20)};
+  const auto findings = analyzer.analyze(path_request(path)).result.findings;
+  const Finding* buffers = find(findings, "critical_path_buffer_waits");
+  REQUIRE(buffers != nullptr);
+  CHECK(buffers->action == "raise");
+  CHECK(buffers->roles == std::vector<std::string>{kRolePipelineDepth});
+  // At most the smaller of the two sides overlaps: half of min(40, 60).
+  CHECK(buffers->expected_gain == doctest::Approx(0.5 * 0.40));
+  // The evidence is the buffer link, not the heavier data link.
+  CHECK(buffers->summary.find("(buffer): 20% of the path") != std::string::npos);
+  CHECK(buffers->evidence.at("via_buffer_percent").get<double>() == doctest::Approx(40));
+
+  // Little of the path through reused buffers: no finding.
+  path["reached_by_percent"] = {{"start", 1}, {"engine_order", 69}, {"data", 20}, {"buffer", 10}};
+  CHECK(find(analyzer.analyze(path_request(path)).result.findings, "critical_path_buffer_waits") == nullptr);
+}
+
+TEST_CASE(
+    "analyzer: a path through DMA transfers and fixed costs asks for deeper pipelines and larger pieces") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json waits = kNoWaits;
+  waits["dma_fixed"] = 20;
+  waits["semaphore"] = 6;
+  nlohmann::json path =
+      path_of({{"tensor", 10}, {"vector", 10}, {"scalar", 4}, {"gpsimd", 0}, {"dma", 50}}, waits, kInOrder);
+  path["startup_percent"] = 4;
+  auto findings = analyzer.analyze(path_request(path)).result.findings;
+  const Finding* dma = find(findings, "critical_path_dma_waits");
+  REQUIRE(dma != nullptr);
+  CHECK(dma->action == "raise");
+  CHECK(dma->roles == std::vector<std::string>{kRolePipelineDepth, kRoleTile});
+  // Transfers 70% of the path, the rest 30%: at most 30% overlaps.
+  CHECK(dma->expected_gain == doctest::Approx(0.5 * 0.30));
+  // Semaphores 6 + DMA fixed 20 + start-up 4 = 30% of the path: fewer, larger instructions.
+  const Finding* fixed = find(findings, "critical_path_fixed_costs");
+  REQUIRE(fixed != nullptr);
+  CHECK(fixed->action == "raise");
+  CHECK(fixed->roles == std::vector<std::string>{kRoleTile, kRoleUnroll});
+  CHECK(fixed->expected_gain == doctest::Approx(0.5 * 0.30));
+  CHECK(fixed->evidence.at("fixed_cost_percent").get<double>() == doctest::Approx(30));
+  // Strongest first: the findings are ranked by expected gain.
+  for (std::size_t i = 1; i < findings.size(); ++i)
+    if (findings[i].action != "stop" && findings[i - 1].action != "stop")
+      CHECK(findings[i - 1].expected_gain >= findings[i].expected_gain);
+
+  // A path of compute alone: neither.
+  path =
+      path_of({{"tensor", 90}, {"vector", 5}, {"scalar", 0}, {"gpsimd", 0}, {"dma", 2}}, kNoWaits, kInOrder);
+  findings = analyzer.analyze(path_request(path)).result.findings;
+  CHECK(find(findings, "critical_path_dma_waits") == nullptr);
+  CHECK(find(findings, "critical_path_fixed_costs") == nullptr);
+}
+
+TEST_CASE("analyzer: the critical path's findings come beside the others, which still fire") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json path = path_of({{"tensor", 10}, {"vector", 15}, {"scalar", 55}, {"gpsimd", 5}, {"dma", 2}},
+                                kNoWaits, kInOrder);
+  AnalysisRequest request = path_request(path);
+  request.profile["dma_active_time_percent"] = 60;
+  request.profile["compute_active_time_percent"] = 60;
+  request.profile["dma_compute_overlap_percent"] = 2;
+  const auto result = analyzer.analyze(request);
+  CHECK(find(result.result.findings, "dma_bound_no_overlap") != nullptr);
+  CHECK(find(result.result.findings, "critical_path_engine") != nullptr);
+  // The analysis' evidence carries the path's figures, flat and readable.
+  const auto& evidence = result.decision.evidence.at("critical_path");
+  CHECK(evidence.at("scalar_busy_percent").get<double>() == doctest::Approx(55));
+  CHECK(evidence.contains("wait_semaphore_percent"));
 }
 
 TEST_CASE(
     "generator: a vary finding tries every value of the role's parameters, else probes variants having one") {
   VariantCatalog catalog = catalog_of({"fast", "slow"});
+  catalog.variants[0].roles["b"] = kRolePlacement;
   catalog.variants[0].roles["c"] = kRolePlacement;
   KernelGenerator generator;
   GenerationRequest request = request_for(catalog);
-  request.analysis.findings.push_back({"critical_path_engine", "", {}, "vary", {kRolePlacement}, 0.3});
-  const auto idea = generator.generate(request).result.ideas.front();
+  request.analysis.findings.push_back(
+      {"critical_path_engine",
+       "the scalar engine is busy 55% of the critical path; scalar activation at "
+       "k.hpp:10 waits on vector tensor_scalar at k.hpp:8 (data): 38% of the path",
+       {},
+       "vary",
+       {kRolePlacement},
+       0.3});
+  const auto generation = generator.generate(request);
+  const auto idea = generation.result.ideas.front();
   CHECK(idea.kind == "vary");
+  CHECK(idea.finding == "critical_path_engine");
+  REQUIRE(idea.region.count("b"));
   REQUIRE(idea.region.count("c"));
-  CHECK(idea.region.at("c").size() == 3);  // every value, the best's included
-  CHECK(idea.region.at("a").size() == 1);
+  CHECK(idea.region.at("b").size() == 3);  // every value, the best's included, below it too
+  CHECK(idea.region.at("c").size() == 3);
+  CHECK(idea.region.at("a") == std::vector<search::ParamValue>{std::int64_t(64)});  // the rest fixed
+  // The rationale names the finding and its critical-path evidence.
+  CHECK(idea.rationale.find("critical_path_engine: the scalar engine is busy 55%") != std::string::npos);
+  CHECK(idea.rationale.find("waits on vector tensor_scalar at k.hpp:8") != std::string::npos);
+  CHECK(idea.rationale.find("role placement") != std::string::npos);
+  CHECK(generation.decision.rationale == idea.rationale);
 
   // The best's variant has no placement parameter: the variants that do are probed.
   request.best = {"slow", {{"a", 64}, {"b", 2}, {"c", 1}}};
   request.measured_variants = {"slow"};
   const auto structural = generator.generate(request).result.ideas.front();
   CHECK(structural.kind == "structural");
+  CHECK(structural.finding == "critical_path_engine");
   REQUIRE(structural.probes.size() == 1);
   CHECK(structural.probes[0].variant == "fast");
+  CHECK(structural.probes[0].params.at("b") == 2);  // the best's parameters carried over
+  CHECK(structural.rationale.find("has no parameter of role placement") != std::string::npos);
+
+  // No variant has one: no placement idea at all, and the generator says why.
+  catalog.variants[0].roles["b"] = kRolePipelineDepth;
+  catalog.variants[0].roles["c"] = kRoleUnroll;
+  const auto none = generator.generate(request);
+  CHECK(std::none_of(none.result.ideas.begin(), none.result.ideas.end(),
+                     [](const Idea& i) { return i.finding == "critical_path_engine"; }));
+  CHECK(none.decision.alternatives.dump().find("no parameter of role placement") != std::string::npos);
 }

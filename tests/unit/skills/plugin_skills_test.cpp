@@ -114,7 +114,7 @@ TEST_CASE("an analysis from a plugin keeps the base's keys it leaves out and is 
   CHECK(merged->findings[0].kind == "x");
 
   CHECK_FALSE(analysis_from_plugin({{"findings", {{{"kind", "x"}, {"action", "jump"}}}}}, base, &error));
-  CHECK(error == "findings[0].action must be one of raise, structural, stop, none");
+  CHECK(error == "findings[0].action must be one of raise, vary, structural, stop, none");
   CHECK_FALSE(analysis_from_plugin({{"findings", {{{"kind", 3}}}}}, base, &error));
   CHECK(error == "findings[0].kind must be a non-empty string");
   CHECK_FALSE(analysis_from_plugin({{"findings", "many"}}, base, &error));
@@ -156,7 +156,7 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
       "ideas[0]: probe a{depth=2,tile=128} violates the variant's constraints");
   CHECK(rejected({{"variant", "a"}}) == "ideas[0]: \"id\" must be a non-empty string");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"kind", "magic"}}) ==
-        "ideas[0]: \"kind\" must be one of raise, structural, explore");
+        "ideas[0]: \"kind\" must be one of raise, vary, structural, explore");
 }
 
 TEST_CASE("a plan from a plugin may change the strategy and lower the budget, nothing else") {
