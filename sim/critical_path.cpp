@@ -141,14 +141,14 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
     DependencyKind kind = DependencyKind::data;
     double ready = 0;
     for (std::uint32_t k = record.edge_begin[i]; k < record.edge_begin[i + 1]; ++k) {
-      const DependencyEdge& edge = record.edges[k];
-      const InstructionTiming& producer = record.timing[edge.from];
+      const Dependency edge = record.edges[k];
+      const InstructionTiming& producer = record.timing[edge.from()];
       const double t =
           dependency_ready_time(producer.finish, engine_of(producer.site), engine, record.semaphore_ns);
       if (dependency == kNoInstruction || t > ready ||
-          (t == ready && edge.kind == DependencyKind::data && kind == DependencyKind::buffer)) {
-        dependency = edge.from;
-        kind = edge.kind;
+          (t == ready && edge.kind() == DependencyKind::data && kind == DependencyKind::buffer)) {
+        dependency = edge.from();
+        kind = edge.kind();
         ready = t;
       }
     }

@@ -32,11 +32,22 @@ enum class DependencyKind : std::uint8_t {
 };
 std::string_view dependency_kind_name(DependencyKind kind);
 
-// One dependency: `to` may start only after `from` has finished.
-struct DependencyEdge {
-  InstructionId from, to;
-  bool stationary;  // on a matmul's stationary operand
-  DependencyKind kind;
+// One dependency of an instruction, in one word: the instruction it waits
+// for, its kind, and whether it is on a matmul's stationary operand.
+class Dependency {
+ public:
+  Dependency() = default;
+  Dependency(InstructionId from, DependencyKind kind, bool stationary)
+      : bits_(from | (kind == DependencyKind::buffer ? kBuffer : 0u) | (stationary ? kStationary : 0u)) {}
+  InstructionId from() const { return bits_ & ~(kBuffer | kStationary); }
+  DependencyKind kind() const { return bits_ & kBuffer ? DependencyKind::buffer : DependencyKind::data; }
+  bool stationary() const { return (bits_ & kStationary) != 0; }
+  void set_kind(DependencyKind kind) { *this = Dependency(from(), kind, stationary()); }
+  static constexpr InstructionId kMaxInstructions = 1u << 30;
+
+ private:
+  static constexpr std::uint32_t kBuffer = 1u << 31, kStationary = 1u << 30;
+  std::uint32_t bits_ = 0;
 };
 
 // How the path reached an instruction: what bound its start.
@@ -131,7 +142,7 @@ struct ScheduleRecord {
   std::span<const InstructionTiming> timing;
   // Every instruction's dependencies, grouped by the waiting instruction:
   // those of instruction i are edges[edge_begin[i] .. edge_begin[i + 1]).
-  std::span<const DependencyEdge> edges;
+  std::span<const Dependency> edges;
   std::span<const std::uint32_t> edge_begin;
   // Each compute engine's instructions in program order, and each
   // instruction's position in its engine's list (DMA transfers are not

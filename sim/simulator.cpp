@@ -152,7 +152,6 @@ class Scheduler {
     timing_.assign(n, InstructionTiming{});
     dep_ready_.assign(n, 0.0);
     stationary_ready_.assign(n, 0.0);
-    AUTOTUNE_CHECK(n < (std::size_t(1) << 31), "a program of 2^31 instructions or more");
     std::vector<std::uint32_t>& engine_position = engine_position_;
     engine_position.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -259,7 +258,7 @@ class Scheduler {
   // dependencies are edges_[edge_begin_[i] .. edge_begin_[i + 1]).
   std::vector<std::uint32_t> successor_begin_;
   std::vector<Edge> successors_;
-  std::vector<DependencyEdge> edges_;
+  std::vector<Dependency> edges_;
   std::vector<std::uint32_t> edge_begin_;
   // Per instruction: when it ran and its site (with the dependencies and the
   // engine order, what the critical path walks back through), when its
@@ -454,7 +453,8 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
 void Scheduler::derive_dependencies() {
   const auto& instructions = program_.instructions();
   const std::size_t n = instructions.size();
-  std::vector<DependencyEdge>& edges = edges_;
+  AUTOTUNE_CHECK(n < Dependency::kMaxInstructions, "a program of 2^30 instructions or more");
+  std::vector<Dependency>& edges = edges_;
   edges.clear();
   edges.reserve(n * 3);
   edge_begin_.resize(n + 1);
@@ -482,11 +482,11 @@ void Scheduler::derive_dependencies() {
         // buckets); a predecessor both read and overwritten is a data dependency.
         for (int k = 0; k < seen_count; ++k)
           if (seen[k].from == from && !stationary) {
-            if (kind == DependencyKind::data) edges[seen[k].edge].kind = kind;
+            if (kind == DependencyKind::data) edges[seen[k].edge].set_kind(kind);
             return;
           }
         if (seen_count < 8) seen[seen_count++] = {from, static_cast<std::uint32_t>(edges.size())};
-        edges.push_back({from, static_cast<InstructionId>(i), stationary, kind});
+        edges.emplace_back(from, kind, stationary);
       });
     }
     for (int a = 0; a < accesses.count; ++a)
@@ -497,13 +497,14 @@ void Scheduler::derive_dependencies() {
   AUTOTUNE_CHECK(edges.size() < UINT32_MAX, "more dependencies than 32 bits count");
   edge_begin_[n] = static_cast<std::uint32_t>(edges.size());
   successor_begin_.assign(n + 1, 0);
-  for (const DependencyEdge& e : edges) ++successor_begin_[e.from + 1];
+  for (const Dependency& e : edges) ++successor_begin_[e.from() + 1];
   for (std::size_t i = 0; i < n; ++i) successor_begin_[i + 1] += successor_begin_[i];
   successors_.resize(edges.size());
   std::vector<std::uint32_t> fill = successor_begin_;
-  for (const DependencyEdge& e : edges) {
-    successors_[fill[e.from]++] = Edge{e.to, e.stationary};
-    ++remaining_[e.to];
+  for (std::size_t i = 0; i < n; ++i) {
+    remaining_[i] = edge_begin_[i + 1] - edge_begin_[i];
+    for (std::uint32_t k = edge_begin_[i]; k < edge_begin_[i + 1]; ++k)
+      successors_[fill[edges[k].from()]++] = Edge{static_cast<InstructionId>(i), edges[k].stationary()};
   }
 }
 
