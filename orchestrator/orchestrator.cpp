@@ -423,8 +423,9 @@ RunSummary Orchestrator::run() {
           continue;
         }
       }
-      request.strategy = goal.strategy;
-      request.strategy_options = goal.strategy_options;
+      request.strategy_chosen = !idea.strategy.empty();
+      request.strategy = request.strategy_chosen ? idea.strategy : goal.strategy;
+      request.strategy_options = request.strategy_chosen ? idea.strategy_options : goal.strategy_options;
       request.seed = rng.fork("param_explorer").fork(std::uint64_t(iteration)).seed();
       request.budget = choice.result.budget;
       request.batch_size = goal.effective_batch_size();

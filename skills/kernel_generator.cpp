@@ -78,7 +78,22 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
     ideas.push_back(std::move(idea));
   };
 
+  // Roles whose parameters hold on-chip memory that is short (make_room
+  // findings): a raise that needs more of it also tries them one step down.
+  std::vector<std::string> room_roles;
+  std::string room_reason;
+  for (const auto& finding : request.analysis.findings)
+    if (finding.action == "make_room") {
+      room_roles.insert(room_roles.end(), finding.roles.begin(), finding.roles.end());
+      if (room_reason.empty()) room_reason = finding.summary;
+    }
+
   for (const auto& finding : request.analysis.findings) {
+    if (finding.action == "make_room") {
+      considered.push_back({{"finding", finding.kind},
+                            {"outcome", "each raise also tries " + join(finding.roles, "/") + " one step down"}});
+      continue;
+    }
     if (finding.action == "raise" || finding.action == "vary") {
       // raise: one step up from the best's value; vary: every value (a
       // choice of engine or queue has no order to step along).
@@ -132,17 +147,41 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
         consider(std::move(idea));
         continue;
       }
+      // Making room: one step down of the memory-holding parameters the
+      // raise does not turn itself, so a deeper pipeline or a larger tile
+      // that no longer fits can trade against them.
+      std::vector<std::string> lowered;
+      if (!vary)
+        for (const auto& role : room_roles)
+          for (const auto& name : current.parameters_with_role(role)) {
+            const auto* parameter = current.parameter(name);
+            const auto now = value_of(best, name);
+            if (!parameter || !now || free.count(name)) continue;
+            const auto position = parameter->position(*now);
+            if (!position || *position == 0) continue;
+            free[name] = {parameter->values()[*position - 1], *now};
+            lowered.push_back(name);
+          }
       Idea idea;
       idea.kind = finding.action;
       idea.variant = current.name;
       idea.region = fixed_except(current, best, free);
-      idea.id = finding.action + ":" + join(names, ",") + "@" + best.key();
+      // Choices without an order (which engine, which queue) mostly add up:
+      // one value at a time from the best, keeping each parameter's winner,
+      // costs the sum of their domains instead of their product.
+      if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
+      idea.id = finding.action + ":" + join(names, ",") + (lowered.empty() ? "" : "-" + join(lowered, ",")) +
+                "@" + best.key();
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
       idea.rationale = finding.kind + ": " + finding.summary +
                        (vary ? " -> try every value of " : " -> raise ") + join(names, ", ") + " (role " +
                        join(finding.roles, "/") +
-                       (vary ? "), others fixed at the best's" : ") from the best's values, others fixed");
+                       (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
+                             : ") from the best's values, others fixed") +
+                       (lowered.empty() ? ""
+                                        : "; making room, also with " + join(lowered, ", ") +
+                                              " one step down (" + room_reason + ")");
       consider(std::move(idea));
     } else if (finding.action == "structural") {
       Idea idea;

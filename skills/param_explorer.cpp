@@ -49,7 +49,8 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   plan.region_size = request.region ? request.region->size() : 0;
   const int wanted = int(std::min<std::uint64_t>(fresh + probes.size(), std::uint64_t(1) << 30));
   plan.budget = std::min(request.budget, wanted);
-  const bool enumerable = fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
+  const bool enumerable = !request.strategy_chosen &&
+                          fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
   plan.strategy = enumerable ? "grid" : request.strategy;
 
   auto& decision = out.decision;
@@ -78,11 +79,15 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
             " configurations";
   }
   const std::string offered = std::to_string(request.budget);
-  decision.rationale = enumerable
-                           ? "propose all " + std::to_string(plan.budget) + ": " + what +
-                                 " fit in the budget of " + offered + ", so enumerate them (grid)"
-                           : "propose " + std::to_string(plan.budget) + " of " + what +
-                                 ", more than the budget of " + offered + ": search with " + request.strategy;
+  if (enumerable)
+    decision.rationale = "propose all " + std::to_string(plan.budget) + ": " + what + " fit in the budget of " +
+                         offered + ", so enumerate them (grid)";
+  else if (request.strategy_chosen)
+    decision.rationale = "propose up to " + std::to_string(plan.budget) + " of " + what + ": the idea searches them with " +
+                         request.strategy + " " + request.strategy_options.dump();
+  else
+    decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what + ", more than the budget of " +
+                         offered + ": search with " + request.strategy;
   return out;
 }
 

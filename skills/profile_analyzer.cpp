@@ -370,6 +370,29 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
              0.5 * std::max(overlappable, dma_fixed) / 100.0});
       }
 
+      // The path mostly waits: no engine computes and no transfer moves data
+      // for much of its length (hand-offs between engines, DMA queues and
+      // fixed costs, semaphores). A chain of dependent steps whose latency
+      // is exposed; more steps in flight run the next steps' work inside
+      // those waits. At most about the waiting share can be hidden.
+      double busy_total = dma_busy;
+      for (const char* engine : kComputeEngines) busy_total += share(busy, engine);
+      const double waiting = std::max(0.0, 100.0 - busy_total);
+      if (waiting >= t.critical_path_wait_percent)
+        add({"critical_path_latency",
+             with_link(format("the critical path waits %.0f%% of its length (no engine or transfer busy on it)",
+                              waiting),
+                       top_link),
+             {{"waiting_percent", rounded(waiting)},
+              {"busy_percent", rounded(busy_total)},
+              {"wait_dma_queue_percent", rounded(dma_queue)},
+              {"wait_dma_fixed_percent", rounded(dma_fixed)},
+              {"semaphore_percent", rounded(semaphores)},
+              {"top_link", top_link}},
+             "raise",
+             {kRolePipelineDepth},
+             0.5 * waiting / 100.0});
+
       // Waits for a free DMA queue: more bytes or more transfers than the
       // queues carry; reuse loads longer (block) and move larger pieces (tile).
       if (dma_queue >= t.critical_path_queue_percent)
@@ -410,13 +433,14 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
       if (fraction >= t.sbuf_pressure_fraction)
         add({"sbuf_pressure",
              format("SBUF %.0f%% full at peak (%.0f of %.0f B per partition): little room for larger tiles "
-                    "or deeper "
-                    "pipelines",
+                    "or deeper pipelines",
                     fraction * 100, *sbuf_peak, *sbuf_usable),
              {{"sbuf_peak_bytes_per_partition", *sbuf_peak},
               {"sbuf_usable_bytes_per_partition", *sbuf_usable}},
-             "none",
-             {},
+             // A raise may still fit if what is kept resident beyond the
+             // working set (a block of tiles) shrinks one step.
+             "make_room",
+             {kRoleBlock},
              0});
     }
   }
@@ -429,7 +453,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
                      return a.expected_gain > b.expected_gain;
                    });
   for (auto& finding : analysis.findings)
-    if (finding.action != "stop" && finding.action != "none" && finding.expected_gain < t.min_expected_gain)
+    if ((finding.action == "raise" || finding.action == "vary" || finding.action == "structural") &&
+        finding.expected_gain < t.min_expected_gain)
       finding.action = "none";
 
   SkillResult<Analysis> out;

@@ -29,6 +29,7 @@ struct AnalyzerThresholds {
   double critical_path_dma_percent = 30;         // DMA transfers (data and fixed cost)
   double critical_path_queue_percent = 15;       // waits for a free DMA queue
   double critical_path_fixed_cost_percent = 25;  // semaphores, DMA fixed costs, instruction start-up
+  double critical_path_wait_percent = 35;        // no engine and no transfer busy: the chain waits
 };
 
 class ProfileAnalyzer : public AnalyzerSkill {

@@ -49,6 +49,7 @@ void to_json(Json& out, const Idea& idea) {
              {"rationale", idea.rationale},
              {"expected_gain", idea.expected_gain}};
   if (idea.continuation) out["continuation"] = true;
+  if (!idea.strategy.empty()) out["strategy"] = {{"name", idea.strategy}, {"options", idea.strategy_options}};
 }
 
 }  // namespace autotune::skills

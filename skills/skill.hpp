@@ -57,7 +57,9 @@ class Skill {
 //   "raise"       raise the parameters playing `roles` (e.g. pipeline_depth)
 //   "structural"  another structural variant (less traffic, fused work)
 //   "stop"        nothing left worth trying (at the roofline, high MFU)
-//   "none"        informative only (e.g. SBUF pressure limits raising)
+//   "make_room"   on-chip memory is short: the parameters playing `roles`
+//                 hold it, so each raise is paired with one step down of them
+//   "none"        informative only
 struct Finding {
   std::string kind;
   std::string summary;  // one line, with the numbers
@@ -108,6 +110,12 @@ struct Idea {
   // Continues a region that settled earlier: its search gets a fresh stretch
   // of patience instead of inheriting the earlier measurements' staleness.
   bool continuation = false;
+  // How its region is searched, when the idea knows better than the goal's
+  // strategy (e.g. "coordinate" for choices without an order); empty: the
+  // goal's. An idea that names one is searched with it even where the region
+  // is small enough to enumerate.
+  std::string strategy;
+  Json strategy_options = Json::object();
 };
 void to_json(Json& out, const Idea& idea);
 
@@ -139,6 +147,9 @@ struct ExplorationRequest {
   std::vector<Candidate> probes;  // measured first, before the strategy
   std::string strategy;
   Json strategy_options = Json::object();
+  // Search the region with `strategy` even when enumerating it fits the
+  // budget (the idea chose the strategy; see Idea::strategy).
+  bool strategy_chosen = false;
   std::uint64_t seed = 0;
   int budget = 0;      // evaluations at most
   int batch_size = 1;  // candidates per ask

@@ -297,7 +297,7 @@ Json exploration_request_json(const ExplorationRequest& request) {
 }
 
 std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis& base, std::string* error) {
-  static const std::set<std::string> kActions = {"raise", "vary", "structural", "stop", "none"};
+  static const std::set<std::string> kActions = {"raise", "vary", "structural", "make_room", "stop", "none"};
   Json merged = base;
   for (const auto& [key, value] : result.items()) merged[key] = value;
   if (!merged["bound"].is_string()) return fail_with(error, "\"bound\" must be a string"), std::nullopt;

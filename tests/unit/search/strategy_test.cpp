@@ -12,7 +12,7 @@ using namespace autotune::search;
 
 namespace {
 
-const std::vector<std::string> kStrategies{"grid", "random", "bayes", "annealing", "genetic"};
+const std::vector<std::string> kStrategies{"grid", "random", "bayes", "annealing", "genetic", "coordinate"};
 
 SearchSpace test_space() {
   return SearchSpace({ParameterSpec::range("x", 0, 15), ParameterSpec::powers_of_two("y", 1, 64),
@@ -181,4 +181,34 @@ TEST_CASE(
   REQUIRE(step.size() == 1);
   const auto neighbours = space.neighbours(best->configuration);
   CHECK(std::find(neighbours.begin(), neighbours.end(), step[0]) != neighbours.end());
+}
+
+TEST_CASE("coordinate: one pass tries each parameter's values from the best told, keeping each winner") {
+  // Three unordered choices whose effects add up: the best of each, found
+  // one parameter at a time, is the optimum.
+  const SearchSpace space({ParameterSpec::categorical("engine", {"a", "b", "c", "d"}),
+                           ParameterSpec::categorical("queue", {"p", "q"}),
+                           ParameterSpec::categorical("evacuate", {"x", "y"})});
+  auto cost = [&](const Configuration& c) {
+    const double engine[] = {4, 3, 1, 2}, queue[] = {1, 0}, evacuate[] = {0, 0.5};
+    return 10 + engine[*space.parameters()[0].position(c[0])] + queue[*space.parameters()[1].position(c[1])] +
+           evacuate[*space.parameters()[2].position(c[2])];
+  };
+  auto strategy = make_strategy("coordinate", space, 1, {{"passes", 1}});
+  const Configuration start{std::string("a"), std::string("p"), std::string("x")};
+  strategy->tell({Observation::success(start, cost(start))});
+  std::vector<Configuration> proposed;
+  while (!strategy->done()) {
+    const auto batch = strategy->ask(1);
+    if (batch.empty()) break;
+    strategy->tell({Observation::success(batch[0], cost(batch[0]))});
+    proposed.push_back(batch[0]);
+  }
+  // engine: b, c, d; queue: q (at engine c); evacuate: y (at c, q): 3 + 1 + 1.
+  REQUIRE(proposed.size() == 5);
+  CHECK(to_string(space, proposed[3]) == "engine=c queue=q evacuate=x");
+  CHECK(to_string(space, proposed[4]) == "engine=c queue=q evacuate=y");
+  CHECK(strategy->done());
+  CHECK(strategy->ask(1).empty());
+  CHECK_THROWS_AS(make_strategy("coordinate", space, 1, {{"passes", -1}}), UserError);
 }

@@ -595,6 +595,80 @@ TEST_CASE(
   CHECK(find(findings, "critical_path_fixed_costs") == nullptr);
 }
 
+TEST_CASE("analyzer: a path that mostly waits asks for more steps in flight") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json waits = kNoWaits;
+  waits["dma_queue"] = 28;
+  waits["dma_fixed"] = 16;
+  waits["semaphore"] = 4;
+  // Busy 2 + 20 + 22 + 3 + 3 = 50% of the path: it waits the other half.
+  nlohmann::json path =
+      path_of({{"tensor", 3}, {"vector", 22}, {"scalar", 20}, {"gpsimd", 3}, {"dma", 2}}, waits, kInOrder);
+  path["links"] = {link("dma dma_copy k.hpp:30", "scalar activation k.hpp:12", "data", 47)};
+  auto findings = analyzer.analyze(path_request(path)).result.findings;
+  const Finding* latency = find(findings, "critical_path_latency");
+  REQUIRE(latency != nullptr);
+  CHECK(latency->action == "raise");
+  CHECK(latency->roles == std::vector<std::string>{kRolePipelineDepth});
+  CHECK(latency->expected_gain == doctest::Approx(0.5 * 0.50));
+  CHECK(latency->evidence.at("waiting_percent").get<double>() == doctest::Approx(50));
+  CHECK(latency->summary.find("waits 50% of its length") != std::string::npos);
+  CHECK(latency->summary.find("dma dma_copy at k.hpp:30 waits on scalar activation") != std::string::npos);
+
+  // Busy 80% of its length: the path computes, nothing to hide.
+  path["busy_percent"] = {{"tensor", 40}, {"vector", 20}, {"scalar", 15}, {"gpsimd", 3}, {"dma", 2}};
+  findings = analyzer.analyze(path_request(path)).result.findings;
+  CHECK(find(findings, "critical_path_latency") == nullptr);
+}
+
+TEST_CASE("analyzer: a nearly full SBUF names the roles that can make room") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request = path_request(path_of(
+      {{"tensor", 80}, {"vector", 5}, {"scalar", 5}, {"gpsimd", 0}, {"dma", 2}}, kNoWaits, kInOrder));
+  request.target_facts = {{"sbuf_usable_bytes_per_partition", 200000}};
+  request.profile["sbuf_peak_bytes_per_partition"] = 190000;
+  auto findings = analyzer.analyze(request).result.findings;
+  const Finding* room = find(findings, "sbuf_pressure");
+  REQUIRE(room != nullptr);
+  CHECK(room->action == "make_room");
+  CHECK(room->roles == std::vector<std::string>{kRoleBlock});
+  CHECK(room->summary.find("SBUF 95% full") != std::string::npos);
+
+  request.profile["sbuf_peak_bytes_per_partition"] = 100000;
+  CHECK(find(analyzer.analyze(request).result.findings, "sbuf_pressure") == nullptr);
+}
+
+TEST_CASE("generator: with on-chip memory short, a raise also tries the memory-holding roles one step down") {
+  VariantCatalog catalog = catalog_of({"fast"});
+  catalog.variants[0].roles["c"] = kRoleBlock;
+  KernelGenerator generator;
+  GenerationRequest request = request_for(catalog);
+  request.best = {"fast", {{"a", 64}, {"b", 2}, {"c", 2}}};
+  request.analysis.findings.push_back(
+      {"critical_path_latency", "the critical path waits 50%", {}, "raise", {kRolePipelineDepth}, 0.25});
+  const Idea plain = generator.generate(request).result.ideas.front();
+  CHECK(plain.region.at("c") == std::vector<search::ParamValue>{std::int64_t(2)});
+
+  request.analysis.findings.push_back({"sbuf_pressure", "SBUF 95% full", {}, "make_room", {kRoleBlock}, 0});
+  const auto generation = generator.generate(request);
+  const Idea& traded = generation.result.ideas.front();
+  CHECK(traded.kind == "raise");
+  CHECK(traded.region.at("b") == std::vector<search::ParamValue>{std::int64_t(2), std::int64_t(3)});
+  CHECK(traded.region.at("c") == std::vector<search::ParamValue>{std::int64_t(1), std::int64_t(2)});
+  CHECK(traded.region.at("a") == std::vector<search::ParamValue>{std::int64_t(64)});
+  CHECK(traded.id != plain.id);  // a raise tried without room is not the same idea
+  CHECK(traded.rationale.find("making room, also with c one step down (SBUF 95% full)") != std::string::npos);
+  // make_room alone proposes nothing; the generator says what it did with it.
+  CHECK(std::none_of(generation.result.ideas.begin(), generation.result.ideas.end(),
+                     [](const Idea& i) { return i.finding == "sbuf_pressure"; }));
+  CHECK(generation.decision.alternatives.dump().find("one step down") != std::string::npos);
+
+  // At the lowest value there is nothing to give back.
+  request.best = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  CHECK(generator.generate(request).result.ideas.front().region.at("c") ==
+        std::vector<search::ParamValue>{std::int64_t(1)});
+}
+
 TEST_CASE("analyzer: the critical path's findings come beside the others, which still fire") {
   ProfileAnalyzer analyzer;
   nlohmann::json path = path_of({{"tensor", 10}, {"vector", 15}, {"scalar", 55}, {"gpsimd", 5}, {"dma", 2}},
@@ -631,6 +705,7 @@ TEST_CASE(
   const auto idea = generation.result.ideas.front();
   CHECK(idea.kind == "vary");
   CHECK(idea.finding == "critical_path_engine");
+  CHECK(idea.strategy == "coordinate");  // one parameter at a time, not their product
   REQUIRE(idea.region.count("b"));
   REQUIRE(idea.region.count("c"));
   CHECK(idea.region.at("b").size() == 3);  // every value, the best's included, below it too

@@ -1,0 +1,119 @@
+// coordinate: coordinate descent over the space's parameters. From the best
+// configuration known (told or measured; a random one when nothing is known
+// yet) it tries every other value of one parameter with the others held,
+// moves to the best configuration seen, and goes on to the next parameter.
+// A pass is one visit of every parameter that has more than one value. Suited
+// to choices without an order (which engine or queue does a piece of work),
+// whose effects add up more than they interact: one pass costs the sum of
+// the domains' sizes, not their product.
+//
+// Options: `passes` (0, the default: until a whole pass moves nowhere, then
+// again from a random configuration not seen yet; N > 0: done after N passes).
+#include "search/indexed_strategy.hpp"
+
+namespace autotune::search {
+
+namespace {
+
+class CoordinateStrategy final : public IndexedStrategy {
+ public:
+  CoordinateStrategy(const SearchSpace& space, std::uint64_t seed, int passes)
+      : IndexedStrategy(space, seed, "coordinate"), passes_(passes) {}
+
+  bool done() const override { return finished_ || IndexedStrategy::done(); }
+
+ private:
+  std::vector<std::uint64_t> propose(std::size_t k) override {
+    std::vector<std::uint64_t> out;
+    auto taken = [&](std::uint64_t index) {
+      return seen(index) || std::find(out.begin(), out.end(), index) != out.end();
+    };
+    // Every parameter is visited at most once per round of this loop, so a
+    // pass that finds nothing new ends instead of spinning.
+    std::size_t idle_axes = 0;
+    while (out.size() < k && !finished_) {
+      if (!center_) {
+        if (best_) {
+          start_pass(*best_);
+          continue;
+        }
+        // Nothing measured well yet: sample until something is.
+        const auto index = random_unseen();
+        if (!index) break;
+        if (!taken(*index)) out.push_back(*index);
+        else break;
+        continue;
+      }
+      if (axis_ >= space_.dimension()) {
+        finish_pass();
+        continue;
+      }
+      const std::size_t before = out.size();
+      Positions positions = space_.positions_at(*center_);
+      const std::uint32_t own = positions[axis_];
+      const auto domain = std::uint32_t(space_.parameters()[axis_].size());
+      for (std::uint32_t p = 0; p < domain && out.size() < k; ++p) {
+        if (p == own) continue;
+        positions[axis_] = p;
+        if (const auto index = space_.index_of_positions(positions); index && !taken(*index))
+          out.push_back(*index);
+      }
+      if (out.size() < k) {  // this parameter is spent at this center: the next one, from the best
+        if (out.size() == before && ++idle_axes > space_.dimension()) break;
+        if (best_ && *best_ != *center_) center_ = *best_, moved_ = true;
+        ++axis_;
+      }
+    }
+    return out;
+  }
+
+  void observed(const std::vector<IndexedObservation>& batch) override {
+    for (const auto& o : batch)
+      if (o.value && (!best_value_ || *o.value < *best_value_)) best_value_ = o.value, best_ = o.index;
+  }
+
+  void start_pass(std::uint64_t from) {
+    center_ = from;
+    axis_ = 0;
+    moved_ = false;
+  }
+
+  void finish_pass() {
+    ++passes_done_;
+    if (passes_ > 0 && passes_done_ >= passes_) {
+      finished_ = true;
+      return;
+    }
+    if (moved_) {
+      start_pass(*center_);
+      return;
+    }
+    // Converged: no parameter moves the best. Start again elsewhere.
+    center_.reset();
+    best_.reset();
+    best_value_.reset();
+  }
+
+  int passes_;
+  int passes_done_ = 0;
+  bool finished_ = false;
+  bool moved_ = false;
+  std::optional<std::uint64_t> center_;
+  std::size_t axis_ = 0;
+  std::optional<std::uint64_t> best_;
+  std::optional<double> best_value_;
+};
+
+const StrategyRegistration registration(
+    "coordinate",
+    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
+      const int passes = options.get<int>("passes", 0, "a whole number >= 0 (0: until converged, then restart)");
+      if (passes < 0)
+        throw UserError("strategy 'coordinate': option 'passes': " + std::to_string(passes) +
+                        " is not accepted; accepted: a whole number >= 0");
+      return std::make_unique<CoordinateStrategy>(space, seed, passes);
+    });
+
+}  // namespace
+
+}  // namespace autotune::search
