@@ -170,8 +170,14 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       // one value at a time from the best, keeping each parameter's winner,
       // costs the sum of their domains instead of their product.
       if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
+      // A placement is chosen once per variant: its parameters mostly add up
+      // (hence coordinate descent), so a new best that differs elsewhere
+      // rarely moves their winners, and a second pass re-measures every
+      // losing placement (on trn1 the transposing DMAs are 100x slower,
+      // 6 evaluations for nothing). The surroundings searched after the
+      // findings revisit them beside the other parameters.
       idea.id = finding.action + ":" + join(names, ",") + (lowered.empty() ? "" : "-" + join(lowered, ",")) +
-                "@" + best.key();
+                "@" + (vary ? current.name : best.key());
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
       idea.rationale = finding.kind + ": " + finding.summary +

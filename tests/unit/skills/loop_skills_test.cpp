@@ -717,6 +717,14 @@ TEST_CASE(
   CHECK(idea.rationale.find("role placement") != std::string::npos);
   CHECK(generation.decision.rationale == idea.rationale);
 
+  // A placement is chosen once per variant: a new best that differs elsewhere
+  // does not vary it again.
+  request.tried_ideas.insert(idea.id);
+  request.best = {"fast", {{"a", 128}, {"b", 3}, {"c", 1}}};
+  const auto later = generator.generate(request).result.ideas;
+  CHECK(std::none_of(later.begin(), later.end(), [](const Idea& i) { return i.kind == "vary"; }));
+  request.tried_ideas.clear();
+
   // The best's variant has no placement parameter: the variants that do are probed.
   request.best = {"slow", {{"a", 64}, {"b", 2}, {"c", 1}}};
   request.measured_variants = {"slow"};
