@@ -98,6 +98,10 @@ struct FamilySpec {
   std::vector<TensorSpec> inputs, outputs;
   std::vector<VariantSpec> variants;
   std::string baseline_variant;  // the naive starting point of a tuning run
+  // What a model runs where nothing was tuned for the operator's shape
+  // (model/forward.hpp): the variant an engineer would write first, with its
+  // default parameters. Empty: the baseline.
+  std::string default_variant;
   // A shape is invalid (UserError-worthy) if this returns a reason.
   std::function<std::string(const Shape&)> check_shape;
   // The reference: outputs computed in double from the inputs.

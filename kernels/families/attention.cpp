@@ -264,6 +264,7 @@ FamilySpec attention_family() {
   };
   f.variants = {naive_variant(), flash_variant(), flash_banked_variant()};
   f.baseline_variant = "naive";
+  f.default_variant = "flash_banked";
   f.check_shape = check_attention_shape;
   f.reference = attention_reference;
   f.flops = attention_flops;

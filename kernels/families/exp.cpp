@@ -75,6 +75,7 @@ FamilySpec exp_family() {
   f.variants = {naive_variant(), tiled_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/exp.hpp";
   f.baseline_variant = "naive";
+  f.default_variant = "tiled";
   f.check_shape = [](const Shape& s) -> std::string {
     if (s.at("rows") < 1 || s.at("rows") > (1 << 20)) return "rows must be in [1, 1048576]";
     if (s.at("cols") < 1 || s.at("cols") > (1 << 20)) return "cols must be in [1, 1048576]";

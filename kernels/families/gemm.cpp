@@ -172,6 +172,7 @@ FamilySpec gemm_family() {
   f.variants = {tiled_variant(), hoisted_variant(), blocked_mn_variant(), blocked_mnk_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/gemm.hpp";
   f.baseline_variant = "tiled";
+  f.default_variant = "blocked_mnk";
   f.check_shape = [](const Shape& s) -> std::string {
     for (const char* arg : {"M", "N", "K"})
       if (s.at(arg) < 1 || s.at(arg) > 65536) return std::string(arg) + " must be in [1, 65536]";

@@ -83,6 +83,7 @@ FamilySpec rmsnorm_family() {
   f.variants = {naive_variant(), fused_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/rmsnorm.hpp";
   f.baseline_variant = "naive";
+  f.default_variant = "fused";
   f.check_shape = [](const Shape& s) -> std::string {
     if (s.at("rows") < 1 || s.at("rows") > (1 << 20)) return "rows must be in [1, 1048576]";
     if (s.at("cols") < 1 || s.at("cols") > 65536) return "cols must be in [1, 65536]";

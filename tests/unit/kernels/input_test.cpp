@@ -111,6 +111,7 @@ TEST_CASE("every family is complete and its defaults are in their domains") {
     CHECK(!family.shape_args.empty());
     CHECK(family.variants.size() >= 2);
     CHECK_NOTHROW(family.variant(family.baseline_variant));
+    if (!family.default_variant.empty()) CHECK_NOTHROW(family.variant(family.default_variant));
     CHECK(family.check_shape(family.default_shape).empty());
     for (const auto& d : family.dtypes) CHECK(family.tolerance.count(d) == 1);
     for (const auto& v : family.variants) {

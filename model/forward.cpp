@@ -1,0 +1,186 @@
+#include "model/forward.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <map>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace autotune::model {
+
+namespace {
+
+// The kernel a run tuned, read back from its resolved goal (store::Run::goal_yaml).
+struct RunKernel {
+  std::string family, dtype, target;
+  kernels::Shape shape;
+};
+
+std::optional<RunKernel> run_kernel(const store::Run& run) {
+  try {
+    const YAML::Node goal = YAML::Load(run.goal_yaml);
+    const YAML::Node kernel = goal["kernel"];
+    const YAML::Node target = goal["target"];
+    if (!kernel || !kernel.IsMap() || !kernel["family"] || !kernel["shape"] || !kernel["shape"].IsMap())
+      return std::nullopt;
+    if (!target || !target.IsScalar()) return std::nullopt;  // a command target measures elsewhere
+    RunKernel out;
+    out.family = kernel["family"].as<std::string>();
+    out.dtype = kernel["dtype"] ? kernel["dtype"].as<std::string>() : "";
+    out.target = target.as<std::string>();
+    for (const auto& entry : kernel["shape"]) out.shape[entry.first.as<std::string>()] = entry.second.as<std::int64_t>();
+    return out;
+  } catch (const YAML::Exception&) {
+    return std::nullopt;  // not a kernel run's goal
+  }
+}
+
+bool verified(const store::Trial& trial) {
+  return store::is_measured(trial.status) && trial.verification.is_object() &&
+         trial.verification.value("passed", false);
+}
+
+std::optional<kernels::ParamValues> params_of(const kernels::VariantSpec& variant, const nlohmann::json& params) {
+  if (!params.is_object()) return std::nullopt;
+  kernels::ParamValues given;
+  for (const auto& [name, value] : params.items()) {
+    if (!value.is_number_integer()) return std::nullopt;
+    if (!variant.find_param(name)) continue;  // e.g. the baseline's placeholder "_"
+    given[name] = value.get<std::int64_t>();
+  }
+  try {
+    return kernels::resolve_params(variant, given);
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
+}
+
+ChosenConfig family_config(const kernels::FamilySpec& family, bool baseline) {
+  ChosenConfig config;
+  const bool use_default = !baseline && !family.default_variant.empty();
+  config.variant = use_default ? family.default_variant : family.baseline_variant;
+  config.source = use_default ? "default" : "baseline";
+  config.params = kernels::resolve_params(family.variant(config.variant), kernels::ParamValues{});
+  return config;
+}
+
+}  // namespace
+
+std::optional<ChosenConfig> best_verified_config(store::Store& store, const std::string& family_name,
+                                                 const kernels::Shape& shape, sim::Dtype dtype,
+                                                 const std::string& target) {
+  const kernels::FamilySpec& family = kernels::family_registry().get(family_name);
+  std::optional<ChosenConfig> best;
+  for (const auto& run : store.runs()) {
+    const auto kernel = run_kernel(run);
+    if (!kernel || kernel->family != family_name || kernel->shape != shape || kernel->target != target) continue;
+    if (kernel->dtype != sim::dtype_name(dtype)) continue;
+    for (const auto& trial : store.trials(run.id)) {
+      if (!verified(trial)) continue;
+      const auto latency = trial.metric("latency_s");
+      if (!latency || (best && *latency >= best->recorded_latency_s)) continue;
+      const kernels::VariantSpec* variant = nullptr;
+      for (const auto& v : family.variants)
+        if (v.name == trial.variant) variant = &v;
+      if (!variant) continue;
+      const auto params = params_of(*variant, trial.params);
+      if (!params) continue;
+      best = ChosenConfig{trial.variant, *params, "tuned", run.id, trial.id, *latency};
+    }
+  }
+  return best;
+}
+
+ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target, store::Store* store,
+                           const ForwardOptions& options) {
+  ForwardTiming forward;
+  for (const auto& op : prefill_chain(model)) {
+    const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
+    if (!family.accepts(model.dtype))
+      throw UserError("model " + model.name + ": operator " + op.name + " (" + op.family + ") does not take dtype " +
+                      std::string(sim::dtype_name(model.dtype)));
+    if (const std::string why = family.check_shape(op.shape); !why.empty())
+      throw UserError("model " + model.name + ": operator " + op.name + " (" + op.family +
+                      ") cannot run at this model's shape: " + why);
+    OperatorTiming timing;
+    timing.op = op;
+    std::optional<ChosenConfig> tuned;
+    if (!options.baseline && store) tuned = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
+    timing.config = tuned ? *tuned : family_config(family, options.baseline);
+    forward.operators.push_back(std::move(timing));
+  }
+
+  // Each distinct kernel call is evaluated once: layers repeat operators, and
+  // operators repeat shapes (the gate and up projections).
+  std::map<std::string, kernels::Evaluation> evaluations;
+  auto key_of = [&](const OperatorTiming& t) {
+    std::string key = t.op.family + "|" + t.config.variant;
+    for (const auto& [k, v] : t.op.shape) key += "|" + k + "=" + std::to_string(v);
+    for (const auto& [k, v] : t.config.params) key += "|" + k + "=" + std::to_string(v);
+    return key;
+  };
+  auto evaluate_missing = [&] {
+    std::mutex mutex;
+    boost::asio::thread_pool pool(std::size_t(std::max(1, options.jobs)));
+    std::exception_ptr failure;
+    for (const auto& t : forward.operators) {
+      const std::string key = key_of(t);
+      if (!evaluations.emplace(key, kernels::Evaluation{}).second) continue;
+      boost::asio::post(pool, [&, key, t] {
+        try {
+          kernels::EvaluateOptions evaluate_options;
+          evaluate_options.seed = options.seed;
+          auto result = kernels::evaluate(kernels::family_registry().get(t.op.family), t.config.variant,
+                                          t.op.shape, model.dtype, t.config.params, target, evaluate_options);
+          std::lock_guard lock(mutex);
+          evaluations.at(key) = std::move(result);
+        } catch (...) {
+          std::lock_guard lock(mutex);
+          if (!failure) failure = std::current_exception();
+        }
+      });
+    }
+    pool.join();
+    if (failure) std::rethrow_exception(failure);
+  };
+  evaluate_missing();
+  // A family's default that does not fit this shape on this target (an SBUF
+  // overflow, say) gives way to its baseline, and the table says so.
+  bool fell_back = false;
+  for (auto& t : forward.operators)
+    if (const auto& e = evaluations.at(key_of(t)); t.config.source == "default" && !e.ok()) {
+      const std::string why = e.status;
+      t.config = family_config(kernels::family_registry().get(t.op.family), true);
+      t.config.source = "baseline (the default is " + why + ")";
+      fell_back = true;
+    }
+  if (fell_back) evaluate_missing();
+
+  const double peak = target.peak_flops(model.dtype);
+  for (auto& t : forward.operators) {
+    const kernels::Evaluation& e = evaluations.at(key_of(t));
+    const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
+    t.status = e.status;
+    t.error = e.error;
+    t.latency_s = e.latency_s;
+    t.roofline_s = e.roofline_bound_s;
+    t.flops = family.flops(t.op.shape);
+    t.mfu_percent = e.latency_s > 0 && peak > 0 ? 100.0 * t.flops / (e.latency_s * peak) : 0;
+    t.verified = e.verification.ran && e.verification.passed;
+    t.verification_cosine = e.verification.cosine_similarity;
+    t.verification_mse = e.verification.mse;
+    forward.all_ok = forward.all_ok && e.ok();
+    forward.latency_s += e.latency_s * double(t.op.calls);
+    forward.roofline_s += e.roofline_bound_s * double(t.op.calls);
+    forward.flops += t.flops * double(t.op.calls);
+  }
+  for (auto& t : forward.operators)
+    t.share_percent = forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
+  forward.mfu_percent = forward.latency_s > 0 && peak > 0 ? 100.0 * forward.flops / (forward.latency_s * peak) : 0;
+  return forward;
+}
+
+}  // namespace autotune::model

@@ -1,0 +1,73 @@
+#pragma once
+// Timing a model's forward from its operators (docs/model.md).
+//
+// Each operator runs the configuration the database holds as the best
+// verified trial for its exact family, shape, dtype and target (any run or
+// sweep), else its family's default variant with default parameters (marked
+// so), else the family's baseline. With `baseline`, every operator runs its
+// family's baseline variant. Each distinct (family, shape, configuration) is
+// evaluated once through the kernel pipeline (kernels/evaluate.hpp: the full
+// shape simulated, the output verified on the variant's verification shape)
+// and counted once per call.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/evaluate.hpp"
+#include "model/model.hpp"
+#include "sim/target.hpp"
+#include "store/store.hpp"
+
+namespace autotune::model {
+
+// Where an operator's configuration came from.
+struct ChosenConfig {
+  std::string variant;
+  kernels::ParamValues params;
+  std::string source;  // "tuned" | "default" | "baseline"
+  std::optional<std::int64_t> run, trial;  // the tuned trial
+  double recorded_latency_s = 0;           // as the trial measured it
+};
+
+// The best verified (status ok, verification passed) trial of any run in
+// `store` whose kernel is `family` at exactly `shape` and `dtype`, on the
+// simulated target named `target`, by latency. Trials of a configuration
+// the family no longer accepts are skipped.
+std::optional<ChosenConfig> best_verified_config(store::Store& store, const std::string& family,
+                                                 const kernels::Shape& shape, sim::Dtype dtype,
+                                                 const std::string& target);
+
+struct OperatorTiming {
+  Operator op;
+  ChosenConfig config;
+  std::string status;  // the evaluation's: ok | invalid | wrong_answer | implausible
+  std::string error;
+  double latency_s = 0;     // one call
+  double roofline_s = 0;    // one call's bound
+  double flops = 0;         // one call
+  double mfu_percent = 0;   // one call's FLOPs / (latency * peak)
+  double share_percent = 0; // of the forward's time
+  double verification_cosine = 0, verification_mse = 0;
+  bool verified = false;
+};
+
+struct ForwardTiming {
+  std::vector<OperatorTiming> operators;
+  double latency_s = 0;     // sum over operators of latency * calls
+  double roofline_s = 0;    // sum of their bounds
+  double flops = 0;
+  double mfu_percent = 0;   // flops / (latency * the target's peak)
+  bool all_ok = true;
+};
+
+struct ForwardOptions {
+  bool baseline = false;
+  int jobs = 1;
+  std::uint64_t seed = 0;
+};
+
+// `store` may be null (nothing tuned: defaults everywhere).
+ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target, store::Store* store,
+                           const ForwardOptions& options);
+
+}  // namespace autotune::model

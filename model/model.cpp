@@ -1,0 +1,165 @@
+#include "model/model.hpp"
+
+#include <cmath>
+
+#include "core/config_reader.hpp"
+#include "core/error.hpp"
+
+namespace autotune::model {
+
+namespace {
+
+// Prompt lengths the chain's kernels accept (attention's own limit).
+constexpr std::int64_t kMaxSeq = 131072;
+constexpr std::int64_t kMaxLayers = 1024;
+
+std::int64_t positive(ConfigReader& reader, const std::string& key, std::int64_t largest) {
+  const auto value = reader.required<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
+  if (value < 1 || value > largest) {
+    const YAML::Node node = reader.raw(key);
+    reader.fail(key, std::to_string(value) + " is out of range; accepted: 1 to " + std::to_string(largest),
+                &node);
+  }
+  return value;
+}
+
+}  // namespace
+
+ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& overrides) {
+  ModelSpec model;
+  model.file = path;
+  const YAML::Node document = load_yaml_file(path);
+  if (!document || document.IsNull()) throw UserError(path.string() + ": the model file is empty");
+  if (!document.IsMap())
+    throw UserError(path.string() + ": a model file is a YAML mapping (name, hidden_size, layers, attention, mlp, ...)");
+  ConfigReader top(document, path.string());
+  model.name = top.optional<std::string>("name", path.stem().string());
+  model.hidden_size = positive(top, "hidden_size", 65536);
+  model.layers = positive(top, "layers", kMaxLayers);
+  model.vocab_size = positive(top, "vocab_size", 1 << 24);
+  model.seq = positive(top, "seq", kMaxSeq);
+  const std::string dtype = top.optional<std::string>("dtype", "bf16", "bf16, fp16 or fp32");
+  const auto parsed = sim::parse_dtype(dtype);
+  if (!parsed || *parsed == sim::Dtype::int32) {
+    const YAML::Node node = top.raw("dtype");
+    top.fail("dtype", "unknown dtype '" + dtype + "'; accepted: bf16, fp16, fp32", &node);
+  }
+  model.dtype = *parsed;
+
+  ConfigReader attention = top.child("attention");
+  model.q_heads = positive(attention, "q_heads", 1024);
+  model.kv_heads = positive(attention, "kv_heads", 1024);
+  model.head_dim = positive(attention, "head_dim", 512);
+  model.causal = attention.optional<bool>("causal", true);
+  model.qk_norm = attention.optional<bool>("qk_norm", false);
+  model.rope_theta = attention.optional<double>("rope_theta", 10000.0, "a positive number");
+  if (model.q_heads % model.kv_heads != 0) {
+    const YAML::Node node = attention.raw("kv_heads");
+    attention.fail("kv_heads",
+                   std::to_string(model.kv_heads) + " does not divide q_heads (" + std::to_string(model.q_heads) +
+                       "); accepted: a divisor of q_heads (grouped-query attention)",
+                   &node);
+  }
+  if (model.head_dim % 2 != 0) {
+    const YAML::Node node = attention.raw("head_dim");
+    attention.fail("head_dim", "must be even (rotary embeddings rotate pairs)", &node);
+  }
+  if (!(model.rope_theta > 0) || !std::isfinite(model.rope_theta)) {
+    const YAML::Node node = attention.raw("rope_theta");
+    attention.fail("rope_theta", "must be a positive number", &node);
+  }
+  if (!model.causal) {
+    const YAML::Node node = attention.raw("causal");
+    attention.fail("causal", "only causal attention is supported (a decoder's prefill); accepted: true", &node);
+  }
+  attention.finish({"q_heads", "kv_heads", "head_dim", "causal", "qk_norm", "rope_theta"});
+
+  ConfigReader mlp = top.child("mlp");
+  model.intermediate_size = positive(mlp, "intermediate_size", 1 << 20);
+  model.activation = mlp.optional<std::string>("activation", "silu", "silu (a gated MLP)");
+  if (model.activation != "silu") {
+    const YAML::Node node = mlp.raw("activation");
+    mlp.fail("activation", "unknown activation '" + model.activation + "'; accepted: silu (a gated MLP)", &node);
+  }
+  mlp.finish({"intermediate_size", "activation"});
+
+  if (auto norm = top.maybe_child("norm")) {
+    const std::string kind = norm->optional<std::string>("kind", "rmsnorm", "rmsnorm");
+    if (kind != "rmsnorm") {
+      const YAML::Node node = norm->raw("kind");
+      norm->fail("kind", "unknown normalisation '" + kind + "'; accepted: rmsnorm", &node);
+    }
+    model.norm_eps = norm->optional<double>("eps", 1e-6, "a positive number");
+    if (!(model.norm_eps > 0) || !std::isfinite(model.norm_eps)) {
+      const YAML::Node node = norm->raw("eps");
+      norm->fail("eps", "must be a positive number", &node);
+    }
+    norm->finish({"kind", "eps"});
+  }
+  top.finish({"name", "hidden_size", "layers", "attention", "mlp", "norm", "vocab_size", "dtype", "seq"});
+
+  if (overrides.layers) {
+    if (*overrides.layers < 1 || *overrides.layers > kMaxLayers)
+      throw UserError("--layers " + std::to_string(*overrides.layers) + " is out of range; accepted: 1 to " +
+                      std::to_string(kMaxLayers));
+    model.layers = *overrides.layers;
+  }
+  if (overrides.seq) {
+    if (*overrides.seq < 1 || *overrides.seq > kMaxSeq)
+      throw UserError("--seq " + std::to_string(*overrides.seq) + " is out of range; accepted: 1 to " +
+                      std::to_string(kMaxSeq));
+    model.seq = *overrides.seq;
+  }
+  return model;
+}
+
+std::vector<Operator> prefill_chain(const ModelSpec& m) {
+  const std::int64_t S = m.seq, H = m.hidden_size, d = m.head_dim, L = m.layers;
+  const std::int64_t q_width = m.q_heads * d, kv_width = m.kv_heads * d, I = m.intermediate_size;
+  auto rows_cols = [](std::int64_t rows, std::int64_t cols) { return kernels::Shape{{"rows", rows}, {"cols", cols}}; };
+  auto gemm = [](std::int64_t M, std::int64_t N, std::int64_t K) { return kernels::Shape{{"M", M}, {"N", N}, {"K", K}}; };
+  auto transpose = [](std::int64_t batch, std::int64_t rows, std::int64_t cols) {
+    return kernels::Shape{{"batch", batch}, {"rows", rows}, {"cols", cols}};
+  };
+  std::vector<Operator> chain;
+  auto add = [&](std::string name, std::string family, kernels::Shape shape, std::string purpose,
+                 std::int64_t calls) {
+    chain.push_back({std::move(name), std::move(family), std::move(shape), calls, std::move(purpose)});
+  };
+  // Attention block.
+  add("attn_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream [seq, hidden]", L);
+  add("attn_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq], GEMMs' left operand", L);
+  add("q_proj", "gemm", gemm(S, q_width, H), "queries [seq, q_heads*head_dim]", L);
+  add("k_proj", "gemm", gemm(S, kv_width, H), "keys [seq, kv_heads*head_dim]", L);
+  add("v_proj", "gemm", gemm(kv_width, S, H), "values transposed [kv_heads*head_dim, seq]", L);
+  if (m.qk_norm) {
+    add("q_norm", "rmsnorm", rows_cols(S * m.q_heads, d), "RMSNorm over head_dim of each query head", L);
+    add("k_norm", "rmsnorm", rows_cols(S * m.kv_heads, d), "RMSNorm over head_dim of each key head", L);
+  }
+  add("q_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.q_heads}, {"head_dim", d}},
+      "rotary embedding of the queries", L);
+  add("k_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.kv_heads}, {"head_dim", d}},
+      "rotary embedding of the keys", L);
+  add("q_t", "transpose", transpose(1, S, q_width), "queries to [q_heads*head_dim, seq] for attention", L);
+  add("k_t", "transpose", transpose(1, S, kv_width), "keys to [kv_heads*head_dim, seq] for attention", L);
+  add("v_heads", "transpose", transpose(m.kv_heads, d, S), "values to [kv_heads*seq, head_dim] for attention", L);
+  add("attention", "attention",
+      kernels::Shape{{"seq", S}, {"q_heads", m.q_heads}, {"kv_heads", m.kv_heads}, {"head_dim", d}},
+      "causal grouped-query attention, out [q_heads*seq, head_dim]", L);
+  add("o_t", "transpose", transpose(m.q_heads, S, d), "attention output to [q_heads*head_dim, seq]", L);
+  add("o_proj", "gemm", gemm(S, H, q_width), "output projection [seq, hidden]", L);
+  add("attn_residual", "add", rows_cols(S, H), "residual add", L);
+  // MLP block: gate and up come out transposed, so the down projection takes
+  // SiLU(gate) * up as its (transposed) left operand without a layout change.
+  add("mlp_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream", L);
+  add("mlp_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq]", L);
+  add("gate_proj", "gemm", gemm(I, S, H), "gate transposed [intermediate, seq]", L);
+  add("up_proj", "gemm", gemm(I, S, H), "up transposed [intermediate, seq]", L);
+  add("silu_mul", "silu_mul", rows_cols(I, S), "SiLU(gate) * up, transposed [intermediate, seq]", L);
+  add("down_proj", "gemm", gemm(S, H, I), "down projection [seq, hidden]", L);
+  add("mlp_residual", "add", rows_cols(S, H), "residual add", L);
+  add("final_norm", "rmsnorm", rows_cols(S, H), "the final RMSNorm", 1);
+  return chain;
+}
+
+}  // namespace autotune::model

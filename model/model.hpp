@@ -1,0 +1,67 @@
+#pragma once
+// A model as the chain of kernels its forward pass runs (docs/model.md).
+//
+// A model file (configs/models/*.yaml) gives a decoder-only transformer's
+// figures: hidden size, layers, attention heads, MLP size, normalisation,
+// rotary embedding, dtype and the prompt length. prefill_chain() turns it
+// into the operators of one prefill forward, in order: each a call of a
+// kernel family (kernels/families) on a shape, with the layout changes
+// between kernels as transpose operators, since each family fixes the layout
+// of its operands. Every decoder layer runs the same operators, so each is
+// listed once with the number of calls per forward.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/family.hpp"
+#include "sim/program.hpp"
+
+namespace autotune::model {
+
+struct ModelSpec {
+  std::filesystem::path file;
+  std::string name;
+  std::int64_t hidden_size = 0;
+  std::int64_t layers = 0;
+  std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = true;
+  bool qk_norm = false;  // RMSNorm over head_dim on each head's queries and keys (Qwen3)
+  double rope_theta = 10000;
+  std::int64_t intermediate_size = 0;
+  std::string activation = "silu";  // the gated MLP's activation
+  double norm_eps = 1e-6;
+  std::int64_t vocab_size = 0;
+  sim::Dtype dtype = sim::Dtype::bf16;
+  std::int64_t seq = 0;  // prompt tokens of the prefill
+};
+
+// Overrides from the command line, checked like the file's values.
+struct ModelOverrides {
+  std::optional<std::int64_t> layers, seq;
+};
+
+// Reads and checks a model file. Every error is one UserError line naming
+// file:line: key and what is accepted, before anything is simulated.
+ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& overrides = {});
+
+// One kernel call of the forward (per layer when `calls` is the layer count).
+struct Operator {
+  std::string name;    // e.g. "q_proj", "attention", "mlp_residual"
+  std::string family;  // a registered kernel family
+  kernels::Shape shape;
+  std::int64_t calls = 1;  // per forward
+  std::string purpose;     // what it computes, in the model's terms
+};
+
+// The prefill forward of `model` on one prompt of model.seq tokens: per
+// layer RMSNorm, the q/k/v projections, q/k norm, rotary embedding,
+// attention, output projection, residual add, RMSNorm, gate and up
+// projections, SiLU times up, down projection, residual add; then the final
+// RMSNorm. Layouts: the residual stream is token-major [seq, hidden]; GEMM
+// takes its left operand transposed (kernels/families/gemm.hpp), attention
+// takes queries and keys feature-major and values per head.
+std::vector<Operator> prefill_chain(const ModelSpec& model);
+
+}  // namespace autotune::model

@@ -1,0 +1,183 @@
+// The model file's reader, the prefill chain's shapes and the choice of each
+// operator's configuration from the database.
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+#include "store/store.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace autotune;
+
+namespace {
+
+const char* kQwen = R"(name: tiny-qwen
+hidden_size: 256
+layers: 3
+attention: {q_heads: 4, kv_heads: 2, head_dim: 64, qk_norm: true, rope_theta: 1000000}
+mlp: {intermediate_size: 512, activation: silu}
+norm: {kind: rmsnorm, eps: 1.0e-6}
+vocab_size: 1000
+dtype: bf16
+seq: 384
+)";
+
+std::string load_error(const std::string& text, const model::ModelOverrides& overrides = {}) {
+  testing::TempDir dir;
+  const auto file = dir.write("m.yaml", text);
+  try {
+    model::load_model(file, overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+const model::Operator& op(const std::vector<model::Operator>& chain, const std::string& name) {
+  for (const auto& o : chain)
+    if (o.name == name) return o;
+  FAIL("no operator " << name);
+  return chain.front();
+}
+
+}  // namespace
+
+TEST_CASE("the shipped Qwen3-0.6B file has the published figures") {
+  const auto m = model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/qwen3-0.6b.yaml",
+                                   {4, 16384});
+  CHECK(m.hidden_size == 1024);
+  CHECK(m.layers == 4);
+  CHECK(m.seq == 16384);
+  CHECK(m.q_heads == 16);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.head_dim == 128);
+  CHECK(m.intermediate_size == 3072);
+  CHECK(m.qk_norm);
+  CHECK(m.rope_theta == 1e6);
+  CHECK(m.norm_eps == 1e-6);
+  CHECK(m.vocab_size == 151936);
+  CHECK(m.dtype == sim::Dtype::bf16);
+}
+
+TEST_CASE("bad model files are one line naming file, line and key, before any work") {
+  testing::TempDir dir;
+  CHECK(load_error(kQwen).empty());
+  CHECK(load_error(replaced(kQwen, "layers: 3", "layers: 0")).find("m.yaml:3: layers: 0 is out of range") !=
+        std::string::npos);
+  CHECK(load_error(replaced(kQwen, "layers: 3", "layerz: 3")).find("layers: missing required key") !=
+        std::string::npos);
+  const auto unknown = load_error(kQwen + std::string("heads: 3\n"));
+  CHECK(unknown.find("m.yaml:10") != std::string::npos);
+  CHECK(unknown.find("heads") != std::string::npos);
+  CHECK(load_error(replaced(kQwen, "kv_heads: 2", "kv_heads: 3")).find("does not divide q_heads") !=
+        std::string::npos);
+  CHECK(load_error(replaced(kQwen, "head_dim: 64", "head_dim: 63")).find("must be even") != std::string::npos);
+  CHECK(load_error(replaced(kQwen, "activation: silu", "activation: relu")).find("accepted: silu") !=
+        std::string::npos);
+  CHECK(load_error(replaced(kQwen, "dtype: bf16", "dtype: int8")).find("accepted: bf16, fp16, fp32") !=
+        std::string::npos);
+  CHECK(load_error("[1, 2, 3]\n").find("a model file is a YAML mapping") != std::string::npos);
+  CHECK(load_error("hidden_size: [\n").find("m.yaml") != std::string::npos);  // not YAML
+  CHECK(load_error(kQwen, {0, std::nullopt}).find("--layers 0 is out of range") != std::string::npos);
+  CHECK(load_error(kQwen, {std::nullopt, -5}).find("--seq -5 is out of range") != std::string::npos);
+}
+
+TEST_CASE("the prefill chain's shapes chain from one kernel to the next") {
+  testing::TempDir dir;
+  const auto m = model::load_model(dir.write("m.yaml", kQwen));
+  const auto chain = model::prefill_chain(m);
+  const std::int64_t S = 384, H = 256, d = 64, q = 4 * 64, kv = 2 * 64, I = 512;
+  // Every operator but the final norm runs once per layer.
+  for (const auto& o : chain) CHECK(o.calls == (o.name == "final_norm" ? 1 : 3));
+  // The projections contract over the hidden size and take the normed
+  // activations transposed ([hidden, seq], the GEMM's lhsT or rhs).
+  CHECK(op(chain, "attn_norm_t").shape == kernels::Shape{{"batch", 1}, {"rows", S}, {"cols", H}});
+  CHECK(op(chain, "q_proj").shape == kernels::Shape{{"M", S}, {"N", q}, {"K", H}});
+  CHECK(op(chain, "k_proj").shape == kernels::Shape{{"M", S}, {"N", kv}, {"K", H}});
+  CHECK(op(chain, "v_proj").shape == kernels::Shape{{"M", kv}, {"N", S}, {"K", H}});
+  // q/k norm over head_dim: [seq, heads*head_dim] read as [seq*heads, head_dim].
+  CHECK(op(chain, "q_norm").shape == kernels::Shape{{"rows", S * 4}, {"cols", d}});
+  CHECK(op(chain, "k_norm").shape == kernels::Shape{{"rows", S * 2}, {"cols", d}});
+  // Attention's operands: q_t [q_heads*d, seq], k_t [kv_heads*d, seq], v [kv_heads*seq, d].
+  CHECK(op(chain, "q_t").shape == kernels::Shape{{"batch", 1}, {"rows", S}, {"cols", q}});
+  CHECK(op(chain, "v_heads").shape == kernels::Shape{{"batch", 2}, {"rows", d}, {"cols", S}});
+  CHECK(op(chain, "attention").shape ==
+        kernels::Shape{{"seq", S}, {"q_heads", 4}, {"kv_heads", 2}, {"head_dim", d}});
+  // Its output [q_heads*seq, d] per head transposed is the output projection's lhsT.
+  CHECK(op(chain, "o_t").shape == kernels::Shape{{"batch", 4}, {"rows", S}, {"cols", d}});
+  CHECK(op(chain, "o_proj").shape == kernels::Shape{{"M", S}, {"N", H}, {"K", q}});
+  // The MLP stays transposed from gate/up to the down projection's lhsT.
+  CHECK(op(chain, "gate_proj").shape == kernels::Shape{{"M", I}, {"N", S}, {"K", H}});
+  CHECK(op(chain, "silu_mul").shape == kernels::Shape{{"rows", I}, {"cols", S}});
+  CHECK(op(chain, "down_proj").shape == kernels::Shape{{"M", S}, {"N", H}, {"K", I}});
+  CHECK(op(chain, "mlp_residual").shape == kernels::Shape{{"rows", S}, {"cols", H}});
+  // Without q/k norm those two operators go.
+  auto plain = m;
+  plain.qk_norm = false;
+  const auto without = model::prefill_chain(plain);
+  CHECK(without.size() == chain.size() - 2);
+}
+
+TEST_CASE("an operator takes the best verified trial for its exact kernel, shape, dtype and target") {
+  auto store = store::open_store(":memory:");
+  auto add_run = [&](const std::string& shape, const std::string& dtype, const std::string& target) {
+    store::Run run;
+    run.goal_name = "g";
+    run.kernel = "rmsnorm";
+    run.goal_yaml = "kernel:\n  family: rmsnorm\n  shape: {" + shape + "}\n  dtype: " + dtype +
+                    "\ntarget: " + target + "\n";
+    return store->create_run(run);
+  };
+  auto trial = [](std::int64_t run, const std::string& variant, nlohmann::json params, double latency,
+                  bool passed, store::TrialStatus status = store::TrialStatus::ok) {
+    store::Trial t;
+    t.run = run;
+    t.variant = variant;
+    t.params = std::move(params);
+    t.config_hash = variant + t.params.dump();
+    t.cache_key = t.config_hash + std::to_string(latency);
+    t.status = status;
+    t.metrics = {{"latency_s", latency}};
+    t.verification = {{"passed", passed}};
+    return t;
+  };
+  const auto match = add_run("rows: 512, cols: 256", "bf16", "trn2");
+  const auto other_shape = add_run("rows: 512, cols: 512", "bf16", "trn2");
+  const auto other_target = add_run("rows: 512, cols: 256", "bf16", "trn1");
+  const auto other_dtype = add_run("rows: 512, cols: 256", "fp32", "trn2");
+  std::vector<store::Trial> trials{
+      trial(match, "naive", {{"_", 0}}, 9e-3, true),
+      trial(match, "fused", {{"tile_size", 256}, {"pipeline_depth", 2}, {"unroll_factor", 1}}, 4e-3, true),
+      // Faster but wrong, or not measured: never chosen.
+      trial(match, "fused", {{"tile_size", 128}, {"pipeline_depth", 3}, {"unroll_factor", 1}}, 1e-3, false),
+      trial(match, "fused", {{"tile_size", 512}, {"pipeline_depth", 3}, {"unroll_factor", 1}}, 1e-4, true,
+            store::TrialStatus::invalid),
+      // A value the family no longer accepts.
+      trial(match, "fused", {{"tile_size", 100}, {"pipeline_depth", 2}, {"unroll_factor", 1}}, 2e-3, true),
+      trial(other_shape, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true),
+      trial(other_target, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true),
+      trial(other_dtype, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true)};
+  store->commit_trials(trials);
+  // A second run of the same kernel with a better verified trial wins.
+  const auto later = add_run("cols: 256, rows: 512", "bf16", "trn2");
+  std::vector<store::Trial> more{
+      trial(later, "fused", {{"tile_size", 256}, {"pipeline_depth", 4}, {"unroll_factor", 2}}, 3e-3, true)};
+  store->commit_trials(more);
+
+  const auto best = model::best_verified_config(*store, "rmsnorm", {{"rows", 512}, {"cols", 256}},
+                                                sim::Dtype::bf16, "trn2");
+  REQUIRE(best);
+  CHECK(best->source == "tuned");
+  CHECK(best->variant == "fused");
+  CHECK(best->run == later);
+  CHECK(best->trial == more[0].id);
+  CHECK(best->params.at("pipeline_depth") == 4);
+  CHECK(best->params.at("unroll_factor") == 2);
+  CHECK(!model::best_verified_config(*store, "rmsnorm", {{"rows", 64}, {"cols", 256}}, sim::Dtype::bf16, "trn2"));
+}
