@@ -16,6 +16,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "model/forward.hpp"
+#include "model/verify.hpp"
 
 namespace autotune::cli {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 struct ModelOptions {
   std::string file, target = "trn2";
   std::optional<std::int64_t> layers, seq;
-  bool baseline = false, json = false;
+  bool baseline = false, json = false, no_verify = false;
   int jobs = 2;
   DatabaseOption db;
 };
@@ -41,6 +42,17 @@ std::string config_text(const model::ChosenConfig& config) {
 std::string source_text(const model::ChosenConfig& config) {
   if (config.source == "tuned") return "tuned (run " + std::to_string(*config.run) + " trial " + std::to_string(*config.trial) + ")";
   return config.source;
+}
+
+nlohmann::json check_json(const std::optional<model::ChainCheck>& check) {
+  if (!check) return nullptr;
+  return {{"seq", check->seq},
+          {"mse", check->mse},
+          {"cosine_similarity", check->cosine_similarity},
+          {"max_rel_error", check->max_rel_error},
+          {"min_cosine_similarity", check->min_cosine},
+          {"passed", check->passed},
+          {"error", check->error}};
 }
 
 nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec& target,
@@ -96,10 +108,15 @@ int run_model(const ModelOptions& o) {
   options.baseline = o.baseline;
   options.jobs = o.jobs;
   const model::ForwardTiming forward = model::time_forward(spec, target, store.get(), options);
+  std::optional<model::ChainCheck> check;
+  if (!o.no_verify && forward.all_ok) check = model::verify_chain(spec, forward, target);
+  const bool ok = forward.all_ok && (!check || check->passed);
 
   if (o.json) {
-    std::cout << forward_json(spec, target, forward, o, store ? database : "").dump(2) << "\n";
-    return forward.all_ok ? 0 : 1;
+    auto j = forward_json(spec, target, forward, o, store ? database : "");
+    j["end_to_end"] = check_json(check);
+    std::cout << j.dump(2) << "\n";
+    return ok ? 0 : 1;
   }
   std::printf("model %s: %lld layers, seq %lld, %s, on %s; %s\n", spec.name.c_str(), (long long)spec.layers,
               (long long)spec.seq, std::string(sim::dtype_name(spec.dtype)).c_str(), target.name.c_str(),
@@ -119,7 +136,12 @@ int run_model(const ModelOptions& o) {
               forward.latency_s * 1e3, forward.flops / 1e12, forward.mfu_percent, forward.roofline_s * 1e3,
               forward.roofline_s > 0 ? forward.latency_s / forward.roofline_s : 0.0);
   if (!forward.all_ok) std::printf("some operators did not run or verify: the forward's time is incomplete\n");
-  return forward.all_ok ? 0 : 1;
+  if (check)
+    std::printf("end to end     at seq %lld, the chained kernels against a double-precision model: MSE %.3g, "
+                "cosine %.6f (at least %g), max relative error %.3g: %s%s\n",
+                (long long)check->seq, check->mse, check->cosine_similarity, check->min_cosine, check->max_rel_error,
+                check->passed ? "passed" : "FAILED", check->error.empty() ? "" : (": " + check->error).c_str());
+  return ok ? 0 : 1;
 }
 
 const CommandRegistration registration{
@@ -133,6 +155,7 @@ const CommandRegistration registration{
       app.add_flag("--baseline", o->baseline, "Every operator runs its family's baseline variant");
       app.add_option("--jobs", o->jobs, "Operators simulated at once (default 2)");
       app.add_flag("--json", o->json, "Print one JSON object on stdout");
+      app.add_flag("--no-verify", o->no_verify, "Skip the end-to-end check of the chained kernels");
       add_database_option(app, o->db);
       return [o] { return run_model(*o); };
     }};

@@ -263,6 +263,32 @@ Verification compare_outputs(const HostTensors& reference, const std::vector<std
   return v;
 }
 
+FunctionalRun run_functional(const FamilySpec& family, const std::string& variant, const Shape& shape,
+                             sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
+                             std::vector<std::vector<float>> inputs) {
+  if (inputs.size() != family.inputs.size())
+    throw InternalError("kernel '" + family.name + "' takes " + std::to_string(family.inputs.size()) +
+                        " inputs, given " + std::to_string(inputs.size()));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto [rows, cols] = family.inputs[i].dims(shape);
+    if (std::int64_t(inputs[i].size()) != rows * cols)
+      throw InternalError("input " + family.inputs[i].name + " of kernel '" + family.name + "' has " +
+                          std::to_string(inputs[i].size()) + " elements, the shape needs " +
+                          std::to_string(rows * cols));
+    for (auto& x : inputs[i]) x = sim::round_to_dtype(x, dtype);
+  }
+  const sim::Program program = trace_program(family, family.variant(variant), shape, dtype, params, target);
+  sim::HostIo io;
+  io.inputs = std::move(inputs);
+  const sim::SimResult result = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
+  FunctionalRun run;
+  if (!result.valid)
+    run.error = result.error.empty() ? "the program does not fit the target" : result.error;
+  else
+    run.outputs = std::move(io.outputs);
+  return run;
+}
+
 Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, const Shape& shape,
                     sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
                     const EvaluateOptions& options) {

@@ -102,6 +102,20 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant, const 
                     sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
                     const EvaluateOptions& options = {});
 
+// Runs `variant` once, functionally, on the given inputs (in the family's
+// input order, row-major; rounded to `dtype` here) with the target's limits,
+// and returns its outputs in the family's output order: what a chain of
+// kernels (model/verify.hpp) feeds from one kernel to the next. `error` is
+// set (and `outputs` empty) when the program does not fit the target.
+struct FunctionalRun {
+  std::vector<std::vector<float>> outputs;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+FunctionalRun run_functional(const FamilySpec& family, const std::string& variant, const Shape& shape,
+                             sim::Dtype dtype, const ParamValues& params, const sim::TargetSpec& target,
+                             std::vector<std::vector<float>> inputs);
+
 // Compares outputs with the reference: fills max_rel_error, mse,
 // cosine_similarity, checked_elements, and passed against `tolerance` (and,
 // when above 0, the smallest accepted cosine similarity).

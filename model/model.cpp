@@ -123,42 +123,43 @@ std::vector<Operator> prefill_chain(const ModelSpec& m) {
   };
   std::vector<Operator> chain;
   auto add = [&](std::string name, std::string family, kernels::Shape shape, std::string purpose,
-                 std::int64_t calls) {
-    chain.push_back({std::move(name), std::move(family), std::move(shape), calls, std::move(purpose)});
+                 bool per_layer, std::vector<std::string> inputs, std::string output) {
+    chain.push_back({std::move(name), std::move(family), std::move(shape), per_layer ? L : 1, std::move(purpose),
+                     std::move(inputs), std::move(output), per_layer});
   };
   // Attention block.
-  add("attn_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream [seq, hidden]", L);
-  add("attn_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq], GEMMs' left operand", L);
-  add("q_proj", "gemm", gemm(S, q_width, H), "queries [seq, q_heads*head_dim]", L);
-  add("k_proj", "gemm", gemm(S, kv_width, H), "keys [seq, kv_heads*head_dim]", L);
-  add("v_proj", "gemm", gemm(kv_width, S, H), "values transposed [kv_heads*head_dim, seq]", L);
+  add("attn_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream [seq, hidden]", true, {"x", "attn_gamma"}, "xn");
+  add("attn_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq], GEMMs' left operand", true, {"xn"}, "xn_t");
+  add("q_proj", "gemm", gemm(S, q_width, H), "queries [seq, q_heads*head_dim]", true, {"xn_t", "w_q"}, "q");
+  add("k_proj", "gemm", gemm(S, kv_width, H), "keys [seq, kv_heads*head_dim]", true, {"xn_t", "w_k"}, "k");
+  add("v_proj", "gemm", gemm(kv_width, S, H), "values transposed [kv_heads*head_dim, seq]", true, {"w_v", "xn_t"}, "v_t");
   if (m.qk_norm) {
-    add("q_norm", "rmsnorm", rows_cols(S * m.q_heads, d), "RMSNorm over head_dim of each query head", L);
-    add("k_norm", "rmsnorm", rows_cols(S * m.kv_heads, d), "RMSNorm over head_dim of each key head", L);
+    add("q_norm", "rmsnorm", rows_cols(S * m.q_heads, d), "RMSNorm over head_dim of each query head", true, {"q", "q_gamma"}, "q_normed");
+    add("k_norm", "rmsnorm", rows_cols(S * m.kv_heads, d), "RMSNorm over head_dim of each key head", true, {"k", "k_gamma"}, "k_normed");
   }
   add("q_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.q_heads}, {"head_dim", d}},
-      "rotary embedding of the queries", L);
+      "rotary embedding of the queries", true, {m.qk_norm ? "q_normed" : "q", "cos", "sin"}, "q_rotated");
   add("k_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.kv_heads}, {"head_dim", d}},
-      "rotary embedding of the keys", L);
-  add("q_t", "transpose", transpose(1, S, q_width), "queries to [q_heads*head_dim, seq] for attention", L);
-  add("k_t", "transpose", transpose(1, S, kv_width), "keys to [kv_heads*head_dim, seq] for attention", L);
-  add("v_heads", "transpose", transpose(m.kv_heads, d, S), "values to [kv_heads*seq, head_dim] for attention", L);
+      "rotary embedding of the keys", true, {m.qk_norm ? "k_normed" : "k", "cos", "sin"}, "k_rotated");
+  add("q_t", "transpose", transpose(1, S, q_width), "queries to [q_heads*head_dim, seq] for attention", true, {"q_rotated"}, "q_t");
+  add("k_t", "transpose", transpose(1, S, kv_width), "keys to [kv_heads*head_dim, seq] for attention", true, {"k_rotated"}, "k_t");
+  add("v_heads", "transpose", transpose(m.kv_heads, d, S), "values to [kv_heads*seq, head_dim] for attention", true, {"v_t"}, "v");
   add("attention", "attention",
       kernels::Shape{{"seq", S}, {"q_heads", m.q_heads}, {"kv_heads", m.kv_heads}, {"head_dim", d}},
-      "causal grouped-query attention, out [q_heads*seq, head_dim]", L);
-  add("o_t", "transpose", transpose(m.q_heads, S, d), "attention output to [q_heads*head_dim, seq]", L);
-  add("o_proj", "gemm", gemm(S, H, q_width), "output projection [seq, hidden]", L);
-  add("attn_residual", "add", rows_cols(S, H), "residual add", L);
+      "causal grouped-query attention, out [q_heads*seq, head_dim]", true, {"q_t", "k_t", "v"}, "o");
+  add("o_t", "transpose", transpose(m.q_heads, S, d), "attention output to [q_heads*head_dim, seq]", true, {"o"}, "o_t");
+  add("o_proj", "gemm", gemm(S, H, q_width), "output projection [seq, hidden]", true, {"o_t", "w_o"}, "attn_out");
+  add("attn_residual", "add", rows_cols(S, H), "residual add", true, {"x", "attn_out"}, "h");
   // MLP block: gate and up come out transposed, so the down projection takes
   // SiLU(gate) * up as its (transposed) left operand without a layout change.
-  add("mlp_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream", L);
-  add("mlp_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq]", L);
-  add("gate_proj", "gemm", gemm(I, S, H), "gate transposed [intermediate, seq]", L);
-  add("up_proj", "gemm", gemm(I, S, H), "up transposed [intermediate, seq]", L);
-  add("silu_mul", "silu_mul", rows_cols(I, S), "SiLU(gate) * up, transposed [intermediate, seq]", L);
-  add("down_proj", "gemm", gemm(S, H, I), "down projection [seq, hidden]", L);
-  add("mlp_residual", "add", rows_cols(S, H), "residual add", L);
-  add("final_norm", "rmsnorm", rows_cols(S, H), "the final RMSNorm", 1);
+  add("mlp_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream", true, {"h", "mlp_gamma"}, "hn");
+  add("mlp_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq]", true, {"hn"}, "hn_t");
+  add("gate_proj", "gemm", gemm(I, S, H), "gate transposed [intermediate, seq]", true, {"w_gate", "hn_t"}, "gate_t");
+  add("up_proj", "gemm", gemm(I, S, H), "up transposed [intermediate, seq]", true, {"w_up", "hn_t"}, "up_t");
+  add("silu_mul", "silu_mul", rows_cols(I, S), "SiLU(gate) * up, transposed [intermediate, seq]", true, {"gate_t", "up_t"}, "act_t");
+  add("down_proj", "gemm", gemm(S, H, I), "down projection [seq, hidden]", true, {"act_t", "w_down"}, "mlp_out");
+  add("mlp_residual", "add", rows_cols(S, H), "residual add", true, {"h", "mlp_out"}, "x");
+  add("final_norm", "rmsnorm", rows_cols(S, H), "the final RMSNorm", false, {"x", "final_gamma"}, "y");
   return chain;
 }
 

@@ -53,6 +53,13 @@ struct Operator {
   kernels::Shape shape;
   std::int64_t calls = 1;  // per forward
   std::string purpose;     // what it computes, in the model's terms
+  // The tensors it reads, in the family's input order, and the one it
+  // writes: activations by name within a layer ("x" is the residual stream
+  // entering it), weights and tables by the names model/verify.cpp draws
+  // (gammas, W*, cos, sin).
+  std::vector<std::string> inputs;
+  std::string output;
+  bool per_layer = true;  // once per decoder layer; else once per forward
 };
 
 // The prefill forward of `model` on one prompt of model.seq tokens: per
