@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
+#include "orchestrator/model_run.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
 #include "store/store.hpp"
@@ -73,6 +74,42 @@ void print_summary(const orchestrator::RunSummary& s) {
               static_cast<long long>(s.run_id), s.db.c_str());
 }
 
+void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator::ModelRunSummary& s,
+                         const std::string& db) {
+  std::printf("run %lld: model %s, %lld layers, seq %lld on %s; %s; goal %s\n", static_cast<long long>(s.run_id),
+              goal.model.name.c_str(), (long long)goal.model.layers, (long long)goal.model.seq, goal.target.c_str(),
+              s.status.c_str(), s.goal_met ? "met" : "not met");
+  std::printf("  stopped:     %s\n", s.stop_reason.c_str());
+  std::printf("  baseline:    every operator at its family's baseline  %s  MFU %.1f %%\n",
+              seconds_text(s.baseline_latency_s).c_str(), s.baseline.mfu_percent);
+  std::printf("  tuned:       %s  MFU %.1f %%; the operators' roofline bounds sum to %s (%.2fx)\n",
+              seconds_text(s.best_latency_s).c_str(), s.tuned.mfu_percent, seconds_text(s.tuned.roofline_s).c_str(),
+              s.tuned.roofline_s > 0 ? s.best_latency_s / s.tuned.roofline_s : 0.0);
+  std::printf("  improvement: %.1f%% of the forward's latency removed (%.2fx)\n", s.improvement * 100,
+              s.best_latency_s > 0 ? s.baseline_latency_s / s.best_latency_s : 0.0);
+  std::printf("  operators:   %-14s %12s %7s  %12s %7s  %s\n", "", "baseline", "share", "tuned", "share",
+              "configuration");
+  for (std::size_t i = 0; i < s.tuned.operators.size() && i < s.baseline.operators.size(); ++i) {
+    const auto& b = s.baseline.operators[i];
+    const auto& t = s.tuned.operators[i];
+    std::string config = t.config.variant;
+    for (const auto& [k, v] : t.config.params) config += " " + k + "=" + std::to_string(v);
+    std::printf("               %-14s %12s %6.1f%%  %12s %6.1f%%  %s%s\n", t.op.name.c_str(),
+                seconds_text(b.latency_s * double(b.op.calls)).c_str(), b.share_percent,
+                seconds_text(t.latency_s * double(t.op.calls)).c_str(), t.share_percent, config.c_str(),
+                t.config.source == "tuned" ? "" : (" (" + t.config.source + ")").c_str());
+  }
+  if (s.check)
+    std::printf("  end to end:  at seq %lld, MSE %.3g, cosine %.6f: %s%s\n", (long long)s.check->seq, s.check->mse,
+                s.check->cosine_similarity, s.check->passed ? "passed" : "FAILED",
+                s.check->error.empty() ? "" : (": " + s.check->error).c_str());
+  std::printf("  evaluations: %d in %d kernel loops (runs", s.evaluations, int(s.kernel_runs.size()));
+  for (auto id : s.kernel_runs) std::printf(" %lld", static_cast<long long>(id));
+  std::printf("), %.1f s\n", s.wall_time_s);
+  std::printf("  database:    %s (autotune log %lld --db %s)\n", db.c_str(), static_cast<long long>(s.run_id),
+              db.c_str());
+}
+
 const CommandRegistration registration(
     "run", "Run the agentic tuning loop on a goal (YAML)", [](CLI::App& app) -> CommandAction {
       struct Options {
@@ -94,6 +131,35 @@ const CommandRegistration registration(
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {
         if (options->jobs < 0) throw UserError("--jobs must be at least 1");
+        if (orchestrator::is_model_goal(options->goal)) {
+          if (options->resume) throw UserError("--resume is for kernel goals; a model goal starts afresh");
+          auto goal = orchestrator::load_model_goal(options->goal);
+          if (options->jobs > 0) goal.parallel = options->jobs;
+          if (options->seed) goal.seed = *options->seed;
+          const std::string db = store::resolve_database_path(options->db);
+          auto store = store::open_store(db);
+          const bool tty = isatty(fileno(stderr)) != 0;
+          std::string last;
+          const auto summary = orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
+            char line[320];
+            std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  forward %s  [%s]", p.iteration,
+                          p.max_iterations, p.evaluations, p.budget,
+                          p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-", p.phase.c_str());
+            // Plain lines only when the phase or the forward changed.
+            const std::string key = p.phase + (p.best_latency_s ? seconds_text(*p.best_latency_s) : "");
+            if (tty)
+              std::fprintf(stderr, "\r\033[K%s", line);
+            else if (key != last)
+              std::fprintf(stderr, "%s\n", line);
+            last = key;
+          });
+          if (tty) std::fprintf(stderr, "\n");
+          if (options->json)
+            std::cout << summary.to_json().dump() << std::endl;
+          else
+            print_model_summary(goal, summary, db);
+          return summary.status == "completed" ? 0 : 1;
+        }
         auto prepared = orchestrator::load_and_prepare(options->goal);
         // The compiler's message in full; the run records it as a failed trial.
         if (!prepared.setup.kernel_source_failure.empty())

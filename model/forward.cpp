@@ -108,7 +108,10 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
     OperatorTiming timing;
     timing.op = op;
     std::optional<ChosenConfig> tuned;
-    if (!options.baseline && store) tuned = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
+    if (const auto given = options.configs.find(op.name); given != options.configs.end())
+      tuned = given->second;
+    else if (!options.baseline && store)
+      tuned = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
     timing.config = tuned ? *tuned : family_config(family, options.baseline);
     forward.operators.push_back(std::move(timing));
   }

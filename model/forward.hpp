@@ -9,6 +9,7 @@
 // evaluated once through the kernel pipeline (kernels/evaluate.hpp: the full
 // shape simulated, the output verified on the variant's verification shape)
 // and counted once per call.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,8 @@ struct ForwardTiming {
 
 struct ForwardOptions {
   bool baseline = false;
+  // Configurations by operator name, taken as given (a model run's choices).
+  std::map<std::string, ChosenConfig> configs;
   int jobs = 1;
   std::uint64_t seed = 0;
 };
