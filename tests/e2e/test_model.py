@@ -1,0 +1,118 @@
+"""autotune model and model goals on a short Qwen3-0.6B: the per-operator table, the end-to-end check,
+configurations picked up from tuned runs, the model goal's choices, and bad model inputs."""
+import json
+import os
+
+from loop_support import SOURCE, check, query, run, run_json, tempdir, write_goal
+
+MODEL = os.path.join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")
+SHORT = ["--layers", "1", "--seq", "384", "--target", "trn2"]
+
+
+def operators(result):
+    return {op["name"]: op for op in result["operators"]}
+
+
+def check_forward(result, layers):
+    ops = operators(result)
+    check(len(ops) == 24, f"24 operators expected (with q/k norm), got {sorted(ops)}")
+    for name, op in ops.items():
+        check(op["status"] == "ok" and op["verified"], f"{name}: {op['status']} {op['error']}")
+        check(op["calls"] == (1 if name == "final_norm" else layers), f"{name}: {op['calls']} calls")
+    total = sum(op["total_s"] for op in ops.values())
+    forward = result["forward"]
+    check(abs(total - forward["latency_s"]) <= 1e-9 + 1e-6 * total, f"forward {forward} is not the operators' sum")
+    check(forward["latency_s"] >= forward["roofline_bound_s"] > 0, f"forward below its roofline: {forward}")
+    check(abs(sum(op["share_percent"] for op in ops.values()) - 100) < 0.01, "shares do not add up to 100%")
+    check(result["end_to_end"]["passed"] and result["end_to_end"]["cosine_similarity"] >= 0.999,
+          f"end-to-end check: {result['end_to_end']}")
+
+
+def main():
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "model.db")
+        baseline = run_json(["model", MODEL] + SHORT + ["--baseline"], db)
+        check_forward(baseline, 1)
+        check(all(op["configuration"]["source"] == "baseline" for op in baseline["operators"]),
+              "--baseline must run every family's baseline")
+        defaults = run_json(["model", MODEL] + SHORT, db)
+        check_forward(defaults, 1)
+        check(operators(defaults)["attention"]["configuration"]["source"] == "default", "no database: defaults")
+
+        # A tuned attention at the model's exact shape is picked up by the next `autotune model`.
+        goal = write_goal(tmp, "attention.yaml", """
+name: attention-384
+kernel: {family: attention, shape: {seq: 384, q_heads: 16, kv_heads: 8, head_dim: 128}, dtype: bf16}
+target: trn2
+goal: {improvement: 0.9}
+max_iterations: 2
+budget: {evaluations: 6}
+start: {variant: naive}
+parallel: 2
+seed: 1
+""")
+        tuned_run = run_json(["run", goal], db)
+        after = run_json(["model", MODEL] + SHORT, db)
+        attention = operators(after)["attention"]
+        check(attention["configuration"]["source"] == "tuned" and attention["configuration"]["run"] == tuned_run["run_id"],
+              f"attention should come from run {tuned_run['run_id']}: {attention['configuration']}")
+        best = tuned_run["best"]
+        check(attention["configuration"]["variant"] == best["variant"], f"{attention['configuration']} vs {best}")
+        check_forward(after, 1)
+
+        # The model goal: baseline forward, choices by share x headroom, kernel loops, the tuned forward.
+        model_goal = write_goal(tmp, "model-goal.yaml", f"""
+name: tiny-model
+model: {{file: {MODEL}, layers: 1, seq: 384}}
+target: trn2
+goal: {{improvement: 0.9}}
+max_iterations: 3
+per_kernel: {{iterations: 2, evaluations: 4}}
+budget: {{evaluations: 12, wall_time_s: 300}}
+parallel: 2
+seed: 1
+""")
+        summary = run_json(["run", model_goal], db)
+        check(summary["status"] == "completed", f"model goal: {summary}")
+        check(0 < summary["evaluations"] <= 12, f"budget of 12: {summary['evaluations']}")
+        check(summary["best_latency_s"] < summary["baseline_latency_s"], f"no gain: {summary}")
+        check(summary["end_to_end"]["passed"], f"end to end: {summary['end_to_end']}")
+        decisions = query(db, "SELECT action, evidence, rationale FROM decisions WHERE run = ? AND skill = ?",
+                          (summary["run_id"], "model_orchestrator"))
+        actions = [d[0] for d in decisions]
+        check(actions[0] == "baseline" and actions[-1] == "finish", f"actions: {actions}")
+        choices = [d for d in decisions if d[0].startswith("choose:")]
+        check(len(choices) == len(summary["kernel_runs"]) >= 1, f"{len(choices)} choices, runs {summary['kernel_runs']}")
+        first = json.loads(choices[0][1])
+        worths = [c["worth_percent"] for c in first["candidates"] if not c["skipped"]]
+        check(worths == sorted(worths, reverse=True), f"candidates not ranked by worth: {worths}")
+        check(first["candidates"][0]["operators"].split(",")[0] == choices[0][0].split(":")[1],
+              f"the choice is not the worthiest kernel: {choices[0][0]} vs {first['candidates'][0]}")
+        check("of the forward" in choices[0][2], f"rationale: {choices[0][2]}")
+        for kernel_run in summary["kernel_runs"]:
+            rows = query(db, "SELECT status FROM runs WHERE id = ?", (kernel_run,))
+            check(rows and rows[0][0] == "completed", f"kernel run {kernel_run}: {rows}")
+
+        # Bad input: one line naming file:line: key, exit 2, before anything is simulated.
+        bad = write_goal(tmp, "bad-model.yaml", open(MODEL).read().replace("layers: 28", "layers: 0"))
+        proc = run(["model", bad], db)
+        check(proc.returncode == 2 and "bad-model.yaml:" in proc.stderr and "layers: 0 is out of range" in proc.stderr,
+              f"layers 0: {proc.returncode} {proc.stderr}")
+        check(len(proc.stderr.strip().splitlines()) == 1, f"one line expected: {proc.stderr}")
+        bad = write_goal(tmp, "typo.yaml", open(MODEL).read().replace("hidden_size:", "hiden_size:"))
+        proc = run(["model", bad], db)
+        check(proc.returncode == 2 and "hidden_size" in proc.stderr, f"typo: {proc.stderr}")
+        bad = write_goal(tmp, "notyaml.yaml", "hidden_size: [1024\n")
+        proc = run(["model", bad], db)
+        check(proc.returncode == 2 and "notyaml.yaml" in proc.stderr, f"not YAML: {proc.stderr}")
+        proc = run(["model", MODEL, "--layers", "0"], db)
+        check(proc.returncode == 2 and "--layers 0" in proc.stderr, f"--layers 0: {proc.stderr}")
+        bad_goal = write_goal(tmp, "bad-goal.yaml", f"model: {{file: {MODEL}, layers: 1}}\ngoal: {{improvement: 2}}\n")
+        proc = run(["run", bad_goal], db)
+        check(proc.returncode == 2 and "bad-goal.yaml:2" in proc.stderr and "improvement" in proc.stderr,
+              f"improvement 2: {proc.stderr}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
