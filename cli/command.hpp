@@ -22,6 +22,12 @@ struct Command {
 
 std::vector<Command>& registered_commands();
 
+// The one-line message for a command line CLI11 rejects: an unknown command
+// names the nearest known one (at most two edits away) and lists them all;
+// otherwise CLI11's message.
+std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
+                             const std::string& message);
+
 struct CommandRegistration {
   CommandRegistration(std::string name, std::string description, CommandSetup setup) {
     registered_commands().push_back({std::move(name), std::move(description), std::move(setup)});

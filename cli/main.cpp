@@ -1,6 +1,9 @@
 #include <cstdio>
 #include <iostream>
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
@@ -10,6 +13,44 @@ namespace autotune::cli {
 std::vector<Command>& registered_commands() {
   static std::vector<Command> commands;
   return commands;
+}
+
+namespace {
+
+// Levenshtein distance: how many single-character edits turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
+                             const std::string& message) {
+  // The first word that is not an option names the command.
+  std::string word;
+  for (int i = 1; i < argc && word.empty(); ++i)
+    if (argv[i][0] != '-') word = argv[i];
+  if (word.empty() || std::find(commands.begin(), commands.end(), word) != commands.end())
+    return message + " (see --help)";
+  std::string nearest;
+  std::size_t best = 3;  // farther than two edits is no suggestion
+  for (const auto& name : commands)
+    if (const auto d = edit_distance(word, name); d < best) best = d, nearest = name;
+  std::string commands_text;
+  for (const auto& name : commands) commands_text += (commands_text.empty() ? "" : ", ") + name;
+  return "unknown command '" + word + "'" + (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
+         " (commands: " + commands_text + ")";
 }
 }  // namespace autotune::cli
 
@@ -31,8 +72,18 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, like every other misuse, and exit status 2.
+    std::vector<std::string> names;
+    for (const auto& command : commands) names.push_back(command.name);
+    std::fprintf(stderr, "autotune: error: %s\n", cli::parse_error_text(argc, argv, names, e.what()).c_str());
+    return 2;
   }
   if (verbose) log::set_level(log::Level::info);
 

@@ -1,0 +1,38 @@
+"""Command-line misuse is one line prefixed `autotune: error:` with exit status 2; a mistyped command
+names the nearest one; --help and --version still exit 0."""
+import os
+import subprocess
+
+from loop_support import BIN, check
+
+
+def run(*args):
+    env = dict(os.environ)
+    env.pop("AUTOTUNE_DB", None)
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def one_error_line(proc, *needles):
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode == 2, f"exit {proc.returncode} (2 expected): {proc.stderr}")
+    check(len(lines) == 1 and lines[0].startswith("autotune: error: "), f"one error line expected: {proc.stderr!r}")
+    for needle in needles:
+        check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
+
+
+def main():
+    one_error_line(run("runz"), "unknown command 'runz'", "did you mean 'run'?", "commands:")
+    one_error_line(run("modle"), "did you mean 'model'?")
+    one_error_line(run("xyzzy"), "unknown command 'xyzzy'")
+    proc = run("xyzzy")
+    check("did you mean" not in proc.stderr, f"no suggestion for a word far from every command: {proc.stderr}")
+    one_error_line(run("run", "--bogus", "x"), "--bogus")
+    one_error_line(run(), "subcommand is required")
+    for args in (["--help"], ["run", "--help"], ["--version"]):
+        proc = run(*args)
+        check(proc.returncode == 0 and proc.stdout, f"{args}: exit {proc.returncode}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
