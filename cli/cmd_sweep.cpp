@@ -33,7 +33,9 @@ const CommandRegistration registration(
       app.add_option("--jobs,-j", options->jobs, "Parallel workers")->default_val(1);
       app.add_option("--db", options->db, "Database (default: $AUTOTUNE_DB, else ./autotune.db)");
       app.add_option("--top", options->top, "How many of the best configurations to print")->default_val(10);
-      app.add_option("--limit", options->limit, "Evaluate at most this many configurations");
+      app.add_option("--limit", options->limit,
+                     "Evaluate at most this many configurations: the goal's start point and a uniform sample "
+                     "of the rest, seeded by the goal's seed");
       app.add_flag("--json", options->json, "Print the result as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
+
+#include "core/rng.hpp"
 
 #include "orchestrator/decision_log.hpp"
 #include "orchestrator/orchestrator.hpp"
@@ -23,14 +26,45 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   record.id = store.create_run(record);
   result.run_id = record.id;
 
-  std::vector<skills::Candidate> all;
-  for (const auto& variant : catalog.variants) {
-    std::uint64_t n = variant.space->size();
-    if (options.limit) n = std::min(n, *options.limit - std::min<std::uint64_t>(*options.limit, all.size()));
-    for (std::uint64_t i = 0; i < n; ++i)
-      all.push_back({variant.name, search::to_json(*variant.space, variant.space->configuration_at(i))});
+  // Every configuration of every variant, or with a limit a seeded uniform
+  // sample of them (in index order), so that a limited sweep sees every
+  // variant in proportion rather than the first ones only.
+  std::uint64_t total = 0;
+  for (const auto& variant : catalog.variants) total += variant.space->size();
+  std::vector<std::uint64_t> chosen;  // global indices, ascending
+  if (options.limit && *options.limit < total) {
+    // Floyd's algorithm: limit - 1 distinct indices of [0, total); the
+    // start point makes the limit.
+    Rng rng = Rng(goal.seed).fork("sweep sample");
+    std::set<std::uint64_t> picked;
+    const std::uint64_t sample = *options.limit > 0 ? *options.limit - 1 : 0;
+    for (std::uint64_t j = total - sample; j < total; ++j) {
+      const auto t = std::uint64_t(rng.uniform_int(0, std::int64_t(j)));
+      picked.insert(picked.count(t) ? j : t);
+    }
+    chosen.assign(picked.begin(), picked.end());
   }
-  result.configurations = all.size();
+  std::vector<skills::Candidate> all;
+  auto add_index = [&](std::uint64_t global) {
+    for (const auto& variant : catalog.variants) {
+      if (global < variant.space->size()) {
+        all.push_back({variant.name, search::to_json(*variant.space, variant.space->configuration_at(global))});
+        return;
+      }
+      global -= variant.space->size();
+    }
+  };
+  if (options.limit && *options.limit < total)
+    for (auto index : chosen) add_index(index);
+  else
+    for (std::uint64_t i = 0; i < total; ++i) add_index(i);
+  // The goal's start point is the sweep's baseline: measured first, on its
+  // own, whatever the job count, so every ratio the sweep shows is against it.
+  const skills::Candidate& start = catalog.baseline;
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const skills::Candidate& c) { return c.key() == start.key(); }),
+            all.end());
+  result.configurations = all.size() + 1;
 
   DecisionLog log(store, record.id);
   skills::SkillDecision plan;
@@ -39,8 +73,12 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   Json sizes = Json::object();
   for (const auto& variant : catalog.variants) sizes[variant.name] = variant.space->size();
   plan.inputs = {{"variants", sizes}, {"jobs", options.jobs}};
-  plan.evidence = {{"configurations", all.size()}};
-  plan.rationale = "exhaustive evaluation of every valid configuration of the goal's space(s)";
+  plan.evidence = {{"configurations", result.configurations}, {"space", total}, {"baseline", start.key()}};
+  plan.rationale = options.limit && *options.limit < total
+                       ? "a seeded uniform sample of " + std::to_string(*options.limit) + " of the " +
+                             std::to_string(total) + " valid configurations, the goal's start point first"
+                       : "exhaustive evaluation of every valid configuration of the goal's space(s), the goal's "
+                         "start point first";
   const int64_t seq = log.append(0, "orchestrator", plan);
 
   skills::RunnerOptions runner_options;
@@ -52,18 +90,30 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   runner_options.commit_interval_s = 1.0;
   skills::BenchmarkRunner runner(target, store, record.id, runner_options);
 
-  const std::size_t chunk = std::size_t(std::max(64, 16 * options.jobs));
   std::uint64_t done = 0;
+  auto measured_one = [&](const skills::MeasuredTrial&) {
+    ++done;
+    if (options.progress)
+      options.progress(done, result.configurations,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  };
+  {
+    auto baseline = runner.measure({{start, 0, seq}}, measured_one);
+    log.append(0, skills::kBenchmarkRunner, baseline.decision);
+    for (auto& measured : baseline.result) {
+      if (store::is_measured(measured.trial.status)) {
+        record.baseline_trial = measured.trial.id;
+        store.update_run(record);
+      }
+      result.trials.push_back(std::move(measured.trial));
+    }
+  }
+  const std::size_t chunk = std::size_t(std::max(64, 16 * options.jobs));
   for (std::size_t begin = 0; begin < all.size(); begin += chunk) {
     std::vector<skills::TrialRequest> requests;
     for (std::size_t i = begin; i < std::min(all.size(), begin + chunk); ++i)
       requests.push_back({all[i], 0, seq});
-    auto batch = runner.measure(requests, [&](const skills::MeasuredTrial&) {
-      ++done;
-      if (options.progress)
-        options.progress(done, all.size(),
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    });
+    auto batch = runner.measure(requests, measured_one);
     log.append(0, skills::kBenchmarkRunner, batch.decision);
     for (auto& measured : batch.result) result.trials.push_back(std::move(measured.trial));
   }
@@ -81,10 +131,10 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   record.status = store::RunStatus::completed;
-  record.stop_reason = "sweep finished: " + std::to_string(all.size()) + " configurations";
+  record.stop_reason = "sweep finished: " + std::to_string(result.configurations) + " configurations";
   if (!ranked.empty()) record.best_trial = ranked.front().id;
   record.summary = {{"mode", "sweep"},
-                    {"configurations", all.size()},
+                    {"configurations", result.configurations},
                     {"measured", result.counters.measured},
                     {"cache_hits", result.counters.cache_hits},
                     {"wall_time_s", result.wall_time_s},

@@ -19,7 +19,8 @@ namespace autotune::orchestrator {
 struct SweepOptions {
   int jobs = 1;
   bool use_cache = true;
-  std::optional<std::uint64_t> limit;  // at most this many configurations (in index order per variant)
+  // At most this many configurations: a uniform sample seeded by the goal's seed, the start point always in.
+  std::optional<std::uint64_t> limit;
   // Called after each result: done, total, seconds elapsed.
   std::function<void(std::uint64_t, std::uint64_t, double)> progress;
 };

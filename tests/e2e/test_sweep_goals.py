@@ -28,6 +28,26 @@ start: {variant: naive}
         check("ETA" in proc.stderr, "no progress with an ETA")
         check("from the cache" in proc.stdout, "the second sweep should say how many it re-used")
 
+        # The goal's start point is the baseline, measured first, whatever the job count.
+        for jobs in ("1", "2"):
+            fresh = os.path.join(tmp, f"baseline-{jobs}.db")
+            sweep = run_json(["sweep", goal, "--jobs", jobs], fresh)
+            first = query(fresh, "SELECT id, variant FROM trials WHERE run = ? ORDER BY id LIMIT 1", (sweep["run_id"],))[0]
+            baseline = query(fresh, "SELECT baseline_trial FROM runs WHERE id = ?", (sweep["run_id"],))[0][0]
+            check(first[1] == "naive" and baseline == first[0], f"--jobs {jobs}: baseline {baseline}, first {first}")
+
+        # --limit samples the whole space (seeded), not its first configurations in index order.
+        limited = os.path.join(tmp, "limited.db")
+        sample = run_json(["sweep", goal, "--jobs", "2", "--limit", "9"], limited)
+        check(sample["configurations"] == 9, f"--limit 9: {sample['configurations']}")
+        rows = query(limited, "SELECT params FROM trials WHERE run = ?", (sample["run_id"],))
+        depths = {r[0] for r in rows if r[0] and '"pipeline_depth":3' in r[0].replace(" ", "")}
+        tiles = {r[0] for r in rows if r[0] and '"tile_size":512' in r[0].replace(" ", "")}
+        check(depths and tiles, f"a sample of 9 should reach past the first index values: {rows}")
+        again = run_json(["sweep", goal, "--jobs", "2", "--limit", "9"], os.path.join(tmp, "limited2.db"))
+        check(sorted(str(t["params"]) for t in again["top"]) == sorted(str(t["params"]) for t in sample["top"]),
+              "the same seed must sample the same configurations")
+
         loop = run_json(["run", goal], db)
         check(loop["best"]["metrics"]["latency_s"] >= lat[0] * (1 - 1e-9), "the loop beat the exhaustive sweep")
         proc = run(["sweep", goal, "--jobs", "0"], db)
