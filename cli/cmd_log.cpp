@@ -19,14 +19,24 @@ struct LogOptions {
   bool json = false;
 };
 
+// Whether `decision` is one of `name`'s: a skill (its role) or a plugin
+// (its name; plugins record "plugin:<name>" as the proposer).
+bool decided_by(const store::Decision& decision, const std::string& name) {
+  return decision.skill == name || decision.proposer == name || decision.proposer == "plugin:" + name;
+}
+
 // The built-in skills are always accepted (a run may have none of their
-// decisions yet); other names only when the run logged decisions under them.
-void require_known_skill(store::Store& store, int64_t run, const std::string& skill) {
+// decisions yet); so are the run's other skills and its plugins' names.
+void require_known_skill(const std::vector<store::Decision>& all, int64_t run, const std::string& skill) {
   std::vector<std::string> accepted{skills::kProfileAnalyzer, skills::kKernelGenerator, skills::kParamExplorer,
                                     skills::kBenchmarkRunner, "orchestrator"};
-  for (const auto& decision : store.decisions(run))
-    if (std::find(accepted.begin(), accepted.end(), decision.skill) == accepted.end())
-      accepted.push_back(decision.skill);
+  auto accept = [&](const std::string& name) {
+    if (std::find(accepted.begin(), accepted.end(), name) == accepted.end()) accepted.push_back(name);
+  };
+  for (const auto& decision : all) {
+    accept(decision.skill);
+    if (decision.proposer.starts_with("plugin:")) accept(decision.proposer.substr(7));
+  }
   if (std::find(accepted.begin(), accepted.end(), skill) != accepted.end()) return;
   std::string names;
   for (const auto& name : accepted) names += (names.empty() ? "" : ", ") + name;
@@ -46,9 +56,12 @@ const CommandRegistration registration{
       return [options] {
         auto store = open_store_for_reading(options->db);
         const auto run = store::report::require_run(*store, options->run);
-        const auto decisions = store->decisions(run.id, options->skill);
+        const auto all = store->decisions(run.id);
+        std::vector<store::Decision> decisions;
+        for (const auto& decision : all)
+          if (!options->skill || decided_by(decision, *options->skill)) decisions.push_back(decision);
         // Only an empty list can mean a misspelt skill.
-        if (options->skill && decisions.empty()) require_known_skill(*store, run.id, *options->skill);
+        if (options->skill && decisions.empty()) require_known_skill(all, run.id, *options->skill);
         if (options->json) {
           std::cout << store::report::decisions_json(decisions).dump(2) << "\n";
         } else {

@@ -50,7 +50,7 @@ class PluginStage {
   SkillDecision accepted(const PluginReply& reply, const std::string& outcome,
                          const Json& extra_evidence) const {
     SkillDecision decision;
-    decision.proposer = config().name;
+    decision.proposer = "plugin:" + config().name;
     decision.action = reply.decision.value("action", "");
     decision.rationale = reply.decision.value("rationale", "");
     decision.inputs = inputs();
@@ -72,7 +72,7 @@ class PluginStage {
 
   void record_failure(const std::string& kind, const std::string& error, double latency_ms) {
     SkillDecision decision;
-    decision.proposer = config().name;
+    decision.proposer = "plugin:" + config().name;
     decision.action = "plugin_failed";
     decision.inputs = inputs();
     decision.evidence = {{"failure", kind}, {"error", error}, {"latency_ms", latency_ms}};

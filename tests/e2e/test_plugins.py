@@ -62,8 +62,8 @@ def decisions(run_id, db):
     return json.loads(proc.stdout)
 
 
-def by(log, proposer):
-    return [d for d in log if d["proposer"] == proposer]
+def by(log, plugin):
+    return [d for d in log if d["proposer"] == "plugin:" + plugin]
 
 
 def check_completed(summary, what):
@@ -98,6 +98,11 @@ def main():
         check_completed(summary, "example plugin run")
         log = decisions(summary["run_id"], db)
         calls = by(log, "sbuf-pressure")
+        # `log --skill` takes a plugin's name as well as a skill's.
+        proc = run(["log", str(summary["run_id"]), "--skill", "sbuf-pressure", "--json"], db)
+        check(proc.returncode == 0, f"log --skill sbuf-pressure: {proc.stderr}")
+        only = json.loads(proc.stdout)
+        check(only and all(d["proposer"] == "plugin:sbuf-pressure" for d in only), f"log --skill plugin: {only}")
         check(calls, "no decision with proposer sbuf-pressure")
         analyses = [d for d in log if d["skill"] == "profile_analyzer" and d["proposer"] == "rules"]
         check(len(calls) == len(analyses), f"{len(calls)} plugin calls for {len(analyses)} built-in analyses")

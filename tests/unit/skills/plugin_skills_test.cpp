@@ -192,7 +192,7 @@ TEST_CASE("an after plugin amends the built-in analysis and leaves a record unde
   CHECK(answer.result.findings[1].summary == "unit");
   CHECK(answer.result.bound == "memory");
   CHECK(records[0].skill == kProfileAnalyzer);
-  CHECK(records[0].decision.proposer == "adder");
+  CHECK(records[0].decision.proposer == "plugin:adder");
   CHECK(records[0].decision.action == "add_finding");
   CHECK(records[0].decision.evidence["n"] == 1);
   CHECK(records[0].decision.evidence["findings_added"].size() == 1);
@@ -206,7 +206,7 @@ TEST_CASE("a replacing plugin answers instead of the built-in; when it crashes t
     auto w = wire({plugin(dir, "solo", kAddFinding, true)});
     auto answer = w.analyzer->analyze(request());
     CHECK(w.builtin->calls == 0);
-    CHECK(answer.decision.proposer == "solo");
+    CHECK(answer.decision.proposer == "plugin:solo");
     REQUIRE(answer.result.findings.size() == 1);
     CHECK(answer.result.findings[0].kind == "seen_goal");
     CHECK(answer.result.bound == "unknown");
@@ -220,7 +220,7 @@ TEST_CASE("a replacing plugin answers instead of the built-in; when it crashes t
     CHECK(answer.result.findings.size() == 1);
     auto records = w.wiring.records->take();
     REQUIRE(records.size() == 1);
-    CHECK(records[0].decision.proposer == "fragile");
+    CHECK(records[0].decision.proposer == "plugin:fragile");
     CHECK(records[0].decision.action == "plugin_failed");
     CHECK(records[0].decision.evidence["failure"] == "crashed");
     CHECK(records[0].decision.outcome.starts_with("crashed: plugin 'fragile': exited with code 4"));
@@ -239,12 +239,12 @@ TEST_CASE("a replacing plugin wraps the built-in before after plugins, whatever 
   auto w = wire({plugin(dir, "adder", kAddFinding, false), plugin(dir, "solo", kAddFinding, true)});
   auto answer = w.analyzer->analyze(request());
   CHECK(w.builtin->calls == 0);
-  CHECK(answer.decision.proposer == "solo");
+  CHECK(answer.decision.proposer == "plugin:solo");
   // solo's one finding, then adder's on top of it.
   REQUIRE(answer.result.findings.size() == 2);
   auto records = w.wiring.records->take();
   REQUIRE(records.size() == 1);
-  CHECK(records[0].decision.proposer == "adder");
+  CHECK(records[0].decision.proposer == "plugin:adder");
 }
 
 TEST_CASE("a benchmark_runner plugin cannot be installed") {
@@ -331,7 +331,7 @@ TEST_CASE("generator and explorer plugins: a replacing generator's ideas, an aft
   generation_request.best = catalog.baseline;
   auto generation = generator->generate(generation_request);
   CHECK(builtin_generator->calls == 0);
-  CHECK(generation.decision.proposer == "ideas");
+  CHECK(generation.decision.proposer == "plugin:ideas");
   REQUIRE(generation.result.ideas.size() == 1);
   CHECK(generation.result.ideas[0].id == "plugin-idea");
   CHECK(generation.result.ideas[0].variant == "b");
@@ -349,7 +349,7 @@ TEST_CASE("generator and explorer plugins: a replacing generator's ideas, an aft
   auto records = wiring.records->take();
   REQUIRE(records.size() == 1);
   CHECK(records[0].skill == kParamExplorer);
-  CHECK(records[0].decision.proposer == "planner");
+  CHECK(records[0].decision.proposer == "plugin:planner");
   CHECK(records[0].decision.evidence["was"] == 8);
   CHECK(records[0].decision.outcome == "amended the built-in plan: grid, budget 8 -> grid, budget 4");
 }
