@@ -1,0 +1,52 @@
+"""The README's first session works as written: every command of its block runs, in order, on a fresh
+database, from a fresh folder holding the build and the configs, and succeeds."""
+import os
+import re
+import shlex
+import subprocess
+
+from loop_support import BIN, SOURCE, check, tempdir
+
+
+def session_commands():
+    text = open(os.path.join(SOURCE, "README.md")).read()
+    section = text[text.index("## A first session"):]
+    block = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    commands = []
+    pending = ""
+    for line in block.splitlines():
+        line = line.split("#", 1)[0].rstrip()  # the comments explain; they are not part of the command
+        if line.endswith("\\"):  # continued on the next line
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            commands.append(line)
+    return commands
+
+
+def main():
+    commands = session_commands()
+    check(any(c.startswith("build/autotune run") for c in commands), f"no run in the session: {commands}")
+    build_dir = os.path.dirname(os.path.abspath(BIN))
+    with tempdir() as tmp:
+        os.symlink(build_dir, os.path.join(tmp, "build"))
+        os.symlink(os.path.join(os.path.abspath(SOURCE), "configs"), os.path.join(tmp, "configs"))
+        env = dict(os.environ)
+        env.pop("AUTOTUNE_DB", None)
+        for command in commands:
+            words = shlex.split(command)
+            if words[0] == "export":
+                name, value = words[1].split("=", 1)
+                env[name] = value
+                continue
+            proc = subprocess.run(words, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+            check(proc.returncode == 0, f"README command failed ({proc.returncode}): {command}\n{proc.stderr[-1500:]}")
+            check(proc.stdout.strip(), f"README command printed nothing: {command}")
+        check(os.path.exists(os.path.join(tmp, env.get("AUTOTUNE_DB", "autotune.db"))), "no database written")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
