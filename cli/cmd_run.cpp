@@ -28,6 +28,13 @@ std::string seconds_text(double s) {
   return buffer;
 }
 
+// "82.3%", rounded to a tenth like the summary's.
+std::string improvement_text(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%", fraction * 100);
+  return buffer;
+}
+
 std::string params_text(const nlohmann::json& params) {
   std::string out;
   for (const auto& [k, v] : params.items())
@@ -180,8 +187,7 @@ const CommandRegistration registration(
               line, sizeof line, "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]",
               p.iteration, p.max_iterations, p.evaluations, p.budget,
               p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
-              p.improvement ? (std::to_string(int(*p.improvement * 1000) / 10.0).substr(0, 5) + "%").c_str()
-                            : "-",
+              p.improvement ? improvement_text(*p.improvement).c_str() : "-",
               p.phase.c_str());
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);

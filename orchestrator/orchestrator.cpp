@@ -329,8 +329,24 @@ RunSummary Orchestrator::run() {
     std::string stop_reason;
     for (int iteration = 1;; ++iteration) {
       if (goal_met()) {
-        stop_reason = "goal met: improvement " + percent(current_improvement()) +
-                      (goal.improvement ? " >= " + percent(*goal.improvement) : std::string());
+        // Name what was asked: the improvement, the absolute bound, or both.
+        std::vector<std::string> met;
+        if (goal.improvement)
+          met.push_back("improvement " + percent(current_improvement()) + " >= " + percent(*goal.improvement));
+        if (goal.absolute) {
+          const Json& m = best_trial->metrics;
+          char text[160];
+          if (goal.objective == Objective::latency)
+            std::snprintf(text, sizeof text, "latency %.6g s <= %.6g s", m.value("latency_s", 0.0), *goal.absolute);
+          else if (goal.objective == Objective::throughput)
+            std::snprintf(text, sizeof text, "throughput %.4g TFLOP/s >= %.4g TFLOP/s",
+                          m.value("throughput_flops_per_s", 0.0) / 1e12, *goal.absolute / 1e12);
+          else
+            std::snprintf(text, sizeof text, "MFU %.1f%% >= %.4g%%", m.value("mfu_percent", 0.0), *goal.absolute);
+          met.push_back(text);
+        }
+        stop_reason = "goal met: ";
+        for (std::size_t i = 0; i < met.size(); ++i) stop_reason += (i ? ", " : "") + met[i];
         break;
       }
       if (iteration > goal.max_iterations) {
