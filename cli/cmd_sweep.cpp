@@ -99,14 +99,33 @@ const CommandRegistration registration(
             static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
             static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits), result.wall_time_s,
             options->jobs);
-        std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(prepared.goal.objective));
+        const auto objective = prepared.goal.objective;
+        std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;
         for (const auto& t : result.top) {
           std::string params;
           for (const auto& [k, v] : t.params.items())
-            params += (params.empty() ? "" : " ") + k + "=" + v.dump();
-          std::printf("  %2d. trial %-6lld %-12s %-60s %.6g s\n", rank++, static_cast<long long>(t.id),
-                      t.variant.c_str(), params.c_str(), t.metrics.value("latency_s", 0.0));
+            if (k != "_") params += (params.empty() ? "" : " ") + k + "=" + v.dump();  // "_": no parameters
+          // The objective's own figure first, then the latency.
+          std::string figures;
+          char text[64];
+          if (objective == orchestrator::Objective::mfu) {
+            std::snprintf(text, sizeof text, "MFU %.1f%%  ", t.metrics.value("mfu_percent", 0.0));
+            figures = text;
+          } else if (objective == orchestrator::Objective::throughput) {
+            std::snprintf(text, sizeof text, "%.2f TFLOP/s  ", t.metrics.value("throughput_flops_per_s", 0.0) / 1e12);
+            figures = text;
+          }
+          const double latency = t.metrics.value("latency_s", 0.0);
+          if (latency >= 1)
+            std::snprintf(text, sizeof text, "%.3f s", latency);
+          else if (latency >= 1e-3)
+            std::snprintf(text, sizeof text, "%.3f ms", latency * 1e3);
+          else
+            std::snprintf(text, sizeof text, "%.2f us", latency * 1e6);
+          figures += text;
+          std::printf("  %2d. trial %-6lld %-12s %-60s %s\n", rank++, static_cast<long long>(t.id), t.variant.c_str(),
+                      params.c_str(), figures.c_str());
         }
         std::printf("database: %s (autotune trials %lld --db %s)\n", store->location().c_str(),
                     static_cast<long long>(result.run_id), store->location().c_str());

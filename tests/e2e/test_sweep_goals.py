@@ -48,6 +48,20 @@ start: {variant: naive}
         check(sorted(str(t["params"]) for t in again["top"]) == sorted(str(t["params"]) for t in sample["top"]),
               "the same seed must sample the same configurations")
 
+        # With an MFU objective the top list shows MFU, ranked by it, beside the latency.
+        mfu_goal = write_goal(tmp, "mfu.yaml", """
+name: mfu-sweep
+kernel: {family: gemm, shape: {M: 512, N: 1024, K: 512}, dtype: bf16}
+objective: mfu
+variants: [tiled]
+""")
+        proc = run(["sweep", mfu_goal, "--jobs", "2", "--limit", "8", "--top", "3"], os.path.join(tmp, "mfu.db"))
+        lines = [l for l in proc.stdout.splitlines() if l.strip()[:3] in ("1. ", "2. ", "3. ")]
+        check(proc.returncode == 0 and "top 3 by mfu" in proc.stdout and len(lines) == 3, proc.stdout + proc.stderr)
+        mfus = [float(l.split("MFU ")[1].split("%")[0]) for l in lines]
+        check(mfus == sorted(mfus, reverse=True) and all(" us" in l or " ms" in l for l in lines),
+              f"MFU ranking and latencies expected: {lines}")
+
         loop = run_json(["run", goal], db)
         check(loop["best"]["metrics"]["latency_s"] >= lat[0] * (1 - 1e-9), "the loop beat the exhaustive sweep")
         proc = run(["sweep", goal, "--jobs", "0"], db)
