@@ -173,7 +173,11 @@ std::string format_profile_text(const SimResult& result, std::size_t hot_lines) 
       << s.value("sbuf_usable_bytes_per_partition", 0) << " bytes per partition; PSUM "
       << s.value("psum_peak_banks", 0) << " of " << s.value("psum_banks", 0) << " banks\n";
   if (hot_lines > 0 && !result.hot_lines.empty()) {
-    out << "hottest source lines (busy time, instructions):\n";
+    // Busy time is summed over every engine and DMA queue that ran the
+    // line's instructions: transfers spread over the 16 queues can be busy
+    // longer than the kernel runs, so a share above 100 % is not an error.
+    out << "hottest source lines (busy time summed over engines and DMA queues as a share of the kernel time, "
+           "so DMA lines on many queues can pass 100 %; busy time; instructions):\n";
     for (std::size_t i = 0; i < std::min(hot_lines, result.hot_lines.size()); ++i) {
       const HotLine& h = result.hot_lines[i];
       out << "  " << format_number(h.percent_of_total, 1) << " %  " << format_time(h.busy_s) << "  "

@@ -90,6 +90,7 @@ def profile_text():
     check("exp / naive" in text, "the baseline variant is the default")
     check("rows=250,cols=512" in text, "the default shape is the profiler example")
     check("exp.hpp:" in text, "hot lines name the kernel source")
+    check("DMA lines on many queues can pass 100 %" in text, "the hot lines' shares say what they sum")
     check("verification    passed" in text, "verification figures printed")
     check("roofline bound" in text, "roofline bound printed")
     for line in ("critical path    ", "  busy           dma ", "  waiting        ", "  waits by kind  ",
