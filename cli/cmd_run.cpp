@@ -38,7 +38,8 @@ std::string improvement_text(double fraction) {
 std::string params_text(const nlohmann::json& params) {
   std::string out;
   for (const auto& [k, v] : params.items())
-    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    if (k != "_")  // the placeholder of a variant without parameters
+      out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
   return out.empty() ? "(no parameters)" : out;
 }
 

@@ -28,7 +28,12 @@ std::string percent(double fraction) {
   return buffer;
 }
 
-Json candidate_json(const skills::Candidate& c) { return {{"variant", c.variant}, {"params", c.params}}; }
+// Without the placeholder parameter "_" of variants that have none.
+Json candidate_json(const skills::Candidate& c) {
+  Json params = c.params;
+  if (params.is_object()) params.erase("_");
+  return {{"variant", c.variant}, {"params", params}};
+}
 
 // Plugin calls that are not a skill's own decision (an `after` plugin's
 // answer, any plugin failure), logged right after that skill's decision.
@@ -78,9 +83,8 @@ Json RunSummary::to_json() const {
               {"goal_met", goal_met},
               {"stop_reason", stop_reason},
               {"objective", objective},
-              {"baseline",
-               {{"variant", baseline.variant}, {"params", baseline.params}, {"metrics", baseline_metrics}}},
-              {"best", {{"variant", best.variant}, {"params", best.params}, {"metrics", best_metrics}}},
+              {"baseline", candidate_json(baseline)},
+              {"best", candidate_json(best)},
               {"improvement", improvement},
               {"iterations", iterations},
               {"evaluations", evaluations},
@@ -89,6 +93,8 @@ Json RunSummary::to_json() const {
               {"measured", measured},
               {"wall_time_s", wall_time_s},
               {"db", db}};
+  out["baseline"]["metrics"] = baseline_metrics;
+  out["best"]["metrics"] = best_metrics;
   if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
   if (best_trial) out["best"]["trial"] = *best_trial;
   // The headline figures next to the metrics, where the target reports them.

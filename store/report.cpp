@@ -298,9 +298,11 @@ std::string compact(const Json& value, std::size_t max_width) {
     text = "";
   } else if (value.is_object()) {
     for (const auto& [key, item] : value.items()) {
+      if (key == "_") continue;  // the placeholder of a variant without parameters
       if (!text.empty()) text += ' ';
       text += key + "=" + scalar_text(item);
     }
+    if (text.empty() && !value.empty()) text = "(no parameters)";
   } else {
     text = scalar_text(value);
   }

@@ -123,6 +123,9 @@ def main():
         print(f"exp-profiler: {summary['baseline']['variant']} {base:.3e} s -> {summary['best']['variant']} "
               f"{best:.3e} s ({base / best:.2f}x) in {summary['evaluations']} evaluations; {summary['stop_reason']}")
         check(summary["baseline"]["variant"] == "naive", "the exp goal starts from the naive variant")
+        check(summary["baseline"]["params"] == {}, f"no placeholder parameter: {summary['baseline']['params']}")
+        text = run(["trials", str(summary["run_id"])], db).stdout
+        check("_=0" not in text and "(no parameters)" in text, f"trials table shows a placeholder: {text}")
         check(best <= base, "the best is slower than the baseline")
         # The tiled space (192 configurations) far exceeds the budget (40): the loop must not run out of ideas.
         check(not summary["stop_reason"].startswith("no idea left"),
