@@ -458,7 +458,15 @@ RunSummary Orchestrator::run() {
       auto plan = skills_.explorer->plan(request);
       const int64_t plan_seq = log.append(iteration, skills_.explorer->name(), plan.decision, elapsed_ms(t0));
       log_plugin_calls(log, iteration, skills_.plugin_calls.get());
-      report("search " + idea.kind + " " + variant.name);
+      {
+        // Every variant the idea measures: a structural probe may cover several.
+        std::vector<std::string> names{variant.name};
+        for (const auto& probe : idea.probes)
+          if (std::find(names.begin(), names.end(), probe.variant) == names.end()) names.push_back(probe.variant);
+        std::string label;
+        for (const auto& name : names) label += (label.empty() ? "" : ", ") + name;
+        report("search " + idea.kind + " " + label);
+      }
       const double before = best_value;
       const auto before_key = best_trial->config_hash;
       const auto exploration = skills_.explorer->explore(

@@ -153,6 +153,9 @@ def main():
         for word in ("best:", "baseline:", "improvement:", "database:", "run ", "MFU"):
             check(word in proc.stdout, f"quickstart output lacks '{word}': {proc.stdout}")
         check("iteration" in proc.stderr, "no progress lines on stderr")
+        # A structural probe of several variants names them all.
+        check("[search structural hoisted, blocked_mn, blocked_mnk]" in proc.stderr,
+              f"the progress label should list every probed variant: {proc.stderr[-1500:]}")
 
         # A GEMM from the tutorial's tiled step (small shape to stay fast).
         gemm = write_goal(tmp, "gemm.yaml", """
