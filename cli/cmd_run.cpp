@@ -1,8 +1,10 @@
 // autotune run GOAL.yaml: the agentic loop.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -80,6 +82,23 @@ void print_summary(const orchestrator::RunSummary& s) {
       s.evaluations, s.measured, s.cache_hits, s.resumed_trials, s.iterations, s.wall_time_s);
   std::printf("  database:    %s (autotune log %lld --db %s)\n", s.db.c_str(),
               static_cast<long long>(s.run_id), s.db.c_str());
+}
+
+// What Ctrl-C prints: how to resume the interrupted run. Formatted ahead
+// (the handler may only write and exit), once the run's id is known.
+char interrupt_message[1024] = "\nautotune: interrupted\n";
+
+extern "C" void on_interrupt(int) {
+  const ssize_t written = ::write(STDERR_FILENO, interrupt_message, std::strlen(interrupt_message));
+  (void)written;
+  ::_exit(130);
+}
+
+void prepare_interrupt_message(int64_t run_id, const std::string& goal, const std::string& db) {
+  std::snprintf(interrupt_message, sizeof interrupt_message,
+                "\nautotune: interrupted; run %lld keeps every committed trial: resume it with\n"
+                "  autotune run %s --resume %lld --db %s\n",
+                static_cast<long long>(run_id), goal.c_str(), static_cast<long long>(run_id), db.c_str());
 }
 
 void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator::ModelRunSummary& s,
@@ -182,7 +201,16 @@ const CommandRegistration registration(
         run_options.resume = options->resume;
         run_options.use_cache = !options->no_cache;
         std::string last_line;
+        int64_t announced_run = 0;
+        struct sigaction interrupt {};
+        interrupt.sa_handler = on_interrupt;
+        ::sigaction(SIGINT, &interrupt, nullptr);
+        ::sigaction(SIGTERM, &interrupt, nullptr);
         run_options.progress = [&](const orchestrator::Progress& p) {
+          if (p.run_id != announced_run) {
+            announced_run = p.run_id;
+            prepare_interrupt_message(p.run_id, options->goal, db);
+          }
           char line[256];
           std::snprintf(
               line, sizeof line, "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]",

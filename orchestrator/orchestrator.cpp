@@ -190,6 +190,7 @@ RunSummary Orchestrator::run() {
   std::set<std::string> measured_variants;
   std::set<std::string> tried_ideas;
   Progress progress;
+  progress.run_id = record.id;
   progress.max_iterations = goal.max_iterations;
   progress.budget = goal.budget_evaluations;
 

@@ -37,6 +37,7 @@ namespace autotune::orchestrator {
 
 // What the loop reports as it goes (for the CLI's progress line).
 struct Progress {
+  int64_t run_id = 0;  // the run in the store (for a message on interruption)
   int iteration = 0;
   int max_iterations = 0;
   int evaluations = 0;

@@ -74,6 +74,27 @@ def main():
         check(not hashes, f"trials measured twice: {hashes}")
         seqs = [r[0] for r in query(db, "SELECT seq FROM decisions WHERE run = ? ORDER BY seq", (run_id,))]
         check(seqs == list(range(1, len(seqs) + 1)), "decision sequence has gaps or repeats")
+
+        # Ctrl-C says how to resume the run, and exits 130.
+        interrupted_db = os.path.join(tmp, "interrupted.db")
+        proc = subprocess.Popen([BIN, "run", goal, "--db", interrupted_db, "--no-cache"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+            try:
+                if query(interrupted_db, "SELECT COUNT(*) FROM trials")[0][0] >= 1:
+                    break
+            except Exception:
+                continue
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        interrupted = query(interrupted_db, "SELECT id FROM runs")[0][0]
+        if proc.returncode == 130:
+            check(f"--resume {interrupted} --db {interrupted_db}" in stderr, f"no resume hint: {stderr[-500:]}")
+        else:
+            check(proc.returncode == 0, f"the run neither finished nor was interrupted: {proc.returncode}")
     print("ok")
 
 
