@@ -1,6 +1,8 @@
 #include "store/report.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cmath>
 #include <cstdio>
 
@@ -333,29 +335,85 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
 
 std::string format_trials(const std::vector<Trial>& trials, std::optional<double> baseline_latency_s) {
   if (trials.empty()) return "no trials\n";
+  // Parameters with one value in every listed trial that has them are said
+  // once above the table; each row shows only those that tell it apart.
+  std::map<std::string, std::set<std::string>> values;
+  std::map<std::string, std::size_t> holders;
+  for (const Trial& trial : trials)
+    if (trial.params.is_object())
+      for (const auto& [key, value] : trial.params.items()) {
+        if (key == "_") continue;  // the placeholder of a variant without parameters
+        values[key].insert(value.dump());
+        ++holders[key];
+      }
+  std::set<std::string> shared;
+  std::string shared_text;
+  if (trials.size() > 1)
+    for (const auto& [key, seen] : values)
+      if (seen.size() == 1 && holders[key] == trials.size()) {
+        shared.insert(key);
+        shared_text += (shared_text.empty() ? "" : " ") + key + "=" + compact(trials.front().params[key]);
+      }
   TextTable table({"id", "iter", "variant", "params", "status", "latency", "speedup", "cache", "error"},
                   {true, true, false, false, false, true, true, false, false});
   for (const Trial& trial : trials) {
     const auto latency = latency_of(trial);
     const auto speedup = ratio(baseline_latency_s, latency);
-    table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant,
-               compact(trial.params, 100), std::string(to_string(trial.status)),
-               latency ? format_seconds(*latency) : "-", speedup ? format_speedup(*speedup) : "-",
-               trial.cache_hit ? "hit" : "", first_line(trial.error, 40)});
+    Json differing = Json::object();
+    if (trial.params.is_object())
+      for (const auto& [key, value] : trial.params.items())
+        if (!shared.count(key)) differing[key] = value;
+    std::string params = compact(differing, 0);  // whole: the differing ones are the point
+    if (params.empty()) params = shared.empty() ? "(no parameters)" : "(the shared ones)";
+    table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant, params,
+               std::string(to_string(trial.status)), latency ? format_seconds(*latency) : "-",
+               speedup ? format_speedup(*speedup) : "-", trial.cache_hit ? "hit" : "", first_line(trial.error, 60)});
   }
-  return table.render();
+  return (shared_text.empty() ? "" : "every trial listed has " + shared_text + "\n") + table.render();
 }
+
+namespace {
+
+// `text` as lines of at most `width` characters, broken between words, each
+// after the first indented by `indent` spaces.
+std::string wrapped(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out + line;
+}
+
+}  // namespace
 
 std::string format_decisions(const std::vector<Decision>& decisions) {
   if (decisions.empty()) return "no decisions\n";
-  TextTable table({"seq", "iter", "skill", "action", "by", "evidence", "outcome"},
-                  {true, true, false, false, false, false, false});
+  // One block per decision: who decided what, then why (the rationale, else
+  // the evidence) and what came of it, wrapped rather than cut.
+  constexpr std::size_t kWidth = 100, kIndent = 15;
+  std::string out;
   for (const Decision& decision : decisions) {
-    table.add({std::to_string(decision.seq), std::to_string(decision.iteration), decision.skill,
-               decision.action, decision.proposer, compact(decision.evidence, 60),
-               first_line(decision.outcome, 60)});
+    char head[64];
+    std::snprintf(head, sizeof head, "%4lld  iter %-3d ", static_cast<long long>(decision.seq), decision.iteration);
+    out += head + decision.skill + " / " + decision.action + "  (" + decision.proposer + ")\n";
+    std::string reason = decision.rationale;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    if (reason.empty()) reason = compact(decision.evidence, 0);
+    if (!reason.empty()) out += "      why:     " + wrapped(reason, kWidth - kIndent, kIndent) + "\n";
+    std::string outcome = decision.outcome;
+    std::replace(outcome.begin(), outcome.end(), '\n', ' ');
+    if (!outcome.empty()) out += "      outcome: " + wrapped(outcome, kWidth - kIndent, kIndent) + "\n";
   }
-  return table.render();
+  return out;
 }
 
 std::string format_explanation(const Explanation& e) {

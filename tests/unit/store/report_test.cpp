@@ -103,13 +103,14 @@ TEST_CASE("report: the trials table, in order and best first") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
   const auto all = store.trials(seeded.run);
+  // The parameter every trial shares is said once; rows show what tells them apart.
   const std::string expected =
-      "id  iter  variant    params             status    latency  speedup  cache  error\n"
-      " 1     0  tiled      tile=32 unroll=2   ok       4.000 ms    1.00x\n"
-      " 2     1  pipelined  tile=64 unroll=2   ok       3.000 ms    1.33x\n"
-      " 3     1  pipelined  tile=256 unroll=2  invalid         -        -         SBUF overflow: tile needs "
-      "48 MiB\n"
-      " 4     1  pipelined  tile=16 unroll=2   ok       5.000 ms    0.80x\n";
+      "every trial listed has unroll=2\n"
+      "id  iter  variant    params    status    latency  speedup  cache  error\n"
+      " 1     0  tiled      tile=32   ok       4.000 ms    1.00x\n"
+      " 2     1  pipelined  tile=64   ok       3.000 ms    1.33x\n"
+      " 3     1  pipelined  tile=256  invalid         -        -         SBUF overflow: tile needs 48 MiB\n"
+      " 4     1  pipelined  tile=16   ok       5.000 ms    0.80x\n";
   CHECK(report::format_trials(all, 4e-3) == expected);
 
   const auto top = store.trials(seeded.run, 2, Ranking{});
@@ -130,15 +131,22 @@ TEST_CASE("report: the decision log, as a table and as JSON") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
   const auto decisions = store.decisions(seeded.run);
+  // Each decision with its reason and outcome, whole.
   const std::string expected =
-      "seq  iter  skill             action            by     evidence                                        "
-      "outcome\n"
-      "  1     0  orchestrator      measure_baseline  rules  variant=tiled\n"
-      "  2     1  profile_analyzer  analyse           rules  bound=memory dma_active_pct=92.5 overlap_pct=3  "
-      "finding: raise pipeline depth\n"
-      "  3     1  param_explorer    propose_batch     rules  best_latency_s=0.004 finding=memory bound       "
-      "1 of 3 improved; best 3 ms\n";
+      "   1  iter 0   orchestrator / measure_baseline  (rules)\n"
+      "      why:     every run starts from the family's default\n"
+      "   2  iter 1   profile_analyzer / analyse  (rules)\n"
+      "      why:     DMA-bound with no overlap\n"
+      "      outcome: finding: raise pipeline depth\n"
+      "   3  iter 1   param_explorer / propose_batch  (rules)\n"
+      "      why:     DMA-bound: larger tiles amortise transfers\n"
+      "      outcome: 1 of 3 improved; best 3 ms\n";
   CHECK(report::format_decisions(decisions) == expected);
+  Decision long_one = decisions.front();
+  long_one.rationale = std::string(60, 'a') + " " + std::string(60, 'b') + " tail";
+  const std::string long_text = report::format_decisions({long_one});
+  CHECK(long_text.find(std::string(60, 'b') + " tail") != std::string::npos);  // wrapped, nothing cut
+  CHECK(long_text.find("\n               " + std::string(60, 'b')) != std::string::npos);
 
   const Json json = report::decisions_json(decisions);
   REQUIRE(json.size() == 3);
