@@ -82,6 +82,10 @@ void print_summary(const orchestrator::RunSummary& s) {
       s.evaluations, s.measured, s.cache_hits, s.resumed_trials, s.iterations, s.wall_time_s);
   std::printf("  database:    %s (autotune log %lld --db %s)\n", s.db.c_str(),
               static_cast<long long>(s.run_id), s.db.c_str());
+  if (!s.warnings.empty()) {
+    std::printf("  warnings:    %zu; the run went on past them:\n", s.warnings.size());
+    for (const auto& w : s.warnings) std::printf("    - %s\n", w.c_str());
+  }
 }
 
 // What Ctrl-C prints: how to resume the interrupted run. Formatted ahead
@@ -229,6 +233,10 @@ const CommandRegistration registration(
             if (key != last_line) std::fprintf(stderr, "%s\n", line);
             last_line = key;
           }
+        };
+        run_options.warning = [&](const std::string& line) {
+          if (tty) std::fprintf(stderr, "\r\033[K");
+          std::fprintf(stderr, "autotune: warning: %s\n", line.c_str());
         };
         orchestrator::RunContext context{
             prepared.goal, prepared.setup.catalog,           *prepared.setup.target,

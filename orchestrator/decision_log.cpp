@@ -4,8 +4,26 @@
 
 namespace autotune::orchestrator {
 
+std::string DecisionLog::failure_line(const std::string& skill, const skills::SkillDecision& decision) {
+  if (decision.action == "plugin_failed") {
+    const std::string plugin =
+        decision.inputs.is_object() ? decision.inputs.value("plugin", decision.proposer) : decision.proposer;
+    return "plugin '" + plugin + "' (" + skill + ") failed: " + decision.outcome +
+           " (check its command with `autotune skills GOAL`)";
+  }
+  if (decision.evidence.is_object() && decision.evidence.contains("llm") && decision.evidence["llm"].is_object()) {
+    const skills::Json& llm = decision.evidence["llm"];
+    if (llm.value("status", "") == "rejected")
+      return "the LLM's answer was not used (" + llm.value("reason", std::string("no reason recorded")) +
+             "); the rules decided (check the goal's llm: endpoint, model and key; docs/llm.md)";
+  }
+  return "";
+}
+
 int64_t DecisionLog::append(int iteration, const std::string& skill, const skills::SkillDecision& decision,
                             double duration_ms) {
+  if (failure_sink_)
+    if (const std::string line = failure_line(skill, decision); !line.empty()) failure_sink_(line);
   std::lock_guard lock(mutex_);
   if (next_seq_ <= already_logged_) {
     const auto stored = store_.decision(run_, next_seq_);

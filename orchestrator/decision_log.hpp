@@ -8,6 +8,7 @@
 // Those are not written again; append() returns their stored seq, so trials
 // keep pointing at the right decision.
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -23,6 +24,13 @@ class DecisionLog {
 
   int64_t append(int iteration, const std::string& skill, const skills::SkillDecision& decision,
                  double duration_ms = 0);
+  // Called with one line for every decision that records a failure (a
+  // plugin that failed or whose answer was refused, an LLM answer not used
+  // because the call failed or was rejected), as it is logged, replayed
+  // decisions included.
+  void on_failure(std::function<void(const std::string&)> sink) { failure_sink_ = std::move(sink); }
+  // The failure line of `decision`, "" when it records none.
+  static std::string failure_line(const std::string& skill, const skills::SkillDecision& decision);
   void set_outcome(int64_t seq, const std::string& outcome);
   int64_t appended() const { return next_seq_ - 1; }
   bool replaying() const { return next_seq_ <= already_logged_; }
@@ -32,6 +40,7 @@ class DecisionLog {
   int64_t run_;
   int64_t already_logged_;
   int64_t next_seq_ = 1;
+  std::function<void(const std::string&)> failure_sink_;
   std::mutex mutex_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -92,7 +93,8 @@ Json RunSummary::to_json() const {
               {"resumed_trials", resumed_trials},
               {"measured", measured},
               {"wall_time_s", wall_time_s},
-              {"db", db}};
+              {"db", db},
+              {"warnings", warnings}};
   out["baseline"]["metrics"] = baseline_metrics;
   out["best"]["metrics"] = best_metrics;
   if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
@@ -171,6 +173,16 @@ RunSummary Orchestrator::run() {
   const Rng rng(seed);
 
   DecisionLog log(store, record.id, already_logged);
+  std::vector<std::string> warnings;
+  std::mutex warnings_mutex;
+  auto warn = [&](const std::string& line) {
+    {
+      std::lock_guard lock(warnings_mutex);
+      warnings.push_back(line);
+    }
+    if (options.warning) options.warning(line);
+  };
+  log.on_failure(warn);
   skills::RunnerOptions runner_options;
   runner_options.jobs = jobs;
   runner_options.timeout_s = goal.timeout_s;
@@ -255,6 +267,22 @@ RunSummary Orchestrator::run() {
     summary.measured = int(counters.measured);
     summary.target_seconds = counters.target_seconds;
     summary.commit_seconds = counters.commit_seconds;
+    // Candidates the target could not measure: the run went on, but say so.
+    const auto counts = store.trial_counts(record.id);
+    if (counts.failed + counts.timeout > 0) {
+      std::string example;
+      for (const auto& trial : store.trials(record.id))
+        if (trial.status == store::TrialStatus::failed || trial.status == store::TrialStatus::timeout) {
+          example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
+          break;
+        }
+      warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
+           " timed out on the target (" + example + "); see `autotune trials " + std::to_string(record.id) + "`");
+    }
+    {
+      std::lock_guard lock(warnings_mutex);
+      summary.warnings = warnings;
+    }
     if (baseline_trial) {
       summary.baseline = {baseline_trial->variant, baseline_trial->params};
       summary.baseline_metrics = baseline_trial->metrics;

@@ -65,6 +65,9 @@ struct RunOptions {
   std::optional<int64_t> resume;      // continue this run
   bool use_cache = true;
   ProgressSink progress;
+  // One line for each failure of a skill, plugin, LLM endpoint or target,
+  // as it happens (RunSummary::warnings keeps them all).
+  std::function<void(const std::string&)> warning;
 };
 
 struct RunContext {
@@ -98,6 +101,9 @@ struct RunSummary {
   double target_seconds = 0;  // summed over workers
   double commit_seconds = 0;
   std::string db;
+  // Failures the run went on past: plugins, LLM calls, candidates that
+  // failed or timed out (one line each, with what to do).
+  std::vector<std::string> warnings;
   Json to_json() const;
 };
 

@@ -189,8 +189,11 @@ def main():
     check(same(replay) == same(summary), f"replay: a different best: {same(replay)} vs {same(summary)}")
 
     # Endpoint down.
-    db, summary, _ = run_case(directory, "down", closed_port())
+    db, summary, proc = run_case(directory, "down", closed_port())
     check_fallback(db, summary, "down", "unreachable")
+    check("autotune: warning: the LLM's answer was not used" in proc.stderr and "unreachable" in proc.stderr,
+          f"down: an unreachable endpoint must be said on screen: {proc.stderr[-1000:]}")
+    check(any("docs/llm.md" in w for w in summary["warnings"]), f"down: warnings {summary['warnings']}")
 
     # A reply slower than timeout_s.
     server = FakeEndpoint("slow")

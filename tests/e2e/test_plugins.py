@@ -147,6 +147,12 @@ def main():
             check(calls[0]["outcome"].startswith(kind + ":"), f"{name}: first outcome {calls[0]['outcome']}")
             return calls
 
+        # Every failure is on screen when it happens and in the summary, with what to do.
+        for name in ("crasher", "sleeper", "garbler", "dreamer"):
+            check(f"autotune: warning: plugin '{name}'" in proc.stderr, f"no warning for {name}: {proc.stderr[-1500:]}")
+        check(any("crasher" in w and "autotune skills" in w for w in summary["warnings"]),
+              f"the summary's warnings lack the crash: {summary['warnings']}")
+
         crashed = failures("crasher", "crashed")
         check("exited with code 3" in crashed[0]["outcome"] and "giving up on purpose" in crashed[0]["outcome"],
               f"crash outcome lacks the exit code or stderr: {crashed[0]['outcome']}")
