@@ -5,7 +5,7 @@ Declared in a goal as
 
     skills:
       - name: sbuf-pressure
-        command: [python3, /path/to/examples/plugins/sbuf_pressure_analyzer.py]
+        command: [python3, ../../examples/plugins/sbuf_pressure_analyzer.py]  # a goal in configs/goals/
         role: profile_analyzer
         after: profile_analyzer
 
