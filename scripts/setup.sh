@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # Installs what is missing from Debian's packages (idempotent, quiet when all is
-# there), then configures and builds autotune into build/.
+# there), then configures and builds autotune into build/, saying how far the
+# build has come.
+#
+#   scripts/setup.sh            the autotune executable only (what the README's first command needs)
+#   scripts/setup.sh --all      also every test and benchmark (scripts/test.sh uses this)
+#   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+all=0
+optuna=0
+for argument in "$@"; do
+  case "$argument" in
+    --all) all=1 ;;
+    --optuna) optuna=1 ;;
+    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna)" >&2; exit 2 ;;
+  esac
+done
+
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
-          libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev python3-optuna)
+          libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev)
+((optuna)) && packages+=(python3-optuna)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -21,10 +37,32 @@ fi
 
 build_dir=${AUTOTUNE_BUILD_DIR:-build}
 if [ ! -f "$build_dir/build.ninja" ]; then
+  echo "setup: configuring $build_dir/" >&2
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-if ! cmake --build "$build_dir" -j "$(nproc)" >"$build_dir/build.log" 2>&1; then
+targets=(--target autotune)
+what="autotune"
+if ((all)); then
+  targets=()
+  what="autotune, its tests and benchmarks"
+fi
+# Ninja's "[done/total]" lines, reported about every tenth of the way; the
+# whole log stays in build.log.
+echo "setup: building $what with $(nproc) jobs (log: $build_dir/build.log)" >&2
+set +e
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}" 2>&1 | tee "$build_dir/build.log" |
+  awk '
+    /^\[[0-9]+\/[0-9]+\]/ {
+      gsub(/[][]/, "", $1);
+      split($1, n, "/");
+      step = int(10 * n[1] / n[2]);
+      if (step > last) { last = step; printf "setup: %3d%% of %d build steps\n", 10 * step, n[2] > "/dev/stderr"; fflush("/dev/stderr") }
+    }'
+status=${PIPESTATUS[0]}
+set -e
+if ((status != 0)); then
   tail -n 60 "$build_dir/build.log" >&2
   echo "setup: build failed (full log: $build_dir/build.log)" >&2
   exit 1
 fi
+echo "setup: done: $build_dir/autotune" >&2
