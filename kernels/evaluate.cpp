@@ -324,7 +324,9 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
                         full_elements <= options.functional_element_limit;
 
   // 1. The full shape (functional too when it doubles as the verification run).
-  auto program = std::make_shared<sim::Program>(trace_program(family, variant, shape, dtype, params, target));
+  auto program = options.traced ? options.traced
+                                 : std::make_shared<const sim::Program>(
+                                       trace_program(family, variant, shape, dtype, params, target));
   e.program = program;
   sim::HostIo io;
   std::vector<std::vector<float>> inputs;

@@ -65,6 +65,9 @@ struct EvaluateOptions {
   // most this many elements over all its tensors, timing and verification
   // share one functional simulation.
   std::int64_t functional_element_limit = 1 << 22;
+  // The full shape's program when the caller traced it already (the same
+  // family, variant, shape, dtype, parameters and target); else traced here.
+  std::shared_ptr<const sim::Program> traced;
 };
 
 struct Evaluation {

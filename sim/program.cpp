@@ -201,3 +201,60 @@ std::uint32_t Program::intern_location(const std::source_location& where) {
 }
 
 }  // namespace autotune::sim
+
+namespace autotune::sim {
+
+namespace {
+
+// FNV-1a over the bytes of each value fed in.
+class ContentHasher {
+ public:
+  template <class T>
+  void add(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+    for (std::size_t i = 0; i < sizeof(T); ++i) hash_ = (hash_ ^ bytes[i]) * 0x100000001b3ULL;
+  }
+  void add(const std::string& text) {
+    add(text.size());
+    for (unsigned char c : text) hash_ = (hash_ ^ c) * 0x100000001b3ULL;
+  }
+  void add(const View& v) {
+    add(v.buffer), add(v.row_begin), add(v.row_end), add(v.col_begin), add(v.col_end), add(v.fold);
+  }
+  void add(const ScalarOperand& s) {
+    add(s.immediate);
+    add(s.per_partition.has_value());
+    if (s.per_partition) add(*s.per_partition);
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+std::uint64_t Program::content_hash() const {
+  ContentHasher h;
+  h.add(buffers_.size());
+  for (const Buffer& b : buffers_) {
+    h.add(b.space), h.add(b.dtype), h.add(b.rows), h.add(b.cols), h.add(b.partition_offset);
+    h.add(b.byte_offset), h.add(b.role), h.add(b.first_instruction), h.add(b.end_instruction);
+  }
+  h.add(instructions_.size());
+  for (const Instruction& i : instructions_) {
+    h.add(i.opcode), h.add(i.engine), h.add(i.dst), h.add(i.src_count);
+    for (std::uint8_t k = 0; k < i.src_count && k < 2; ++k) h.add(i.src[k]);
+    h.add(i.alu0), h.add(i.alu1), h.add(i.operand0), h.add(i.operand1), h.add(i.function);
+    h.add(i.scale), h.add(i.immediate), h.add(i.partition_step), h.add(i.col_step);
+    h.add(i.accumulate), h.add(i.transpose), h.add(i.accumulate_dst.has_value());
+    if (i.accumulate_dst) h.add(*i.accumulate_dst);
+    h.add(i.accumulate_op);
+  }
+  h.add(trace_errors_.size());
+  for (const auto& e : trace_errors_) h.add(e.rule), h.add(e.message);
+  return h.value();
+}
+
+}  // namespace autotune::sim

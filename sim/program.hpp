@@ -177,6 +177,11 @@ class Program {
   const std::vector<Instruction>& instructions() const { return instructions_; }
   const std::vector<SourceLocation>& locations() const { return locations_; }
   std::size_t size() const { return instructions_.size(); }
+  // A hash of what the program computes and how it is scheduled: every
+  // buffer's placement, dtype, shape and role, every instruction's opcode,
+  // engine, views and attributes, and the trace errors. Names and source
+  // locations are left out: two programs with equal hashes simulate alike.
+  std::uint64_t content_hash() const;
 
   // Kernel-level errors found while tracing (e.g. a shape mismatch). The
   // simulator reports the first as the reason the program is invalid.

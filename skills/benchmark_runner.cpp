@@ -270,9 +270,20 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
                        {"reused_in_run", reused},
                        {"statuses", statuses}};
   if (best) decision.evidence["best_latency_s"] = *best;
+  // Candidates the target found to trace the very program of one it measured
+  // already (a parameter that changes nothing here): not simulated again.
+  int same_program = 0;
+  for (const auto& r : out.result)
+    if (r.fresh && r.trial.verification.is_object() && r.trial.verification.contains("same_program_as"))
+      ++same_program;
+  decision.evidence["same_program"] = same_program;
   decision.rationale = "measured " + std::to_string(measured) + " on " + target_.kind() + ", " +
                        std::to_string(cache_hits) + " from the cache, " + std::to_string(resumed) +
-                       " from committed trials, " + std::to_string(reused) + " already measured in this run";
+                       " from committed trials, " + std::to_string(reused) + " already measured in this run" +
+                       (same_program > 0 ? "; " + std::to_string(same_program) +
+                                               " traced the same program as a candidate measured before, so "
+                                               "its measurement was reused"
+                                         : "");
   decision.outcome = statuses.dump();
   return out;
 }

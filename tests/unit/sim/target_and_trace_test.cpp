@@ -140,3 +140,22 @@ TEST_CASE("the text profile names the latency and the hottest line") {
   CHECK(text.find("latency") != std::string::npos);
   CHECK(text.find("target_and_trace_test.cpp:") != std::string::npos);
 }
+
+TEST_CASE("a program's content hash sees what it computes, not names or source lines") {
+  using namespace autotune::sim;
+  using autotune::sim::testing::ProgramBuilder;
+  auto build = [](const std::string& name, float scale, std::int64_t offset) {
+    ProgramBuilder b;
+    const auto x = b.input(name, 128, 64);
+    const auto y = b.output("y", 128, 64);
+    const auto t = b.sbuf("t_" + name, 128, 64, Dtype::fp32, offset);
+    b.dma(b.all(t), b.all(x));
+    b.activation(b.all(t), b.all(t), ActivationFunction::exp, scale, ScalarOperand{});
+    b.dma(b.all(y), b.all(t));
+    return b.program.content_hash();
+  };
+  const auto base = build("x", 1.0f, 0);
+  CHECK(build("renamed", 1.0f, 0) == base);  // names and source lines are left out
+  CHECK(build("x", 2.0f, 0) != base);        // an attribute
+  CHECK(build("x", 1.0f, 4096) != base);     // a placement
+}

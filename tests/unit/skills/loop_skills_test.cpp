@@ -12,6 +12,7 @@
 #include "skills/param_explorer.hpp"
 #include "skills/profile_analyzer.hpp"
 #include "skills/targets/replay_target.hpp"
+#include "skills/targets/sim_target.hpp"
 #include "store/store.hpp"
 
 using namespace autotune;
@@ -743,4 +744,27 @@ TEST_CASE(
   CHECK(std::none_of(none.result.ideas.begin(), none.result.ideas.end(),
                      [](const Idea& i) { return i.finding == "critical_path_engine"; }));
   CHECK(none.decision.alternatives.dump().find("no parameter of role placement") != std::string::npos);
+}
+
+TEST_CASE("sim target: a candidate that traces the very program of one measured before is not simulated again") {
+  // With every block of P^T on transposing DMAs, the knob that places the
+  // tensor-engine transposes' evacuation changes nothing: the same program.
+  SimTarget target({"attention", {{"seq", 640}, {"q_heads", 2}, {"kv_heads", 1}, {"head_dim", 128}}, "bf16", "trn2"});
+  const nlohmann::json common = {{"kv_tile", 512}, {"q_tiles", 2}, {"pipeline_depth", 2}, {"stats_on_gpsimd", 1}};
+  auto candidate = [&](int dma_transpose, int evacuate_on_scalar) {
+    nlohmann::json params = common;
+    params["dma_transpose"] = dma_transpose;
+    params["evacuate_on_scalar"] = evacuate_on_scalar;
+    return Candidate{"flash_banked", params};
+  };
+  const Measurement first = target.measure(candidate(4, 0), {});
+  REQUIRE(first.status == store::TrialStatus::ok);
+  const Measurement same = target.measure(candidate(4, 1), {});
+  CHECK(same.status == store::TrialStatus::ok);
+  CHECK(same.metrics == first.metrics);
+  CHECK(same.verification.at("same_program_as") == candidate(4, 0).key());
+  // A knob that changes the program is measured afresh.
+  const Measurement other = target.measure(candidate(3, 1), {});
+  CHECK(!other.verification.contains("same_program_as"));
+  CHECK(other.metrics.at("cycles") != first.metrics.at("cycles"));
 }
