@@ -1,7 +1,9 @@
 // autotune sweep GOAL.yaml --jobs N: every configuration of the goal's space(s).
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -27,6 +29,7 @@ const CommandRegistration registration(
         std::optional<std::uint64_t> limit;
         bool json = false;
         bool no_cache = false;
+        std::optional<int64_t> resume;
       };
       auto options = std::make_shared<Options>();
       app.add_option("goal", options->goal, "Goal file (YAML)")->required();
@@ -38,6 +41,9 @@ const CommandRegistration registration(
                      "of the rest, seeded by the goal's seed");
       app.add_flag("--json", options->json, "Print the result as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
+      app.add_option("--resume", options->resume,
+                     "Continue an interrupted sweep with this run id (its committed trials are not measured "
+                     "again; give the same --limit)");
       return [options]() -> int {
         if (options->jobs < 1)
           throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
@@ -55,6 +61,25 @@ const CommandRegistration registration(
         sweep_options.jobs = options->jobs;
         sweep_options.use_cache = !options->no_cache;
         sweep_options.limit = options->limit;
+        sweep_options.resume = options->resume;
+        // Ctrl-C says how to continue.
+        static char interrupt_message[1024] = "\nautotune: interrupted\n";
+        struct sigaction interrupt {};
+        interrupt.sa_handler = [](int) {
+          const ssize_t written = ::write(STDERR_FILENO, interrupt_message, std::strlen(interrupt_message));
+          (void)written;
+          ::_exit(130);
+        };
+        ::sigaction(SIGINT, &interrupt, nullptr);
+        ::sigaction(SIGTERM, &interrupt, nullptr);
+        sweep_options.started = [&](int64_t run_id) {
+          std::snprintf(interrupt_message, sizeof interrupt_message,
+                        "\nautotune: interrupted; sweep run %lld keeps every committed trial: resume it with\n"
+                        "  autotune sweep %s --resume %lld --db %s%s\n",
+                        static_cast<long long>(run_id), options->goal.c_str(), static_cast<long long>(run_id),
+                        store->location().c_str(),
+                        options->limit ? (" --limit " + std::to_string(*options->limit)).c_str() : "");
+        };
         int last_decile = -1;
         sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed) {
           const double eta = done > 0 ? elapsed / double(done) * double(total - done) : 0;
@@ -83,6 +108,7 @@ const CommandRegistration registration(
                                       {"configurations", result.configurations},
                                       {"measured", c.measured},
                                       {"cache_hits", c.cache_hits},
+                                      {"resumed", c.resumed},
                                       {"jobs", options->jobs},
                                       {"wall_time_s", result.wall_time_s},
                                       {"target_seconds", c.target_seconds},
@@ -94,11 +120,11 @@ const CommandRegistration registration(
           return unbuilt ? 1 : 0;
         }
         std::printf(
-            "sweep run %lld: %llu configurations (%lld measured, %lld from the cache) in %.1f s with %d "
-            "jobs\n",
+            "sweep run %lld: %llu configurations (%lld measured, %lld from the cache, %lld from committed "
+            "trials) in %.1f s with %d jobs\n",
             static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
-            static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits), result.wall_time_s,
-            options->jobs);
+            static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits),
+            static_cast<long long>(c.resumed), result.wall_time_s, options->jobs);
         const auto objective = prepared.goal.objective;
         std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;

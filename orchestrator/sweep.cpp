@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "core/error.hpp"
 #include "core/rng.hpp"
 
 #include "orchestrator/decision_log.hpp"
@@ -17,14 +18,36 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   const auto started = std::chrono::steady_clock::now();
   SweepResult result;
   store::Run record;
-  record.goal_yaml = to_yaml(goal);
-  record.goal_name = goal.name + " (sweep)";
-  record.kernel = catalog.kernel;
-  record.target = target.description();
-  record.seed = goal.seed;
-  record.simulator_version = simulator_version;
-  record.id = store.create_run(record);
+  int64_t already_logged = 0;
+  std::vector<store::Trial> committed;
+  if (options.resume) {
+    const auto existing = store.run(*options.resume);
+    if (!existing)
+      throw UserError("--resume " + std::to_string(*options.resume) + ": no run with that id in " +
+                      store.location());
+    if (existing->goal_name != goal.name + " (sweep)")
+      throw UserError("--resume " + std::to_string(*options.resume) + ": run " + std::to_string(existing->id) +
+                      " is '" + existing->goal_name + "', not a sweep of '" + goal.name +
+                      "'; resume it with the goal file it was started from");
+    if (existing->simulator_version != simulator_version)
+      throw UserError("--resume " + std::to_string(*options.resume) + ": the run was measured with " +
+                      existing->simulator_version + ", this build is " + simulator_version);
+    record = *existing;
+    record.status = store::RunStatus::running;
+    store.update_run(record);
+    already_logged = store.last_decision_seq(record.id);
+    committed = store.trials(record.id);
+  } else {
+    record.goal_yaml = to_yaml(goal);
+    record.goal_name = goal.name + " (sweep)";
+    record.kernel = catalog.kernel;
+    record.target = target.description();
+    record.seed = goal.seed;
+    record.simulator_version = simulator_version;
+    record.id = store.create_run(record);
+  }
   result.run_id = record.id;
+  if (options.started) options.started(record.id);
 
   // Every configuration of every variant, or with a limit a seeded uniform
   // sample of them (in index order), so that a limited sweep sees every
@@ -66,7 +89,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
             all.end());
   result.configurations = all.size() + 1;
 
-  DecisionLog log(store, record.id);
+  DecisionLog log(store, record.id, already_logged);
   skills::SkillDecision plan;
   plan.action = "sweep";
   plan.proposer = "user";
@@ -89,6 +112,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   runner_options.commit_every = std::max(8, 2 * options.jobs);
   runner_options.commit_interval_s = 1.0;
   skills::BenchmarkRunner runner(target, store, record.id, runner_options);
+  runner.resume(committed);
 
   std::uint64_t done = 0;
   auto measured_one = [&](const skills::MeasuredTrial&) {

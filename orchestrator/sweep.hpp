@@ -21,6 +21,11 @@ struct SweepOptions {
   bool use_cache = true;
   // At most this many configurations: a uniform sample seeded by the goal's seed, the start point always in.
   std::optional<std::uint64_t> limit;
+  // Continue this sweep run: its committed trials are served from the store
+  // (never measured again) and the rest measured. The goal must be the same.
+  std::optional<int64_t> resume;
+  // Called once the run exists (its id, for a message on interruption).
+  std::function<void(int64_t)> started;
   // Called after each result: done, total, seconds elapsed.
   std::function<void(std::uint64_t, std::uint64_t, double)> progress;
 };

@@ -1,8 +1,11 @@
 """autotune sweep: every configuration, stored, the top configurations printed; the loop's best is never
 better than the sweep's optimum."""
 import os
+import signal
+import subprocess
+import time
 
-from loop_support import check, goal_path, query, run, run_json, tempdir, write_goal
+from loop_support import BIN, check, goal_path, query, run, run_json, tempdir, write_goal
 
 
 def main():
@@ -61,6 +64,38 @@ variants: [tiled]
         mfus = [float(l.split("MFU ")[1].split("%")[0]) for l in lines]
         check(mfus == sorted(mfus, reverse=True) and all(" us" in l or " ms" in l for l in lines),
               f"MFU ranking and latencies expected: {lines}")
+
+        # A sweep interrupted by Ctrl-C says how to resume it; --resume measures only what is missing.
+        resumable = os.path.join(tmp, "resumable.db")
+        env = dict(os.environ)
+        env.pop("AUTOTUNE_DB", None)
+        proc = subprocess.Popen([BIN, "sweep", goal_path("gemm-article.yaml"), "--limit", "40", "--jobs", "1",
+                                 "--db", resumable], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            try:
+                if query(resumable, "SELECT COUNT(*) FROM trials")[0][0] >= 5:
+                    break
+            except Exception:
+                continue
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        sweep_id = query(resumable, "SELECT id FROM runs")[0][0]
+        before = query(resumable, "SELECT COUNT(*) FROM trials WHERE run = ?", (sweep_id,))[0][0]
+        if proc.returncode == 130:
+            check(f"--resume {sweep_id} --db {resumable} --limit 40" in stderr, f"no resume hint: {stderr[-500:]}")
+        resumed = run_json(["sweep", goal_path("gemm-article.yaml"), "--limit", "40", "--jobs", "2",
+                            "--resume", str(sweep_id)], resumable)
+        check(resumed["run_id"] == sweep_id and resumed["configurations"] == 40, f"resumed sweep: {resumed}")
+        check(resumed["resumed"] == before and resumed["measured"] + resumed["cache_hits"] == 40 - before,
+              f"{before} committed before; resumed {resumed['resumed']}, measured {resumed['measured']}")
+        rows = query(resumable, "SELECT COUNT(*), COUNT(DISTINCT config_hash) FROM trials WHERE run = ?", (sweep_id,))
+        check(rows[0] == (40, 40), f"every configuration once: {rows}")
+        proc = run(["sweep", goal, "--resume", str(sweep_id)], resumable)
+        check(proc.returncode == 2 and "not a sweep of" in proc.stderr, f"resume with another goal: {proc.stderr}")
 
         loop = run_json(["run", goal], db)
         check(loop["best"]["metrics"]["latency_s"] >= lat[0] * (1 - 1e-9), "the loop beat the exhaustive sweep")
