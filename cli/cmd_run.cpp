@@ -145,7 +145,7 @@ const CommandRegistration registration(
     "run", "Run the agentic tuning loop on a goal (YAML)", [](CLI::App& app) -> CommandAction {
       struct Options {
         std::string goal;
-        int jobs = 0;
+        std::optional<int> jobs;
         std::optional<std::uint64_t> seed;
         std::optional<std::string> db;
         std::optional<int64_t> resume;
@@ -161,11 +161,13 @@ const CommandRegistration registration(
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {
-        if (options->jobs < 0) throw UserError("--jobs must be at least 1");
+        if (options->jobs && (*options->jobs < 1 || *options->jobs > orchestrator::kMaxParallel))
+          throw UserError("--jobs " + std::to_string(*options->jobs) + " is out of range; accepted: 1 to " +
+                          std::to_string(orchestrator::kMaxParallel) + " (omit it for the goal's `parallel`)");
         if (orchestrator::is_model_goal(options->goal)) {
           if (options->resume) throw UserError("--resume is for kernel goals; a model goal starts afresh");
           auto goal = orchestrator::load_model_goal(options->goal);
-          if (options->jobs > 0) goal.parallel = options->jobs;
+          if (options->jobs) goal.parallel = *options->jobs;
           if (options->seed) goal.seed = *options->seed;
           const std::string db = store::resolve_database_path(options->db);
           auto store = store::open_store(db);
@@ -200,7 +202,7 @@ const CommandRegistration registration(
         auto store = store::open_store(db);
         const bool tty = isatty(fileno(stderr)) != 0;
         orchestrator::RunOptions run_options;
-        run_options.jobs = options->jobs;
+        run_options.jobs = options->jobs.value_or(0);
         run_options.seed = options->seed;
         run_options.resume = options->resume;
         run_options.use_cache = !options->no_cache;

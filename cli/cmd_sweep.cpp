@@ -45,8 +45,9 @@ const CommandRegistration registration(
                      "Continue an interrupted sweep with this run id (its committed trials are not measured "
                      "again; give the same --limit)");
       return [options]() -> int {
-        if (options->jobs < 1)
-          throw UserError("--jobs must be at least 1 (got " + std::to_string(options->jobs) + ")");
+        if (options->jobs < 1 || options->jobs > orchestrator::kMaxParallel)
+          throw UserError("--jobs " + std::to_string(options->jobs) + " is out of range; accepted: 1 to " +
+                          std::to_string(orchestrator::kMaxParallel));
         if (options->top < 1) throw UserError("--top must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
         // The compiler's message in full; the sweep records it as a failed trial and exits 1.

@@ -408,7 +408,9 @@ Goal load_goal(const std::filesystem::path& path) {
   }
   goal.variants = top.optional<std::vector<std::string>>("variants", {}, "a list of variant names");
   goal.parallel = top.optional<int>("parallel", 1);
-  if (goal.parallel < 1) top.fail("parallel", "must be at least 1");
+  if (goal.parallel < 1 || goal.parallel > kMaxParallel)
+    top.fail("parallel", std::to_string(goal.parallel) + " is out of range; accepted: 1 to " +
+                             std::to_string(kMaxParallel));
   goal.timeout_s = top.optional<double>("timeout_s", goal.timeout_s);
   if (goal.timeout_s <= 0) top.fail("timeout_s", "must be positive");
   if (auto verification = top.maybe_child("verification")) {

@@ -40,6 +40,10 @@ struct TargetChoice {
   YAML::Node spec;                  // the whole `target:` mapping as written (command targets read it)
 };
 
+// The most workers a run or sweep may use: each is a thread (and, for
+// command targets, a process); more than this only exhausts the machine.
+inline constexpr int kMaxParallel = 256;
+
 struct Goal {
   std::filesystem::path file;
   // A user kernel source (docs/kernel_sources.md) measured instead of the

@@ -188,9 +188,11 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     search->finish({"strategy", "batch_size"});
   }
   goal.parallel = top.optional<int>("parallel", goal.parallel);
-  if (goal.parallel < 1 || goal.parallel > 256) {
+  if (goal.parallel < 1 || goal.parallel > kMaxParallel) {
     const YAML::Node node = top.raw("parallel");
-    top.fail("parallel", std::to_string(goal.parallel) + " is out of range; accepted: 1 to 256", &node);
+    top.fail("parallel",
+             std::to_string(goal.parallel) + " is out of range; accepted: 1 to " + std::to_string(kMaxParallel),
+             &node);
   }
   goal.seed = top.optional<std::uint64_t>("seed", 0);
   goal.verify = top.optional<bool>("verify", true);

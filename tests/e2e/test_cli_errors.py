@@ -3,7 +3,7 @@ names the nearest one; --help and --version still exit 0."""
 import os
 import subprocess
 
-from loop_support import BIN, check
+from loop_support import BIN, SOURCE, check, query, tempdir, write_goal
 
 
 def run(*args):
@@ -28,6 +28,17 @@ def main():
     check("did you mean" not in proc.stderr, f"no suggestion for a word far from every command: {proc.stderr}")
     one_error_line(run("run", "--bogus", "x"), "--bogus")
     one_error_line(run(), "subcommand is required")
+    # Worker counts are bounded (each is a thread): refused with the accepted range, before any work.
+    quickstart = os.path.join(SOURCE, "configs", "goals", "quickstart.yaml")
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "jobs.db")
+        for command in ("run", "sweep"):
+            for jobs in ("1000", "0", "-3"):
+                one_error_line(run(command, quickstart, "--jobs", jobs, "--db", db), f"--jobs {jobs}", "1 to 256")
+        goal = write_goal(tmp, "parallel.yaml", open(quickstart).read().replace("parallel: 2", "parallel: 100000"))
+        check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
+        one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
+        check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
     for args in (["--help"], ["run", "--help"], ["--version"]):
         proc = run(*args)
         check(proc.returncode == 0 and proc.stdout, f"{args}: exit {proc.returncode}")
