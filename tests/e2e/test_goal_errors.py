@@ -16,7 +16,7 @@ CASES = {
     "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
     "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
     # Range checks name the key's own line, not the line of its enclosing mapping.
-    "parallel_zero.yaml": (":4: parallel:", "must be at least 1"),
+    "parallel_zero.yaml": (":4: parallel:", "accepted: 1 to 256"),
     "max_iterations_zero.yaml": (":4: max_iterations:", "must be at least 1"),
     "evaluations_zero.yaml": (":5: budget.evaluations:", "must be at least 1"),
     "negative_tolerance.yaml": (":6: verification.tolerance:", "must be positive"),
