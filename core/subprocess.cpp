@@ -642,20 +642,22 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
 
   while (true) {
     const auto newline = child.stdout_buffer.find('\n');
+    // The limit holds however the line arrived: in pieces, or whole in one read.
+    const std::size_t line_bytes = newline == std::string::npos ? child.stdout_buffer.size() : newline;
+    if (line_bytes > options_.max_line_bytes) {
+      return fail(JsonLinesFailure::malformed,
+                  "replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
+    }
     if (newline != std::string::npos) {
       std::string reply = child.stdout_buffer.substr(0, newline);
       child.stdout_buffer.erase(0, newline + 1);
       if (reply.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are not replies
       try {
         return nlohmann::json::parse(reply);
-      } catch (const nlohmann::json::parse_error&) {
+      } catch (const nlohmann::json::exception&) {
         return fail(JsonLinesFailure::malformed,
                     "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");
       }
-    }
-    if (child.stdout_buffer.size() > options_.max_line_bytes) {
-      return fail(JsonLinesFailure::malformed,
-                  "replied with a line longer than " + std::to_string(options_.max_line_bytes) + " bytes");
     }
     if (!child.process.out.open()) return fail(JsonLinesFailure::ended, ended_reason("before replying"));
     if (Clock::now() >= deadline) {

@@ -42,6 +42,10 @@ for line in sys.stdin:
         import time; time.sleep(30)
     if command == "garbage":
         print("this is not json", flush=True); continue
+    if command == "long":
+        import os; os.write(1, (json.dumps({"x": "a" * 5000}) + "\n").encode()); continue
+    if command == "overflow":
+        print('{"evidence": {"x": 1e999}}', flush=True); continue
     if command == "two-lines":
         # One write(2) of under PIPE_BUF bytes: both lines arrive together.
         import os; os.write(1, (json.dumps({"extra": 1}) + "\n" + json.dumps({"echo": message}) + "\n").encode())
@@ -214,6 +218,27 @@ TEST_CASE("JsonLinesProcess times out a hanging peer and reports a malformed lin
   auto reply = peer.request({{"n", 2}}, 20s, &error);
   REQUIRE_MESSAGE(reply, error);
   CHECK((*reply)["echo"]["n"] == 2);
+}
+
+TEST_CASE("JsonLinesProcess reports a number beyond a double's range as a malformed line") {
+  JsonLinesProcess peer(python(kEchoPeer));
+  std::string error;
+  CHECK_FALSE(peer.request({{"do", "overflow"}}, 20s, &error));
+  CHECK(error == "replied with a line that is not JSON: '{\"evidence\": {\"x\": 1e999}}'");
+  CHECK(peer.last_failure() == JsonLinesFailure::malformed);
+  auto reply = peer.request({{"n", 3}}, 20s, &error);
+  REQUIRE_MESSAGE(reply, error);
+  CHECK((*reply)["echo"]["n"] == 3);
+}
+
+TEST_CASE("JsonLinesProcess refuses a line over its limit even when it arrives in one read") {
+  JsonLinesOptions options;
+  options.max_line_bytes = 1000;
+  JsonLinesProcess peer(python(kEchoPeer), options);
+  std::string error;
+  CHECK_FALSE(peer.request({{"do", "long"}}, 20s, &error));
+  CHECK(error == "replied with a line longer than 1000 bytes");
+  CHECK(peer.last_failure() == JsonLinesFailure::malformed);
 }
 
 TEST_CASE("JsonLinesProcess gives up after its restarts are spent") {
