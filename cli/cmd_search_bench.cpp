@@ -112,7 +112,7 @@ int run_search_bench(const SearchBenchArguments& args) {
     nlohmann::json document;
     try {
       document = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw UserError(args.score_file + ": invalid JSON (" + e.what() + ")");
     }
     if (!document.is_object())
@@ -140,7 +140,7 @@ int run_search_bench(const SearchBenchArguments& args) {
   nlohmann::json options;
   try {
     options = nlohmann::json::parse(args.options);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     throw UserError("search-bench: --options '" + args.options + "' is not JSON");
   }
   // Validate the budget and the options before the first run.

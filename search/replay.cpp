@@ -24,7 +24,7 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     malformed(path, std::string("invalid JSON (") + e.what() + ")");
   }
   if (!document.is_object()) malformed(path, "expected a JSON object");

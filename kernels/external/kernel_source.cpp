@@ -132,7 +132,7 @@ std::optional<Json> last_json_object(const std::string& text) {
       try {
         Json value = Json::parse(line);
         if (value.is_object()) return value;
-      } catch (const Json::parse_error&) {
+      } catch (const Json::exception&) {
       }
     }
     if (start == std::string::npos) break;

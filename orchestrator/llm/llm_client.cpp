@@ -234,7 +234,7 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   nlohmann::json parsed;
   try {
     parsed = nlohmann::json::parse(sink.body);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     return fail(LlmErrorKind::malformed_response,
                 "the response body is not JSON: '" + one_line_tail(sink.body.substr(0, 120), 120) + "'");
   }
@@ -275,7 +275,7 @@ ExtractedJson extract_json_object(const std::string& text) {
         return true;
       }
       saw_non_object = true;
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       if (first_parse_error.empty()) first_parse_error = e.what();
     }
     return false;

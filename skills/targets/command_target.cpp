@@ -40,7 +40,7 @@ std::optional<nlohmann::json> last_json_object(const std::string& text) {
       try {
         auto value = nlohmann::json::parse(line);
         if (value.is_object()) return value;
-      } catch (const nlohmann::json::parse_error&) {
+      } catch (const nlohmann::json::exception&) {
       }
     }
     if (start == std::string::npos) break;

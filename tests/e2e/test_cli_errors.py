@@ -39,6 +39,24 @@ def main():
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
+    # A number beyond a double's range is bad input like any other, not an internal error.
+    with tempdir() as tmp:
+        cachefile = os.path.join(tmp, "cache.json")
+        with open(cachefile, "w") as f:
+            f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}, '
+                    '"2": {"a": 2, "time": 2.0}}}')
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "1", "--options", '{"xi": 1e999}'), "--options", "is not JSON")
+        with open(cachefile, "w") as f:
+            f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1e999}}}')
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "1"), "cache.json", "invalid JSON")
+        goal = write_goal(tmp, "replay.yaml", f"""name: overflow
+target: {{kind: replay, cachefile: {cachefile}}}
+objective: latency
+goal: {{improvement: 0.5}}
+max_iterations: 1
+""")
+        proc = run("run", goal, "--db", os.path.join(tmp, "r.db"))
+        one_error_line(proc, "cache.json", "JSON")
     for args in (["--help"], ["run", "--help"], ["--version"]):
         proc = run(*args)
         check(proc.returncode == 0 and proc.stdout, f"{args}: exit {proc.returncode}")

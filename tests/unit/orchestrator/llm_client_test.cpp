@@ -132,6 +132,17 @@ TEST_CASE("llm client reports a malformed response body") {
   CHECK(no_choice.error == "the response has no choices[0].message.content string");
 }
 
+TEST_CASE("llm client treats a number beyond a double's range as a malformed body") {
+  FakeLlmServer server([](const FakeHttpRequest&) {
+    return FakeHttpResponse{
+        200, R"({"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": 1e999}})"};
+  });
+  LlmClient client(config_for(server.endpoint()));
+  LlmReply reply = client.chat(kPrompt);
+  CHECK(reply.error_kind == LlmErrorKind::malformed_response);
+  CHECK(reply.error.starts_with("the response body is not JSON"));
+}
+
 TEST_CASE("a valid reply whose content is not JSON is found out by extract_json_object") {
   FakeLlmServer server([](const FakeHttpRequest&) {
     return FakeLlmServer::reply_with("I would try a larger tile size next.");
@@ -184,6 +195,9 @@ TEST_CASE("extract_json_object finds an object in prose and fences") {
   CHECK(broken.error.starts_with("the reply's JSON does not parse: "));
   CHECK(extract_json_object("[1, 2]").error == "the reply contains no JSON object");
   CHECK(extract_json_object("").error == "the reply is empty");
+  auto overflow = extract_json_object("```json\n{\"tile\": 1e999}\n```");
+  CHECK_FALSE(overflow.object);
+  CHECK(overflow.error.starts_with("the reply's JSON does not parse: "));
 }
 
 TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {

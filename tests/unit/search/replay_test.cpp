@@ -78,6 +78,11 @@ TEST_CASE("a missing or malformed cachefile is one clear error") {
                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
                                     "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
       doctest::Contains("a = 3 is not in tune_params"), UserError);
+  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad4.json",
+                                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": "
+                                                     "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, "
+                                                     "\"time\": 1e999}}}")),
+                       doctest::Contains("invalid JSON"), UserError);
   const auto ok = ReplayTarget::load(
       write_temp("ok.json",
                  "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
