@@ -1,6 +1,8 @@
-// autotune export RUN [--trial T] [--db F] -o FILE.cc
+// autotune export RUN [TRIAL] [--nki] [--db F] -o FILE
 //
-// Writes a standalone C++ source for one trial (default: the run's best
+// With --nki, writes the trial's kernel as an NKI kernel in Python for the
+// Neuron SDK (kernels/external/export_nki.hpp). Otherwise writes a
+// standalone C++ source for one trial (default: the run's best
 // verified trial): the variant's template instantiated with the trial's
 // parameters, declared as a user kernel, with a header comment naming the
 // run, goal, variant, parameters, shape, dtype, target and the measured
@@ -16,6 +18,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
+#include "kernels/external/export_nki.hpp"
 #include "kernels/external/export_source.hpp"
 
 namespace autotune::cli {
@@ -26,6 +29,7 @@ struct ExportOptions {
   int64_t run = 0;
   std::optional<int64_t> trial;
   std::string output;
+  bool nki = false;
 };
 
 int run_export(const ExportOptions& o) {
@@ -95,7 +99,8 @@ int run_export(const ExportOptions& o) {
   const std::string name = kernels::external::export_kernel_name(
       family.name, variant->name, "run" + std::to_string(run->id) + "_trial" + std::to_string(trial->id));
   const std::string source =
-      kernels::external::export_source(family, *variant, shape, *dtype, params, name, provenance);
+      o.nki ? kernels::external::export_nki(family, *variant, shape, *dtype, params, name, provenance)
+            : kernels::external::export_source(family, *variant, shape, *dtype, params, name, provenance);
 
   if (o.output.empty() || o.output == "-") {
     std::cout << source;
@@ -106,18 +111,26 @@ int run_export(const ExportOptions& o) {
   out << source;
   out.close();
   if (!out) throw UserError("cannot write " + o.output);
-  std::cerr << "wrote " << o.output << ": " << family.name << " / " << variant->name << ", trial "
-            << trial->id << " of run " << run->id << "\n";
+  std::cout << "wrote " << o.output << (o.nki ? " (NKI)" : "") << ": " << family.name << " / "
+            << variant->name << ", trial " << trial->id << " of run " << run->id << "\n";
   return 0;
 }
 
 const CommandRegistration registration{
-    "export", "Write a trial's kernel as a standalone C++ source (the variant's template, tuned parameters)",
+    "export",
+    "Write a trial's kernel as a standalone C++ source, or with --nki as an NKI kernel in Python for "
+    "Trainium",
     [](CLI::App& command) -> CommandAction {
       auto o = std::make_shared<ExportOptions>();
       command.add_option("RUN", o->run, "Run id (see `autotune runs`)")->required();
-      command.add_option("--trial", o->trial, "Trial id (default: the run's best verified trial)");
+      auto* positional =
+          command.add_option("TRIAL", o->trial, "Trial id (default: the run's best verified trial)");
+      command.add_option("--trial", o->trial, "Trial id, as TRIAL")->excludes(positional);
       command.add_option("-o,--output", o->output, "Where to write the source (default: stdout)");
+      command.add_flag(
+          "--nki", o->nki,
+          "Write an NKI kernel (Python, @nki.jit) with the variant's tiles, loops and buffers and the "
+          "trial's parameters, instead of C++ against autotune's kernel API");
       add_database_option(command, o->db);
       return [o] { return run_export(*o); };
     }};

@@ -4,7 +4,8 @@
 # build has come.
 #
 #   scripts/setup.sh            the autotune executable only (what the README's first command needs)
-#   scripts/setup.sh --all      also every test and benchmark (scripts/test.sh uses this)
+#   scripts/setup.sh --all      also every test and benchmark, and Debian's python3-numpy for the NKI
+#                               export test (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ done
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
           libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev)
+((all)) && packages+=(python3-numpy)
 ((optuna)) && packages+=(python3-optuna)
 missing=()
 for package in "${packages[@]}"; do

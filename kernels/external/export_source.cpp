@@ -34,33 +34,34 @@ std::string number(double value, const char* format) {
   return buffer;
 }
 
-// The measured figures, one line each, for the header comment.
-std::string figures(const nlohmann::json& metrics, const nlohmann::json& verification) {
+}  // namespace
+
+std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json& verification,
+                             const std::string& comment) {
   std::string out;
   auto has = [&](const char* key) { return metrics.contains(key) && metrics[key].is_number(); };
   if (has("latency_s"))
-    out += "//   latency      " + number(metrics["latency_s"].get<double>() * 1e3, "%.6f") + " ms\n";
+    out += comment + "  latency      " + number(metrics["latency_s"].get<double>() * 1e3, "%.6f") + " ms\n";
   if (has("cycles"))
-    out += "//   cycles       " + std::to_string(metrics["cycles"].get<std::int64_t>()) + "\n";
+    out += comment + "  cycles       " + std::to_string(metrics["cycles"].get<std::int64_t>()) + "\n";
   if (has("mfu_percent"))
-    out += "//   MFU          " + number(metrics["mfu_percent"].get<double>(), "%.2f") + " %\n";
+    out += comment + "  MFU          " + number(metrics["mfu_percent"].get<double>(), "%.2f") + " %\n";
   if (has("throughput_flops_per_s"))
-    out += "//   throughput   " + number(metrics["throughput_flops_per_s"].get<double>() / 1e12, "%.3f") +
-           " TFLOP/s\n";
+    out += comment + "  throughput   " +
+           number(metrics["throughput_flops_per_s"].get<double>() / 1e12, "%.3f") + " TFLOP/s\n";
   if (has("roofline_fraction"))
-    out += "//   roofline     " + number(metrics["roofline_fraction"].get<double>() * 100, "%.1f") +
+    out += comment + "  roofline     " + number(metrics["roofline_fraction"].get<double>() * 100, "%.1f") +
            " % of the bound\n";
   if (verification.is_object() && verification.contains("max_rel_error") &&
       verification["max_rel_error"].is_number())
-    out += "//   verified     max rel error " + number(verification["max_rel_error"].get<double>(), "%.3g") +
+    out += comment + "  verified     max rel error " +
+           number(verification["max_rel_error"].get<double>(), "%.3g") +
            (verification.contains("cosine") && verification["cosine"].is_number()
                 ? ", cosine " + number(verification["cosine"].get<double>(), "%.6f")
                 : std::string()) +
            "\n";
-  return out.empty() ? "//   (no measured figures stored)\n" : out;
+  return out.empty() ? comment + "  (no measured figures stored)\n" : out;
 }
-
-}  // namespace
 
 std::string export_kernel_name(const std::string& family, const std::string& variant,
                                const std::string& suffix) {
@@ -99,7 +100,7 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
   s += "//   shape        " + shape_text(shape, family) + "\n";
   s += "//   dtype        " + std::string(sim::dtype_name(dtype)) + "\n";
   if (!provenance.target.empty()) s += "//   target       " + provenance.target + "\n";
-  s += "// measured:\n" + figures(provenance.metrics, provenance.verification);
+  s += "// measured:\n" + measured_figures(provenance.metrics, provenance.verification, "//");
   s += "//\n";
   s += "// The tuned instance, as the built-in variant traces it:\n";
   s += "//   " + instantiation_source(family, variant, shape, dtype, params) + "\n";

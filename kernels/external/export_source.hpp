@@ -21,6 +21,11 @@ struct ExportProvenance {
   nlohmann::json verification;  // {max_rel_error, mse, cosine, ...} or null
 };
 
+// The measured figures, one line each, every line starting with `comment`
+// (the exported language's comment marker, or an indent).
+std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json& verification,
+                             const std::string& comment);
+
 // A C identifier for the exported kernel, e.g. "gemm_tiled_run3_trial17".
 std::string export_kernel_name(const std::string& family, const std::string& variant,
                                const std::string& suffix);

@@ -73,6 +73,9 @@ def main():
             proc = subprocess.run(words, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
             check(proc.returncode == 0, f"README command failed ({proc.returncode}): {command}\n{proc.stderr[-1500:]}")
             check(proc.stdout.strip(), f"README command printed nothing: {command}")
+            for flag, written in zip(words, words[1:]):
+                if flag == "-o":
+                    check(os.path.getsize(os.path.join(tmp, written)) > 0, f"{command}: {written} is empty")
         database = os.path.join(tmp, env.get("AUTOTUNE_DB", "autotune.db"))
         check(os.path.exists(database), "no database written")
         check_store_queries(database)

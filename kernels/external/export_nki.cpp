@@ -1,0 +1,182 @@
+#include "kernels/external/export_nki.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <regex>
+
+#include "core/error.hpp"
+#include "kernels/evaluate.hpp"
+
+namespace autotune::kernels::external {
+namespace {
+
+// kernels/external/nki/*.py by file name, embedded at build time.
+const std::map<std::string, std::string>& nki_templates() {
+  static const std::map<std::string, std::string> templates = {
+#include "nki_templates.inc"
+  };
+  return templates;
+}
+
+// What an exported variant is made of: its templates in order (helpers
+// first, the kernel last), the kernel's arguments and extra constants.
+struct NkiRecipe {
+  std::vector<std::string> templates;
+  std::vector<std::pair<std::string, std::string>> constants;  // name, Python literal
+};
+
+std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant,
+                                    const Shape& shape) {
+  const std::string key = family + "/" + variant;
+  if (key == "exp/naive") return NkiRecipe{{"exp_naive"}, {}};
+  if (key == "exp/tiled") return NkiRecipe{{"exp_tiled"}, {}};
+  if (family == "add" || family == "silu_mul") {
+    if (variant != "naive" && variant != "tiled") return std::nullopt;
+    return NkiRecipe{{"elementwise_" + variant}, {{"OPERATION", "\"" + family + "\""}}};
+  }
+  if (key == "rmsnorm/naive" || key == "rmsnorm/fused")
+    return NkiRecipe{{"rmsnorm_common", "rmsnorm_" + variant}, {}};
+  if (family == "gemm" &&
+      (variant == "tiled" || variant == "hoisted" || variant == "blocked_mn" || variant == "blocked_mnk"))
+    return NkiRecipe{{"gemm_common", "gemm_" + variant}, {}};
+  if (family == "transpose" && (variant == "naive" || variant == "pe" || variant == "dma"))
+    return NkiRecipe{{"transpose_" + variant}, {{"BATCH", std::to_string(shape.at("batch"))}}};
+  if (key == "rope/naive" || key == "rope/wide") return NkiRecipe{{"rope_" + variant}, {}};
+  if (key == "attention/flash_banked") return NkiRecipe{{"attention_flash_banked"}, {}};
+  return std::nullopt;
+}
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::string python_dict(const Shape& shape, const FamilySpec& family) {
+  std::string out;
+  for (const auto& arg : family.shape_args)
+    if (shape.count(arg))
+      out += (out.empty() ? "" : ", ") + ("\"" + arg + "\": ") + std::to_string(shape.at(arg));
+  return "{" + out + "}";
+}
+
+std::string nl_dtype(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::bf16:
+      return "nl.bfloat16";
+    case Dtype::fp16:
+      return "nl.float16";
+    case Dtype::int32:
+      return "nl.int32";
+    case Dtype::fp32:
+      break;
+  }
+  return "nl.float32";
+}
+
+std::string numpy_dtype(Dtype dtype) {
+  // numpy has no bfloat16: the example builds float32 arrays, which the host framework converts.
+  return dtype == Dtype::fp16 ? "np.float16" : "np.float32";
+}
+
+// The usage example: random inputs of the tuned shape, one call.
+std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dtype,
+                          const std::string& name) {
+  std::string inputs, arguments;
+  for (const auto& input : family.inputs) {
+    const auto [rows, cols] = input.dims(shape);
+    inputs += "    " + input.name + " = np.random.rand(" + std::to_string(rows) + ", " +
+              std::to_string(cols) + ").astype(" + numpy_dtype(dtype) + ")\n";
+    arguments += (arguments.empty() ? "" : ", ") + input.name;
+  }
+  std::string outputs;
+  for (const auto& output : family.outputs) outputs += (outputs.empty() ? "" : ", ") + output.name;
+  return "    import numpy as np\n    from " + name + " import " + name + "\n" + inputs + "    " + outputs +
+         " = " + name + "(" + arguments + ")\n";
+}
+
+}  // namespace
+
+std::vector<std::string> nki_exportable_variants() {
+  std::vector<std::string> out;
+  const auto& registry = family_registry();
+  for (const auto& family_name : registry.names()) {
+    const FamilySpec& family = registry.get(family_name);
+    for (const auto& variant : family.variants)
+      if (recipe_for(family_name, variant.name, family.default_shape))
+        out.push_back(family_name + "/" + variant.name);
+  }
+  return out;
+}
+
+std::string export_nki(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
+                       const ParamValues& params, const std::string& kernel_name,
+                       const ExportProvenance& provenance) {
+  const auto recipe = recipe_for(family.name, variant.name, shape);
+  if (!recipe) {
+    std::string available;
+    for (const auto& v : nki_exportable_variants())
+      if (v.starts_with(family.name + "/"))
+        available += (available.empty() ? "" : ", ") + v.substr(family.name.size() + 1);
+    throw UserError("variant '" + variant.name + "' of kernel '" + family.name + "' has no NKI template yet" +
+                    (available.empty() ? std::string(" (none of this family's variants has one)")
+                                       : " (variants with one: " + available + ")") +
+                    "; `autotune export` without --nki writes it as C++");
+  }
+  for (const auto& p : variant.params)
+    if (params.count(p.name) == 0)
+      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
+                      "'");
+
+  std::string params_line;
+  for (const auto& p : variant.params)
+    params_line += (params_line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
+  const Shape verification = variant.verification_shape ? variant.verification_shape(shape, params) : shape;
+  const std::string dtype_name(sim::dtype_name(dtype));
+
+  std::string s;
+  s += "\"\"\"" + kernel_name + ": kernel '" + family.name + "', variant '" + variant.name +
+       "', exported by autotune as an NKI kernel.\n\n";
+  if (!provenance.run.empty())
+    s +=
+        "  from         " + provenance.run + (provenance.trial.empty() ? "" : ", " + provenance.trial) + "\n";
+  s += "  variant      " + variant.name + ": " + variant.description + "\n";
+  s += "  parameters   " + (params_line.empty() ? std::string("(none)") : params_line) + "\n";
+  s += "  shape        " + shape_text(shape, family) + " (verified at " + shape_text(verification, family) +
+       ")\n";
+  s += "  dtype        " + dtype_name + "\n";
+  if (!provenance.target.empty()) s += "  target       " + provenance.target + "\n";
+  s += "measured in autotune's simulator of the target:\n" +
+       measured_figures(provenance.metrics, provenance.verification, "  ");
+  s += "\nUsage, on a Trainium host with the Neuron SDK (torch tensors on the XLA device work the same):\n\n";
+  s += usage_example(family, shape, dtype, kernel_name);
+  s +=
+      "\nThe loops are Python loops: they unroll while the kernel is traced, so the compiler receives the\n"
+      "instruction stream autotune measured, tile by tile, ragged last tiles included. The kernel reads its\n"
+      "sizes from its arguments; the tuned parameters below are the constants it was measured with.\n";
+  s += "\"\"\"\n";
+  s += "import neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as "
+       "nl\n\n";
+  s += "SHAPE = " + python_dict(shape, family) + "\n";
+  s += "VERIFICATION_SHAPE = " + python_dict(verification, family) + "\n";
+  s += "DTYPE = " + nl_dtype(dtype) + "\n\n";
+  s += "# Tuned parameters" + (provenance.trial.empty() ? std::string() : ": " + provenance.trial) + "\n";
+  for (const auto& p : variant.params)
+    s += upper(p.name) + " = " + std::to_string(params.at(p.name)) + "  # " + p.description + "\n";
+  for (const auto& [name, literal] : recipe->constants) s += name + " = " + literal + "\n";
+  s += "\n";
+
+  const auto& templates = nki_templates();
+  std::vector<std::string> parts = {"prelude"};
+  parts.insert(parts.end(), recipe->templates.begin(), recipe->templates.end());
+  for (const auto& part : parts) {
+    const auto found = templates.find(part);
+    if (found == templates.end())
+      throw InternalError("NKI template '" + part + "' was not embedded at build time");
+    s += "\n" + found->second;
+  }
+  // The kernel's name: `tuned_kernel` in the templates.
+  return std::regex_replace(s, std::regex("\\btuned_kernel\\b"), kernel_name);
+}
+
+}  // namespace autotune::kernels::external
