@@ -20,6 +20,7 @@
 #include "kernels/evaluate.hpp"
 #include "kernels/external/export_nki.hpp"
 #include "kernels/external/export_source.hpp"
+#include "sim/target.hpp"
 
 namespace autotune::cli {
 namespace {
@@ -31,6 +32,21 @@ struct ExportOptions {
   std::string output;
   bool nki = false;
 };
+
+// SBUF bytes per partition of the run's simulated target (a name, or a
+// mapping with `name`); trn1's when the goal's target cannot be read again.
+std::int64_t target_sbuf_bytes(const YAML::Node& goal) {
+  std::string name = "trn1";
+  if (const auto target = goal["target"]; target && target.IsScalar())
+    name = target.Scalar();
+  else if (target && target.IsMap() && target["name"] && target["name"].IsScalar())
+    name = target["name"].Scalar();
+  try {
+    return sim::load_target(name).sbuf_bytes_per_partition;
+  } catch (const UserError&) {
+    return sim::load_target("trn1").sbuf_bytes_per_partition;
+  }
+}
 
 int run_export(const ExportOptions& o) {
   auto store = open_store_for_reading(o.db);
@@ -99,7 +115,8 @@ int run_export(const ExportOptions& o) {
   const std::string name = kernels::external::export_kernel_name(
       family.name, variant->name, "run" + std::to_string(run->id) + "_trial" + std::to_string(trial->id));
   const std::string source =
-      o.nki ? kernels::external::export_nki(family, *variant, shape, *dtype, params, name, provenance)
+      o.nki ? kernels::external::export_nki(family, *variant, shape, *dtype, params, name, provenance,
+                                            target_sbuf_bytes(goal))
             : kernels::external::export_source(family, *variant, shape, *dtype, params, name, provenance);
 
   if (o.output.empty() || o.output == "-") {

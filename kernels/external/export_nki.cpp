@@ -26,8 +26,8 @@ struct NkiRecipe {
   std::vector<std::pair<std::string, std::string>> constants;  // name, Python literal
 };
 
-std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant,
-                                    const Shape& shape) {
+std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant, const Shape& shape,
+                                    std::int64_t sbuf_bytes_per_partition) {
   const std::string key = family + "/" + variant;
   if (key == "exp/naive") return NkiRecipe{{"exp_naive"}, {}};
   if (key == "exp/tiled") return NkiRecipe{{"exp_tiled"}, {}};
@@ -43,7 +43,11 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   if (family == "transpose" && (variant == "naive" || variant == "pe" || variant == "dma"))
     return NkiRecipe{{"transpose_" + variant}, {{"BATCH", std::to_string(shape.at("batch"))}}};
   if (key == "rope/naive" || key == "rope/wide") return NkiRecipe{{"rope_" + variant}, {}};
-  if (key == "attention/flash_banked") return NkiRecipe{{"attention_flash_banked"}, {}};
+  if (key == "attention/flash" || key == "attention/flash_banked")
+    return NkiRecipe{{"attention_common", "attention_" + variant}, {}};
+  if (key == "attention/naive")
+    return NkiRecipe{{"attention_common", "attention_naive"},
+                     {{"SBUF_BYTES_PER_PARTITION", std::to_string(sbuf_bytes_per_partition)}}};
   return std::nullopt;
 }
 
@@ -103,7 +107,7 @@ std::vector<std::string> nki_exportable_variants() {
   for (const auto& family_name : registry.names()) {
     const FamilySpec& family = registry.get(family_name);
     for (const auto& variant : family.variants)
-      if (recipe_for(family_name, variant.name, family.default_shape))
+      if (recipe_for(family_name, variant.name, family.default_shape, 0))
         out.push_back(family_name + "/" + variant.name);
   }
   return out;
@@ -111,8 +115,8 @@ std::vector<std::string> nki_exportable_variants() {
 
 std::string export_nki(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
                        const ParamValues& params, const std::string& kernel_name,
-                       const ExportProvenance& provenance) {
-  const auto recipe = recipe_for(family.name, variant.name, shape);
+                       const ExportProvenance& provenance, std::int64_t sbuf_bytes_per_partition) {
+  const auto recipe = recipe_for(family.name, variant.name, shape, sbuf_bytes_per_partition);
   if (!recipe) {
     std::string available;
     for (const auto& v : nki_exportable_variants())

@@ -49,9 +49,18 @@ CASES = [
     ("rope", "wide", "{seq: 200, heads: 5, head_dim: 32}", "fp32", {"gather_by_dma": 0, "engine_split": 0}),
     ("attention", "flash_banked", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32",
      {"kv_tile": 512, "q_tiles": 2, "dma_transpose": 2, "stats_on_gpsimd": 1, "evacuate_on_scalar": 1}),
+    ("attention", "naive", "{seq: 300, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32", {}),
+    ("attention", "flash", "{seq: 700, q_heads: 4, kv_heads: 1, head_dim: 64}", "fp32",
+     {"kv_tile": 256, "q_tile": 64, "unroll_factor": 2, "pipeline_depth": 3}),
+    ("attention", "flash", "{seq: 500, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
+     {"kv_tile": 512, "q_tile": 128, "pipeline_depth": 1}),
     ("attention", "flash_banked", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_tiles": 4, "dma_transpose": 0, "pipeline_depth": 3}),
 ]
+
+# Shapes run besides the verification shape: naive attention's scores leave SBUF for HBM past about 1.6K
+# keys (trn1), a path the small verification shape does not take.
+EXTRA_SHAPES = {("attention", "naive"): [{"seq": 1800, "q_heads": 2, "kv_heads": 1, "head_dim": 64}]}
 
 
 def inputs_for(family, s, rng):
@@ -157,26 +166,18 @@ def main():
             check(f"run {run_id} (goal nki-{family}-{variant}" in text and "Usage" in text,
                   f"{label}: the header lacks the run or the usage example")
             module = load_module(path)
-            s = module.VERIFICATION_SHAPE
-            args = inputs_for(family, s, rng)
             kernel = getattr(module, f"{family}_{variant}_run{run_id}_trial{trial}")
-            got = np.asarray(kernel(*args), dtype=np.float64)
-            want = reference(family, s, args)
-            check(got.shape == want.shape, f"{label}: output shape {got.shape}, expected {want.shape}")
-            check(np.isfinite(got).all(), f"{label}: the output has unwritten (NaN) or infinite elements")
-            error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30)
-            cosine = float(np.sum(got * want) / np.sqrt(np.sum(got * got) * np.sum(want * want)))
-            check(error < 1e-4 and cosine > 0.99999, f"{label}: max error {error:.3g}, cosine {cosine:.6f} at {s}")
-            print(f"{label}: {s} max error {error:.2g}")
-        # A variant without an NKI template: one line naming those that have one, exit 2.
-        goal = write_goal(tmp, "flash.yaml", goal_text("attention", "flash", "{seq: 256, q_heads: 2, kv_heads: 1, "
-                                                       "head_dim: 64}", "fp32", {}))
-        check(run(["run", goal], db).returncode == 0, "the flash run failed")
-        run_id = query(db, "SELECT max(id) FROM runs")[0][0]
-        proc = run(["export", str(run_id), "--nki"], db)
-        lines = proc.stderr.strip().splitlines()
-        check(proc.returncode == 2 and len(lines) == 1 and "flash_banked" in lines[0] and "no NKI template" in lines[0],
-              f"expected one error line naming flash_banked, exit 2: {proc.returncode} {proc.stderr!r}")
+            for s in [module.VERIFICATION_SHAPE] + EXTRA_SHAPES.get((family, variant), []):
+                args = inputs_for(family, s, rng)
+                got = np.asarray(kernel(*args), dtype=np.float64)
+                want = reference(family, s, args)
+                check(got.shape == want.shape, f"{label}: output shape {got.shape}, expected {want.shape}")
+                check(np.isfinite(got).all(), f"{label}: the output has unwritten (NaN) or infinite elements")
+                error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30)
+                cosine = float(np.sum(got * want) / np.sqrt(np.sum(got * got) * np.sum(want * want)))
+                check(error < 1e-4 and cosine > 0.99999,
+                      f"{label}: max error {error:.3g}, cosine {cosine:.6f} at {s}")
+                print(f"{label}: {s} max error {error:.2g}")
     print("ok")
 
 

@@ -1,7 +1,7 @@
-MASKED_SCORE = -30000.0
-BANK_COLUMNS = 512  # fp32 scores per partition in one 2 KiB PSUM bank
-KEY_BLOCK = 128     # keys per P^T block and per P . V matmul
+BANK_COLUMNS = 512   # fp32 scores per partition in one 2 KiB PSUM bank
+KEY_BLOCK = 128      # keys per P^T block and per P . V matmul
 BLOCKS_PER_BANK = 4  # transposed [128, 128] blocks of P in one PSUM bank
+PV_TILES_PER_BANK = 4  # [128, d <= 128] fp32 P . V tiles in one PSUM bank
 
 
 @nki.jit
@@ -13,10 +13,8 @@ def tuned_kernel(q_t, k_t, v):
     banks (row max read per bank), steps trimmed to whole 128-key blocks up to the diagonal, a block of Q_TILES
     query tiles per head of the group kept in SBUF while K and V stream through once per block, P^T per 128 keys
     by transposing DMAs (DMA_TRANSPOSE of every four blocks) or on the tensor engine (evacuated by the scalar
-    engine when EVACUATE_ON_SCALAR), the small per-row updates on GpSimd when STATS_ON_GPSIMD. Each buffer
-    rotates over PIPELINE_DEPTH + 1 slots so that PIPELINE_DEPTH steps can be in flight; autotune also emitted
-    the softmax of step j + PIPELINE_DEPTH - 1 before the output half of step j, an order the compiler's
-    scheduler is free to find here."""
+    engine when EVACUATE_ON_SCALAR), the small per-row updates on GpSimd when STATS_ON_GPSIMD, PIPELINE_DEPTH
+    steps in flight (_StepPipeline)."""
     d = v.shape[1]
     seq = q_t.shape[1]
     q_heads, kv_heads = q_t.shape[0] // d, k_t.shape[0] // d
@@ -24,9 +22,11 @@ def tuned_kernel(q_t, k_t, v):
     out = nl.ndarray((q_heads * seq, d), dtype=DTYPE, buffer=nl.shared_hbm)
     q_tile, kv_tile = P, KV_TILE
     block_rows = q_tile * Q_TILES
+    banks = -(-kv_tile // BANK_COLUMNS)
     key_blocks = -(-kv_tile // KEY_BLOCK)
     tiles_per_block = -(-min(block_rows, seq) // q_tile) * group
-    depth = max(PIPELINE_DEPTH, 1)
+    lookahead = max(PIPELINE_DEPTH, 1) - 1
+    depth = lookahead + 1
     pe_transposes = DMA_TRANSPOSE < BLOCKS_PER_BANK
     stats_engine = nisa.gpsimd_engine if STATS_ON_GPSIMD else nisa.vector_engine
     scale = 1.0 / d ** 0.5
@@ -34,120 +34,135 @@ def tuned_kernel(q_t, k_t, v):
     k_pool = _Pool(depth + 1, (d, kv_tile), DTYPE)
     v_pool = _Pool(depth + 1, (KEY_BLOCK, key_blocks * d), DTYPE)
     q_pool = _Pool(2 * group, (d, block_rows), DTYPE)
-    acc_pool = _Pool((depth + 1) * tiles_per_block, (q_tile, d), nl.float32)
-    stats_pool = _Pool((depth + 1) * tiles_per_block, (q_tile, 3), nl.float32)  # max, next max, sum
+    acc_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, d), nl.float32)
+    stats_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, 3), nl.float32)  # max, next max, sum
     p_pool = _Pool(depth + 1, (q_tile, kv_tile), DTYPE)
     pt_pool = _Pool(depth + 1, (KEY_BLOCK, key_blocks * q_tile), DTYPE)
     scores_pool = _Pool(depth + 1, (q_tile, kv_tile), nl.float32)
-    bank_max_pool = _Pool(depth + 1, (q_tile, -(-kv_tile // BANK_COLUMNS)), nl.float32)
+    bank_max_pool = _Pool(depth + 1, (q_tile, banks), nl.float32)
     alpha_pool = _Pool(depth + 1, (q_tile, 1), nl.float32)
     col_pool = _Pool(8, (q_tile, 1), nl.float32)
     out_pool = _Pool(2, (q_tile, d), DTYPE)
-    pv_psum = _Pool(4, (q_tile, d), nl.float32, buffer=nl.psum)  # four [128, d] tiles share one bank
+    # PSUM, 8 banks of 2 KiB: one holds four rotating P V tiles; P^T blocks take two when the tensor engine
+    # transposes; the others rotate score banks.
+    pv_bank = _Pool(1, (q_tile, PV_TILES_PER_BANK * d), nl.float32, buffer=nl.psum).next()
+    pv_next = [0]
     pt_psum = _Pool(2, (KEY_BLOCK, BLOCKS_PER_BANK * q_tile), nl.float32, buffer=nl.psum) if pe_transposes else None
     s_psum = _Pool(5 if pe_transposes else 7, (q_tile, BANK_COLUMNS), nl.float32, buffer=nl.psum)
 
-    def evacuate(dst, src):
-        """P^T blocks out of PSUM, on the scalar engine when EVACUATE_ON_SCALAR, else the vector engine."""
-        dst[...] = nisa.activation(op=nl.copy, data=src) if EVACUATE_ON_SCALAR else nisa.tensor_copy(src)
-
-    def step(t, k0, cols, first, kt, vt):
-        rows = t["rows"]
-        stats = t["stats"]
-        m_old = stats[:, t["max_col"]:t["max_col"] + 1]
-        m_new = stats[:, 1 - t["max_col"]:2 - t["max_col"]]
-        # Scores bank by bank, out of PSUM at once with each bank's row max; banks crossing the diagonal are
-        # masked first: keep where (q0 + row) - (key0 + column) >= 0.
-        bank_max = bank_max_pool.next()[0:rows, 0:-(-cols // BANK_COLUMNS)]
-        scores = scores_pool.next()[0:rows, 0:cols]
-        for b in _tiles(cols, BANK_COLUMNS):
+    def scores_and_max(s):
+        """Scores bank by bank, out of PSUM at once with each bank's row max (banks crossing the diagonal are
+        masked first); the new running max."""
+        t, rows = s.tile, s.tile.rows
+        bank_max = bank_max_pool.next()[0:rows, 0:-(-s.cols // BANK_COLUMNS)]
+        s.scores = scores_pool.next()[0:rows, 0:s.cols]
+        for b in _tiles(s.cols, BANK_COLUMNS):
             s_ps = s_psum.next()[0:rows, 0:b.size]
-            s_ps[...] = nisa.nc_matmul(t["q_t"], kt[:, b.begin:b.end])
-            key0 = k0 + b.begin
-            if key0 + b.size - 1 > t["q0"]:
-                scores[:, b.begin:b.end] = nisa.tensor_copy(s_ps)
-                i_q, i_k = nl.arange(rows)[:, None], nl.arange(b.size)[None, :]
-                scores[:, b.begin:b.end] = nisa.affine_select(pred=(t["q0"] - key0 + i_q - i_k >= 0),
-                                                              on_true_tile=scores[:, b.begin:b.end],
-                                                              on_false_value=MASKED_SCORE)
-                bank_max[:, b.index:b.index + 1] = nisa.tensor_reduce(op=nl.max, data=scores[:, b.begin:b.end],
-                                                                      axis=(1,), keepdims=True)
+            s_ps[...] = nisa.nc_matmul(t.q_t, s.k_t[:, b.begin:b.end])
+            scores = s.scores[:, b.begin:b.end]
+            key0 = s.k0 + b.begin
+            if key0 + b.size - 1 > t.q0:
+                scores[...] = nisa.tensor_copy(s_ps)
+                scores[...] = _causal_mask(scores, t.q0, key0)
+                bank_max[:, b.index:b.index + 1] = nisa.tensor_reduce(op=nl.max, data=scores, axis=(1,),
+                                                                      keepdims=True)
             else:
-                scores[:, b.begin:b.end] = nisa.tensor_scalar_reduce(
-                    data=s_ps, op0=nl.multiply, operand0=1.0, reduce_op=nl.max,
-                    reduce_res=bank_max[:, b.index:b.index + 1])
-        if first:
+                scores[...] = nisa.tensor_scalar_reduce(data=s_ps, op0=nl.multiply, operand0=1.0, reduce_op=nl.max,
+                                                        reduce_res=bank_max[:, b.index:b.index + 1])
+        m_old = t.stats[:, t.max_col:t.max_col + 1]
+        m_new = t.stats[:, 1 - t.max_col:2 - t.max_col]
+        if s.first:
             m_new[...] = nisa.tensor_reduce(op=nl.max, data=bank_max, axis=(1,), keepdims=True)
         else:
             tile_max = col_pool.next()[0:rows, :]
             tile_max[...] = nisa.tensor_reduce(op=nl.max, data=bank_max, axis=(1,), keepdims=True)
             m_new[...] = nisa.tensor_tensor(m_old, tile_max, op=nl.maximum)
-        neg_scaled_max = col_pool.next()[0:rows, :]
-        neg_scaled_max[...] = nisa.tensor_scalar(m_new, op0=nl.multiply, operand0=-scale, engine=stats_engine)
-        # P = exp(scale S - scale m) over the whole step with its row sum; alpha = exp(scale (m_old - m_new)).
-        probs = p_pool.next()[0:rows, 0:cols]
-        l = stats[:, 2:3]
-        row_sum = l if first else col_pool.next()[0:rows, :]
-        probs[...] = nisa.activation_reduce(op=nl.exp, data=scores, bias=neg_scaled_max, scale=scale,
-                                            reduce_op=nl.add, reduce_res=row_sum)
-        alpha = None
-        if not first:
-            alpha = alpha_pool.next()[0:rows, :]
-            alpha[...] = nisa.activation(op=nl.exp, data=m_old, bias=neg_scaled_max, scale=scale)
-            l[...] = nisa.tensor_scalar(l, op0=nl.multiply, operand0=alpha, op1=nl.add, operand1=row_sum,
+        s.neg_scaled_max = col_pool.next()[0:rows, :]
+        s.neg_scaled_max[...] = nisa.tensor_scalar(m_new, op0=nl.multiply, operand0=-scale, engine=stats_engine)
+
+    def probabilities(s):
+        """P over the whole step in one activation with its row sum; alpha and the running sum."""
+        t, rows = s.tile, s.tile.rows
+        s.probs = p_pool.next()[0:rows, 0:s.cols]
+        l = t.stats[:, 2:3]
+        row_sum = l if s.first else col_pool.next()[0:rows, :]
+        s.probs[...] = nisa.activation_reduce(op=nl.exp, data=s.scores, bias=s.neg_scaled_max, scale=scale,
+                                              reduce_op=nl.add, reduce_res=row_sum)
+        if not s.first:
+            m_old = t.stats[:, t.max_col:t.max_col + 1]
+            s.alpha = alpha_pool.next()[0:rows, :]
+            s.alpha[...] = nisa.activation(op=nl.exp, data=m_old, bias=s.neg_scaled_max, scale=scale)
+            l[...] = nisa.tensor_scalar(l, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=row_sum,
                                         engine=stats_engine)
-        t["max_col"] = 1 - t["max_col"]
-        # P^T per 128 keys: of every four blocks, the first 4 - DMA_TRANSPOSE on the tensor engine (one PSUM
-        # bank, one evacuation), the others by transposing DMAs.
-        probs_t = pt_pool.next()
-        for group4 in _tiles(-(-cols // KEY_BLOCK), BLOCKS_PER_BANK):
+        t.max_col = 1 - t.max_col
+
+    def evacuate(dst, src):
+        """P^T blocks out of PSUM, on the scalar engine when EVACUATE_ON_SCALAR, else the vector engine."""
+        dst[...] = nisa.activation(op=nl.copy, data=src) if EVACUATE_ON_SCALAR else nisa.tensor_copy(src)
+
+    def transpose_probs(s):
+        """P^T per 128 keys: of every four blocks, the first 4 - DMA_TRANSPOSE on the tensor engine (into one
+        PSUM bank, evacuated together), the others by transposing DMAs (SBUF to SBUF)."""
+        rows = s.tile.rows
+        s.probs_t = pt_pool.next()
+        for group4 in _tiles(-(-s.cols // KEY_BLOCK), BLOCKS_PER_BANK):
             on_pe = min(group4.size, BLOCKS_PER_BANK - DMA_TRANSPOSE)
             for j in range(on_pe, group4.size):
-                kb0 = (group4.begin + j) * KEY_BLOCK
-                krows = min(KEY_BLOCK, cols - kb0)
+                k0 = (group4.begin + j) * KEY_BLOCK
+                krows = min(KEY_BLOCK, s.cols - k0)
                 col0 = (group4.begin + j) * rows
-                probs_t[0:krows, col0:col0 + rows] = nisa.dma_transpose(probs[:, kb0:kb0 + krows])
+                s.probs_t[0:krows, col0:col0 + rows] = nisa.dma_transpose(s.probs[:, k0:k0 + krows])
             if on_pe == 0:
                 continue
             pt_ps = pt_psum.next()
-            full = 0  # leading blocks of a full 128 keys: evacuated by one instruction
+            full = 0  # leading blocks of a full 128 keys
             for j in range(on_pe):
-                kb0 = (group4.begin + j) * KEY_BLOCK
-                krows = min(KEY_BLOCK, cols - kb0)
-                pt_ps[0:krows, j * rows:(j + 1) * rows] = nisa.nc_transpose(probs[:, kb0:kb0 + krows])
+                k0 = (group4.begin + j) * KEY_BLOCK
+                krows = min(KEY_BLOCK, s.cols - k0)
+                pt_ps[0:krows, j * rows:(j + 1) * rows] = nisa.nc_transpose(s.probs[:, k0:k0 + krows])
                 if krows == KEY_BLOCK:
                     full = j + 1
             base = group4.begin * rows
             if full > 0:
-                evacuate(probs_t[:, base:base + full * rows], pt_ps[:, 0:full * rows])
+                evacuate(s.probs_t[:, base:base + full * rows], pt_ps[:, 0:full * rows])
             if full < on_pe:
-                krows = cols - (group4.begin + full) * KEY_BLOCK
-                evacuate(probs_t[0:krows, base + full * rows:base + on_pe * rows],
+                krows = s.cols - (group4.begin + full) * KEY_BLOCK
+                evacuate(s.probs_t[0:krows, base + full * rows:base + on_pe * rows],
                          pt_ps[0:krows, full * rows:on_pe * rows])
-        # P . V over the step's key blocks into one PSUM tile.
-        pv = pv_psum.next()[0:rows, :]
-        for c in _tiles(cols, KEY_BLOCK):
-            product = nisa.nc_matmul(probs_t[0:c.size, c.index * rows:(c.index + 1) * rows],
-                                     vt[0:c.size, c.index * d:(c.index + 1) * d])
-            if c.index > 0:
-                pv[...] += product
-            else:
-                pv[...] = product
-        # acc = acc * alpha + P V; after the tile's last step, out = acc / l.
-        acc = t["acc"]
-        if first:
-            acc[...] = nisa.tensor_copy(pv)
-        else:
-            acc[...] = nisa.scalar_tensor_tensor(data=acc, op0=nl.multiply, operand0=alpha, op1=nl.add, operand1=pv)
-        t["steps_left"] -= 1
-        if t["steps_left"] == 0:
-            inv_sum = col_pool.next()[0:rows, :]
-            inv_sum[...] = nisa.reciprocal(l)
-            o = out_pool.next()[0:rows, :]
-            o[...] = nisa.tensor_scalar(acc, op0=nl.multiply, operand0=inv_sum, engine=stats_engine)
-            row0 = t["head"] * seq + t["q0"]
-            nl.store(out[row0:row0 + rows, :], value=o)
 
+    def probs_times_v(s):
+        """P V over the step's key blocks in one PSUM tile (four rotate in one bank)."""
+        rows = s.tile.rows
+        slot = pv_next[0] % PV_TILES_PER_BANK
+        pv_next[0] += 1
+        s.pv = pv_bank[0:rows, slot * d:(slot + 1) * d]
+        for c in _tiles(s.cols, KEY_BLOCK):
+            product = nisa.nc_matmul(s.probs_t[0:c.size, c.index * rows:(c.index + 1) * rows],
+                                     s.v[0:c.size, c.index * d:(c.index + 1) * d])
+            if c.index > 0:
+                s.pv[...] += product
+            else:
+                s.pv[...] = product
+
+    def accumulate(s):
+        """acc = acc * alpha + P V in one instruction; after the tile's last step, out = acc / l."""
+        t = s.tile
+        if s.first:
+            t.acc[...] = nisa.tensor_copy(s.pv)
+        else:
+            t.acc[...] = nisa.scalar_tensor_tensor(data=t.acc, op0=nl.multiply, operand0=s.alpha, op1=nl.add,
+                                                   operand1=s.pv)
+        t.steps_left -= 1
+        if t.steps_left > 0:
+            return
+        inv_sum = col_pool.next()[0:t.rows, :]
+        inv_sum[...] = nisa.reciprocal(t.stats[:, 2:3])
+        o = out_pool.next()[0:t.rows, :]
+        o[...] = nisa.tensor_scalar(t.acc, op0=nl.multiply, operand0=inv_sum, engine=stats_engine)
+        row0 = t.head * seq + t.q0
+        nl.store(out[row0:row0 + t.rows, :], value=o)
+
+    pipeline = _StepPipeline(lookahead, scores_and_max, probabilities, transpose_probs, probs_times_v, accumulate)
     for g in range(kv_heads):
         for block in _tiles(seq, block_rows):
             block_tiles = []
@@ -156,10 +171,10 @@ def tuned_kernel(q_t, k_t, v):
                 q_block = q_pool.next()
                 q_block[:, 0:block.size] = nl.load(q_t[h * d:(h + 1) * d, block.begin:block.end])
                 for q in _tiles(block.size, q_tile, block.begin):
-                    block_tiles.append({
-                        "head": h, "q0": q.begin, "rows": q.size, "q_t": q_block[:, q.offset:q.offset + q.size],
-                        "acc": acc_pool.next()[0:q.size, :], "stats": stats_pool.next()[0:q.size, :],
-                        "max_col": 0, "steps_left": -(-q.end // kv_tile)})
+                    block_tiles.append(_Record(
+                        head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
+                        acc=acc_pool.next()[0:q.size, :], stats=stats_pool.next()[0:q.size, :], max_col=0,
+                        steps_left=-(-q.end // kv_tile)))
             for kv in _tiles(block.end, kv_tile):
                 cols = min(kv.size, block.end - kv.begin)  # keys past the block's last query are never needed
                 kt = k_pool.next()[:, 0:cols]
@@ -169,9 +184,10 @@ def tuned_kernel(q_t, k_t, v):
                     row0 = g * seq + kv.begin + c.begin
                     vt[0:c.size, c.index * d:(c.index + 1) * d] = nl.load(v[row0:row0 + c.size, :])
                 for t in block_tiles:
-                    last_query = t["q0"] + t["rows"] - 1
+                    last_query = t.q0 + t.rows - 1
                     if kv.begin > last_query:
                         continue  # fully masked for this query tile
                     trimmed = min(cols, -(-(last_query - kv.begin + 1) // KEY_BLOCK) * KEY_BLOCK)
-                    step(t, kv.begin, trimmed, kv.index == 0, kt, vt)
+                    pipeline.issue(_Record(tile=t, k0=kv.begin, cols=trimmed, first=kv.index == 0, k_t=kt, v=vt))
+    pipeline.drain()
     return out
