@@ -111,9 +111,9 @@ std::string_view engine_name(Engine engine) {
 
 std::string_view opcode_name(Opcode opcode) {
   static constexpr std::string_view kNames[] = {
-      "dma_copy",      "matmul",      "transpose",  "activation", "tensor_tensor", "tensor_scalar",
-      "tensor_reduce", "tensor_copy", "reciprocal", "memset",     "iota",          "affine_select",
-      "scalar_tensor_tensor"};
+      "dma_copy",      "matmul",        "transpose",           "activation", "tensor_tensor",
+      "tensor_scalar", "tensor_reduce", "tensor_copy",         "reciprocal", "memset",
+      "iota",          "affine_select", "scalar_tensor_tensor"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -235,12 +235,17 @@ class ContentHasher {
 
 }  // namespace
 
-std::uint64_t Program::content_hash() const {
+std::uint64_t Program::content_hash() const { return hash(/*with_layout=*/true); }
+
+std::uint64_t Program::layout_free_hash() const { return hash(/*with_layout=*/false); }
+
+std::uint64_t Program::hash(bool with_layout) const {
   ContentHasher h;
   h.add(buffers_.size());
   for (const Buffer& b : buffers_) {
-    h.add(b.space), h.add(b.dtype), h.add(b.rows), h.add(b.cols), h.add(b.partition_offset);
-    h.add(b.byte_offset), h.add(b.role), h.add(b.first_instruction), h.add(b.end_instruction);
+    h.add(b.space), h.add(b.dtype), h.add(b.role), h.add(b.first_instruction), h.add(b.end_instruction);
+    if (with_layout || b.space == MemorySpace::hbm) h.add(b.rows), h.add(b.cols);  // HBM: a tensor's shape
+    if (with_layout) h.add(b.partition_offset), h.add(b.byte_offset);
   }
   h.add(instructions_.size());
   for (const Instruction& i : instructions_) {

@@ -81,7 +81,9 @@ struct View {
   std::int64_t elements() const { return std::int64_t(rows()) * cols(); }
   // Every element access goes through these: an unfolded view (all but some
   // DMA operands) skips the division.
-  int buffer_row(int r, int c) const { return fold == 1 ? row_begin + r : row_begin + r * fold + c / width(); }
+  int buffer_row(int r, int c) const {
+    return fold == 1 ? row_begin + r : row_begin + r * fold + c / width();
+  }
   int buffer_col(int c) const { return fold == 1 ? col_begin + c : col_begin + c % width(); }
   // Elements of a view row that are contiguous in a row-major buffer of
   // `buffer_cols` columns: the whole folded row when it spans full buffer rows.
@@ -91,18 +93,18 @@ struct View {
 };
 
 enum class Opcode : std::uint8_t {
-  dma_copy,       // dst <- src, one side HBM; a transposing copy swaps axes
-  matmul,         // psum dst[M,N] (+)= stationary[K,M]^T . moving[K,N]
-  transpose,      // psum dst[N,P] <- src[P,N] on the tensor engine
-  activation,     // dst = f(src * scale + bias); optional row sum into accumulate_dst
-  tensor_tensor,  // dst = a (op) b, elementwise
-  tensor_scalar,  // dst = (src op0 operand0) op1 operand1; operands immediate or per-partition [P,1]
-  tensor_reduce,  // dst[P,1] = reduce(op) of src along the free axis
-  tensor_copy,    // dst = src (with dtype conversion)
-  reciprocal,     // dst = 1 / src
-  memset,         // dst = immediate
-  iota,           // dst[p,c] = base + p * partition_step + c * col_step
-  affine_select,  // dst[p,c] = (offset + p*partition_step + c*col_step >= 0) ? src : fill  (GpSimd)
+  dma_copy,              // dst <- src, one side HBM; a transposing copy swaps axes
+  matmul,                // psum dst[M,N] (+)= stationary[K,M]^T . moving[K,N]
+  transpose,             // psum dst[N,P] <- src[P,N] on the tensor engine
+  activation,            // dst = f(src * scale + bias); optional row sum into accumulate_dst
+  tensor_tensor,         // dst = a (op) b, elementwise
+  tensor_scalar,         // dst = (src op0 operand0) op1 operand1; operands immediate or per-partition [P,1]
+  tensor_reduce,         // dst[P,1] = reduce(op) of src along the free axis
+  tensor_copy,           // dst = src (with dtype conversion)
+  reciprocal,            // dst = 1 / src
+  memset,                // dst = immediate
+  iota,                  // dst[p,c] = base + p * partition_step + c * col_step
+  affine_select,         // dst[p,c] = (offset + p*partition_step + c*col_step >= 0) ? src : fill  (GpSimd)
   scalar_tensor_tensor,  // dst = (a op0 operand0) op1 b: a scale and an elementwise op in one pass
 };
 inline constexpr int kOpcodeCount = 13;
@@ -161,7 +163,7 @@ struct Instruction {
   // along the free axis with accumulate_op; [P,1].
   std::optional<View> accumulate_dst;
   AluOp accumulate_op = AluOp::add;
-  std::uint32_t location = 0;            // index into Program::locations()
+  std::uint32_t location = 0;  // index into Program::locations()
 };
 
 class Program {
@@ -182,6 +184,12 @@ class Program {
   // engine, views and attributes, and the trace errors. Names and source
   // locations are left out: two programs with equal hashes simulate alike.
   std::uint64_t content_hash() const;
+  // The same without the buffers' placement and allocated sizes: programs
+  // that run the same instructions on the same views of buffers laid out
+  // differently (a larger tile allocated, half of it used) hash alike. They
+  // simulate alike when their dependencies also agree (dependency_signature
+  // in sim/simulator.hpp), since placement acts on timing only through them.
+  std::uint64_t layout_free_hash() const;
 
   // Kernel-level errors found while tracing (e.g. a shape mismatch). The
   // simulator reports the first as the reason the program is invalid.
@@ -194,6 +202,8 @@ class Program {
   const std::vector<TraceError>& trace_errors() const { return trace_errors_; }
 
  private:
+  std::uint64_t hash(bool with_layout) const;
+
   std::vector<Buffer> buffers_;
   std::vector<Instruction> instructions_;
   std::vector<SourceLocation> locations_;

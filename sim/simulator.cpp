@@ -209,6 +209,24 @@ class Scheduler {
 
   void fill(SimResult& result, const ValidationResult& validation) const;
 
+  // A hash of the derived dependency graph: each instruction's predecessors
+  // with their kinds.
+  std::uint64_t dependency_hash() {
+    derive_dependencies();
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&h](std::uint64_t v) {
+      for (int byte = 0; byte < 8; ++byte) {
+        h ^= (v >> (8 * byte)) & 0xff;
+        h *= 0x100000001b3ULL;
+      }
+    };
+    mix(edge_begin_.size());
+    for (const std::uint32_t begin : edge_begin_) mix(begin);
+    for (const Dependency& e : edges_)
+      mix(e.from()), mix(e.stationary()), mix(static_cast<std::uint64_t>(e.kind()));
+    return h;
+  }
+
  private:
   struct Located {
     DependencyTracker* tracker;
@@ -705,6 +723,20 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
 }
 
 }  // namespace
+
+DependencySignature dependency_signature(const Program& program, const TargetSpec& target) {
+  const ValidationResult validation = validate_program(program, target);
+  DependencySignature signature;
+  signature.sbuf_peak_bytes_per_partition = validation.sbuf_peak_bytes_per_partition;
+  signature.psum_peak_banks = validation.psum_peak_banks;
+  if (!validation.valid) {
+    signature.hash = std::hash<std::string>{}("invalid: " + validation.rule + ": " + validation.error);
+    return signature;
+  }
+  Scheduler scheduler(program, target, validation, /*record=*/false);
+  signature.hash = scheduler.dependency_hash();
+  return signature;
+}
 
 SimResult simulate(const Program& program, const TargetSpec& target, const SimOptions& options, HostIo* io) {
   SimResult result;

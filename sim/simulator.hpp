@@ -95,6 +95,18 @@ struct SimResult {
 SimResult simulate(const Program& program, const TargetSpec& target, const SimOptions& options = {},
                    HostIo* io = nullptr);
 
+// What the schedule of `program` depends on beyond its instructions: whether
+// it fits the target (the rule it breaks, if any) and the dependency graph
+// derived from where its buffers are placed. Two programs with equal
+// layout_free_hash() and equal signatures simulate to the same times and
+// outputs. The high-water marks are the program's own.
+struct DependencySignature {
+  std::uint64_t hash = 0;
+  std::int64_t sbuf_peak_bytes_per_partition = 0;
+  int psum_peak_banks = 0;
+};
+DependencySignature dependency_signature(const Program& program, const TargetSpec& target);
+
 // Human-readable profile: latency, MFU, engine active %, DMA figures, SBUF
 // peak, the hottest source lines and the critical path.
 std::string format_profile_text(const SimResult& result, std::size_t hot_lines = 5);

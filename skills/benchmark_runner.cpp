@@ -271,10 +271,14 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
                        {"statuses", statuses}};
   if (best) decision.evidence["best_latency_s"] = *best;
   // Candidates the target found to trace the very program of one it measured
-  // already (a parameter that changes nothing here): not simulated again.
+  // already (a parameter that changes nothing here), or the same instructions
+  // with the same dependencies on buffers allocated differently: not
+  // simulated again.
   int same_program = 0;
   for (const auto& r : out.result)
-    if (r.fresh && r.trial.verification.is_object() && r.trial.verification.contains("same_program_as"))
+    if (r.fresh && r.trial.verification.is_object() &&
+        (r.trial.verification.contains("same_program_as") ||
+         r.trial.verification.contains("same_schedule_as")))
       ++same_program;
   decision.evidence["same_program"] = same_program;
   decision.rationale = "measured " + std::to_string(measured) + " on " + target_.kind() + ", " +

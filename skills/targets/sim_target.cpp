@@ -5,6 +5,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
@@ -29,7 +30,48 @@ struct SimTarget::Impl {
   };
   std::mutex mutex;
   std::map<std::uint64_t, Measured> by_program;
+  // The first program of each layout-free hash (Program::layout_free_hash):
+  // a later program that differs from it only in where and how large its
+  // buffers are is measured once too, when their dependency graphs agree.
+  // The earlier program is traced again for the comparison rather than kept.
+  struct FirstOfLayout {
+    std::string key;
+    std::string variant;
+    kernels::ParamValues params;
+    std::shared_future<Measurement> measurement;
+  };
+  std::map<std::uint64_t, FirstOfLayout> by_layout_free;
+
+  std::optional<Measurement> same_schedule(const sim::Program& traced, const FirstOfLayout& first,
+                                           const kernels::Shape& shape) const;
 };
+
+// The first program's measurement when `traced` runs the same instructions
+// on buffers laid out differently and the dependencies derived from the two
+// layouts agree (the same schedule, the same outputs); nothing otherwise, and
+// nothing when the comparison itself fails (the candidate is then measured).
+std::optional<Measurement> SimTarget::Impl::same_schedule(const sim::Program& traced,
+                                                          const FirstOfLayout& first,
+                                                          const kernels::Shape& shape) const {
+  try {
+    const auto& first_variant = family->variant(first.variant);
+    const sim::Program first_program =
+        kernels::trace_program(*family, first_variant, shape, dtype, first.params, target);
+    const auto mine = sim::dependency_signature(traced, target);
+    if (mine.hash != sim::dependency_signature(first_program, target).hash) return std::nullopt;
+    Measurement same = first.measurement.get();
+    same.duration_ms = 0;
+    if (!same.verification.is_object()) same.verification = Json::object();
+    same.verification["same_schedule_as"] = first.key;
+    if (same.profile.is_object()) {  // the high-water marks of this program's own allocation
+      same.profile["sbuf_peak_bytes_per_partition"] = mine.sbuf_peak_bytes_per_partition;
+      same.profile["psum_peak_banks"] = mine.psum_peak_banks;
+    }
+    return same;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 SimTarget::SimTarget(SimTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
   impl_->family = &kernels::family_registry().get(config_.family);
@@ -92,8 +134,10 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     auto traced = std::make_shared<const sim::Program>(
         kernels::trace_program(*impl_->family, variant, config_.shape, impl_->dtype, params, impl_->target));
     const std::uint64_t hash = traced->content_hash();
+    const std::uint64_t layout_free = traced->layout_free_hash();
     std::shared_future<Measurement> earlier;
     std::string first;
+    std::optional<Impl::FirstOfLayout> same_layout_free;
     {
       std::lock_guard lock(impl_->mutex);
       if (auto it = impl_->by_program.find(hash); it != impl_->by_program.end()) {
@@ -101,7 +145,12 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
         first = it->second.first;
       } else {
         publish.emplace();
-        impl_->by_program[hash] = {candidate.key(), publish->get_future().share()};
+        const auto future = publish->get_future().share();
+        impl_->by_program[hash] = {candidate.key(), future};
+        if (auto other = impl_->by_layout_free.find(layout_free); other != impl_->by_layout_free.end())
+          same_layout_free = other->second;
+        else
+          impl_->by_layout_free[layout_free] = {candidate.key(), candidate.variant, params, future};
       }
     }
     if (earlier.valid()) {
@@ -110,6 +159,12 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
       if (!same.verification.is_object()) same.verification = Json::object();
       same.verification["same_program_as"] = first;
       return same;
+    }
+    if (same_layout_free) {
+      if (auto same = impl_->same_schedule(*traced, *same_layout_free, config_.shape)) {
+        publish->set_value(*same);
+        return *same;
+      }
     }
     kernels::EvaluateOptions options;
     options.seed = config_.verification_seed;

@@ -159,3 +159,30 @@ TEST_CASE("a program's content hash sees what it computes, not names or source l
   CHECK(build("x", 2.0f, 0) != base);        // an attribute
   CHECK(build("x", 1.0f, 4096) != base);     // a placement
 }
+
+TEST_CASE("dependency signatures tell layouts that change the schedule from those that do not") {
+  // Two loads into two tiles, then a store of the second: placed apart (the
+  // loads are independent), or at the same address (the second load waits
+  // for the first).
+  auto build = [](std::int64_t second_offset, int cols) {
+    ProgramBuilder b;
+    const auto x = b.input("x", 128, 64);
+    const auto y = b.output("y", 128, 64);
+    const auto t0 = b.sbuf("t0", 128, cols, Dtype::fp32, 0);
+    const auto t1 = b.sbuf("t1", 128, cols, Dtype::fp32, second_offset);
+    b.dma(ProgramBuilder::part(t0, 0, 128, 0, 64), b.all(x));
+    b.dma(ProgramBuilder::part(t1, 0, 128, 0, 64), b.all(x));
+    b.dma(b.all(y), ProgramBuilder::part(t1, 0, 128, 0, 64));
+    return std::move(b.program);
+  };
+  const TargetSpec trn1 = load_target("trn1");
+  const Program apart = build(4096, 64), larger = build(8192, 128), overlapping = build(0, 64);
+  CHECK(apart.layout_free_hash() == larger.layout_free_hash());
+  CHECK(apart.content_hash() != larger.content_hash());
+  CHECK(dependency_signature(apart, trn1).hash == dependency_signature(larger, trn1).hash);
+  CHECK(apart.layout_free_hash() == overlapping.layout_free_hash());
+  CHECK(dependency_signature(apart, trn1).hash != dependency_signature(overlapping, trn1).hash);
+  const SimOptions timing{.functional = false, .record_timeline = false};
+  CHECK(simulate(apart, trn1, timing).cycles == simulate(larger, trn1, timing).cycles);
+  CHECK(simulate(apart, trn1, timing).cycles < simulate(overlapping, trn1, timing).cycles);
+}

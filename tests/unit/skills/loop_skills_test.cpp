@@ -624,8 +624,8 @@ TEST_CASE("analyzer: a path that mostly waits asks for more steps in flight") {
 
 TEST_CASE("analyzer: a nearly full SBUF names the roles that can make room") {
   ProfileAnalyzer analyzer;
-  AnalysisRequest request = path_request(path_of(
-      {{"tensor", 80}, {"vector", 5}, {"scalar", 5}, {"gpsimd", 0}, {"dma", 2}}, kNoWaits, kInOrder));
+  AnalysisRequest request = path_request(
+      path_of({{"tensor", 80}, {"vector", 5}, {"scalar", 5}, {"gpsimd", 0}, {"dma", 2}}, kNoWaits, kInOrder));
   request.target_facts = {{"sbuf_usable_bytes_per_partition", 200000}};
   request.profile["sbuf_peak_bytes_per_partition"] = 190000;
   auto findings = analyzer.analyze(request).result.findings;
@@ -746,11 +746,14 @@ TEST_CASE(
   CHECK(none.decision.alternatives.dump().find("no parameter of role placement") != std::string::npos);
 }
 
-TEST_CASE("sim target: a candidate that traces the very program of one measured before is not simulated again") {
+TEST_CASE(
+    "sim target: a candidate that traces the very program of one measured before is not simulated again") {
   // With every block of P^T on transposing DMAs, the knob that places the
   // tensor-engine transposes' evacuation changes nothing: the same program.
-  SimTarget target({"attention", {{"seq", 640}, {"q_heads", 2}, {"kv_heads", 1}, {"head_dim", 128}}, "bf16", "trn2"});
-  const nlohmann::json common = {{"kv_tile", 512}, {"q_tiles", 2}, {"pipeline_depth", 2}, {"stats_on_gpsimd", 1}};
+  SimTarget target(
+      {"attention", {{"seq", 640}, {"q_heads", 2}, {"kv_heads", 1}, {"head_dim", 128}}, "bf16", "trn2"});
+  const nlohmann::json common = {
+      {"kv_tile", 512}, {"q_tiles", 2}, {"pipeline_depth", 2}, {"stats_on_gpsimd", 1}};
   auto candidate = [&](int dma_transpose, int evacuate_on_scalar) {
     nlohmann::json params = common;
     params["dma_transpose"] = dma_transpose;
@@ -767,4 +770,33 @@ TEST_CASE("sim target: a candidate that traces the very program of one measured 
   const Measurement other = target.measure(candidate(3, 1), {});
   CHECK(!other.verification.contains("same_program_as"));
   CHECK(other.metrics.at("cycles") != first.metrics.at("cycles"));
+}
+
+TEST_CASE(
+    "sim target: a candidate that only allocates differently is measured once when its schedule is the "
+    "same") {
+  // N = tile_n = 512: unroll_factor 2 allocates operand and PSUM tiles for two
+  // N tiles but there is only one, so the instructions and their dependencies
+  // are unroll_factor 1's.
+  SimTarget target({"gemm", {{"M", 256}, {"N", 512}, {"K", 512}}, "bf16", "trn1"});
+  auto candidate = [](int unroll_factor, int tile_k) {
+    return Candidate{"tiled",
+                     {{"tile_m", 128},
+                      {"tile_n", 512},
+                      {"tile_k", tile_k},
+                      {"pipeline_depth", 2},
+                      {"unroll_factor", unroll_factor}}};
+  };
+  const Measurement first = target.measure(candidate(1, 128), {});
+  REQUIRE(first.status == store::TrialStatus::ok);
+  const Measurement same = target.measure(candidate(2, 128), {});
+  CHECK(same.status == store::TrialStatus::ok);
+  CHECK(same.metrics == first.metrics);
+  CHECK(same.verification.at("same_schedule_as") == candidate(1, 128).key());
+  CHECK(same.profile.at("sbuf_peak_bytes_per_partition").get<std::int64_t>() >
+        first.profile.at("sbuf_peak_bytes_per_partition").get<std::int64_t>());  // its own allocation
+  // Different instructions: measured afresh.
+  const Measurement other = target.measure(candidate(2, 64), {});
+  CHECK(!other.verification.contains("same_schedule_as"));
+  CHECK(!other.verification.contains("same_program_as"));
 }
