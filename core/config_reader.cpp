@@ -1,16 +1,51 @@
 #include "core/config_reader.hpp"
 
+#include <map>
+#include <system_error>
+
 namespace autotune {
 
+namespace {
+
+// YAML lets a mapping repeat a key and yaml-cpp keeps the first: refuse that,
+// naming both lines, in every mapping of the document.
+void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path) {
+  if (node.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& entry : node) {
+      if (entry.first.IsScalar()) {
+        const std::string key = entry.first.Scalar();
+        const int line = entry.first.Mark().line + 1;
+        const auto [it, inserted] = first_line.emplace(key, line);
+        if (!inserted)
+          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key +
+                          ": the key appears twice (first at line " + std::to_string(it->second) +
+                          "); each key may appear once");
+      }
+      refuse_duplicate_keys(entry.second, path);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) refuse_duplicate_keys(item, path);
+  }
+}
+
+}  // namespace
+
 YAML::Node load_yaml_file(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) throw UserError(path.string() + ": file not found");
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw UserError(path.string() + ": file not found");
+  if (std::filesystem::is_directory(path, error))
+    throw UserError(path.string() + ": is a directory; a YAML file is expected");
+  YAML::Node document;
   try {
-    return YAML::LoadFile(path.string());
+    document = YAML::LoadFile(path.string());
   } catch (const YAML::ParserException& e) {
     throw UserError(path.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw UserError(path.string() + ": cannot read: " + e.msg);
   }
+  refuse_duplicate_keys(document, path);
+  return document;
 }
 
 ConfigReader::ConfigReader(YAML::Node node, std::string file, std::string path)

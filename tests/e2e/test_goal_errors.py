@@ -1,7 +1,8 @@
 """Broken goal files: exit code 2 and one line naming file:line: key: reason, before anything runs."""
 import os
+import subprocess
 
-from loop_support import SOURCE, check, query, run, tempdir
+from loop_support import BIN, SOURCE, check, query, run, tempdir
 
 CASES = {
     "unknown_key.yaml": (":3: max_iteration:", "unknown key"),
@@ -15,6 +16,10 @@ CASES = {
     "unknown_strategy.yaml": (":4: search.strategy:", "hillclimb"),
     "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
     "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
+    # A repeated key is refused with both of its lines (yaml-cpp alone keeps the first).
+    "duplicate_key.yaml": (":5: max_iterations:", "appears twice (first at line 3)"),
+    "duplicate_kernel.yaml": (":4: kernel:", "appears twice (first at line 2)"),
+    "duplicate_nested.yaml": (":2: dtype:", "appears twice (first at line 2)"),
     # Range checks name the key's own line, not the line of its enclosing mapping.
     "parallel_zero.yaml": (":4: parallel:", "accepted: 1 to 256"),
     "max_iterations_zero.yaml": (":4: max_iterations:", "must be at least 1"),
@@ -39,6 +44,13 @@ def main():
             check(query(db, "SELECT COUNT(*) FROM runs")[0][0] == 0, "a broken goal created a run")
         proc = run(["run", os.path.join(broken, "no_such_goal.yaml")], db)
         check(proc.returncode == 2 and "not found" in proc.stderr, f"missing goal file: {proc.stderr}")
+        # A directory as the goal or as the target file: a user error, not an internal one.
+        for args in (["run", broken, "--db", db], ["sweep", broken, "--db", db],
+                     ["profile", "--kernel", "exp", "--target", broken]):
+            proc = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60)
+            err = proc.stderr.strip()
+            check(proc.returncode == 2 and "is a directory" in err and "\n" not in err,
+                  f"{args}: exit {proc.returncode}, {err!r}")
     print("ok")
 
 
