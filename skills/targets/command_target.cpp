@@ -208,6 +208,10 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
       return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective +
                                                    "' is " + objective.dump() + ", not a finite number");
     }
+    if (objective.get<double>() <= 0) {  // a time, a rate or a utilisation: zero or less is no measurement
+      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective + "' is " +
+                                                   objective.dump() + "; a measurement must be positive");
+    }
     for (const auto& name : config_.metrics) {
       if (!output->contains(name)) {
         return finish(MeasurementStatus::failed,

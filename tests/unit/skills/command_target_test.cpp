@@ -34,6 +34,8 @@ elif mode == "invalid":
     print(json.dumps({"valid": False, "error": "tile exceeds SBUF capacity"}))
 elif mode == "no-objective":
     print(json.dumps({"gflops": 3}))
+elif mode == "latency":
+    print('{"latency_s": ' + sys.argv[2] + '}')
 elif mode == "echo":
     print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
 )";
@@ -108,6 +110,19 @@ TEST_CASE("command target rejects output without a JSON object or without the ob
   auto missing = target_for(dir, {"no-objective"}).evaluate(nlohmann::json::object());
   CHECK(missing.status == MeasurementStatus::failed);
   CHECK(missing.error == "the output has no objective metric 'latency_s': {\"gflops\":3}");
+}
+
+TEST_CASE("command target refuses a zero, negative or non-finite objective as a measurement") {
+  TempDir dir;
+  for (const std::string value : {"0", "-0.5", "1e999", "NaN"}) {
+    auto m = target_for(dir, {"latency", value}).evaluate(nlohmann::json::object());
+    CAPTURE(value);
+    CHECK(m.status == MeasurementStatus::failed);
+    CHECK(m.metrics.empty());
+  }
+  auto zero = target_for(dir, {"latency", "0"}).evaluate(nlohmann::json::object());
+  CHECK(zero.error == "the objective metric 'latency_s' is 0; a measurement must be positive");
+  CHECK(target_for(dir, {"latency", "2.5e-6"}).evaluate(nlohmann::json::object()).status == MeasurementStatus::ok);
 }
 
 TEST_CASE("command target records a candidate the program declares invalid") {
