@@ -29,7 +29,9 @@ const CommandRegistration registration{
         auto store = open_store_for_reading(options->db);
         const auto explanation = store::report::explain(*store, options->run, options->trial);
         if (options->json) {
-          std::cout << store::report::explanation_json(explanation).dump(2) << "\n";
+          std::cout << store::report::explanation_json(explanation)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << "\n";
         } else {
           std::cout << store::report::format_explanation(explanation);
         }

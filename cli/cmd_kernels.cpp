@@ -82,7 +82,9 @@ const CommandRegistration registration{
         if (*json) {
           nlohmann::json families = nlohmann::json::array();
           for (const auto& [name, family] : registry.entries()) families.push_back(family_json(family));
-          std::cout << nlohmann::json{{"kernels", families}}.dump(2) << "\n";
+          std::cout << nlohmann::json{{"kernels", families}}.dump(2, ' ', false,
+                                                                  nlohmann::json::error_handler_t::replace)
+                    << "\n";
           return 0;
         }
         bool first = true;

@@ -28,8 +28,8 @@ bool decided_by(const store::Decision& decision, const std::string& name) {
 // The built-in skills are always accepted (a run may have none of their
 // decisions yet); so are the run's other skills and its plugins' names.
 void require_known_skill(const std::vector<store::Decision>& all, int64_t run, const std::string& skill) {
-  std::vector<std::string> accepted{skills::kProfileAnalyzer, skills::kKernelGenerator, skills::kParamExplorer,
-                                    skills::kBenchmarkRunner, "orchestrator"};
+  std::vector<std::string> accepted{skills::kProfileAnalyzer, skills::kKernelGenerator,
+                                    skills::kParamExplorer, skills::kBenchmarkRunner, "orchestrator"};
   auto accept = [&](const std::string& name) {
     if (std::find(accepted.begin(), accepted.end(), name) == accepted.end()) accepted.push_back(name);
   };
@@ -63,7 +63,9 @@ const CommandRegistration registration{
         // Only an empty list can mean a misspelt skill.
         if (options->skill && decisions.empty()) require_known_skill(all, run.id, *options->skill);
         if (options->json) {
-          std::cout << store::report::decisions_json(decisions).dump(2) << "\n";
+          std::cout << store::report::decisions_json(decisions).dump(2, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace)
+                    << "\n";
         } else {
           std::cout << store::report::format_decisions(decisions);
         }

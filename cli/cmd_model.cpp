@@ -40,7 +40,8 @@ std::string config_text(const model::ChosenConfig& config) {
 }
 
 std::string source_text(const model::ChosenConfig& config) {
-  if (config.source == "tuned") return "tuned (run " + std::to_string(*config.run) + " trial " + std::to_string(*config.trial) + ")";
+  if (config.source == "tuned")
+    return "tuned (run " + std::to_string(*config.run) + " trial " + std::to_string(*config.trial) + ")";
   return config.source;
 }
 
@@ -56,27 +57,30 @@ nlohmann::json check_json(const std::optional<model::ChainCheck>& check) {
 }
 
 nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec& target,
-                            const model::ForwardTiming& forward, const ModelOptions& o, const std::string& database) {
+                            const model::ForwardTiming& forward, const ModelOptions& o,
+                            const std::string& database) {
   nlohmann::json operators = nlohmann::json::array();
   for (const auto& t : forward.operators) {
-    nlohmann::json config = {{"variant", t.config.variant}, {"params", t.config.params}, {"source", t.config.source}};
+    nlohmann::json config = {
+        {"variant", t.config.variant}, {"params", t.config.params}, {"source", t.config.source}};
     if (t.config.run) config["run"] = *t.config.run, config["trial"] = *t.config.trial;
-    operators.push_back({{"name", t.op.name},
-                         {"family", t.op.family},
-                         {"shape", t.op.shape},
-                         {"calls", t.op.calls},
-                         {"purpose", t.op.purpose},
-                         {"configuration", config},
-                         {"status", t.status},
-                         {"error", t.error},
-                         {"latency_s", t.latency_s},
-                         {"total_s", t.latency_s * double(t.op.calls)},
-                         {"roofline_bound_s", t.roofline_s},
-                         {"flops", t.flops},
-                         {"mfu_percent", t.mfu_percent},
-                         {"share_percent", t.share_percent},
-                         {"verified", t.verified},
-                         {"verification", {{"cosine_similarity", t.verification_cosine}, {"mse", t.verification_mse}}}});
+    operators.push_back(
+        {{"name", t.op.name},
+         {"family", t.op.family},
+         {"shape", t.op.shape},
+         {"calls", t.op.calls},
+         {"purpose", t.op.purpose},
+         {"configuration", config},
+         {"status", t.status},
+         {"error", t.error},
+         {"latency_s", t.latency_s},
+         {"total_s", t.latency_s * double(t.op.calls)},
+         {"roofline_bound_s", t.roofline_s},
+         {"flops", t.flops},
+         {"mfu_percent", t.mfu_percent},
+         {"share_percent", t.share_percent},
+         {"verified", t.verified},
+         {"verification", {{"cosine_similarity", t.verification_cosine}, {"mse", t.verification_mse}}}});
   }
   return {{"model", spec.name},
           {"file", spec.file.string()},
@@ -97,7 +101,8 @@ nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec&
 
 int run_model(const ModelOptions& o) {
   const model::ModelSpec spec = model::load_model(o.file, {o.layers, o.seq});
-  if (o.jobs < 1 || o.jobs > 256) throw UserError("--jobs " + std::to_string(o.jobs) + " is out of range; accepted: 1 to 256");
+  if (o.jobs < 1 || o.jobs > 256)
+    throw UserError("--jobs " + std::to_string(o.jobs) + " is out of range; accepted: 1 to 256");
   const sim::TargetSpec target = sim::load_target(o.target);
   // The database is only read, and only when it exists: without it every
   // operator runs its family's default.
@@ -115,7 +120,7 @@ int run_model(const ModelOptions& o) {
   if (o.json) {
     auto j = forward_json(spec, target, forward, o, store ? database : "");
     j["end_to_end"] = check_json(check);
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return ok ? 0 : 1;
   }
   std::printf("model %s: %lld layers, seq %lld, %s, on %s; %s\n", spec.name.c_str(), (long long)spec.layers,
@@ -123,8 +128,8 @@ int run_model(const ModelOptions& o) {
               o.baseline ? "every family's baseline"
               : store    ? ("configurations from " + database).c_str()
                          : ("no database at " + database + ": family defaults").c_str());
-  std::printf("%-14s %5s %-9s %-34s %11s %11s %6s %6s  %s\n", "operator", "calls", "kernel", "shape", "per call",
-              "total", "MFU", "share", "configuration");
+  std::printf("%-14s %5s %-9s %-34s %11s %11s %6s %6s  %s\n", "operator", "calls", "kernel", "shape",
+              "per call", "total", "MFU", "share", "configuration");
   for (const auto& t : forward.operators) {
     const std::string status = t.status == "ok" ? "" : "  [" + t.status + ": " + t.error + "]";
     std::printf("%-14s %5lld %-9s %-34s %8.3f ms %8.3f ms %5.1f%% %5.1f%%  %s (%s)%s\n", t.op.name.c_str(),
@@ -132,15 +137,19 @@ int run_model(const ModelOptions& o) {
                 t.latency_s * 1e3, t.latency_s * double(t.op.calls) * 1e3, t.mfu_percent, t.share_percent,
                 config_text(t.config).c_str(), source_text(t.config).c_str(), status.c_str());
   }
-  std::printf("forward        %.3f ms, %.2f TFLOP, MFU %.1f%%; the operators' roofline bounds sum to %.3f ms (%.2fx)\n",
-              forward.latency_s * 1e3, forward.flops / 1e12, forward.mfu_percent, forward.roofline_s * 1e3,
-              forward.roofline_s > 0 ? forward.latency_s / forward.roofline_s : 0.0);
-  if (!forward.all_ok) std::printf("some operators did not run or verify: the forward's time is incomplete\n");
+  std::printf(
+      "forward        %.3f ms, %.2f TFLOP, MFU %.1f%%; the operators' roofline bounds sum to %.3f ms "
+      "(%.2fx)\n",
+      forward.latency_s * 1e3, forward.flops / 1e12, forward.mfu_percent, forward.roofline_s * 1e3,
+      forward.roofline_s > 0 ? forward.latency_s / forward.roofline_s : 0.0);
+  if (!forward.all_ok)
+    std::printf("some operators did not run or verify: the forward's time is incomplete\n");
   if (check)
-    std::printf("end to end     at seq %lld, the chained kernels against a double-precision model: MSE %.3g, "
-                "cosine %.6f (at least %g), max relative error %.3g: %s%s\n",
-                (long long)check->seq, check->mse, check->cosine_similarity, check->min_cosine, check->max_rel_error,
-                check->passed ? "passed" : "FAILED", check->error.empty() ? "" : (": " + check->error).c_str());
+    std::printf(
+        "end to end     at seq %lld, the chained kernels against a double-precision model: MSE %.3g, "
+        "cosine %.6f (at least %g), max relative error %.3g: %s%s\n",
+        (long long)check->seq, check->mse, check->cosine_similarity, check->min_cosine, check->max_rel_error,
+        check->passed ? "passed" : "FAILED", check->error.empty() ? "" : (": " + check->error).c_str());
   return ok ? 0 : 1;
 }
 

@@ -116,7 +116,7 @@ int run_source_profile(const ProfileOptions& o) {
       std::cout << nlohmann::json({{"kernel_source", o.kernel_source},
                                    {"status", outcome.status},
                                    {"error", outcome.error}})
-                       .dump(2)
+                       .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
       std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(), outcome.status.c_str(),
@@ -129,7 +129,7 @@ int run_source_profile(const ProfileOptions& o) {
   result["shared_object"] = kernel.so_path.string();
   result["compiled"] = kernel.cached ? "cached" : "compiled";
   if (o.json) {
-    std::cout << result.dump(2) << "\n";
+    std::cout << result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::printf("kernel source %s (%s %s)\n\n", o.kernel_source.c_str(),
                 kernel.cached ? "cached build" : "compiled to", kernel.so_path.c_str());
@@ -196,7 +196,7 @@ int run_profile(const ProfileOptions& o) {
   if (o.json) {
     nlohmann::json j = kernels::external::evaluation_json(e, family, target);
     if (!o.trace.empty() && e.sim.valid) j["trace"] = o.trace;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::fputs(kernels::external::evaluation_text(e, family, target).c_str(), stdout);
     if (!o.trace.empty() && e.sim.valid)

@@ -107,14 +107,16 @@ void prepare_interrupt_message(int64_t run_id, const std::string& goal, const st
 
 void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator::ModelRunSummary& s,
                          const std::string& db) {
-  std::printf("run %lld: model %s, %lld layers, seq %lld on %s; %s; goal %s\n", static_cast<long long>(s.run_id),
-              goal.model.name.c_str(), (long long)goal.model.layers, (long long)goal.model.seq, goal.target.c_str(),
-              s.status.c_str(), s.goal_met ? "met" : "not met");
+  std::printf("run %lld: model %s, %lld layers, seq %lld on %s; %s; goal %s\n",
+              static_cast<long long>(s.run_id), goal.model.name.c_str(), (long long)goal.model.layers,
+              (long long)goal.model.seq, goal.target.c_str(), s.status.c_str(),
+              s.goal_met ? "met" : "not met");
   std::printf("  stopped:     %s\n", s.stop_reason.c_str());
   std::printf("  baseline:    every operator at its family's baseline  %s  MFU %.1f %%\n",
               seconds_text(s.baseline_latency_s).c_str(), s.baseline.mfu_percent);
   std::printf("  tuned:       %s  MFU %.1f %%; the operators' roofline bounds sum to %s (%.2fx)\n",
-              seconds_text(s.best_latency_s).c_str(), s.tuned.mfu_percent, seconds_text(s.tuned.roofline_s).c_str(),
+              seconds_text(s.best_latency_s).c_str(), s.tuned.mfu_percent,
+              seconds_text(s.tuned.roofline_s).c_str(),
               s.tuned.roofline_s > 0 ? s.best_latency_s / s.tuned.roofline_s : 0.0);
   std::printf("  improvement: %.1f%% of the forward's latency removed (%.2fx)\n", s.improvement * 100,
               s.best_latency_s > 0 ? s.baseline_latency_s / s.best_latency_s : 0.0);
@@ -131,8 +133,8 @@ void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator
                 t.config.source == "tuned" ? "" : (" (" + t.config.source + ")").c_str());
   }
   if (s.check)
-    std::printf("  end to end:  at seq %lld, MSE %.3g, cosine %.6f: %s%s\n", (long long)s.check->seq, s.check->mse,
-                s.check->cosine_similarity, s.check->passed ? "passed" : "FAILED",
+    std::printf("  end to end:  at seq %lld, MSE %.3g, cosine %.6f: %s%s\n", (long long)s.check->seq,
+                s.check->mse, s.check->cosine_similarity, s.check->passed ? "passed" : "FAILED",
                 s.check->error.empty() ? "" : (": " + s.check->error).c_str());
   std::printf("  evaluations: %d in %d kernel loops (runs", s.evaluations, int(s.kernel_runs.size()));
   for (auto id : s.kernel_runs) std::printf(" %lld", static_cast<long long>(id));
@@ -163,7 +165,8 @@ const CommandRegistration registration(
       return [options]() -> int {
         if (options->jobs && (*options->jobs < 1 || *options->jobs > orchestrator::kMaxParallel))
           throw UserError("--jobs " + std::to_string(*options->jobs) + " is out of range; accepted: 1 to " +
-                          std::to_string(orchestrator::kMaxParallel) + " (omit it for the goal's `parallel`)");
+                          std::to_string(orchestrator::kMaxParallel) +
+                          " (omit it for the goal's `parallel`)");
         if (orchestrator::is_model_goal(options->goal)) {
           if (options->resume) throw UserError("--resume is for kernel goals; a model goal starts afresh");
           auto goal = orchestrator::load_model_goal(options->goal);
@@ -173,22 +176,25 @@ const CommandRegistration registration(
           auto store = store::open_store(db);
           const bool tty = isatty(fileno(stderr)) != 0;
           std::string last;
-          const auto summary = orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
-            char line[320];
-            std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  forward %s  [%s]", p.iteration,
-                          p.max_iterations, p.evaluations, p.budget,
-                          p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-", p.phase.c_str());
-            // Plain lines only when the phase or the forward changed.
-            const std::string key = p.phase + (p.best_latency_s ? seconds_text(*p.best_latency_s) : "");
-            if (tty)
-              std::fprintf(stderr, "\r\033[K%s", line);
-            else if (key != last)
-              std::fprintf(stderr, "%s\n", line);
-            last = key;
-          });
+          const auto summary =
+              orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
+                char line[320];
+                std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  forward %s  [%s]",
+                              p.iteration, p.max_iterations, p.evaluations, p.budget,
+                              p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
+                              p.phase.c_str());
+                // Plain lines only when the phase or the forward changed.
+                const std::string key = p.phase + (p.best_latency_s ? seconds_text(*p.best_latency_s) : "");
+                if (tty)
+                  std::fprintf(stderr, "\r\033[K%s", line);
+                else if (key != last)
+                  std::fprintf(stderr, "%s\n", line);
+                last = key;
+              });
           if (tty) std::fprintf(stderr, "\n");
           if (options->json)
-            std::cout << summary.to_json().dump() << std::endl;
+            std::cout << summary.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                      << std::endl;
           else
             print_model_summary(goal, summary, db);
           return summary.status == "completed" ? 0 : 1;
@@ -218,12 +224,11 @@ const CommandRegistration registration(
             prepare_interrupt_message(p.run_id, options->goal, db);
           }
           char line[256];
-          std::snprintf(
-              line, sizeof line, "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]",
-              p.iteration, p.max_iterations, p.evaluations, p.budget,
-              p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
-              p.improvement ? improvement_text(*p.improvement).c_str() : "-",
-              p.phase.c_str());
+          std::snprintf(line, sizeof line,
+                        "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]", p.iteration,
+                        p.max_iterations, p.evaluations, p.budget,
+                        p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
+                        p.improvement ? improvement_text(*p.improvement).c_str() : "-", p.phase.c_str());
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);
             std::fflush(stderr);
@@ -247,7 +252,8 @@ const CommandRegistration registration(
         const auto summary = loop.run();
         if (tty) std::fprintf(stderr, "\n");
         if (options->json) {
-          std::cout << summary.to_json().dump() << std::endl;
+          std::cout << summary.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << std::endl;
         } else {
           print_summary(summary);
         }

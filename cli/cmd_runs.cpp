@@ -23,7 +23,9 @@ const CommandRegistration registration{
         auto store = open_store_for_reading(options->db);
         const auto runs = store::report::overviews(*store);
         if (options->json) {
-          std::cout << store::report::runs_json(runs).dump(2) << "\n";
+          std::cout << store::report::runs_json(runs).dump(2, ' ', false,
+                                                           nlohmann::json::error_handler_t::replace)
+                    << "\n";
         } else {
           std::cout << store::report::format_runs(runs);
         }

@@ -88,7 +88,7 @@ const CommandRegistration registration(
             out["plugins"] = nlohmann::json::array();
             for (const auto& p : goal->plugins) out["plugins"].push_back(plugin_json(p));
           }
-          std::cout << out.dump() << std::endl;
+          std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
           return 0;
         }
         std::printf("built-in skills\n");

@@ -74,12 +74,13 @@ const CommandRegistration registration(
         ::sigaction(SIGINT, &interrupt, nullptr);
         ::sigaction(SIGTERM, &interrupt, nullptr);
         sweep_options.started = [&](int64_t run_id) {
-          std::snprintf(interrupt_message, sizeof interrupt_message,
-                        "\nautotune: interrupted; sweep run %lld keeps every committed trial: resume it with\n"
-                        "  autotune sweep %s --resume %lld --db %s%s\n",
-                        static_cast<long long>(run_id), options->goal.c_str(), static_cast<long long>(run_id),
-                        store->location().c_str(),
-                        options->limit ? (" --limit " + std::to_string(*options->limit)).c_str() : "");
+          std::snprintf(
+              interrupt_message, sizeof interrupt_message,
+              "\nautotune: interrupted; sweep run %lld keeps every committed trial: resume it with\n"
+              "  autotune sweep %s --resume %lld --db %s%s\n",
+              static_cast<long long>(run_id), options->goal.c_str(), static_cast<long long>(run_id),
+              store->location().c_str(),
+              options->limit ? (" --limit " + std::to_string(*options->limit)).c_str() : "");
         };
         int last_decile = -1;
         sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed) {
@@ -116,7 +117,7 @@ const CommandRegistration registration(
                                       {"commit_seconds", c.commit_seconds},
                                       {"top", top},
                                       {"db", store->location()}}
-                           .dump()
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                     << std::endl;
           return unbuilt ? 1 : 0;
         }
@@ -140,7 +141,8 @@ const CommandRegistration registration(
             std::snprintf(text, sizeof text, "MFU %.1f%%  ", t.metrics.value("mfu_percent", 0.0));
             figures = text;
           } else if (objective == orchestrator::Objective::throughput) {
-            std::snprintf(text, sizeof text, "%.2f TFLOP/s  ", t.metrics.value("throughput_flops_per_s", 0.0) / 1e12);
+            std::snprintf(text, sizeof text, "%.2f TFLOP/s  ",
+                          t.metrics.value("throughput_flops_per_s", 0.0) / 1e12);
             figures = text;
           }
           const double latency = t.metrics.value("latency_s", 0.0);
@@ -151,8 +153,8 @@ const CommandRegistration registration(
           else
             std::snprintf(text, sizeof text, "%.2f us", latency * 1e6);
           figures += text;
-          std::printf("  %2d. trial %-6lld %-12s %-60s %s\n", rank++, static_cast<long long>(t.id), t.variant.c_str(),
-                      params.c_str(), figures.c_str());
+          std::printf("  %2d. trial %-6lld %-12s %-60s %s\n", rank++, static_cast<long long>(t.id),
+                      t.variant.c_str(), params.c_str(), figures.c_str());
         }
         std::printf("database: %s (autotune trials %lld --db %s)\n", store->location().c_str(),
                     static_cast<long long>(result.run_id), store->location().c_str());

@@ -86,7 +86,7 @@ const CommandRegistration registration{
                                 {"directory", sim::targets_directory().string()},
                                 {"targets", nlohmann::json::array()}};
           for (const auto& name : names) out["targets"].push_back(target_json(sim::load_target(name)));
-          std::cout << out.dump(2) << "\n";
+          std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
           return 0;
         }
         if (names.empty()) {

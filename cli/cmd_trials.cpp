@@ -31,7 +31,9 @@ const CommandRegistration registration{
         const auto overview = store::report::overview(*store, run);
         const auto trials = store->trials(run.id, options->top, store::Ranking{});
         if (options->json) {
-          std::cout << store::report::trials_json(trials, overview.baseline_latency_s).dump(2) << "\n";
+          std::cout << store::report::trials_json(trials, overview.baseline_latency_s)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << "\n";
         } else {
           std::cout << store::report::format_trials(trials, overview.baseline_latency_s);
         }

@@ -1,6 +1,6 @@
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +56,7 @@ std::string parse_error_text(int argc, char** argv, const std::vector<std::strin
 
 int main(int argc, char** argv) {
   using namespace autotune;
+  log::escape_control_characters_in_standard_streams();
   CLI::App app{"autotune: an agentic kernel-autotuning orchestrator", "autotune"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "autotune 0.1.0");
@@ -93,13 +94,13 @@ int main(int argc, char** argv) {
     }
     return 2;
   } catch (const UserError& e) {
-    std::fprintf(stderr, "autotune: error: %s\n", e.what());
+    std::fprintf(stderr, "autotune: error: %s\n", log::terminal_safe(e.what()).c_str());
     return 2;
   } catch (const InternalError& e) {
-    std::fprintf(stderr, "autotune: %s\n", e.what());
+    std::fprintf(stderr, "autotune: %s\n", log::terminal_safe(e.what()).c_str());
     return 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "autotune: internal error: %s\n", e.what());
+    std::fprintf(stderr, "autotune: internal error: %s\n", log::terminal_safe(e.what()).c_str());
     return 3;
   }
 }

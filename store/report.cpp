@@ -1,10 +1,10 @@
 #include "store/report.hpp"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -134,8 +134,8 @@ void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
     out.idea = out.choice->inputs["llm_idea"];
   if (out.idea.is_null() && !idea_id.empty()) out.idea = Json{{"id", idea_id}};
 
-  out.analysis = last_before(decisions, proposal.iteration, out.generation ? out.generation->seq : out.choice->seq,
-                             [](const Decision& d) {
+  out.analysis = last_before(decisions, proposal.iteration,
+                             out.generation ? out.generation->seq : out.choice->seq, [](const Decision& d) {
                                return d.skill == "profile_analyzer" || d.action.starts_with("findings:") ||
                                       d.action == "no_findings";
                              });
@@ -343,7 +343,7 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
     if (trial.params.is_object())
       for (const auto& [key, value] : trial.params.items()) {
         if (key == "_") continue;  // the placeholder of a variant without parameters
-        values[key].insert(value.dump());
+        values[key].insert(value.dump(-1, ' ', false, Json::error_handler_t::replace));
         ++holders[key];
       }
   std::set<std::string> shared;
@@ -367,7 +367,8 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
     if (params.empty()) params = shared.empty() ? "(no parameters)" : "(the shared ones)";
     table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant, params,
                std::string(to_string(trial.status)), latency ? format_seconds(*latency) : "-",
-               speedup ? format_speedup(*speedup) : "-", trial.cache_hit ? "hit" : "", first_line(trial.error, 60)});
+               speedup ? format_speedup(*speedup) : "-", trial.cache_hit ? "hit" : "",
+               first_line(trial.error, 60)});
   }
   return (shared_text.empty() ? "" : "every trial listed has " + shared_text + "\n") + table.render();
 }
@@ -403,7 +404,8 @@ std::string format_decisions(const std::vector<Decision>& decisions) {
   std::string out;
   for (const Decision& decision : decisions) {
     char head[64];
-    std::snprintf(head, sizeof head, "%4lld  iter %-3d ", static_cast<long long>(decision.seq), decision.iteration);
+    std::snprintf(head, sizeof head, "%4lld  iter %-3d ", static_cast<long long>(decision.seq),
+                  decision.iteration);
     out += head + decision.skill + " / " + decision.action + "  (" + decision.proposer + ")\n";
     std::string reason = decision.rationale;
     std::replace(reason.begin(), reason.end(), '\n', ' ');

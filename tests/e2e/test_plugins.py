@@ -37,6 +37,25 @@ for line in sys.stdin:
     print(json.dumps(reply), flush=True)
 """
 
+# Untrusted text: escape sequences that retitle the terminal and clear the screen and a carriage return, in a
+# valid reply's rationale and evidence (JSON carries them as \\u001b...); then bytes that are not UTF-8 on
+# stdout and stderr before crashing.
+HOSTILE = """#!/usr/bin/env python3
+import json, sys
+for count, line in enumerate(sys.stdin):
+    request = json.loads(line).get("request") or {}
+    if count == 0:
+        noise = "\\x1b]0;pwned\\x07\\x1b[2J\\rclear"
+        print(json.dumps({"result": request.get("builtin"),
+                          "decision": {"action": "no_finding", "rationale": noise, "evidence": {"note": noise}}}),
+              flush=True)
+        continue
+    sys.stdout.buffer.write(b"not json \\x1b[2J\\xff\\xfe\\n")
+    sys.stdout.flush()
+    sys.stderr.buffer.write(b"\\x1b]0;pwned\\x07\\xff\\n")
+    sys.exit(4)
+"""
+
 
 def small_quickstart(tmp, name, skills_yaml):
     """configs/goals/quickstart.yaml with a tiny budget and the given skills: section."""
@@ -167,6 +186,35 @@ def main():
         # The built-in skills answered every step.
         for skill in ("profile_analyzer", "kernel_generator", "param_explorer"):
             check(any(d["skill"] == skill and d["proposer"] == "rules" for d in log), f"no built-in {skill} decision")
+
+        # --- untrusted text: stored, printed escaped, and valid JSON out ---
+        script(tmp, "hostile.py", HOSTILE)
+        goal = small_quickstart(tmp, "hostile.yaml", """skills:
+  - {name: hostile, command: [./hostile.py], role: profile_analyzer, after: profile_analyzer, max_restarts: 1}
+""")
+        proc = subprocess.run([BIN, "run", goal, "--db", db, "--json"], capture_output=True, timeout=120)
+        check(proc.returncode == 0, f"run with a hostile plugin exited {proc.returncode}: {proc.stderr[-2000:]!r}")
+        run_id = json.loads(proc.stdout)["run_id"]
+        for raw in (b"\x1b", b"\x07", b"\r"):
+            check(raw not in proc.stderr, f"a raw control byte {raw!r} reached the terminal: {proc.stderr[-600:]!r}")
+        text = subprocess.run([BIN, "log", str(run_id), "--db", db], capture_output=True, timeout=60)
+        check(text.returncode == 0, f"log: {text.stderr!r}")
+        for raw in (b"\x1b", b"\x07", b"\r"):
+            check(raw not in text.stdout, f"log printed a raw control byte {raw!r}")
+        check(b"\\x1b]0;pwned\\x07\\x1b[2J\\x0dclear" in text.stdout, "log does not show the rationale escaped")
+        hostile = by(decisions(run_id, db), "hostile")  # --json: valid JSON whatever the bytes
+        check(hostile and hostile[0]["rationale"] == "\x1b]0;pwned\x07\x1b[2J\rclear",
+              f"the stored rationale is not the plugin's text: {hostile[:1]}")
+        check(any(d["action"] == "plugin_failed" for d in hostile), f"the crash is not logged: {hostile}")
+        # Bytes that are not UTF-8 in a stored decision (a database written by another tool, say): `log --json`
+        # still prints valid JSON, with U+FFFD in their place.
+        import sqlite3
+        con = sqlite3.connect(db)
+        con.execute("UPDATE decisions SET outcome = CAST(X'6f6bff20fe' AS TEXT) WHERE run = ? AND seq = 1", (run_id,))
+        con.commit()
+        con.close()
+        first = [d for d in decisions(run_id, db) if d["seq"] == 1][0]
+        check(first["outcome"] == "ok\ufffd \ufffd", f"outcome with invalid UTF-8: {first['outcome']!r}")
 
         # --- misconfiguration: one line naming file, line and key, before anything runs ---
         goal = small_quickstart(tmp, "bad.yaml", """skills:
