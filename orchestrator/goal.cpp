@@ -54,18 +54,26 @@ std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::stri
     values.push_back(scalar_value(space, node, key));
   } else if (node.IsMap()) {
     ConfigReader domain(node, space.file(), space.key_path(key));
+    // The search library's domains check their size before expanding them.
     if (domain.has("range")) {
       const auto bounds = domain.required<std::vector<std::int64_t>>("range", "[lo, hi]");
       const auto step = domain.optional<std::int64_t>("step", 1);
       if (bounds.size() != 2 || bounds[0] > bounds[1] || step < 1)
         space.fail(key, "range must be [lo, hi] with lo <= hi and step >= 1", &node);
-      for (std::int64_t v = bounds[0]; v <= bounds[1]; v += step) values.push_back(v);
+      try {
+        values = search::ParameterSpec::range(key, bounds[0], bounds[1], step).values();
+      } catch (const UserError& e) {
+        space.fail(key, e.what(), &node);
+      }
     } else if (domain.has("pow2")) {
       const auto bounds = domain.required<std::vector<std::int64_t>>("pow2", "[lo, hi]");
       if (bounds.size() != 2 || bounds[0] < 1 || bounds[0] > bounds[1])
         space.fail(key, "pow2 must be [lo, hi] with 1 <= lo <= hi", &node);
-      for (std::int64_t v = 1; v <= bounds[1]; v *= 2)
-        if (v >= bounds[0]) values.push_back(v);
+      try {
+        values = search::ParameterSpec::powers_of_two(key, bounds[0], bounds[1]).values();
+      } catch (const UserError& e) {
+        space.fail(key, e.what(), &node);
+      }
     } else {
       space.fail(key, "expected " + accepted, &node);
     }

@@ -6,7 +6,6 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-
 #include "orchestrator/decision_log.hpp"
 #include "orchestrator/orchestrator.hpp"
 
@@ -16,6 +15,16 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
                       skills::MeasurementTarget& target, store::Store& store,
                       const std::string& simulator_version, const SweepOptions& options, int top_k) {
   const auto started = std::chrono::steady_clock::now();
+  // Every configuration is listed before the first is measured: refuse a
+  // space too large to list (and far beyond any budget) before any work.
+  std::uint64_t total = 0;
+  for (const auto& variant : catalog.variants) total += variant.space->size();
+  const std::uint64_t listed = options.limit ? std::min(*options.limit, total) : total;
+  if (listed > kMaxSweepConfigurations)
+    throw UserError(
+        "sweep: " + std::string(options.limit ? "--limit " + std::to_string(*options.limit) + ": " : "") +
+        "the space has " + std::to_string(total) + " configurations; a sweep measures at most " +
+        std::to_string(kMaxSweepConfigurations) + " (sample them with --limit N)");
   SweepResult result;
   store::Run record;
   int64_t already_logged = 0;
@@ -26,9 +35,9 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
       throw UserError("--resume " + std::to_string(*options.resume) + ": no run with that id in " +
                       store.location());
     if (existing->goal_name != goal.name + " (sweep)")
-      throw UserError("--resume " + std::to_string(*options.resume) + ": run " + std::to_string(existing->id) +
-                      " is '" + existing->goal_name + "', not a sweep of '" + goal.name +
-                      "'; resume it with the goal file it was started from");
+      throw UserError("--resume " + std::to_string(*options.resume) + ": run " +
+                      std::to_string(existing->id) + " is '" + existing->goal_name + "', not a sweep of '" +
+                      goal.name + "'; resume it with the goal file it was started from");
     if (existing->simulator_version != simulator_version)
       throw UserError("--resume " + std::to_string(*options.resume) + ": the run was measured with " +
                       existing->simulator_version + ", this build is " + simulator_version);
@@ -52,8 +61,6 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   // Every configuration of every variant, or with a limit a seeded uniform
   // sample of them (in index order), so that a limited sweep sees every
   // variant in proportion rather than the first ones only.
-  std::uint64_t total = 0;
-  for (const auto& variant : catalog.variants) total += variant.space->size();
   std::vector<std::uint64_t> chosen;  // global indices, ascending
   if (options.limit && *options.limit < total) {
     // Floyd's algorithm: limit - 1 distinct indices of [0, total); the
@@ -71,7 +78,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   auto add_index = [&](std::uint64_t global) {
     for (const auto& variant : catalog.variants) {
       if (global < variant.space->size()) {
-        all.push_back({variant.name, search::to_json(*variant.space, variant.space->configuration_at(global))});
+        all.push_back(
+            {variant.name, search::to_json(*variant.space, variant.space->configuration_at(global))});
         return;
       }
       global -= variant.space->size();
@@ -97,11 +105,12 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   for (const auto& variant : catalog.variants) sizes[variant.name] = variant.space->size();
   plan.inputs = {{"variants", sizes}, {"jobs", options.jobs}};
   plan.evidence = {{"configurations", result.configurations}, {"space", total}, {"baseline", start.key()}};
-  plan.rationale = options.limit && *options.limit < total
-                       ? "a seeded uniform sample of " + std::to_string(*options.limit) + " of the " +
-                             std::to_string(total) + " valid configurations, the goal's start point first"
-                       : "exhaustive evaluation of every valid configuration of the goal's space(s), the goal's "
-                         "start point first";
+  plan.rationale =
+      options.limit && *options.limit < total
+          ? "a seeded uniform sample of " + std::to_string(*options.limit) + " of the " +
+                std::to_string(total) + " valid configurations, the goal's start point first"
+          : "exhaustive evaluation of every valid configuration of the goal's space(s), the goal's "
+            "start point first";
   const int64_t seq = log.append(0, "orchestrator", plan);
 
   skills::RunnerOptions runner_options;

@@ -16,6 +16,9 @@
 
 namespace autotune::orchestrator {
 
+// The most configurations a sweep without a limit lists and measures.
+inline constexpr std::uint64_t kMaxSweepConfigurations = 1'000'000;
+
 struct SweepOptions {
   int jobs = 1;
   bool use_cache = true;

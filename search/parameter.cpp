@@ -9,7 +9,7 @@
 namespace autotune::search {
 
 namespace {
-constexpr std::size_t kMaxDomainSize = 10'000'000;
+constexpr std::size_t kMaxDomainSize = 1'000'000;
 }
 
 std::string to_string(const ParamValue& value) {

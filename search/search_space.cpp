@@ -12,7 +12,10 @@ namespace {
 
 // A group's enumerated tuples are kept in memory; beyond this the space is
 // too large to index this way (and far beyond any measurement budget).
-constexpr std::uint64_t kMaxGroupEntries = 200'000'000;
+constexpr std::uint64_t kMaxGroupEntries = 50'000'000;
+// Combinations the enumeration of a group may visit (pruned by the
+// constraints) before it gives up: a few seconds of work.
+constexpr std::uint64_t kMaxGroupVisits = 50'000'000;
 
 std::string quoted_list(const std::vector<std::string>& items) {
   std::string out;
@@ -123,6 +126,11 @@ void SearchSpace::build_groups(const std::vector<std::string>& constraint_texts)
 
 void SearchSpace::enumerate_group(Group& group, const std::vector<std::size_t>& constraint_ids) {
   const std::size_t width = group.parameters.size();
+  const auto group_names = [&] {
+    std::string names;
+    for (std::size_t p : group.parameters) names += (names.empty() ? "" : ", ") + parameters_[p].name();
+    return names;
+  };
   // depth_of[p]: at which depth parameter p is bound.
   std::map<std::size_t, std::size_t> depth_of;
   for (std::size_t d = 0; d < width; ++d) depth_of[group.parameters[d]] = d;
@@ -160,7 +168,10 @@ void SearchSpace::enumerate_group(Group& group, const std::vector<std::size_t>& 
     const std::size_t p = group.parameters[depth];
     const auto& spec = parameters_[p];
     for (std::uint32_t i = 0; i < spec.size(); ++i) {
-      ++visited;
+      if (++visited > kMaxGroupVisits)
+        throw UserError("search space too large to index: enumerating the parameters tied by constraints (" +
+                        group_names() + ") visits more than " + std::to_string(kMaxGroupVisits) +
+                        " combinations; narrow their domains");
       const double v = spec.expression_value(i);
       values[p] = v;
       intervals[p] = Interval::point(v);

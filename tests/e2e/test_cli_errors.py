@@ -57,6 +57,18 @@ max_iterations: 1
 """)
         proc = run("run", goal, "--db", os.path.join(tmp, "r.db"))
         one_error_line(proc, "cache.json", "JSON")
+    # A sweep lists every configuration before measuring: a space too large to list is refused up front.
+    with tempdir() as tmp:
+        goal = write_goal(tmp, "big.yaml", """name: big
+kernel: {family: mykernel}
+target: {kind: command, argv: [python3, bench.py, "{a}"]}
+search:
+  space: {a: {range: [1, 4000]}, b: {range: [1, 4000]}, c: {range: [1, 4000]}}
+""")
+        db = os.path.join(tmp, "big.db")
+        one_error_line(run("sweep", goal, "--db", db), "64000000000 configurations", "--limit N")
+        one_error_line(run("sweep", goal, "--limit", "2000000", "--db", db), "--limit 2000000", "at most 1000000")
+        check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused sweep must not start")
     for args in (["--help"], ["run", "--help"], ["--version"]):
         proc = run(*args)
         check(proc.returncode == 0 and proc.stdout, f"{args}: exit {proc.returncode}")
