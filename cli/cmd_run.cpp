@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +10,9 @@
 #include <optional>
 
 #include "cli/command.hpp"
+#include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "orchestrator/model_run.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
@@ -88,23 +91,6 @@ void print_summary(const orchestrator::RunSummary& s) {
   }
 }
 
-// What Ctrl-C prints: how to resume the interrupted run. Formatted ahead
-// (the handler may only write and exit), once the run's id is known.
-char interrupt_message[1024] = "\nautotune: interrupted\n";
-
-extern "C" void on_interrupt(int) {
-  const ssize_t written = ::write(STDERR_FILENO, interrupt_message, std::strlen(interrupt_message));
-  (void)written;
-  ::_exit(130);
-}
-
-void prepare_interrupt_message(int64_t run_id, const std::string& goal, const std::string& db) {
-  std::snprintf(interrupt_message, sizeof interrupt_message,
-                "\nautotune: interrupted; run %lld keeps every committed trial: resume it with\n"
-                "  autotune run %s --resume %lld --db %s\n",
-                static_cast<long long>(run_id), goal.c_str(), static_cast<long long>(run_id), db.c_str());
-}
-
 void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator::ModelRunSummary& s,
                          const std::string& db) {
   std::printf("run %lld: model %s, %lld layers, seq %lld on %s; %s; goal %s\n",
@@ -176,8 +162,15 @@ const CommandRegistration registration(
           auto store = store::open_store(db);
           const bool tty = isatty(fileno(stderr)) != 0;
           std::string last;
+          std::atomic<int64_t> model_run{0};
+          const interrupt::OnInterrupt on_interrupt([&](int signal) {
+            record_interruption(
+                *store, model_run.load(), signal,
+                "autotune run " + options->goal + " --db " + db + " (a model goal starts afresh)");
+          });
           const auto summary =
               orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
+                if (model_run.load() == 0) model_run = p.run_id;
                 char line[320];
                 std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  forward %s  [%s]",
                               p.iteration, p.max_iterations, p.evaluations, p.budget,
@@ -214,14 +207,17 @@ const CommandRegistration registration(
         run_options.use_cache = !options->no_cache;
         std::string last_line;
         int64_t announced_run = 0;
-        struct sigaction interrupt {};
-        interrupt.sa_handler = on_interrupt;
-        ::sigaction(SIGINT, &interrupt, nullptr);
-        ::sigaction(SIGTERM, &interrupt, nullptr);
+        std::atomic<int64_t> started_run{0};
+        const interrupt::OnInterrupt on_interrupt([&](int signal) {
+          const int64_t id = started_run.load();
+          record_interruption(
+              *store, id, signal,
+              "autotune run " + options->goal + " --resume " + std::to_string(id) + " --db " + db);
+        });
         run_options.progress = [&](const orchestrator::Progress& p) {
           if (p.run_id != announced_run) {
             announced_run = p.run_id;
-            prepare_interrupt_message(p.run_id, options->goal, db);
+            started_run = p.run_id;
           }
           char line[256];
           std::snprintf(line, sizeof line,

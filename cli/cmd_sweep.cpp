@@ -2,13 +2,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
 
 #include "cli/command.hpp"
+#include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
 #include "orchestrator/sweep.hpp"
@@ -63,25 +66,17 @@ const CommandRegistration registration(
         sweep_options.use_cache = !options->no_cache;
         sweep_options.limit = options->limit;
         sweep_options.resume = options->resume;
-        // Ctrl-C says how to continue.
-        static char interrupt_message[1024] = "\nautotune: interrupted\n";
-        struct sigaction interrupt {};
-        interrupt.sa_handler = [](int) {
-          const ssize_t written = ::write(STDERR_FILENO, interrupt_message, std::strlen(interrupt_message));
-          (void)written;
-          ::_exit(130);
-        };
-        ::sigaction(SIGINT, &interrupt, nullptr);
-        ::sigaction(SIGTERM, &interrupt, nullptr);
-        sweep_options.started = [&](int64_t run_id) {
-          std::snprintf(
-              interrupt_message, sizeof interrupt_message,
-              "\nautotune: interrupted; sweep run %lld keeps every committed trial: resume it with\n"
-              "  autotune sweep %s --resume %lld --db %s%s\n",
-              static_cast<long long>(run_id), options->goal.c_str(), static_cast<long long>(run_id),
-              store->location().c_str(),
-              options->limit ? (" --limit " + std::to_string(*options->limit)).c_str() : "");
-        };
+        // SIGINT or SIGTERM (core/interrupt: children are killed first): the
+        // run is recorded as interrupted, and the message says how to resume.
+        std::atomic<int64_t> started_run{0};
+        const interrupt::OnInterrupt on_interrupt([&](int signal) {
+          const int64_t id = started_run.load();
+          record_interruption(*store, id, signal,
+                              "autotune sweep " + options->goal + " --resume " + std::to_string(id) +
+                                  " --db " + store->location() +
+                                  (options->limit ? " --limit " + std::to_string(*options->limit) : ""));
+        });
+        sweep_options.started = [&](int64_t run_id) { started_run = run_id; };
         int last_decile = -1;
         sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed) {
           const double eta = done > 0 ? elapsed / double(done) * double(total - done) : 0;

@@ -7,6 +7,7 @@
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/log.hpp"
 
 namespace autotune::cli {
@@ -57,6 +58,7 @@ std::string parse_error_text(int argc, char** argv, const std::vector<std::strin
 int main(int argc, char** argv) {
   using namespace autotune;
   log::escape_control_characters_in_standard_streams();
+  interrupt::install();
   CLI::App app{"autotune: an agentic kernel-autotuning orchestrator", "autotune"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "autotune 0.1.0");
@@ -88,19 +90,25 @@ int main(int argc, char** argv) {
   }
   if (verbose) log::set_level(log::Level::info);
 
-  try {
-    for (auto& [sub, action] : actions) {
-      if (sub->parsed()) return action();
+  const int code = [&] {
+    try {
+      for (auto& [sub, action] : actions) {
+        if (sub->parsed()) return action();
+      }
+      return 2;
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "autotune: error: %s\n", log::terminal_safe(e.what()).c_str());
+      return 2;
+    } catch (const InternalError& e) {
+      std::fprintf(stderr, "autotune: %s\n", log::terminal_safe(e.what()).c_str());
+      return 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "autotune: internal error: %s\n", log::terminal_safe(e.what()).c_str());
+      return 3;
     }
-    return 2;
-  } catch (const UserError& e) {
-    std::fprintf(stderr, "autotune: error: %s\n", log::terminal_safe(e.what()).c_str());
-    return 2;
-  } catch (const InternalError& e) {
-    std::fprintf(stderr, "autotune: %s\n", log::terminal_safe(e.what()).c_str());
-    return 3;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "autotune: internal error: %s\n", log::terminal_safe(e.what()).c_str());
-    return 3;
-  }
+  }();
+  // Nothing autotune started outlives it: a plugin's helper that left its
+  // process group (setsid) included.
+  interrupt::kill_descendants();
+  return code;
 }

@@ -24,4 +24,10 @@ std::unique_ptr<store::Store> open_store_for_reading(const DatabaseOption& optio
 // For writing commands: created when missing.
 std::unique_ptr<store::Store> open_store_for_writing(const DatabaseOption& option);
 
+// On SIGINT or SIGTERM (core/interrupt), from `run` and `sweep`: a running
+// run (`run_id` > 0) is recorded as interrupted and the store frozen (no
+// later write: the process is exiting), and stderr says how to go on
+// (`resume_command`). Never throws.
+void record_interruption(store::Store& store, int64_t run_id, int signal, const std::string& resume_command);
+
 }  // namespace autotune::cli

@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/log.hpp"
 
 extern char** environ;
@@ -225,6 +226,7 @@ class SpawnedChild {
       pid = -1;
       return "cannot start '" + argv[0] + "': " + std::strerror(rc);
     }
+    interrupt::track_child(pid);
     in = std::move(in_write);
     out = std::move(out_read);
     err = std::move(err_read);
@@ -248,6 +250,7 @@ class SpawnedChild {
     if (r == pid || (r < 0 && errno == ECHILD)) {
       reaped = true;
       wait_status = r == pid ? status : 0;
+      interrupt::untrack_child(pid);
     }
     return reaped;
   }
@@ -297,6 +300,7 @@ class SpawnedChild {
       reaped = true;
       wait_status = r == pid ? status : 0;
     }
+    interrupt::untrack_child(pid);
     pid = -1;
   }
 

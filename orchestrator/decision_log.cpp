@@ -11,7 +11,8 @@ std::string DecisionLog::failure_line(const std::string& skill, const skills::Sk
     return "plugin '" + plugin + "' (" + skill + ") failed: " + decision.outcome +
            " (check its command with `autotune skills GOAL`)";
   }
-  if (decision.evidence.is_object() && decision.evidence.contains("llm") && decision.evidence["llm"].is_object()) {
+  if (decision.evidence.is_object() && decision.evidence.contains("llm") &&
+      decision.evidence["llm"].is_object()) {
     const skills::Json& llm = decision.evidence["llm"];
     if (llm.value("status", "") == "rejected")
       return "the LLM's answer was not used (" + llm.value("reason", std::string("no reason recorded")) +

@@ -82,7 +82,8 @@ void resum(model::ForwardTiming& forward) {
     forward.roofline_s += t.roofline_s * double(t.op.calls);
   }
   for (auto& t : forward.operators)
-    t.share_percent = forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
+    t.share_percent =
+        forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
 }
 
 Json forward_evidence(const model::ForwardTiming& forward) {
@@ -99,7 +100,9 @@ Json forward_evidence(const model::ForwardTiming& forward) {
                          {"share_percent", std::round(t.share_percent * 10) / 10},
                          {"roofline_bound_s", t.roofline_s}});
   }
-  return {{"forward_latency_s", forward.latency_s}, {"roofline_sum_s", forward.roofline_s}, {"operators", operators}};
+  return {{"forward_latency_s", forward.latency_s},
+          {"roofline_sum_s", forward.roofline_s},
+          {"operators", operators}};
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -154,8 +157,9 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     top.fail("objective", "a model goal's objective is the forward's latency; accepted: latency", &node);
   }
   if (auto section = top.maybe_child("goal")) {
-    goal.improvement = section->required<double>("improvement", "a fraction of the forward's latency removed, "
-                                                                "0 < x < 1 (0.8 = 5x faster)");
+    goal.improvement = section->required<double>("improvement",
+                                                 "a fraction of the forward's latency removed, "
+                                                 "0 < x < 1 (0.8 = 5x faster)");
     if (!(goal.improvement > 0 && goal.improvement < 1)) {
       const YAML::Node node = section->raw("improvement");
       section->fail("improvement", "must be between 0 and 1 (0.8 = 5x faster than the all-baseline forward)",
@@ -190,14 +194,15 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
   goal.parallel = top.optional<int>("parallel", goal.parallel);
   if (goal.parallel < 1 || goal.parallel > kMaxParallel) {
     const YAML::Node node = top.raw("parallel");
-    top.fail("parallel",
-             std::to_string(goal.parallel) + " is out of range; accepted: 1 to " + std::to_string(kMaxParallel),
-             &node);
+    top.fail(
+        "parallel",
+        std::to_string(goal.parallel) + " is out of range; accepted: 1 to " + std::to_string(kMaxParallel),
+        &node);
   }
   goal.seed = top.optional<std::uint64_t>("seed", 0);
   goal.verify = top.optional<bool>("verify", true);
-  top.finish({"name", "model", "target", "objective", "goal", "max_iterations", "per_kernel", "budget", "search",
-              "parallel", "seed", "verify"});
+  top.finish({"name", "model", "target", "objective", "goal", "max_iterations", "per_kernel", "budget",
+              "search", "parallel", "seed", "verify"});
   return goal;
 }
 
@@ -228,7 +233,9 @@ Json ModelRunSummary::to_json() const {
 
 ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const ProgressSink& progress) {
   const auto started = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   const sim::TargetSpec target = sim::load_target(goal.target);
   ModelRunSummary summary;
 
@@ -268,7 +275,8 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       skills::SkillDecision d;
       d.action = "baseline";
       d.evidence = forward_evidence(summary.baseline);
-      d.rationale = "every operator at its family's baseline: the forward the goal's improvement is measured against";
+      d.rationale =
+          "every operator at its family's baseline: the forward the goal's improvement is measured against";
       log.append(0, "model_orchestrator", d);
     }
     model::ForwardTiming current = summary.baseline;
@@ -279,8 +287,8 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
     for (int iteration = 1; iteration <= goal.max_iterations; ++iteration) {
       const double improvement = 1.0 - current.latency_s / summary.baseline_latency_s;
       if (improvement >= goal.improvement) {
-        stop = "goal met: forward " + std::to_string(summary.baseline_latency_s / current.latency_s).substr(0, 5) +
-               "x faster";
+        stop = "goal met: forward " +
+               std::to_string(summary.baseline_latency_s / current.latency_s).substr(0, 5) + "x faster";
         summary.goal_met = true;
         break;
       }
@@ -303,8 +311,10 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       for (const auto& g : groups) {
         const auto& first = current.operators[g.members.front()];
         std::string why;
-        if (settled.count(g.key)) why = "settled: its last loop found nothing faster";
-        else if (first.latency_s <= kAtRoofline * first.roofline_s) why = "at its roofline bound";
+        if (settled.count(g.key))
+          why = "settled: its last loop found nothing faster";
+        else if (first.latency_s <= kAtRoofline * first.roofline_s)
+          why = "at its roofline bound";
         if (candidates.size() < 8)
           candidates.push_back({{"kernel", g.key},
                                 {"operators", operator_names(current, g)},
@@ -361,15 +371,16 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       run_options.progress = [&](const Progress& p) {
         report(iteration, "tune " + lead.op.name + ": " + p.phase, current.latency_s);
       };
-      RunContext context{kernel_goal, setup.catalog, *setup.target, store, setup.simulator_version, run_options};
+      RunContext context{kernel_goal, setup.catalog,           *setup.target,
+                         store,       setup.simulator_version, run_options};
       const RunSummary kernel_run = Orchestrator(context).run();
       summary.kernel_runs.push_back(kernel_run.run_id);
       summary.evaluations += kernel_run.evaluations;
       summary.iterations = iteration;
 
       const double before = lead.latency_s;
-      const double after = kernel_run.best_metrics.is_object() ? kernel_run.best_metrics.value("latency_s", before)
-                                                               : before;
+      const double after =
+          kernel_run.best_metrics.is_object() ? kernel_run.best_metrics.value("latency_s", before) : before;
       std::string outcome;
       if (kernel_run.best_trial && after < before) {
         model::ChosenConfig config;
@@ -389,9 +400,10 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
           current.operators[i].latency_s = after;
         }
         resum(current);
-        outcome = lead.op.name + ": " + std::to_string(before * 1e3) + " ms -> " + std::to_string(after * 1e3) +
-                  " ms (run " + std::to_string(kernel_run.run_id) + "); forward " + std::to_string(old_forward * 1e3) +
-                  " ms -> " + std::to_string(current.latency_s * 1e3) + " ms";
+        outcome = lead.op.name + ": " + std::to_string(before * 1e3) + " ms -> " +
+                  std::to_string(after * 1e3) + " ms (run " + std::to_string(kernel_run.run_id) +
+                  "); forward " + std::to_string(old_forward * 1e3) + " ms -> " +
+                  std::to_string(current.latency_s * 1e3) + " ms";
       } else {
         settled.insert(chosen->key);
         outcome = lead.op.name + ": nothing faster than " + std::to_string(before * 1e3) + " ms in run " +
@@ -399,7 +411,8 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       }
       log.set_outcome(choice_seq, outcome);
       report(iteration, "tuned " + lead.op.name, current.latency_s);
-      if (iteration == goal.max_iterations && 1.0 - current.latency_s / summary.baseline_latency_s >= goal.improvement)
+      if (iteration == goal.max_iterations &&
+          1.0 - current.latency_s / summary.baseline_latency_s >= goal.improvement)
         summary.goal_met = true, stop = "goal met";
     }
 

@@ -36,8 +36,8 @@ struct ModelGoal {
   // The forward's improvement over the all-baseline forward: the fraction
   // of its latency removed (0.8 = 5x faster), as for kernel goals.
   double improvement = 0.5;
-  int max_iterations = 12;    // kernel choices
-  int kernel_iterations = 3;  // the loop's iterations per choice
+  int max_iterations = 12;      // kernel choices
+  int kernel_iterations = 3;    // the loop's iterations per choice
   int kernel_evaluations = 20;  // the most one choice may spend
   int budget_evaluations = 150;
   double budget_wall_time_s = 900;

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "orchestrator/llm/llm_policy.hpp"
+#include "orchestrator/run_lease.hpp"
 #include "skills/kernel_generator.hpp"
 #include "skills/param_explorer.hpp"
 #include "skills/profile_analyzer.hpp"
@@ -68,9 +69,11 @@ double improvement_of(Objective objective, double baseline, double best) {
 
 bool meets_goal(const Goal& goal, double baseline, double value, const Json& metrics) {
   bool met = true;
-  if (goal.improvement) met = met && improvement_of(goal.objective, baseline, value) >= *goal.improvement - 1e-12;
+  if (goal.improvement)
+    met = met && improvement_of(goal.objective, baseline, value) >= *goal.improvement - 1e-12;
   if (goal.absolute) {
-    if (goal.objective == Objective::latency) met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
+    if (goal.objective == Objective::latency)
+      met = met && metrics.value("latency_s", INFINITY) <= *goal.absolute;
     if (goal.objective == Objective::throughput)
       met = met && metrics.value("throughput_flops_per_s", 0.0) >= *goal.absolute;
     if (goal.objective == Objective::mfu) met = met && metrics.value("mfu_percent", 0.0) >= *goal.absolute;
@@ -143,6 +146,7 @@ RunSummary Orchestrator::run() {
   store::Run record;
   int64_t already_logged = 0;
   std::vector<store::Trial> committed;
+  std::optional<RunLease> lease;
   if (options.resume) {
     auto existing = store.run(*options.resume);
     if (!existing)
@@ -154,6 +158,7 @@ RunSummary Orchestrator::run() {
     if (options.seed && *options.seed != existing->seed)
       throw UserError("--resume " + std::to_string(*options.resume) + ": the run's seed is " +
                       std::to_string(existing->seed) + ", not " + std::to_string(*options.seed));
+    lease.emplace(store, existing->id);  // before any write: another process may be running it
     record = *existing;
     record.status = store::RunStatus::running;
     store.update_run(record);
@@ -168,6 +173,7 @@ RunSummary Orchestrator::run() {
     record.simulator_version = context_.simulator_version;
     record.status = store::RunStatus::running;
     record.id = store.create_run(record);
+    lease.emplace(store, record.id);
   }
   const std::uint64_t seed = record.seed;
   const Rng rng(seed);
@@ -277,7 +283,8 @@ RunSummary Orchestrator::run() {
           break;
         }
       warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
-           " timed out on the target (" + example + "); see `autotune trials " + std::to_string(record.id) + "`");
+           " timed out on the target (" + example + "); see `autotune trials " + std::to_string(record.id) +
+           "`");
     }
     {
       std::lock_guard lock(warnings_mutex);
@@ -367,17 +374,20 @@ RunSummary Orchestrator::run() {
         // Name what was asked: the improvement, the absolute bound, or both.
         std::vector<std::string> met;
         if (goal.improvement)
-          met.push_back("improvement " + percent(current_improvement()) + " >= " + percent(*goal.improvement));
+          met.push_back("improvement " + percent(current_improvement()) +
+                        " >= " + percent(*goal.improvement));
         if (goal.absolute) {
           const Json& m = best_trial->metrics;
           char text[160];
           if (goal.objective == Objective::latency)
-            std::snprintf(text, sizeof text, "latency %.6g s <= %.6g s", m.value("latency_s", 0.0), *goal.absolute);
+            std::snprintf(text, sizeof text, "latency %.6g s <= %.6g s", m.value("latency_s", 0.0),
+                          *goal.absolute);
           else if (goal.objective == Objective::throughput)
             std::snprintf(text, sizeof text, "throughput %.4g TFLOP/s >= %.4g TFLOP/s",
                           m.value("throughput_flops_per_s", 0.0) / 1e12, *goal.absolute / 1e12);
           else
-            std::snprintf(text, sizeof text, "MFU %.1f%% >= %.4g%%", m.value("mfu_percent", 0.0), *goal.absolute);
+            std::snprintf(text, sizeof text, "MFU %.1f%% >= %.4g%%", m.value("mfu_percent", 0.0),
+                          *goal.absolute);
           met.push_back(text);
         }
         stop_reason = "goal met: ";
@@ -491,7 +501,8 @@ RunSummary Orchestrator::run() {
         // Every variant the idea measures: a structural probe may cover several.
         std::vector<std::string> names{variant.name};
         for (const auto& probe : idea.probes)
-          if (std::find(names.begin(), names.end(), probe.variant) == names.end()) names.push_back(probe.variant);
+          if (std::find(names.begin(), names.end(), probe.variant) == names.end())
+            names.push_back(probe.variant);
         std::string label;
         for (const auto& name : names) label += (label.empty() ? "" : ", ") + name;
         report("search " + idea.kind + " " + label);

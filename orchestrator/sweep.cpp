@@ -8,6 +8,7 @@
 #include "core/rng.hpp"
 #include "orchestrator/decision_log.hpp"
 #include "orchestrator/orchestrator.hpp"
+#include "orchestrator/run_lease.hpp"
 
 namespace autotune::orchestrator {
 
@@ -29,6 +30,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   store::Run record;
   int64_t already_logged = 0;
   std::vector<store::Trial> committed;
+  std::optional<RunLease> lease;
   if (options.resume) {
     const auto existing = store.run(*options.resume);
     if (!existing)
@@ -41,6 +43,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     if (existing->simulator_version != simulator_version)
       throw UserError("--resume " + std::to_string(*options.resume) + ": the run was measured with " +
                       existing->simulator_version + ", this build is " + simulator_version);
+    lease.emplace(store, existing->id);  // before any write: another process may be running it
     record = *existing;
     record.status = store::RunStatus::running;
     store.update_run(record);
@@ -54,6 +57,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     record.seed = goal.seed;
     record.simulator_version = simulator_version;
     record.id = store.create_run(record);
+    lease.emplace(store, record.id);
   }
   result.run_id = record.id;
   if (options.started) options.started(record.id);

@@ -132,6 +132,13 @@ struct LlmCall {
 // ISO-8601 UTC with milliseconds, e.g. "2026-11-22T05:03:28.123Z".
 std::string utc_now();
 
+// The process that holds a run's lease (Store::acquire_lease).
+struct LeaseHolder {
+  std::string host;
+  int64_t pid = 0;
+  double heartbeat_age_s = 0;  // since its last heartbeat
+};
+
 // JSON views of the records (used by --json output and by plugins).
 void to_json(Json& out, const Run& run);
 void to_json(Json& out, const Decision& decision);

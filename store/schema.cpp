@@ -153,6 +153,14 @@ const std::vector<Migration>& migrations() {
       {2, "views measured_trials, run_baseline, run_overview, trial_summary, decision_log", kViews},
       {3, "trials.batch: the Benchmark Runner batch a trial was proposed in",
        "ALTER TABLE trials ADD COLUMN batch INTEGER;"},
+      {4, "run_leases: which process runs a run, with its heartbeat",
+       "CREATE TABLE run_leases (\n"
+       "  run       INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+       "  host      TEXT NOT NULL,\n"
+       "  pid       INTEGER NOT NULL,\n"
+       "  acquired  TEXT NOT NULL,\n"
+       "  heartbeat REAL NOT NULL  -- seconds since the Unix epoch\n"
+       ");"},
   };
   return list;
 }

@@ -95,6 +95,8 @@ std::string Connection::query_text(const std::string& sql) {
 }
 
 void Connection::fail(int code, std::string_view doing) const {
+  if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED)
+    throw DatabaseBusy(describe(code, path_));
   if (is_environment_error(code)) throw UserError(describe(code, path_));
   throw InternalError("database " + path_ + ": " + sqlite3_errmsg(db_) + " (" + std::string(doing) + ")");
 }

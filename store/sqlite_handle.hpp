@@ -12,9 +12,18 @@
 #include <string>
 #include <string_view>
 
+#include "core/error.hpp"
 #include "store/records.hpp"
 
 namespace autotune::store::sqlite {
+
+// A lock another connection holds that the busy timeout did not cover
+// (SQLite does not wait where waiting could deadlock, e.g. taking the
+// exclusive lock that changing the journal mode needs).
+class DatabaseBusy : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 class Connection {
  public:

@@ -1,8 +1,14 @@
 #include "store/sqlite_store.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include "core/error.hpp"
 #include "store/schema.hpp"
@@ -149,19 +155,45 @@ Json redact_credentials(const Json& value) {
 
 std::string or_now(const std::string& timestamp) { return timestamp.empty() ? utc_now() : timestamp; }
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// Whether process `pid` of this host exists (EPERM: it does, another user's).
+bool process_exists(int64_t pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
 }  // namespace
 
 SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
     : connection_(path, mode == OpenMode::create) {
   connection_.execute("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs));
   connection_.execute("PRAGMA foreign_keys = ON");
-  // Changing to WAL needs a moment of exclusive access; the busy timeout
-  // covers a concurrent opener. The mode is persistent in the file.
-  const std::string journal = connection_.query_text("PRAGMA journal_mode = WAL");
-  AUTOTUNE_CHECK(journal == "wal" || journal == "memory",
-                 "database " + connection_.path() + " refused WAL mode (journal_mode=" + journal + ")");
-  connection_.execute("PRAGMA synchronous = NORMAL");
-  schema::migrate(connection_);
+  // Changing to WAL (the mode is persistent in the file) takes an exclusive
+  // lock from a shared one, which SQLite refuses at once rather than wait
+  // when another opener is doing the same; so several processes opening a
+  // new database together retry here, for as long as the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const std::string journal = connection_.query_text("PRAGMA journal_mode = WAL");
+      AUTOTUNE_CHECK(journal == "wal" || journal == "memory",
+                     "database " + connection_.path() + " refused WAL mode (journal_mode=" + journal + ")");
+      connection_.execute("PRAGMA synchronous = NORMAL");
+      schema::migrate(connection_);
+      return;
+    } catch (const sqlite::DatabaseBusy&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 * attempt, 50)));
+    }
+  }
 }
 
 std::string SqliteStore::location() const { return connection_.path(); }
@@ -226,6 +258,55 @@ void SqliteStore::update_run(const Run& run) {
       .bind(14, run.id);
   update.run();
   AUTOTUNE_CHECK(connection_.changes() == 1, "update_run: no run " + std::to_string(run.id));
+}
+
+bool SqliteStore::freeze_interrupted(int64_t id, const std::string& reason) {
+  mutex_.lock();  // never released: the process exits holding it
+  Statement update(connection_,
+                   "UPDATE runs SET updated = ?, status = 'interrupted', stop_reason = ? "
+                   "WHERE id = ? AND status = 'running'");
+  update.bind(1, utc_now()).bind(2, reason).bind(3, id);
+  update.run();
+  return connection_.changes() == 1;
+}
+
+std::optional<LeaseHolder> SqliteStore::acquire_lease(int64_t id, double stale_after_s) {
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(connection_);  // BEGIN IMMEDIATE: one acquirer at a time
+  const std::string host = this_host();
+  const int64_t pid = ::getpid();
+  const double now = unix_now();
+  Statement select(connection_, "SELECT host, pid, heartbeat FROM run_leases WHERE run = ?");
+  select.bind(1, id);
+  if (select.step()) {
+    LeaseHolder holder{select.text(0), select.int64(1), now - select.real(2)};
+    const bool mine = holder.host == host && holder.pid == pid;
+    const bool dead =
+        holder.heartbeat_age_s > stale_after_s || (holder.host == host && !process_exists(holder.pid));
+    if (!mine && !dead) return holder;
+  }
+  Statement upsert(connection_,
+                   "INSERT INTO run_leases (run, host, pid, acquired, heartbeat) VALUES (?, ?, ?, ?, ?) "
+                   "ON CONFLICT(run) DO UPDATE SET host = excluded.host, pid = excluded.pid, "
+                   "acquired = excluded.acquired, heartbeat = excluded.heartbeat");
+  upsert.bind(1, id).bind(2, host).bind(3, pid).bind(4, utc_now()).bind(5, now);
+  upsert.run();
+  transaction.commit();
+  return std::nullopt;
+}
+
+void SqliteStore::renew_lease(int64_t id) {
+  std::lock_guard lock(mutex_);
+  Statement update(connection_, "UPDATE run_leases SET heartbeat = ? WHERE run = ? AND host = ? AND pid = ?");
+  update.bind(1, unix_now()).bind(2, id).bind(3, this_host()).bind(4, static_cast<int64_t>(::getpid()));
+  update.run();
+}
+
+void SqliteStore::release_lease(int64_t id) {
+  std::lock_guard lock(mutex_);
+  Statement remove(connection_, "DELETE FROM run_leases WHERE run = ? AND host = ? AND pid = ?");
+  remove.bind(1, id).bind(2, this_host()).bind(3, static_cast<int64_t>(::getpid()));
+  remove.run();
 }
 
 std::optional<Run> SqliteStore::run(int64_t id) {

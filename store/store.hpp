@@ -58,6 +58,21 @@ class Store {
   // with that id except `created`, and stamps `updated` with now.
   virtual int64_t create_run(const Run& run) = 0;
   virtual void update_run(const Run& run) = 0;
+  // For a process about to exit on an interruption: records run `id` as
+  // interrupted with `reason` (when it is still running), then holds the
+  // store so that no later write from this process (a failure the
+  // interruption itself caused) reaches the database: every other call
+  // blocks from then on. Returns whether the run was marked.
+  virtual bool freeze_interrupted(int64_t id, const std::string& reason) = 0;
+
+  // Leases: one process at a time runs (or resumes) a run. acquire_lease
+  // takes run `id` for this process (host and pid) unless a live holder has
+  // it, and returns that holder then. A holder is dead when its heartbeat is
+  // older than `stale_after_s`, or when it is on this host and its process is
+  // gone. The holder renews every few seconds and releases when done.
+  virtual std::optional<LeaseHolder> acquire_lease(int64_t id, double stale_after_s) = 0;
+  virtual void renew_lease(int64_t id) = 0;
+  virtual void release_lease(int64_t id) = 0;
   virtual std::optional<Run> run(int64_t id) = 0;
   virtual std::vector<Run> runs() = 0;  // oldest first
 

@@ -1,0 +1,49 @@
+#include "orchestrator/run_lease.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace autotune::orchestrator {
+
+RunLease::RunLease(store::Store& store, int64_t id) : store_(store), id_(id) {
+  if (const auto holder = store_.acquire_lease(id_, kLeaseStaleAfterS)) {
+    char age[32];
+    std::snprintf(age, sizeof age, "%.0f", holder->heartbeat_age_s);
+    throw UserError("run " + std::to_string(id_) + " is being run by another autotune process (pid " +
+                    std::to_string(holder->pid) + " on " + holder->host + ", last heartbeat " + age +
+                    " s ago); wait for it to end or stop it (a holder silent for " +
+                    std::to_string(static_cast<int>(kLeaseStaleAfterS)) + " s is taken over)");
+  }
+  heartbeat_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::duration<double>(kLeaseHeartbeatS),
+                           [this] { return stopping_; })) {
+      lock.unlock();
+      try {
+        store_.renew_lease(id_);
+      } catch (const std::exception& e) {
+        log::warn("run " + std::to_string(id_) + ": the lease's heartbeat failed: " + e.what());
+      }
+      lock.lock();
+    }
+  });
+}
+
+RunLease::~RunLease() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_.join();
+  try {
+    store_.release_lease(id_);
+  } catch (const std::exception& e) {
+    log::warn("run " + std::to_string(id_) + ": the lease could not be released: " + e.what());
+  }
+}
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,39 @@
+#pragma once
+// One process at a time runs a run: `run --resume N` twice at once would
+// interleave two loops on the same decision sequence. The process that runs
+// (or resumes) a run holds its lease in the store and renews it on a
+// heartbeat; another process is refused with one line naming the holder; a
+// holder that died (its process gone, or silent past kLeaseStaleAfterS) is
+// taken over.
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "store/store.hpp"
+
+namespace autotune::orchestrator {
+
+inline constexpr double kLeaseStaleAfterS = 30;
+inline constexpr double kLeaseHeartbeatS = 5;
+
+class RunLease {
+ public:
+  // Takes the lease of run `id`, or throws a UserError naming its holder.
+  RunLease(store::Store& store, int64_t id);
+  // Stops the heartbeat and releases the lease.
+  ~RunLease();
+  RunLease(const RunLease&) = delete;
+  RunLease& operator=(const RunLease&) = delete;
+
+ private:
+  store::Store& store_;
+  int64_t id_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread heartbeat_;
+};
+
+}  // namespace autotune::orchestrator

@@ -1,0 +1,100 @@
+"""One process at a time runs a run: while a run is going, `run --resume` of it from another process is refused
+in one line naming the holder, before anything is written; once the holder is dead (killed, or silent past the
+stale limit) the run is taken over and completes. Trials never exceed the budget."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+from loop_support import BIN, check, goal_path, query, tempdir, write_goal
+
+# A profile analyzer that hangs on its first request (the run stays busy) until its autotune is gone, then
+# answers normally.
+PLUGIN = """#!/usr/bin/env python3
+import json, os, sys, time
+state = sys.argv[1]
+parent = os.getppid()
+for line in sys.stdin:
+    request = json.loads(line).get("request") or {}
+    if not os.path.exists(state):
+        open(state, "w").close()
+        while os.getppid() == parent:
+            time.sleep(0.1)
+        sys.exit(0)
+    print(json.dumps({"result": request.get("builtin"), "decision": {"action": "no_finding", "rationale": "ok"}}),
+          flush=True)
+"""
+
+
+def main():
+    with tempdir() as tmp:
+        plugin = os.path.join(tmp, "plugin.py")
+        with open(plugin, "w") as f:
+            f.write(PLUGIN)
+        state = os.path.join(tmp, "hung")
+        with open(goal_path("quickstart.yaml")) as f:
+            text = f.read()
+        goal = write_goal(tmp, "goal.yaml", text + f"""
+skills:
+  - {{name: slow, command: [python3, {json.dumps(plugin)}, {json.dumps(state)}], role: profile_analyzer,
+     after: profile_analyzer, timeout_s: 600}}
+""")
+        db = os.path.join(tmp, "lease.db")
+        env = dict(os.environ)
+        env.pop("AUTOTUNE_DB", None)
+        holder = subprocess.Popen([BIN, "run", goal, "--db", db], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env)
+        deadline = time.time() + 120
+        while time.time() < deadline and not os.path.exists(state):
+            check(holder.poll() is None, "the first run ended before its plugin hung")
+            time.sleep(0.05)
+        run_id = query(db, "SELECT id FROM runs")[0][0]
+        decisions_before = query(db, "SELECT COUNT(*) FROM decisions")[0][0]
+
+        def resume():
+            return subprocess.run([BIN, "run", goal, "--db", db, "--resume", str(run_id)], capture_output=True,
+                                  text=True, timeout=300, env=env)
+
+        proc = resume()
+        lines = proc.stderr.strip().splitlines()
+        check(proc.returncode == 2 and len(lines) == 1, f"second process: exit {proc.returncode}, {proc.stderr!r}")
+        check(f"run {run_id} is being run by another autotune process (pid {holder.pid}" in lines[0],
+              f"the refusal does not name the holder: {lines[0]}")
+        check(query(db, "SELECT COUNT(*) FROM decisions")[0][0] == decisions_before, "a refused resume wrote")
+        # Another host's lease with a fresh heartbeat is honoured too; a silent one is taken over.
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        con = sqlite3.connect(db)
+        con.execute("UPDATE run_leases SET host = 'elsewhere', pid = 1, heartbeat = ? WHERE run = ?",
+                    (time.time(), run_id))
+        con.commit()
+        proc = resume()
+        check(proc.returncode == 2 and "pid 1 on elsewhere" in proc.stderr, f"fresh foreign lease: {proc.stderr!r}")
+        con.execute("UPDATE run_leases SET heartbeat = ? WHERE run = ?", (time.time() - 120, run_id))
+        con.commit()
+        con.close()
+        proc = resume()
+        check(proc.returncode == 0, f"taking over a silent lease: exit {proc.returncode}: {proc.stderr[-800:]}")
+        status = query(db, "SELECT status FROM runs WHERE id = ?", (run_id,))[0][0]
+        check(status == "completed", f"run status {status}")
+        check(not query(db, "SELECT * FROM run_leases"), "the lease was not released")
+        trials = query(db, "SELECT COUNT(*) FROM trials WHERE run = ?", (run_id,))[0][0]
+        check(trials <= 24, f"{trials} trials for a budget of 24")
+        # The holder killed with SIGKILL on this host: its lease is taken over at once (its process is gone).
+        os.remove(state)
+        holder = subprocess.Popen([BIN, "run", goal, "--db", db], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env)
+        while time.time() < deadline + 120 and not os.path.exists(state):
+            time.sleep(0.05)
+        run_id = query(db, "SELECT max(id) FROM runs")[0][0]
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        proc = resume()
+        check(proc.returncode == 0, f"taking over a dead holder's lease: exit {proc.returncode}: {proc.stderr[-800:]}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
