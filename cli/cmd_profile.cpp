@@ -224,7 +224,7 @@ const CommandRegistration registration{
       app.add_option("--trace", o->trace, "Write a Chrome/Perfetto trace JSON here");
       app.add_flag("--json", o->json, "Print one JSON object on stdout");
       app.add_flag("--no-verify", o->no_verify, "Skip the output check on the verification shape");
-      app.add_option("--seed", o->seed, "Seed of the verification inputs (default 0)");
+      app.add_option("--seed", o->seed, "Seed of the verification inputs (default 0)")->check(check_uint64);
       return [o] { return run_profile(*o); };
     }};
 

@@ -143,7 +143,8 @@ const CommandRegistration registration(
       auto options = std::make_shared<Options>();
       app.add_option("goal", options->goal, "Goal file (YAML)")->required();
       app.add_option("--jobs,-j", options->jobs, "Parallel workers (default: the goal's `parallel`)");
-      app.add_option("--seed", options->seed, "Run seed (default: the goal's `seed`, else 0)");
+      app.add_option("--seed", options->seed, "Run seed (default: the goal's `seed`, else 0)")
+          ->check(check_uint64);
       app.add_option("--db", options->db, "Database (default: $AUTOTUNE_DB, else ./autotune.db)");
       app.add_option("--resume", options->resume, "Continue an interrupted run with this id");
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");

@@ -1,7 +1,7 @@
 // autotune search-bench: run a search strategy against recorded, brute-forced
 // tuning spaces (Kernel Tuner cachefiles) and write or score the traces.
 //
-//   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto --repeats R
+//   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto [--repeats R]
 //                         [--seed S] [--batch K] [--options JSON] [--json OUT]
 //   autotune search-bench CACHEFILE... --score TRACES.json
 //
@@ -28,7 +28,7 @@ struct SearchBenchArguments {
   std::vector<std::string> cachefiles;
   std::string strategy;
   std::string budget;
-  int repeats = 0;
+  int repeats = 10;  // seeds per file: enough for a median, quick on recorded spaces
   std::uint64_t seed = 1;
   std::size_t batch = 1;
   std::string options = "{}";
@@ -187,8 +187,8 @@ const CommandRegistration registration(
       app.add_option("--strategy", args->strategy, "Strategy name (grid, random, bayes, annealing, ...)");
       app.add_option("--budget", args->budget,
                      "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
-      app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...)");
-      app.add_option("--seed", args->seed, "First seed (default 1)");
+      app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...; default 10)");
+      app.add_option("--seed", args->seed, "First seed (default 1)")->check(check_uint64);
       app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
       app.add_option("--options", args->options, "Strategy options as a JSON object");
       app.add_option("--json", args->json_out, "Write the traces to this file instead of printing scores");

@@ -28,6 +28,10 @@ std::vector<Command>& registered_commands();
 std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
                              const std::string& message);
 
+// A CLI11 check for an unsigned 64-bit option (a seed): digits only, at most
+// 2^64 - 1. CLI11 alone saturates larger values silently.
+std::string check_uint64(const std::string& text);
+
 struct CommandRegistration {
   CommandRegistration(std::string name, std::string description, CommandSetup setup) {
     registered_commands().push_back({std::move(name), std::move(description), std::move(setup)});

@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +38,17 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+std::string check_uint64(const std::string& text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
+    return "'" + text + "' is not a non-negative integer";
+  if (error == std::errc::result_out_of_range)
+    return text + " is out of range; accepted: 0 to " +
+           std::to_string(std::numeric_limits<std::uint64_t>::max());
+  return "";
+}
 
 std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
                              const std::string& message) {

@@ -26,6 +26,7 @@ std::string where(const ConfigReader& reader, const YAML::Node& node, const std:
 search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
   if (!node.IsScalar()) reader.fail(key, "expected a number or a string", &node);
   const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted in the file ("1"): a string, as the writer asked
   try {
     std::size_t used = 0;
     const long long integer = std::stoll(text, &used);
@@ -46,7 +47,9 @@ search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& no
 std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::string& key) {
   const YAML::Node node = space.raw(key);
   std::vector<search::ParamValue> values;
-  const std::string accepted = "a list of values, one value, {range: [lo, hi], step: s} or {pow2: [lo, hi]}";
+  const std::string accepted =
+      "a list of values, one value, {range: [lo, hi], step: s}, {pow2: [lo, hi]} or {categorical: [a, b, "
+      "...]}";
   if (node.IsSequence()) {
     if (node.size() == 0) space.fail(key, "empty list of values", &node);
     for (const auto& item : node) values.push_back(scalar_value(space, item, key));
@@ -74,10 +77,18 @@ std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::stri
       } catch (const UserError& e) {
         space.fail(key, e.what(), &node);
       }
+    } else if (domain.has("categorical")) {
+      const YAML::Node names = domain.raw("categorical");
+      if (!names.IsSequence() || names.size() == 0)
+        space.fail(key, "categorical must be a non-empty list of names", &node);
+      for (const auto& name : names) {
+        if (!name.IsScalar()) space.fail(key, "categorical must be a list of names", &name);
+        values.push_back(name.Scalar());  // names, even where they look like numbers
+      }
     } else {
       space.fail(key, "expected " + accepted, &node);
     }
-    domain.finish({"range", "step", "pow2"});
+    domain.finish({"range", "step", "pow2", "categorical"});
   } else {
     space.fail(key, "expected " + accepted, &node);
   }

@@ -298,12 +298,17 @@ skills::VariantCatalog command_catalog(Goal& goal) {
   for (const auto& [name, values] : goal.space) {
     const bool all_text = std::all_of(values.begin(), values.end(),
                                       [](const auto& v) { return std::holds_alternative<std::string>(v); });
-    if (all_text) {
-      std::vector<std::string> names;
-      for (const auto& v : values) names.push_back(std::get<std::string>(v));
-      variant.parameters.push_back(search::ParameterSpec::categorical(name, names));
-    } else {
-      variant.parameters.push_back(search::ParameterSpec::ordered(name, values));
+    try {
+      if (all_text) {
+        std::vector<std::string> names;
+        for (const auto& v : values) names.push_back(std::get<std::string>(v));
+        variant.parameters.push_back(search::ParameterSpec::categorical(name, names));
+      } else {
+        variant.parameters.push_back(search::ParameterSpec::ordered(name, values));
+      }
+    } catch (const UserError& e) {
+      throw UserError(locate(goal, {"search", "space", name}) + e.what() +
+                      " (quote every name, or write {categorical: [...]})");
     }
     variant.roles[name] = "";
   }

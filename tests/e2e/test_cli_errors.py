@@ -1,5 +1,6 @@
 """Command-line misuse is one line prefixed `autotune: error:` with exit status 2; a mistyped command
 names the nearest one; --help and --version still exit 0."""
+import json
 import os
 import subprocess
 
@@ -69,6 +70,34 @@ search:
         one_error_line(run("sweep", goal, "--db", db), "64000000000 configurations", "--limit N")
         one_error_line(run("sweep", goal, "--limit", "2000000", "--db", db), "--limit 2000000", "at most 1000000")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused sweep must not start")
+    # Seeds are unsigned 64-bit: a larger or negative one is refused, not saturated.
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "seed.db")
+        one_error_line(run("run", quickstart, "--seed", "18446744073709551616", "--db", db), "--seed", "out of range")
+        one_error_line(run("run", quickstart, "--seed", "-1", "--db", db), "--seed", "not a non-negative integer")
+    # search-bench runs without --repeats (10 seeds by default).
+    proc = run("search-bench", os.path.join(SOURCE, "..", "shared", "data", "tuning", "convolution", "RTX_3090.json"),
+               "--strategy", "random", "--budget", "5")
+    check(proc.returncode == 0, f"search-bench without --repeats: {proc.returncode} {proc.stderr[-300:]}")
+    # Names that look like numbers: quoted, or declared categorical, they stay names.
+    with tempdir() as tmp:
+        bench = os.path.join(tmp, "bench.py")
+        with open(bench, "w") as f:
+            f.write('import json, sys\nprint(json.dumps({"latency_s": 1.0 if sys.argv[1] == "fast" else 2.0}))\n')
+        for domain in ('["1", "fast"]', '{categorical: [1, fast]}'):
+            goal = write_goal(tmp, "names.yaml", f"""name: names
+kernel: {{family: mykernel}}
+target: {{kind: command, argv: [python3, {bench}, "{{a}}"]}}
+max_iterations: 1
+search:
+  space: {{a: {domain}}}
+""")
+            db = os.path.join(tmp, "names.db")
+            proc = run("run", goal, "--db", db)
+            check(proc.returncode == 0, f"{domain}: exit {proc.returncode}: {proc.stderr[-500:]}")
+            values = {json.loads(p)["a"] for (p,) in query(db, "SELECT params FROM trials")}
+            check(values <= {"1", "fast"} and values, f"{domain}: values {values}")
+            os.remove(db)
     for args in (["--help"], ["run", "--help"], ["--version"]):
         proc = run(*args)
         check(proc.returncode == 0 and proc.stdout, f"{args}: exit {proc.returncode}")

@@ -20,6 +20,7 @@ CASES = {
     "huge_range.yaml": (":4: search.space.tile_size:", "at most 1000000 are accepted"),
     "huge_command_range.yaml": (":5: search.space.a:", "at most 1000000 are accepted"),
     "huge_command_space.yaml": (":5: search.constraints:", "visits more than 50000000 combinations"),
+    "mixed_list_command.yaml": (":5: search.space.a:", "quote every name, or write {categorical: [...]}"),
     # A repeated key is refused with both of its lines (yaml-cpp alone keeps the first).
     "duplicate_key.yaml": (":5: max_iterations:", "appears twice (first at line 3)"),
     "duplicate_kernel.yaml": (":4: kernel:", "appears twice (first at line 2)"),
