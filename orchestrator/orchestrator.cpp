@@ -250,7 +250,8 @@ RunSummary Orchestrator::run() {
       if (measured.fresh && !configuration.empty()) observations[trial.variant].push_back(observation);
       if (value) {
         measured_variants.insert(trial.variant);
-        if (!best_trial || *value < best_value) {
+        // Ties go to the lower trial id, as in `autotune trials --top`.
+        if (!best_trial || *value < best_value || (*value == best_value && trial.id < best_trial->id)) {
           best_trial = trial;
           best_value = *value;
         }

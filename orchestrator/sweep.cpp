@@ -159,8 +159,11 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   for (const auto& trial : result.trials)
     if (store::is_measured(trial.status) && objective_value(goal.objective, trial.metrics))
       ranked.push_back(trial);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
-    return *objective_value(goal.objective, a.metrics) < *objective_value(goal.objective, b.metrics);
+  // Ties go to the lower trial id, as in `autotune trials --top`.
+  std::sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
+    const double va = *objective_value(goal.objective, a.metrics),
+                 vb = *objective_value(goal.objective, b.metrics);
+    return va < vb || (va == vb && a.id < b.id);
   });
   if (int(ranked.size()) > top_k) ranked.resize(std::size_t(top_k));
   result.top = ranked;

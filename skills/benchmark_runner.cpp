@@ -89,14 +89,22 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     return trial;
   };
 
-  auto flush = [&] {
-    if (pending.empty()) return;
+  // Trials are committed in proposal order, so that their ids do not depend
+  // on which worker finished first: a flush commits the finished trials
+  // proposed before every one still running (`first_running`), and keeps the
+  // others pending.
+  auto flush = [&](std::size_t first_running) {
+    std::sort(pending.begin(), pending.end());
+    const auto ready_end = std::lower_bound(pending.begin(), pending.end(), first_running);
+    if (ready_end == pending.begin()) return;
+    const std::vector<std::size_t> ready(pending.begin(), ready_end);
+    pending.erase(pending.begin(), ready_end);
     const auto start = Clock::now();
     std::vector<store::Trial> batch;
-    for (std::size_t i : pending) batch.push_back(results[i]->trial);
+    for (std::size_t i : ready) batch.push_back(results[i]->trial);
     store_.commit_trials(batch);
-    for (std::size_t k = 0; k < pending.size(); ++k) {
-      auto& result = *results[pending[k]];
+    for (std::size_t k = 0; k < ready.size(); ++k) {
+      auto& result = *results[ready[k]];
       result.trial = batch[k];
       if (!result.profile.is_null()) {
         store_.save_profile({result.trial.id, result.profile, std::nullopt, ""});
@@ -106,7 +114,6 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     }
     counters_.commits += 1;
     counters_.commit_seconds += seconds_since(start);
-    pending.clear();
     last_flush = Clock::now();
   };
 
@@ -231,9 +238,9 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     }
     if (int(pending.size()) >= options_.commit_every ||
         seconds_since(last_flush) >= options_.commit_interval_s)
-      flush();
+      flush(open.empty() ? n : *open.begin());
   }
-  flush();
+  flush(n);
   {
     std::lock_guard lock(shared->mutex);
     counters_.target_seconds += shared->target_seconds;

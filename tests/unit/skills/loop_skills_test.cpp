@@ -247,6 +247,33 @@ TEST_CASE("runner: results in request order, committed, re-used within the run a
   CHECK(target.calls == 9);
 }
 
+TEST_CASE("runner: trial ids follow the proposal order, whichever worker finishes first") {
+  // The first candidate is the slowest to measure; with four workers the
+  // others finish first, yet every id follows the order of the requests.
+  class SlowFirst : public FakeTarget {
+   public:
+    Measurement measure(const Candidate& c, const MeasureOptions& o) override {
+      if (c.params.value("a", 0) == 16) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return FakeTarget::measure(c, o);
+    }
+  } target;
+  auto store = store::open_store(":memory:");
+  const int64_t run = new_run(*store);
+  RunnerOptions options;
+  options.jobs = 4;
+  options.commit_every = 1;
+  BenchmarkRunner runner(target, *store, run, options);
+  std::vector<TrialRequest> requests;
+  for (int a : {16, 32, 64, 128})
+    requests.push_back({{"fast", {{"a", a}, {"b", 1}, {"c", 1}}}, 1, std::nullopt});
+  const auto batch = runner.measure(requests);
+  for (std::size_t i = 1; i < batch.result.size(); ++i)
+    CHECK(batch.result[i].trial.id == batch.result[i - 1].trial.id + 1);
+  const auto trials = store->trials(run);
+  REQUIRE(trials.size() == 4);
+  for (std::size_t i = 0; i < trials.size(); ++i) CHECK(trials[i].params == requests[i].candidate.params);
+}
+
 TEST_CASE("runner: a candidate past its timeout is a timeout trial and the batch goes on") {
   auto store = store::open_store(":memory:");
   FakeTarget target;
