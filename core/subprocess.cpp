@@ -407,6 +407,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (stdin_text.empty()) child.in.reset();
 
   auto keep_stdout = [&](const char* data, std::size_t size) {
+    if (options.keep_stdout_tail) {
+      result.stdout_truncated =
+          result.stdout_truncated || result.stdout_text.size() + size > options.max_stdout_bytes;
+      append_tail(result.stdout_text, data, size, options.max_stdout_bytes);
+      return;
+    }
     const std::size_t room =
         options.max_stdout_bytes - std::min(options.max_stdout_bytes, result.stdout_text.size());
     result.stdout_text.append(data, std::min(room, size));
@@ -480,6 +486,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   result.stdout_text = valid_utf8(result.stdout_text);
   finish_tail(result.stderr_tail, options.stderr_tail_bytes);
+  if (options.keep_stdout_tail && result.stdout_text.size() > options.max_stdout_bytes)
+    result.stdout_text.erase(0, result.stdout_text.size() - options.max_stdout_bytes);
   if (timed_out) {
     result.outcome = ProcessResult::Outcome::timed_out;
     result.error = "timed out after " + format_seconds(options.timeout);

@@ -33,6 +33,7 @@ struct ProcessOptions {
   std::map<std::string, std::string> extra_env;  // added to (or overriding) this process's environment
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::size_t max_stdout_bytes = 16u << 20;   // stdout beyond this is read and dropped
+  bool keep_stdout_tail = false;              // drop the start instead: the last bytes are the result
   std::size_t stderr_tail_bytes = 4096;       // only the last bytes of stderr are kept
   std::chrono::milliseconds kill_grace{200};  // between SIGTERM and SIGKILL
 };

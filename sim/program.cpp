@@ -1,5 +1,6 @@
 #include "sim/program.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -189,6 +190,13 @@ void Program::release_buffer(BufferId id) {
 }
 
 InstructionId Program::append(const Instruction& instruction) {
+  if (instructions_.size() >= instruction_limit_) {
+    throw ProgramTooLarge(
+        "the program exceeds " + std::to_string(instruction_limit_) +
+        " instructions (simulating it would take more than about " +
+        std::to_string(std::max<std::size_t>(1, instruction_limit_ * kBytesPerInstruction >> 30)) +
+        " GB); use larger tiles or a smaller shape");
+  }
   instructions_.push_back(instruction);
   return static_cast<InstructionId>(instructions_.size() - 1);
 }

@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace autotune::sim {
 
 enum class Dtype : std::uint8_t { fp32, bf16, fp16, int32 };
@@ -166,12 +168,29 @@ struct Instruction {
   std::uint32_t location = 0;  // index into Program::locations()
 };
 
+// Instructions a program may hold. Tracing, scheduling and profiling cost
+// about kBytesPerInstruction each (measured: 25M instructions took 9.8 GB),
+// so this bounds one simulation to about 6 GB.
+inline constexpr std::size_t kMaxInstructions = 16'000'000;
+inline constexpr std::size_t kBytesPerInstruction = 390;
+
+// Thrown while tracing a program beyond kMaxInstructions: the configuration
+// is invalid at this shape (smaller tiles than the shape can afford).
+class ProgramTooLarge : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 class Program {
  public:
   BufferId add_buffer(Buffer buffer);
   // Ends the lifetime of an on-chip buffer at the current end of the program.
   void release_buffer(BufferId id);
+  // Appends; past the instruction limit (kMaxInstructions unless set)
+  // throws ProgramTooLarge, before the trace (and later its schedule)
+  // outgrows the machine's memory.
   InstructionId append(const Instruction& instruction);
+  void set_instruction_limit(std::size_t limit) { instruction_limit_ = limit; }
   std::uint32_t intern_location(const std::source_location& where);
 
   const std::vector<Buffer>& buffers() const { return buffers_; }
@@ -204,6 +223,7 @@ class Program {
  private:
   std::uint64_t hash(bool with_layout) const;
 
+  std::size_t instruction_limit_ = kMaxInstructions;
   std::vector<Buffer> buffers_;
   std::vector<Instruction> instructions_;
   std::vector<SourceLocation> locations_;

@@ -158,6 +158,9 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
 
   ProcessOptions options;
   options.workdir = config_.workdir;
+  // The metrics are the last JSON line: a program that floods its stdout
+  // keeps its last 16 MiB, not its first.
+  options.keep_stdout_tail = true;
   options.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(config_.timeout_s * 1000.0)));
   options.extra_env["AUTOTUNE_PARAMS"] =
       params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -184,7 +187,7 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
       std::string reason = which + "printed no JSON object on stdout";
       const std::string tail = last_line(run.stdout_text);
       reason += tail.empty() ? " (stdout is empty)" : " (last line: '" + tail + "')";
-      if (run.stdout_truncated) reason += " (stdout was cut at its size limit)";
+      if (run.stdout_truncated) reason += " (only the last 16 MiB of stdout were kept)";
       const std::string err = one_line_tail(run.stderr_tail, 400);
       if (!err.empty()) reason += "; stderr: " + err;
       return finish(MeasurementStatus::failed, reason);
@@ -209,8 +212,9 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
                                                    "' is " + objective.dump() + ", not a finite number");
     }
     if (objective.get<double>() <= 0) {  // a time, a rate or a utilisation: zero or less is no measurement
-      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective + "' is " +
-                                                   objective.dump() + "; a measurement must be positive");
+      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective +
+                                                   "' is " + objective.dump() +
+                                                   "; a measurement must be positive");
     }
     for (const auto& name : config_.metrics) {
       if (!output->contains(name)) {

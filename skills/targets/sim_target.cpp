@@ -171,6 +171,11 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     options.traced = traced;
     evaluation = kernels::evaluate(*impl_->family, candidate.variant, config_.shape, impl_->dtype, params,
                                    impl_->target, options);
+  } catch (const sim::ProgramTooLarge& e) {
+    m.status = store::TrialStatus::invalid;  // a property of the configuration at this shape
+    m.error = std::string("program_too_large: ") + e.what();
+    if (publish) publish->set_value(m);
+    return m;
   } catch (const std::exception& e) {
     m.status = store::TrialStatus::failed;
     m.error = e.what();

@@ -111,6 +111,20 @@ TEST_CASE("run_process bounds stdout and keeps only the tail of stderr") {
   CHECK(result.stderr_tail.ends_with("line 19999\n"));
 }
 
+TEST_CASE("run_process can keep the tail of a flood of stdout, bounded") {
+  ProcessOptions options;
+  options.max_stdout_bytes = 1000;
+  options.keep_stdout_tail = true;
+  auto result = run_process(python("import sys\n"
+                                   "for i in range(200): sys.stdout.write('x' * 10000 + '\\n')\n"
+                                   "print('{\"latency_s\": 1}')\n"),
+                            options);
+  REQUIRE(result.ok());
+  CHECK(result.stdout_truncated);
+  CHECK(result.stdout_text.size() == 1000);
+  CHECK(result.stdout_text.ends_with("{\"latency_s\": 1}\n"));
+}
+
 TEST_CASE("run_process reports a crash by its signal name") {
   auto segfault = run_process(python("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"));
   CHECK(segfault.outcome == ProcessResult::Outcome::signaled);

@@ -186,3 +186,13 @@ TEST_CASE("dependency signatures tell layouts that change the schedule from thos
   CHECK(simulate(apart, trn1, timing).cycles == simulate(larger, trn1, timing).cycles);
   CHECK(simulate(apart, trn1, timing).cycles < simulate(overlapping, trn1, timing).cycles);
 }
+
+TEST_CASE("a program past its instruction limit is refused while it is traced") {
+  ProgramBuilder b;
+  b.program.set_instruction_limit(3);
+  const auto x = b.input("x", 128, 64);
+  const auto t = b.sbuf("t", 128, 64);
+  for (int i = 0; i < 3; ++i) b.dma(b.all(t), b.all(x));
+  CHECK_THROWS_AS(b.dma(b.all(t), b.all(x)), ProgramTooLarge);
+  CHECK(b.program.size() == 3);
+}
