@@ -108,6 +108,21 @@ TEST_CASE("independent instructions on different engines run in parallel") {
   CHECK(r.summary["engine_overlap_percent"].get<double>() > 0.0);
 }
 
+TEST_CASE("one engine runs one instruction at a time, in program order, even when they are independent") {
+  ProgramBuilder b;
+  auto a = b.sbuf("a", 128, 512);
+  auto c = b.sbuf("c", 128, 512, Dtype::fp32, 2048);
+  auto d = b.sbuf("d", 128, 512, Dtype::fp32, 4096);
+  auto first = b.memset(b.all(a), 1.0f, Engine::vector);
+  auto second = b.memset(b.all(c), 2.0f, Engine::vector);
+  auto third = b.memset(b.all(d), 3.0f, Engine::vector);
+  const auto r = timing(b.program, trn2());
+  CHECK(entry(r, first).end_s > entry(r, first).start_s);
+  CHECK(entry(r, second).start_s >= entry(r, first).end_s);
+  CHECK(entry(r, third).start_s >= entry(r, second).end_s);
+  CHECK(r.summary["engine_overlap_percent"].get<double>() == 0.0);
+}
+
 TEST_CASE("a DMA costs the fixed cost plus bytes at the efficiency of its chunk size") {
   const TargetSpec& t = trn1();
   auto one_load = [&](int cols) {
