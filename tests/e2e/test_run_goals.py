@@ -1,6 +1,7 @@
 """autotune run on the example goals: exit codes, JSON summary, database contents."""
 import json
 import os
+import re
 
 from loop_support import check, fail, goal_path, query, run, run_json, tempdir, write_goal
 
@@ -140,6 +141,23 @@ def main():
         else:
             print(f"exp-profiler: 2x over naive is unreachable on this model (best possible {base / optimum:.2f}x)")
             check(best <= optimum * 1.05, "the loop ended more than 5% from the sweep's optimum")
+
+        # Something the search must earn: from a slow tiled start (tile 64, no pipelining), reach within 5% of
+        # the sweep's optimum; the start alone is far from it.
+        with open(goal_path("exp-profiler.yaml")) as f:
+            text = f.read()
+        slow = text.replace("name: exp-profiler", "name: exp-from-slow").replace(
+            "  variant: naive", "  variant: tiled\n  params: {tile_size: 64, pipeline_depth: 1, unroll_factor: 1}")
+        slow = re.sub(r"(?m)^  improvement: .*$", "  improvement: 0.65", slow)
+        check("exp-from-slow" in slow and "tile_size: 64" in slow and "improvement: 0.65" in slow,
+              "exp-profiler.yaml changed shape")
+        earned = run_json(["run", write_goal(tmp, "exp_slow.yaml", slow), "--jobs", "2"], db)
+        start, reached = earned["baseline"]["metrics"]["latency_s"], earned["best"]["metrics"]["latency_s"]
+        print(f"exp from a slow start: {start:.3e} s -> {reached:.3e} s in {earned['evaluations']} evaluations "
+              f"(sweep optimum {optimum:.3e} s)")
+        check(start >= 2 * optimum, f"the slow start is not slow: {start:.3e} s against the optimum {optimum:.3e} s")
+        check(reached <= 1.05 * optimum and earned["goal_met"],
+              f"from the slow start the loop ended at {reached:.3e} s, more than 5% from the optimum {optimum:.3e} s")
 
         # Running the same goal again re-uses every measurement and reaches the same best.
         again = run_json(["run", goal_path("exp-profiler.yaml"), "--jobs", "2"], db)
