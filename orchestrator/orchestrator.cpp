@@ -151,7 +151,7 @@ RunSummary Orchestrator::run() {
     auto existing = store.run(*options.resume);
     if (!existing)
       throw UserError("--resume " + std::to_string(*options.resume) + ": no such run in " + store.location());
-    if (existing->goal_yaml != goal_yaml)
+    if (existing->goal_yaml != store::redact_url_credentials(goal_yaml))  // stored redacted
       throw UserError("--resume " + std::to_string(*options.resume) +
                       ": the run was started from a different goal (" + existing->goal_name +
                       "); resume it with the same goal file");

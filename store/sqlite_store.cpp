@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <regex>
 #include <thread>
 
 #include "core/error.hpp"
@@ -138,6 +139,7 @@ bool is_credential_key(std::string key) {
 }
 
 Json redact_credentials(const Json& value) {
+  if (value.is_string()) return redact_url_credentials(value.get<std::string>());
   if (value.is_object()) {
     Json out = Json::object();
     for (const auto& [key, item] : value.items()) {
@@ -171,6 +173,15 @@ bool process_exists(int64_t pid) {
 }
 
 }  // namespace
+
+std::string redact_url_credentials(const std::string& text) {
+  static const std::regex user_info(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'"]+@)");
+  static const std::regex query_secret(
+      R"(([?&](?:[A-Za-z0-9_-]*(?:key|token|secret|password|passwd|auth)[A-Za-z0-9_-]*)=)[^&#\s'"]+)",
+      std::regex::icase);
+  return std::regex_replace(std::regex_replace(text, user_info, "$1<redacted>@"), query_secret,
+                            "$1<redacted>");
+}
 
 SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
     : connection_(path, mode == OpenMode::create) {
@@ -220,7 +231,7 @@ int64_t SqliteStore::create_run(const Run& run) {
   insert.bind(1, created)
       .bind(2, run.updated.empty() ? created : run.updated)
       .bind(3, run.goal_name)
-      .bind(4, run.goal_yaml)
+      .bind(4, redact_url_credentials(run.goal_yaml))
       .bind(5, run.kernel)
       .bind(6, run.target)
       .bind(7, static_cast<int64_t>(run.seed))
@@ -244,7 +255,7 @@ void SqliteStore::update_run(const Run& run) {
       "best_trial = ?, summary = ? WHERE id = ?");
   update.bind(1, utc_now())
       .bind(2, run.goal_name)
-      .bind(3, run.goal_yaml)
+      .bind(3, redact_url_credentials(run.goal_yaml))
       .bind(4, run.kernel)
       .bind(5, run.target)
       .bind(6, static_cast<int64_t>(run.seed))

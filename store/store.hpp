@@ -46,6 +46,12 @@ struct TrialCounts {
   int64_t cache_hits = 0;  // cache_hit set, any status
 };
 
+// Credentials written into URLs, replaced by "<redacted>": the
+// user-information part (scheme://user:secret@host) and query parameters
+// whose names mark a secret (?api_key=..., &token=...). Goal texts and LLM
+// requests pass through it before they are stored.
+std::string redact_url_credentials(const std::string& text);
+
 class Store {
  public:
   virtual ~Store() = default;

@@ -377,6 +377,32 @@ TEST_CASE_TEMPLATE("contract: LLM calls are logged, cached by prompt hash, and n
   CHECK_FALSE(store.cached_llm_response("h2"));
 }
 
+TEST_CASE_TEMPLATE("contract: credentials in URLs never reach the database, in goal texts or LLM requests",
+                   Fixture, STORE_FIXTURES) {
+  Fixture fixture;
+  Store& store = *fixture.store;
+  Run run = sample_run();
+  run.goal_yaml =
+      "llm: {endpoint: 'https://alice:sk-live-1@llm.example/v1?api_key=sk-live-2&model=m', model: m}\n"
+      "target: {kind: command, argv: [curl, 'http://bob@bench.example/run?token=t0k3n&n=4']}\n";
+  const int64_t id = store.create_run(run);
+  const std::string stored = store.run(id)->goal_yaml;
+  for (const char* secret : {"sk-live-1", "sk-live-2", "alice", "bob@", "t0k3n"})
+    CHECK_MESSAGE(stored.find(secret) == std::string::npos, secret);
+  CHECK(stored.find("https://<redacted>@llm.example/v1?api_key=<redacted>&model=m") != std::string::npos);
+  CHECK(stored.find("token=<redacted>&n=4") != std::string::npos);
+  // Resuming compares the fresh goal text as the store keeps it.
+  CHECK(redact_url_credentials(run.goal_yaml) == stored);
+  run.id = id;
+  store.update_run(run);
+  CHECK(store.run(id)->goal_yaml == stored);
+
+  LlmCall call{.run = id, .prompt_hash = "h", .model = "m"};
+  call.request = {{"endpoint", "https://alice:sk-live-1@llm.example/v1"}, {"model", "m"}};
+  store.append_llm_call(call);
+  CHECK(store.llm_calls(id)[0].request.dump().find("sk-live-1") == std::string::npos);
+}
+
 TEST_CASE_TEMPLATE("contract: concurrent writers from many threads are serialised", Fixture, STORE_FIXTURES) {
   Fixture fixture;
   Store& store = *fixture.store;
