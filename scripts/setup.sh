@@ -40,7 +40,8 @@ fi
 build_dir=${AUTOTUNE_BUILD_DIR:-build}
 if [ ! -f "$build_dir/build.ninja" ]; then
   echo "setup: configuring $build_dir/" >&2
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # shellcheck disable=SC2086  # AUTOTUNE_CMAKE_ARGS: extra -D options, word-split on purpose
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${AUTOTUNE_CMAKE_ARGS:-} >/dev/null
 fi
 targets=(--target autotune)
 what="autotune"

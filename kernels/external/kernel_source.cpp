@@ -273,6 +273,12 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   std::vector<std::string> flags = {"-std=c++20", "-O2",   "-fPIC",
                                     "-shared",    "-Wall", "-Wno-unused-parameter"};
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  // A sanitized autotune loads kernels built with the same sanitizers.
+  for (std::istringstream sanitize{std::string(AUTOTUNE_KERNEL_SANITIZE_FLAGS)}; !sanitize.eof();) {
+    std::string flag;
+    sanitize >> flag;
+    if (!flag.empty()) flags.push_back(flag);
+  }
   std::string flags_text;
   for (const auto& f : flags) flags_text += f + " ";
   result.source_hash = fnv1a_hex(text + "\n|" + compiler + "|" + flags_text + "|" + api_identity(api));
