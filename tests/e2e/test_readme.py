@@ -1,6 +1,7 @@
-"""The README's first session works as written: every command of its block runs, in order, on a fresh
-database, from a fresh folder holding the build and the configs, and succeeds; then docs/store.md's sqlite3
-examples run on that database."""
+"""The README works as written: every command block after the install one runs, in order, as one shell
+session on a fresh database, from a fresh folder laid out like a checkout (the build, the configs, ../shared),
+and each command succeeds and prints; docs/store.md's sqlite3 examples run on that database; then every
+runnable example of docs/*.md (lines written `build/autotune ...`) does the same."""
 import os
 import re
 import shlex
@@ -10,14 +11,11 @@ import subprocess
 from loop_support import BIN, SOURCE, check, tempdir
 
 
-def session_commands():
-    text = open(os.path.join(SOURCE, "README.md")).read()
-    section = text[text.index("## A first session"):]
-    block = re.search(r"```\n(.*?)```", section, re.S).group(1)
-    commands = []
-    pending = ""
+def commands_of(block):
+    """The commands of a shell block: comments dropped, continued lines joined."""
+    commands, pending = [], ""
     for line in block.splitlines():
-        line = line.split("#", 1)[0].rstrip()  # the comments explain; they are not part of the command
+        line = line.split("  #", 1)[0].rstrip() if not line.lstrip().startswith("#") else ""
         if line.endswith("\\"):  # continued on the next line
             pending += line[:-1] + " "
             continue
@@ -26,6 +24,46 @@ def session_commands():
         if line:
             commands.append(line)
     return commands
+
+
+def plain_blocks(path):
+    """The fenced blocks without a language tag (shell sessions), in order."""
+    blocks, current = [], None
+    for line in open(path).read().splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = [] if line.strip() == "```" else False  # False: a block in another language
+            else:
+                if current is not False:
+                    blocks.append("\n".join(current) + "\n")
+                current = None
+        elif current:
+            current.append(line)
+        elif current == []:
+            current.append(line)
+    return blocks
+
+
+def readme_commands():
+    """Every block of the README but the install one, in order: as one shell session."""
+    blocks = plain_blocks(os.path.join(SOURCE, "README.md"))
+    check(len(blocks) >= 3, f"README: {len(blocks)} command blocks")
+    check("scripts/setup.sh" in blocks[0], "the README's first block is no longer the install one")
+    return [c for block in blocks[1:] for c in commands_of(block)]
+
+
+def docs_commands():
+    """The docs' runnable examples: lines written as `build/autotune ...` (a bare `autotune ...` is a synopsis
+    with placeholders), with the variables their block assigns."""
+    out = []
+    for name in sorted(os.listdir(os.path.join(SOURCE, "docs"))):
+        if not name.endswith(".md"):
+            continue
+        for block in plain_blocks(os.path.join(SOURCE, "docs", name)):
+            for command in commands_of(block):
+                if re.match(r"^[A-Z_]+=\S+$", command) or command.startswith("build/autotune "):
+                    out.append((name, command))
+    return out
 
 
 def check_store_queries(database):
@@ -55,30 +93,44 @@ def check_store_queries(database):
         con.close()
 
 
+def run_session(commands, root, env, where):
+    for command in commands:
+        if re.match(r"^(export )?[A-Z_]+=\S+$", command):  # a variable for what follows
+            name, value = command.split(" ", 1)[-1].split("=", 1)
+            env[name] = value
+            continue
+        words = [os.path.expandvars(w) if "$" in w else w for w in shlex.split(command)]
+        words = [re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
+        proc = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+        check(proc.returncode == 0, f"{where} command failed ({proc.returncode}): {command}\n{proc.stderr[-1500:]}")
+        check(proc.stdout.strip(), f"{where} command printed nothing: {command}")
+        for flag, written in zip(words, words[1:]):
+            if flag == "-o":
+                check(os.path.getsize(os.path.join(root, written)) > 0, f"{command}: {written} is empty")
+
+
 def main():
-    commands = session_commands()
+    commands = readme_commands()
     check(any(c.startswith("build/autotune run") for c in commands), f"no run in the session: {commands}")
+    examples = docs_commands()
+    check(len(examples) >= 4, f"docs: {len(examples)} runnable examples found")
     build_dir = os.path.dirname(os.path.abspath(BIN))
     with tempdir() as tmp:
-        os.symlink(build_dir, os.path.join(tmp, "build"))
-        os.symlink(os.path.join(os.path.abspath(SOURCE), "configs"), os.path.join(tmp, "configs"))
+        # A checkout's layout: the build and the configs in main/, the shared data beside it.
+        root = os.path.join(tmp, "main")
+        os.mkdir(root)
+        os.symlink(build_dir, os.path.join(root, "build"))
+        os.symlink(os.path.join(os.path.abspath(SOURCE), "configs"), os.path.join(root, "configs"))
+        os.symlink(os.path.join(os.path.abspath(SOURCE), "..", "shared"), os.path.join(tmp, "shared"))
         env = dict(os.environ)
         env.pop("AUTOTUNE_DB", None)
-        for command in commands:
-            words = shlex.split(command)
-            if words[0] == "export":
-                name, value = words[1].split("=", 1)
-                env[name] = value
-                continue
-            proc = subprocess.run(words, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
-            check(proc.returncode == 0, f"README command failed ({proc.returncode}): {command}\n{proc.stderr[-1500:]}")
-            check(proc.stdout.strip(), f"README command printed nothing: {command}")
-            for flag, written in zip(words, words[1:]):
-                if flag == "-o":
-                    check(os.path.getsize(os.path.join(tmp, written)) > 0, f"{command}: {written} is empty")
-        database = os.path.join(tmp, env.get("AUTOTUNE_DB", "autotune.db"))
+        run_session(commands, root, env, "README")
+        database = os.path.join(root, env.get("AUTOTUNE_DB", "autotune.db"))
         check(os.path.exists(database), "no database written")
         check_store_queries(database)
+        for name, command in examples:
+            run_session([command], root, env, f"docs/{name}")
+        print(f"README: {len(commands)} commands; docs: {len(examples)} example lines")
     print("ok")
 
 
