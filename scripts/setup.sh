@@ -20,7 +20,7 @@ for argument in "$@"; do
   esac
 done
 
-packages=(g++ cmake ninja-build pkg-config python3 sqlite3
+packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
           libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev)
 ((all)) && packages+=(python3-numpy)

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
+#include "kernels/external/sandbox.hpp"
 
 #ifndef AUTOTUNE_KERNEL_API_SOURCE_DIR
 #define AUTOTUNE_KERNEL_API_SOURCE_DIR ""
@@ -154,7 +155,14 @@ WorkerCall call_worker(const Json& request, const WorkerOptions& options) {
   process_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   process_options.stderr_tail_bytes = 2048;
   WorkerCall call;
-  call.process = run_process({worker.string(), "kernel-worker"}, process_options);
+  std::vector<std::string> command = {worker.string(), "kernel-worker"};
+  if (options.sandboxed) {
+    SandboxLimits limits;
+    limits.cpu_seconds = options.timeout_s + 10;
+    command = sandboxed_command(
+        command, {fs::temp_directory_path() / ("autotune-sandbox-" + std::to_string(::getpid()))}, limits);
+  }
+  call.process = run_process(command, process_options);
   if (call.process.outcome == ProcessResult::Outcome::exited)
     call.reply = last_json_object(call.process.stdout_text);
   return call;
@@ -316,6 +324,11 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   ProcessOptions process_options;
   process_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   process_options.stderr_tail_bytes = 1u << 20;
+  if (options.sandboxed) {
+    SandboxLimits limits;
+    limits.cpu_seconds = options.timeout_s + 10;
+    command = sandboxed_command(command, {cache_dir / "sandbox-tmp", cache_dir}, limits);
+  }
   const ProcessResult process = run_process(command, process_options);
   result.compiler_output = first_lines(process.stderr_tail, kCompilerOutputLines);
   if (!process.ok()) {

@@ -63,6 +63,9 @@ struct CompileOptions {
   std::filesystem::path cache_dir;
   std::vector<std::string> extra_flags;
   double timeout_s = 300;
+  // Untrusted source: the compiler runs in the sandbox (sandbox.hpp), writing
+  // only to the cache.
+  bool sandboxed = false;
   std::optional<KernelApi> api;  // default: locate_kernel_api()
 };
 
@@ -113,6 +116,8 @@ struct WorkerOptions {
   // The autotune executable run as `kernel-worker`. Empty: default_worker_executable().
   std::filesystem::path worker_executable;
   double timeout_s = 60;  // per request; the worker's process group is killed after it
+  // Untrusted kernel: the worker runs in the sandbox (sandbox.hpp).
+  bool sandboxed = false;
 };
 
 // $AUTOTUNE_WORKER_BIN when set, else this process's executable when it is

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/subprocess.hpp"
+#include "kernels/external/sandbox.hpp"
 
 namespace autotune::llm {
 namespace {
@@ -122,8 +123,17 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   if (config.temperature < 0 || config.temperature > 2) reader.fail("temperature", "must be between 0 and 2");
   config.kernel_sources = reader.optional<int>("kernel_sources", config.kernel_sources);
   if (config.kernel_sources < 0) reader.fail("kernel_sources", "must be 0 or more");
-  reader.finish(
-      {"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature", "kernel_sources"});
+  config.allow_unsandboxed_sources =
+      reader.optional<bool>("allow_unsandboxed_sources", config.allow_unsandboxed_sources);
+  if (config.kernel_sources > 0 && !config.allow_unsandboxed_sources) {
+    if (const auto why = kernels::external::sandbox_unavailable())
+      reader.fail("kernel_sources",
+                  "generated kernel sources run in a sandbox, and " + *why +
+                      " (scripts/setup.sh installs bubblewrap); or run them with your own privileges: "
+                      "allow_unsandboxed_sources: true");
+  }
+  reader.finish({"endpoint", "model", "api_key_env", "timeout_s", "max_calls", "temperature",
+                 "kernel_sources", "allow_unsandboxed_sources"});
   return config;
 }
 

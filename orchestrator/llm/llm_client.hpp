@@ -31,11 +31,14 @@ struct LlmConfig {
   double temperature = 0.2;
   // Kernel sources the LLM is asked for over a run (docs/llm.md); 0: next actions only.
   int kernel_sources = 0;
+  // Generated sources are compiled and run in a sandbox (kernels/external/
+  // sandbox.hpp); where none can be made they are refused unless this is set.
+  bool allow_unsandboxed_sources = false;
 };
 
 // Reads a goal's `llm:` mapping: {endpoint, model, api_key_env, timeout_s,
-// max_calls, temperature, kernel_sources}; endpoint and model are required, unknown keys are
-// rejected (UserError naming file, line and key).
+// max_calls, temperature, kernel_sources, allow_unsandboxed_sources}; endpoint and model are required,
+// unknown keys are rejected (UserError naming file, line and key).
 LlmConfig parse_llm_config(ConfigReader& reader);
 
 struct ChatMessage {

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "kernels/external/export_source.hpp"
 #include "kernels/external/kernel_source.hpp"
+#include "kernels/external/sandbox.hpp"
 #include "kernels/family.hpp"
 #include "sim/program.hpp"
 #include "skills/targets/source_target.hpp"
@@ -190,6 +191,11 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   config.tolerance = goal.tolerance;
   config.verification_seed = goal.verification_seed;
   config.worker.timeout_s = request.worker_timeout_s;
+  // Generated code: compiled and run in the sandbox, unless the goal opted
+  // out where none can be made (parse_llm_config refuses otherwise).
+  const bool sandboxed = !kernels::external::sandbox_unavailable().has_value();
+  config.compile.sandboxed = sandboxed;
+  config.worker.sandboxed = sandboxed;
   auto target = std::make_unique<skills::SourceTarget>(config);
   std::filesystem::remove(file);
   const auto& kernel = target->kernel();

@@ -19,6 +19,7 @@ from loop_support import check, fail, query, run, tempdir, write_goal
 MODEL = "e2e-model"
 KEY_ENV = "AUTOTUNE_E2E_LLM_KEY"
 KEY = "sk-e2e-secret-5f1c9a7d"
+HOSTILE_MARKER = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"autotune-hostile-{os.getpid()}")
 
 GOOD = '{"variant": "hoisted", "region": {"tile_n": [256, 512], "pipeline_depth": [2, 3]}, "rationale": "fewer reloads"}'
 REPLIES = {
@@ -48,7 +49,8 @@ class FakeEndpoint:
                                        "body": json.loads(body)})
                 status, content, delay = REPLIES.get(outer.mode, (200, GOOD, 0))
                 system = outer.requests[-1]["body"]["messages"][0]["content"]
-                if outer.mode in ("source", "broken_source") and system.startswith("You write kernels"):
+                if outer.mode in ("source", "broken_source", "hostile_source") and \
+                        system.startswith("You write kernels"):
                     # Echo the current best's exported source back as the "new" kernel (broken: plus a line
                     # that is not C++).
                     user = outer.requests[-1]["body"]["messages"][1]["content"]
@@ -56,6 +58,9 @@ class FakeEndpoint:
                     source = user[start:user.index("```", start)]
                     if outer.mode == "broken_source":
                         source += "\nint broken = undeclared_in_llm_source;\n"
+                    if outer.mode == "hostile_source":  # runs when the worker loads the kernel
+                        source += ("\n#include <cstdlib>\n"
+                                   f"static const int hostile = std::system(\"touch {HOSTILE_MARKER}\");\n")
                     content = json.dumps({"source": source, "rationale": "echo"})
                 time.sleep(delay)
                 if status != 200:
@@ -253,6 +258,30 @@ def main():
     reasons = [reason for accepted, reason, *_ in calls(db, summary["run_id"]) if not accepted]
     check(any("does not build" in r for r in reasons), f"broken_source: llm_calls reasons {reasons}")
     server.stop()
+
+    # Generated code runs sandboxed: a kernel that runs a shell command when loaded changes nothing outside
+    # (the file system is read-only to it), and is measured like any other.
+    server = FakeEndpoint("hostile_source")
+    db, summary, _ = run_case(directory, "hostile_source", server.port, max_calls=3, kernel_sources=1)
+    rows = query(db, "SELECT evidence, seq FROM decisions WHERE run = ? AND action = 'propose_source'",
+                 (summary["run_id"],))
+    check(len(rows) == 1, f"hostile_source: {len(rows)} propose_source decisions")
+    kernel = json.loads(rows[0][0])["kernel"]
+    trials = query(db, "SELECT status FROM trials WHERE run = ? AND variant = ?", (summary["run_id"], kernel["name"]))
+    check(trials and trials[0][0] == "ok", f"hostile_source: trial {trials}")
+    check(not os.path.exists(HOSTILE_MARKER), "a generated kernel wrote outside the sandbox")
+    server.stop()
+
+    # Where no sandbox can be made (no bwrap on the PATH), generated sources are refused before any work,
+    # unless the goal opts in.
+    goal = write_goal(directory, "nosandbox.yaml", goal_text(closed_port(), kernel_sources=1))
+    db = os.path.join(directory, "nosandbox.db")
+    proc = run(["run", goal], db, env_extra={"PATH": "/nonexistent"})
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode == 2 and len(lines) == 1 and "llm.kernel_sources" in lines[0] and
+          "bubblewrap" in lines[0] and "allow_unsandboxed_sources: true" in lines[0],
+          f"no sandbox: exit {proc.returncode}, {proc.stderr!r}")
+    check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused goal started a run")
 
     print("OK")
 
