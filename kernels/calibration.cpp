@@ -7,11 +7,17 @@ namespace autotune::kernels {
 std::vector<CalibrationRow> run_calibration(const sim::TargetSpec& target) {
   const auto& gemm = family_registry().get("gemm");
   const Shape shape = {{"M", 4096}, {"N", 8192}, {"K", 8192}};
-  std::vector<CalibrationRow> rows = {
-      {.variant = "tiled", .tutorial = "nki_matmul_tiled_", .measured_ms = 51.80},
-      {.variant = "hoisted", .tutorial = "nki_matmul_hoist_load_", .measured_ms = 42.96},
-      {.variant = "blocked_mn", .tutorial = "nki_matmul_block_free_dimension_", .measured_ms = 22.07},
-      {.variant = "blocked_mnk", .tutorial = "nki_matmul_fully_optimized_", .measured_ms = 6.97}};
+  const auto step = [](std::string variant, std::string tutorial, double measured_ms) {
+    CalibrationRow row;
+    row.variant = std::move(variant);
+    row.tutorial = std::move(tutorial);
+    row.measured_ms = measured_ms;
+    return row;
+  };
+  std::vector<CalibrationRow> rows = {step("tiled", "nki_matmul_tiled_", 51.80),
+                                      step("hoisted", "nki_matmul_hoist_load_", 42.96),
+                                      step("blocked_mn", "nki_matmul_block_free_dimension_", 22.07),
+                                      step("blocked_mnk", "nki_matmul_fully_optimized_", 6.97)};
   for (CalibrationRow& row : rows) {
     EvaluateOptions options;
     options.verify = false;
