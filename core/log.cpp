@@ -61,10 +61,12 @@ std::string terminal_safe(std::string_view text) {
 }
 
 void escape_control_characters_in_standard_streams() {
-  static EscapingBuffer out_buffer(std::cout.rdbuf());
-  static EscapingBuffer err_buffer(std::cerr.rdbuf());
-  std::cout.rdbuf(&out_buffer);
-  std::cerr.rdbuf(&err_buffer);
+  // Never destroyed: the streams flush through them until the very end of the
+  // process (std::ios_base::Init's destructor runs after function statics').
+  static auto* const out_buffer = new EscapingBuffer(std::cout.rdbuf());
+  static auto* const err_buffer = new EscapingBuffer(std::cerr.rdbuf());
+  std::cout.rdbuf(out_buffer);
+  std::cerr.rdbuf(err_buffer);
 }
 
 void set_level(Level level) { current_level = level; }
