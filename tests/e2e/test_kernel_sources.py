@@ -44,7 +44,7 @@ AUTOTUNE_USER_KERNEL(exp_faulty) {
                    {"mode", "0 works, 1 segfaults, 2 loops forever", {0, 1, 2}, 0}};
   kernel.trace = [](Kernel& k, const Shape& s, Dtype dtype, const ParamValues& p) {
     if (p.at("mode") == 1) std::raise(SIGSEGV);
-    if (p.at("mode") == 2) for (volatile int spin = 0;; spin = spin + 1) {}
+    if (p.at("mode") == 2) for (volatile unsigned spin = 0;; spin = spin + 1u) {}
     const ExpShape shape{int_arg(s, "rows"), int_arg(s, "cols")};
     const ExpTiledParams params{int_param(p, "tile_size"), 2, 1};
     dispatch_dtype(dtype, [&]<Dtype D>() { exp_tiled<D>(k, shape, params); });
@@ -288,7 +288,7 @@ def main():
         (tmp / "spins.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
                                        'AUTOTUNE_USER_KERNEL(spins) {\n'
                                        '  kernel.family = "exp";\n'
-                                       '  for (volatile int spin = 0;; spin = spin + 1) {}\n'
+                                       '  for (volatile unsigned spin = 0;; spin = spin + 1u) {}\n'
                                        '}\n')
         for attempt in ("compiled", "cached"):  # the second run is timed without the compiler
             started = time.monotonic()

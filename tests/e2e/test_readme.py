@@ -101,7 +101,7 @@ def run_session(commands, root, env, where):
             continue
         words = [os.path.expandvars(w) if "$" in w else w for w in shlex.split(command)]
         words = [re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
-        proc = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True, timeout=3600)
         check(proc.returncode == 0, f"{where} command failed ({proc.returncode}): {command}\n{proc.stderr[-1500:]}")
         check(proc.stdout.strip(), f"{where} command printed nothing: {command}")
         for flag, written in zip(words, words[1:]):
