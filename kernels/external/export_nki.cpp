@@ -127,14 +127,7 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                                        : " (variants with one: " + available + ")") +
                     "; `autotune export` without --nki writes it as C++");
   }
-  for (const auto& p : variant.params)
-    if (params.count(p.name) == 0)
-      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
-                      "'");
-
-  std::string params_line;
-  for (const auto& p : variant.params)
-    params_line += (params_line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
+  const std::string params_line = exported_params_line(variant, params);
   const Shape verification = variant.verification_shape ? variant.verification_shape(shape, params) : shape;
   const std::string dtype_name(sim::dtype_name(dtype));
 

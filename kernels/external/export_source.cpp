@@ -63,6 +63,17 @@ std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json
   return out.empty() ? comment + "  (no measured figures stored)\n" : out;
 }
 
+std::string exported_params_line(const VariantSpec& variant, const ParamValues& params) {
+  std::string line;
+  for (const auto& p : variant.params) {
+    if (params.count(p.name) == 0)
+      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
+                      "'");
+    line += (line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
+  }
+  return line;
+}
+
 std::string export_kernel_name(const std::string& family, const std::string& variant,
                                const std::string& suffix) {
   std::string name = family + "_" + variant + (suffix.empty() ? "" : "_" + suffix);
@@ -79,14 +90,7 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
       family.shape_struct.empty())
     throw UserError("variant '" + variant.name + "' of kernel '" + family.name +
                     "' declares no exportable template (header, template name, parameter struct)");
-  for (const auto& p : variant.params)
-    if (params.count(p.name) == 0)
-      throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
-                      "'");
-
-  std::string params_line;
-  for (const auto& p : variant.params)
-    params_line += (params_line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
+  const std::string params_line = exported_params_line(variant, params);
 
   std::string s;
   s += "// " + kernel_name + ": kernel '" + family.name + "', variant '" + variant.name +

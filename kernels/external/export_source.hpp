@@ -26,6 +26,10 @@ struct ExportProvenance {
 std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json& verification,
                              const std::string& comment);
 
+// "name=value, ..." of every parameter of `variant`, in declaration order;
+// UserError when the trial has no value for one.
+std::string exported_params_line(const VariantSpec& variant, const ParamValues& params);
+
 // A C identifier for the exported kernel, e.g. "gemm_tiled_run3_trial17".
 std::string export_kernel_name(const std::string& family, const std::string& variant,
                                const std::string& suffix);
