@@ -24,8 +24,9 @@ namespace autotune::sim {
 // element-wise unroll_factor folds rows, naive attention keeps scores in SBUF
 // where they fit; sim-1.3: trn2's DMA transposer; sim-1.4: the critical path in
 // the profile, which cached profiles must carry; sim-1.5: the path's waits on
-// buffer reuse and DMA fixed costs, and how it reached each step).
-constexpr std::string_view kSimulatorVersion = "sim-1.5";
+// buffer reuse and DMA fixed costs, and how it reached each step; sim-1.6:
+// programs past kMaxInstructions are invalid, program_too_large).
+constexpr std::string_view kSimulatorVersion = "sim-1.6";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage
