@@ -1,116 +1,18 @@
 #include "store/sqlite_store.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
-#include <csignal>
-#include <regex>
 #include <thread>
 
 #include "core/error.hpp"
+#include "store/record_rules.hpp"
 #include "store/schema.hpp"
 
 namespace autotune::store {
 namespace {
 
 using sqlite::Statement;
-
-constexpr const char* kRunColumns =
-    "id, created, updated, goal_name, goal_yaml, kernel, target, seed, simulator_version, status, "
-    "stop_reason, goal_met, baseline_trial, best_trial, summary";
-
-Run read_run(const Statement& row) {
-  Run run;
-  run.id = row.int64(0);
-  run.created = row.text(1);
-  run.updated = row.text(2);
-  run.goal_name = row.text(3);
-  run.goal_yaml = row.text(4);
-  run.kernel = row.text(5);
-  run.target = row.text(6);
-  run.seed = static_cast<uint64_t>(row.int64(7));
-  run.simulator_version = row.text(8);
-  run.status = parse_run_status(row.text(9));
-  run.stop_reason = row.text(10);
-  run.goal_met = row.int64(11) != 0;
-  run.baseline_trial = row.optional_int64(12);
-  run.best_trial = row.optional_int64(13);
-  run.summary = row.json(14);
-  return run;
-}
-
-constexpr const char* kDecisionColumns =
-    "run, seq, iteration, skill, action, proposer, inputs, evidence, alternatives, rationale, outcome, "
-    "duration_ms, created";
-
-Decision read_decision(const Statement& row) {
-  Decision decision;
-  decision.run = row.int64(0);
-  decision.seq = row.int64(1);
-  decision.iteration = static_cast<int>(row.int64(2));
-  decision.skill = row.text(3);
-  decision.action = row.text(4);
-  decision.proposer = row.text(5);
-  decision.inputs = row.json(6);
-  decision.evidence = row.json(7);
-  decision.alternatives = row.json(8);
-  decision.rationale = row.text(9);
-  decision.outcome = row.text(10);
-  decision.duration_ms = row.real(11);
-  decision.created = row.text(12);
-  return decision;
-}
-
-constexpr const char* kTrialColumns =
-    "id, run, iteration, decision_seq, variant, params, config_hash, cache_key, status, metrics, repeats, "
-    "error, verification, cache_hit, created, duration_ms, batch";
-
-Trial read_trial(const Statement& row) {
-  Trial trial;
-  trial.id = row.int64(0);
-  trial.run = row.int64(1);
-  trial.iteration = static_cast<int>(row.int64(2));
-  trial.decision_seq = row.optional_int64(3);
-  trial.variant = row.text(4);
-  trial.params = row.json(5);
-  trial.config_hash = row.text(6);
-  trial.cache_key = row.text(7);
-  trial.status = parse_trial_status(row.text(8));
-  trial.metrics = row.json(9);
-  trial.repeats = row.json(10);
-  trial.error = row.text(11);
-  trial.verification = row.json(12);
-  trial.cache_hit = row.int64(13) != 0;
-  trial.created = row.text(14);
-  trial.duration_ms = row.real(15);
-  trial.batch = row.optional_int64(16);
-  return trial;
-}
-
-constexpr const char* kLlmCallColumns =
-    "id, run, created, prompt_hash, model, latency_ms, prompt_tokens, completion_tokens, request, response, "
-    "accepted, reject_reason";
-
-LlmCall read_llm_call(const Statement& row) {
-  LlmCall call;
-  call.id = row.int64(0);
-  call.run = row.int64(1);
-  call.created = row.text(2);
-  call.prompt_hash = row.text(3);
-  call.model = row.text(4);
-  call.latency_ms = row.real(5);
-  call.prompt_tokens = row.int64(6);
-  call.completion_tokens = row.int64(7);
-  call.request = row.json(8);
-  call.response = row.text(9);
-  call.accepted = row.int64(10) != 0;
-  call.reject_reason = row.text(11);
-  return call;
-}
+using namespace detail;
 
 std::string sql(std::initializer_list<std::string_view> parts) {
   std::string text;
@@ -118,70 +20,7 @@ std::string sql(std::initializer_list<std::string_view> parts) {
   return text;
 }
 
-// The JSON path of a ranking metric. Restricted to plain names so a metric
-// from a goal file can never reach into the SQL text or a nested path.
-std::string metric_path(const std::string& metric) {
-  const bool plain = !metric.empty() && std::all_of(metric.begin(), metric.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_';
-  });
-  if (!plain) {
-    throw UserError("ranking metric '" + metric + "' is not a plain name; accepted: letters, digits and '_'");
-  }
-  return "$." + metric;
-}
-
-bool is_credential_key(std::string key) {
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-  constexpr std::array<std::string_view, 6> kMarkers{"authorization", "api_key", "api-key",
-                                                     "apikey",        "secret",  "password"};
-  return std::any_of(kMarkers.begin(), kMarkers.end(),
-                     [&](std::string_view marker) { return key.find(marker) != std::string::npos; });
-}
-
-Json redact_credentials(const Json& value) {
-  if (value.is_string()) return redact_url_credentials(value.get<std::string>());
-  if (value.is_object()) {
-    Json out = Json::object();
-    for (const auto& [key, item] : value.items()) {
-      out[key] = is_credential_key(key) ? Json("<redacted>") : redact_credentials(item);
-    }
-    return out;
-  }
-  if (value.is_array()) {
-    Json out = Json::array();
-    for (const auto& item : value) out.push_back(redact_credentials(item));
-    return out;
-  }
-  return value;
-}
-
-std::string or_now(const std::string& timestamp) { return timestamp.empty() ? utc_now() : timestamp; }
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-// Whether process `pid` of this host exists (EPERM: it does, another user's).
-bool process_exists(int64_t pid) {
-  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-}
-
 }  // namespace
-
-std::string redact_url_credentials(const std::string& text) {
-  static const std::regex user_info(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'"]+@)");
-  static const std::regex query_secret(
-      R"(([?&](?:[A-Za-z0-9_-]*(?:key|token|secret|password|passwd|auth)[A-Za-z0-9_-]*)=)[^&#\s'"]+)",
-      std::regex::icase);
-  return std::regex_replace(std::regex_replace(text, user_info, "$1<redacted>@"), query_secret,
-                            "$1<redacted>");
-}
 
 SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
     : connection_(path, mode == OpenMode::create) {
@@ -285,16 +124,14 @@ std::optional<LeaseHolder> SqliteStore::acquire_lease(int64_t id, double stale_a
   std::lock_guard lock(mutex_);
   sqlite::Transaction transaction(connection_);  // BEGIN IMMEDIATE: one acquirer at a time
   const std::string host = this_host();
-  const int64_t pid = ::getpid();
+  const int64_t pid = this_pid();
   const double now = unix_now();
   Statement select(connection_, "SELECT host, pid, heartbeat FROM run_leases WHERE run = ?");
   select.bind(1, id);
   if (select.step()) {
     LeaseHolder holder{select.text(0), select.int64(1), now - select.real(2)};
     const bool mine = holder.host == host && holder.pid == pid;
-    const bool dead =
-        holder.heartbeat_age_s > stale_after_s || (holder.host == host && !process_exists(holder.pid));
-    if (!mine && !dead) return holder;
+    if (!mine && !lease_holder_dead(holder, stale_after_s)) return holder;
   }
   Statement upsert(connection_,
                    "INSERT INTO run_leases (run, host, pid, acquired, heartbeat) VALUES (?, ?, ?, ?, ?) "
@@ -309,14 +146,14 @@ std::optional<LeaseHolder> SqliteStore::acquire_lease(int64_t id, double stale_a
 void SqliteStore::renew_lease(int64_t id) {
   std::lock_guard lock(mutex_);
   Statement update(connection_, "UPDATE run_leases SET heartbeat = ? WHERE run = ? AND host = ? AND pid = ?");
-  update.bind(1, unix_now()).bind(2, id).bind(3, this_host()).bind(4, static_cast<int64_t>(::getpid()));
+  update.bind(1, unix_now()).bind(2, id).bind(3, this_host()).bind(4, this_pid());
   update.run();
 }
 
 void SqliteStore::release_lease(int64_t id) {
   std::lock_guard lock(mutex_);
   Statement remove(connection_, "DELETE FROM run_leases WHERE run = ? AND host = ? AND pid = ?");
-  remove.bind(1, id).bind(2, this_host()).bind(3, static_cast<int64_t>(::getpid()));
+  remove.bind(1, id).bind(2, this_host()).bind(3, this_pid());
   remove.run();
 }
 
@@ -458,7 +295,7 @@ std::vector<Trial> SqliteStore::trials(int64_t run, std::optional<int> top_k, co
     return out;
   }
   AUTOTUNE_CHECK(*top_k >= 0, "top_k must not be negative");
-  const std::string path = metric_path(ranking.metric);
+  const std::string path = "$." + plain_metric_name(ranking.metric);
   Statement select(
       connection_,
       sql({"SELECT ", kTrialColumns,
