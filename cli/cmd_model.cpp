@@ -108,7 +108,8 @@ int run_model(const ModelOptions& o) {
   // operator runs its family's default.
   std::unique_ptr<store::Store> store;
   const std::string database = o.db.path();
-  if (!o.baseline && std::filesystem::exists(database)) store = open_store_for_reading(o.db);
+  if (!o.baseline && (store::is_postgres_url(database) || std::filesystem::exists(database)))
+    store = open_store_for_reading(o.db);
   model::ForwardOptions options;
   options.baseline = o.baseline;
   options.jobs = o.jobs;

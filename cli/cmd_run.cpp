@@ -145,7 +145,9 @@ const CommandRegistration registration(
       app.add_option("--jobs,-j", options->jobs, "Parallel workers (default: the goal's `parallel`)");
       app.add_option("--seed", options->seed, "Run seed (default: the goal's `seed`, else 0)")
           ->check(check_uint64);
-      app.add_option("--db", options->db, "Database (default: $AUTOTUNE_DB, else ./autotune.db)");
+      app.add_option("--db", options->db,
+                     "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
+                     "$AUTOTUNE_DB, else ./autotune.db)");
       app.add_option("--resume", options->resume, "Continue an interrupted run with this id");
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");

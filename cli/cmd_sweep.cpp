@@ -37,7 +37,9 @@ const CommandRegistration registration(
       auto options = std::make_shared<Options>();
       app.add_option("goal", options->goal, "Goal file (YAML)")->required();
       app.add_option("--jobs,-j", options->jobs, "Parallel workers")->default_val(1);
-      app.add_option("--db", options->db, "Database (default: $AUTOTUNE_DB, else ./autotune.db)");
+      app.add_option("--db", options->db,
+                     "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
+                     "$AUTOTUNE_DB, else ./autotune.db)");
       app.add_option("--top", options->top, "How many of the best configurations to print")->default_val(10);
       app.add_option("--limit", options->limit,
                      "Evaluate at most this many configurations: the goal's start point and a uniform sample "

@@ -8,7 +8,9 @@ namespace autotune::cli {
 std::string DatabaseOption::path() const { return store::resolve_database_path(flag); }
 
 void add_database_option(CLI::App& command, DatabaseOption& option) {
-  command.add_option("--db", option.flag, "Decision database (default: $AUTOTUNE_DB, else ./autotune.db)");
+  command.add_option("--db", option.flag,
+                     "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
+                     "$AUTOTUNE_DB, else ./autotune.db)");
 }
 
 std::unique_ptr<store::Store> open_store_for_reading(const DatabaseOption& option) {

@@ -4,8 +4,9 @@
 # build has come.
 #
 #   scripts/setup.sh            the autotune executable only (what the README's first command needs)
-#   scripts/setup.sh --all      also every test and benchmark, and Debian's python3-numpy for the NKI
-#                               export test (scripts/test.sh uses this)
+#   scripts/setup.sh --all      also every test and benchmark, Debian's python3-numpy for the NKI
+#                               export test and the PostgreSQL server the store's tests start a
+#                               throwaway cluster of (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +23,8 @@ done
 
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
-          libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev)
-((all)) && packages+=(python3-numpy)
+          libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev libpq-dev libpqxx-dev)
+((all)) && packages+=(python3-numpy postgresql)
 ((optuna)) && packages+=(python3-optuna)
 missing=()
 for package in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "store/postgres_store.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace autotune::store {
@@ -12,8 +13,15 @@ std::optional<Trial> Store::best_trial(int64_t run, const Ranking& ranking) {
   return best.front();
 }
 
+bool is_postgres_url(const std::string& location) {
+  return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
+}
+
 std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode) {
   if (path == ":memory:") return std::make_unique<MemoryStore>();
+  if (is_postgres_url(path)) return std::make_unique<PostgresStore>(path);
+  constexpr std::string_view kSqliteScheme = "sqlite:";
+  if (path.rfind(kSqliteScheme, 0) == 0) return open_store(path.substr(kSqliteScheme.size()), mode);
   return std::make_unique<SqliteStore>(path, mode);
 }
 

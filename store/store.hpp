@@ -56,7 +56,8 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Where the data lives (a file path, or ":memory:").
+  // Where the data lives (a file path, ":memory:", or a PostgreSQL URL
+  // without its credentials).
   virtual std::string location() const = 0;
 
   // Runs. create_run ignores run.id and returns the new id; an empty
@@ -126,8 +127,14 @@ enum class OpenMode {
              // schema is still upgraded: readers of old files see the current views.
 };
 
-// A SqliteStore on `path`; ":memory:" gives the in-memory twin (MemoryStore).
-std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode = OpenMode::create);
+// Whether `location` names a PostgreSQL database: postgresql://... or postgres://...
+bool is_postgres_url(const std::string& location);
+
+// The store at `location`: a PostgresStore for postgresql://... or
+// postgres://... (a libpq URI; the database must exist, in either mode), else
+// a SqliteStore on the file (a "sqlite:" prefix is allowed and dropped);
+// ":memory:" gives the in-memory twin (MemoryStore).
+std::unique_ptr<Store> open_store(const std::string& location, OpenMode mode = OpenMode::create);
 
 // The database a command uses: `flag` (--db) if given, else `environment`
 // (the value of AUTOTUNE_DB) if non-empty, else "autotune.db".

@@ -1,4 +1,5 @@
-// The Store contract (store/store.hpp), run against both implementations.
+// The Store contract (store/store.hpp), run against every implementation:
+// SQLite on a file and in memory here, PostgreSQL in the postgres_store tests.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -11,7 +12,12 @@ using namespace autotune;
 using namespace autotune::store;
 using namespace autotune::store::testing;
 
+// The PostgreSQL build of this file (tests/CMakeLists.txt) defines its own.
+#ifndef STORE_FIXTURES
 #define STORE_FIXTURES FileStoreFixture, MemoryStoreFixture
+#else
+#include "postgres_fixture.hpp"
+#endif
 
 TEST_CASE_TEMPLATE("contract: runs round-trip every field and update in place", Fixture, STORE_FIXTURES) {
   Fixture fixture;

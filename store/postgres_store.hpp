@@ -1,0 +1,87 @@
+#pragma once
+// The decision store on a PostgreSQL database (docs/store.md, docs/distributed.md):
+// the same tables, views and contract as SqliteStore, so that runs, sweeps
+// and workers on many hosts share one store.
+//
+// One connection per PostgresStore, guarded by a mutex like SqliteStore's.
+// Every call is one transaction (READ COMMITTED). When the connection breaks
+// (the server restarted, a proxy dropped it), the call reconnects and runs
+// its transaction again, for up to kReconnectTimeout; a break while COMMIT
+// was in flight leaves the outcome unknown and is reported, never retried.
+// Credentials come from the URL or libpq's conventions (PGPASSWORD,
+// ~/.pgpass); the store never writes them anywhere and location() hides them.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "store/store.hpp"
+
+namespace pqxx {
+class transaction_base;
+}  // namespace pqxx
+
+namespace autotune::store {
+
+class PostgresStore : public Store {
+ public:
+  static constexpr std::chrono::seconds kReconnectTimeout{60};
+
+  // Connects to `url` (a libpq connection URI) and migrates the database to
+  // the latest schema. The database must exist (CREATE DATABASE is the
+  // administrator's); a connection failure is a UserError naming the
+  // redacted URL and libpq's reason.
+  explicit PostgresStore(const std::string& url);
+  ~PostgresStore() override;
+
+  std::string location() const override;
+
+  int64_t create_run(const Run& run) override;
+  void update_run(const Run& run) override;
+  bool freeze_interrupted(int64_t id, const std::string& reason) override;
+  std::optional<LeaseHolder> acquire_lease(int64_t id, double stale_after_s) override;
+  void renew_lease(int64_t id) override;
+  void release_lease(int64_t id) override;
+  std::optional<Run> run(int64_t id) override;
+  std::vector<Run> runs() override;
+
+  using Store::decisions;
+  int64_t append_decision(Decision& decision) override;
+  void set_decision_outcome(int64_t run, int64_t seq, const std::string& outcome) override;
+  std::vector<Decision> decisions(int64_t run, const std::optional<std::string>& skill) override;
+  std::optional<Decision> decision(int64_t run, int64_t seq) override;
+  int64_t last_decision_seq(int64_t run) override;
+
+  using Store::trials;
+  void commit_trials(std::vector<Trial>& trials) override;
+  std::vector<Trial> trials(int64_t run, std::optional<int> top_k, const Ranking& ranking) override;
+  std::optional<Trial> trial(int64_t run, int64_t trial_id) override;
+  TrialCounts trial_counts(int64_t run) override;
+  std::optional<Trial> cached_trial(const std::string& cache_key) override;
+
+  void save_profile(const Profile& profile) override;
+  std::optional<Profile> profile(int64_t trial) override;
+
+  int64_t append_llm_call(const LlmCall& call) override;
+  std::vector<LlmCall> llm_calls(int64_t run) override;
+  std::optional<LlmCall> cached_llm_response(const std::string& prompt_hash) override;
+
+  int schema_version();
+  // How many times this store reconnected after a broken connection.
+  int reconnects() const;
+
+ private:
+  // Runs `work` in one transaction, reconnecting and running it again after
+  // a broken connection (see the class comment). `doing` names the call in errors.
+  void with_transaction(const char* doing, const std::function<void(pqxx::transaction_base&)>& work);
+  void connect();
+
+  mutable std::mutex mutex_;
+  std::string url_;
+  std::string redacted_url_;
+  struct Connection;  // the pqxx connection, absent while broken
+  std::unique_ptr<Connection> connection_;
+  int reconnects_ = 0;
+};
+
+}  // namespace autotune::store
