@@ -129,6 +129,13 @@ class Row {
   const pqxx::row& row_;
 };
 
+// A PostgreSQL array literal of ids, for "= ANY($1::BIGINT[])".
+std::string id_array(const std::vector<int64_t>& ids) {
+  std::string list = "{";
+  for (std::size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+  return list + "}";
+}
+
 template <class Record, class Reader>
 std::vector<Record> read_all(const pqxx::result& rows, Reader read) {
   std::vector<Record> out;
@@ -149,7 +156,8 @@ std::optional<Record> read_first(const pqxx::result& rows, Reader read) {
 std::string displayable_url(const std::string& url) {
   static const std::regex user_password(R"(^(postgres(?:ql)?://[^:/@?#]*):[^@/?#]*@)");
   static const std::regex password_parameter(R"(([?&]password=)[^&#]*)", std::regex::icase);
-  return std::regex_replace(std::regex_replace(url, user_password, "$1@"), password_parameter, "$1<redacted>");
+  return std::regex_replace(std::regex_replace(url, user_password, "$1@"), password_parameter,
+                            "$1<redacted>");
 }
 
 }  // namespace
@@ -605,6 +613,151 @@ std::optional<Profile> PostgresStore::profile(int64_t trial) {
     out = std::move(profile);
   });
   return out;
+}
+
+// ---- the measurement queue
+
+void PostgresStore::set_measurement_context(const MeasurementContext& context) {
+  Params params;
+  params.add(context.run)
+      .add(redact_url_credentials(context.goal_yaml))
+      .add(context.goal_file)
+      .add(context.timeout_s)
+      .add(utc_now());
+  with_transaction("set_measurement_context", [&](pqxx::transaction_base& txn) {
+    params.exec(txn,
+                "INSERT INTO measurement_contexts (run, goal_yaml, goal_file, timeout_s, created) "
+                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run) DO UPDATE SET goal_yaml = excluded.goal_yaml, "
+                "goal_file = excluded.goal_file, timeout_s = excluded.timeout_s");
+  });
+}
+
+std::optional<MeasurementContext> PostgresStore::measurement_context(int64_t run) {
+  std::optional<MeasurementContext> out;
+  with_transaction("read a measurement context", [&](pqxx::transaction_base& txn) {
+    const auto rows = Params().add(run).exec(
+        txn, "SELECT run, goal_yaml, goal_file, timeout_s FROM measurement_contexts WHERE run = $1");
+    if (rows.empty()) return;
+    const Row row(rows[0]);
+    out = MeasurementContext{row.int64(0), row.text(1), row.text(2), row.real(3)};
+  });
+  return out;
+}
+
+std::vector<QueuedMeasurement> PostgresStore::enqueue_measurements(
+    int64_t run, const std::vector<std::pair<std::string, Json>>& items) {
+  std::vector<Params> inserts;
+  const std::string now = utc_now();
+  for (const auto& [config_hash, candidate] : items) {
+    Params params;
+    params.add(run).add(config_hash).add(candidate).add(now);
+    inserts.push_back(std::move(params));
+  }
+  std::vector<QueuedMeasurement> out;
+  with_transaction("enqueue_measurements", [&](pqxx::transaction_base& txn) {
+    out.clear();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      inserts[i].exec(txn,
+                      "INSERT INTO measurement_queue (run, config_hash, candidate, created) "
+                      "VALUES ($1, $2, $3, $4) ON CONFLICT (run, config_hash) DO NOTHING");
+      const auto rows = Params()
+                            .add(run)
+                            .add(items[i].first)
+                            .exec(txn, sql({"SELECT ", kQueueColumns,
+                                            " FROM measurement_queue WHERE run = $1 AND config_hash = $2"}));
+      AUTOTUNE_CHECK(!rows.empty(), "a queued measurement vanished inside its transaction");
+      out.push_back(read_queued_measurement(Row(rows[0])));
+    }
+  });
+  return out;
+}
+
+std::optional<QueuedMeasurement> PostgresStore::claim_measurement(const std::string& worker,
+                                                                  double stale_after_s,
+                                                                  std::optional<int64_t> only_run) {
+  std::optional<QueuedMeasurement> out;
+  with_transaction("claim_measurement", [&](pqxx::transaction_base& txn) {
+    out.reset();
+    const double now = unix_now();
+    // SKIP LOCKED: claimers on every host pass over the rows another is
+    // claiming right now instead of queueing behind its lock.
+    const auto rows =
+        Params()
+            .add(worker)
+            .add(now)
+            .add(now - stale_after_s)
+            .add(only_run)
+            .exec(txn, sql({"UPDATE measurement_queue SET state = 'claimed', worker = $1, heartbeat = $2, "
+                            "attempts = attempts + 1 WHERE id = ("
+                            "SELECT q.id FROM measurement_queue q JOIN runs r ON r.id = q.run "
+                            "WHERE (q.state = 'queued' OR (q.state = 'claimed' AND q.heartbeat < $3)) "
+                            "AND ($4::BIGINT IS NULL OR q.run = $4) AND ($4::BIGINT IS NOT NULL OR "
+                            "r.status = 'running') ORDER BY q.id LIMIT 1 FOR UPDATE OF q SKIP LOCKED) "
+                            "RETURNING ",
+                            kQueueColumns}));
+    if (!rows.empty()) out = read_queued_measurement(Row(rows[0]));
+  });
+  return out;
+}
+
+void PostgresStore::heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                     int64_t measured) {
+  with_transaction("heartbeat_worker", [&](pqxx::transaction_base& txn) {
+    const double now = unix_now();
+    Params().add(worker).add(host).add(jobs).add(measured).add(utc_now()).add(now).exec(
+        txn,
+        "INSERT INTO workers (id, host, jobs, measured, started, heartbeat) VALUES ($1, $2, $3, $4, $5, $6) "
+        "ON CONFLICT (id) DO UPDATE SET measured = excluded.measured, heartbeat = excluded.heartbeat");
+    Params().add(now).add(worker).exec(
+        txn, "UPDATE measurement_queue SET heartbeat = $1 WHERE state = 'claimed' AND worker = $2");
+  });
+}
+
+bool PostgresStore::complete_measurement(int64_t id, const std::string& worker, const Json& result) {
+  bool stored = false;
+  Params params;
+  params.add(result).add(utc_now()).add(id).add(worker);
+  with_transaction("complete_measurement", [&](pqxx::transaction_base& txn) {
+    stored = params
+                 .exec(txn,
+                       "UPDATE measurement_queue SET state = 'done', result = $1, finished = $2 "
+                       "WHERE id = $3 AND worker = $4 AND state = 'claimed'")
+                 .affected_rows() == 1;
+  });
+  return stored;
+}
+
+std::vector<QueuedMeasurement> PostgresStore::queued_measurements(const std::vector<int64_t>& ids) {
+  const std::string list = id_array(ids);
+  std::vector<QueuedMeasurement> out;
+  with_transaction("read queued measurements", [&](pqxx::transaction_base& txn) {
+    out = read_all<QueuedMeasurement>(
+        Params().add(list).exec(txn,
+                                sql({"SELECT ", kQueueColumns,
+                                     " FROM measurement_queue WHERE id = ANY($1::BIGINT[]) ORDER BY id"})),
+        read_queued_measurement<Row>);
+  });
+  return out;
+}
+
+void PostgresStore::mark_measurements_committed(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return;
+  const std::string list = id_array(ids);
+  with_transaction("mark_measurements_committed", [&](pqxx::transaction_base& txn) {
+    Params().add(list).exec(txn,
+                            "UPDATE measurement_queue SET state = 'committed' WHERE id = ANY($1::BIGINT[])");
+  });
+}
+
+int64_t PostgresStore::active_workers(double fresh_s) {
+  int64_t count = 0;
+  with_transaction("count workers", [&](pqxx::transaction_base& txn) {
+    count = Params()
+                .add(unix_now() - fresh_s)
+                .exec(txn, "SELECT COUNT(*) FROM workers WHERE heartbeat >= $1")[0][0]
+                .as<int64_t>();
+  });
+  return count;
 }
 
 // ---- LLM calls

@@ -62,6 +62,19 @@ class PostgresStore : public Store {
   void save_profile(const Profile& profile) override;
   std::optional<Profile> profile(int64_t trial) override;
 
+  void set_measurement_context(const MeasurementContext& context) override;
+  std::optional<MeasurementContext> measurement_context(int64_t run) override;
+  std::vector<QueuedMeasurement> enqueue_measurements(
+      int64_t run, const std::vector<std::pair<std::string, Json>>& items) override;
+  std::optional<QueuedMeasurement> claim_measurement(const std::string& worker, double stale_after_s,
+                                                     std::optional<int64_t> only_run) override;
+  void heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                        int64_t measured) override;
+  bool complete_measurement(int64_t id, const std::string& worker, const Json& result) override;
+  std::vector<QueuedMeasurement> queued_measurements(const std::vector<int64_t>& ids) override;
+  void mark_measurements_committed(const std::vector<int64_t>& ids) override;
+  int64_t active_workers(double fresh_s) override;
+
   int64_t append_llm_call(const LlmCall& call) override;
   std::vector<LlmCall> llm_calls(int64_t run) override;
   std::optional<LlmCall> cached_llm_response(const std::string& prompt_hash) override;

@@ -108,6 +108,23 @@ LlmCall read_llm_call(const Row& row) {
   return call;
 }
 
+inline constexpr const char* kQueueColumns =
+    "id, run, config_hash, candidate, state, worker, attempts, result";
+
+template <class Row>
+QueuedMeasurement read_queued_measurement(const Row& row) {
+  QueuedMeasurement item;
+  item.id = row.int64(0);
+  item.run = row.int64(1);
+  item.config_hash = row.text(2);
+  item.candidate = row.json(3);
+  item.state = parse_queue_state(row.text(4));
+  item.worker = row.text(5);
+  item.attempts = static_cast<int>(row.int64(6));
+  item.result = row.json(7);
+  return item;
+}
+
 // The ranking metric as a checked plain name: letters, digits and '_' only, so
 // a metric from a goal file can never reach into SQL text or a nested path.
 // UserError otherwise.

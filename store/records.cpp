@@ -27,6 +27,13 @@ constexpr std::array<std::pair<TrialStatus, std::string_view>, 6> kTrialStatusNa
     {TrialStatus::cached, "cached"},
 }};
 
+constexpr std::array<std::pair<QueueState, std::string_view>, 4> kQueueStateNames{{
+    {QueueState::queued, "queued"},
+    {QueueState::claimed, "claimed"},
+    {QueueState::done, "done"},
+    {QueueState::committed, "committed"},
+}};
+
 template <class Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& names, Enum value) {
   for (const auto& [candidate, name] : names) {
@@ -54,6 +61,11 @@ std::string_view to_string(TrialStatus status) { return name_of(kTrialStatusName
 RunStatus parse_run_status(std::string_view name) { return parse_name(kRunStatusNames, name, "run status"); }
 TrialStatus parse_trial_status(std::string_view name) {
   return parse_name(kTrialStatusNames, name, "trial status");
+}
+
+std::string_view to_string(QueueState state) { return name_of(kQueueStateNames, state); }
+QueueState parse_queue_state(std::string_view name) {
+  return parse_name(kQueueStateNames, name, "queue state");
 }
 
 bool is_measured(TrialStatus status) { return status == TrialStatus::ok || status == TrialStatus::cached; }

@@ -139,6 +139,32 @@ struct LeaseHolder {
   double heartbeat_age_s = 0;  // since its last heartbeat
 };
 
+// The shared measurement queue (docs/distributed.md): candidates a run or
+// sweep wants measured, claimed by workers on any host.
+enum class QueueState { queued, claimed, done, committed };
+std::string_view to_string(QueueState state);
+QueueState parse_queue_state(std::string_view name);
+
+struct QueuedMeasurement {
+  int64_t id = 0;  // assigned by Store::enqueue_measurements
+  int64_t run = 0;
+  std::string config_hash;  // unique per run: a candidate is queued once
+  Json candidate;           // {"variant": ..., "params": {...}}
+  QueueState state = QueueState::queued;
+  std::string worker;  // the claimer ("host:pid:n"), "" while queued
+  int attempts = 0;    // claims so far (more than 1: a claimer died or lost its lease)
+  Json result;         // the measurement, once done
+};
+
+// What a worker needs to measure a run's candidates: the resolved goal (paths
+// made absolute) and where the goal file was, for paths relative to it.
+struct MeasurementContext {
+  int64_t run = 0;
+  std::string goal_yaml;
+  std::string goal_file;
+  double timeout_s = 120;
+};
+
 // JSON views of the records (used by --json output and by plugins).
 void to_json(Json& out, const Run& run);
 void to_json(Json& out, const Decision& decision);

@@ -145,6 +145,42 @@ SELECT d.run, d.seq, d.iteration, d.skill, d.proposer, d.action, d.evidence, d.r
 FROM decisions d;
 )sql";
 
+// Version 5: the shared measurement queue (docs/distributed.md).
+constexpr const char* kQueue = R"sql(
+CREATE TABLE measurement_contexts (
+  run       INTEGER PRIMARY KEY REFERENCES runs(id),
+  goal_yaml TEXT NOT NULL,
+  goal_file TEXT NOT NULL,
+  timeout_s REAL NOT NULL,
+  created   TEXT NOT NULL
+);
+
+CREATE TABLE measurement_queue (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  run         INTEGER NOT NULL REFERENCES runs(id),
+  config_hash TEXT NOT NULL,
+  candidate   TEXT NOT NULL,
+  state       TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'claimed', 'done', 'committed')),
+  worker      TEXT NOT NULL DEFAULT '',
+  attempts    INTEGER NOT NULL DEFAULT 0,
+  heartbeat   REAL,  -- the claimer's last heartbeat, seconds since the Unix epoch
+  result      TEXT,
+  created     TEXT NOT NULL,
+  finished    TEXT,
+  UNIQUE (run, config_hash)
+);
+CREATE INDEX measurement_queue_by_state ON measurement_queue(state, id);
+
+CREATE TABLE workers (
+  id        TEXT PRIMARY KEY,
+  host      TEXT NOT NULL,
+  jobs      INTEGER NOT NULL,
+  measured  INTEGER NOT NULL DEFAULT 0,
+  started   TEXT NOT NULL,
+  heartbeat REAL NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -161,6 +197,8 @@ const std::vector<Migration>& migrations() {
        "  acquired  TEXT NOT NULL,\n"
        "  heartbeat REAL NOT NULL  -- seconds since the Unix epoch\n"
        ");"},
+      {5, "measurement_queue, measurement_contexts, workers: measuring shared with workers on other hosts",
+       kQueue},
   };
   return list;
 }

@@ -416,3 +416,144 @@ std::optional<LlmCall> SqliteStore::cached_llm_response(const std::string& promp
 }
 
 }  // namespace autotune::store
+
+namespace autotune::store {
+
+// ---- the measurement queue
+
+void SqliteStore::set_measurement_context(const MeasurementContext& context) {
+  std::lock_guard lock(mutex_);
+  Statement upsert(connection_,
+                   "INSERT INTO measurement_contexts (run, goal_yaml, goal_file, timeout_s, created) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET goal_yaml = excluded.goal_yaml, "
+                   "goal_file = excluded.goal_file, timeout_s = excluded.timeout_s");
+  upsert.bind(1, context.run)
+      .bind(2, redact_url_credentials(context.goal_yaml))
+      .bind(3, context.goal_file)
+      .bind(4, context.timeout_s)
+      .bind(5, utc_now());
+  upsert.run();
+}
+
+std::optional<MeasurementContext> SqliteStore::measurement_context(int64_t run) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_,
+                   "SELECT run, goal_yaml, goal_file, timeout_s FROM measurement_contexts WHERE run = ?");
+  select.bind(1, run);
+  if (!select.step()) return std::nullopt;
+  return MeasurementContext{select.int64(0), select.text(1), select.text(2), select.real(3)};
+}
+
+std::vector<QueuedMeasurement> SqliteStore::enqueue_measurements(
+    int64_t run, const std::vector<std::pair<std::string, Json>>& items) {
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(connection_);
+  Statement insert(connection_,
+                   "INSERT INTO measurement_queue (run, config_hash, candidate, created) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (run, config_hash) DO NOTHING");
+  Statement select(connection_, sql({"SELECT ", kQueueColumns,
+                                     " FROM measurement_queue WHERE run = ? AND config_hash = ?"}));
+  const std::string now = utc_now();
+  std::vector<QueuedMeasurement> out;
+  out.reserve(items.size());
+  for (const auto& [config_hash, candidate] : items) {
+    insert.reset();
+    insert.bind(1, run).bind(2, config_hash).bind(3, candidate).bind(4, now);
+    insert.run();
+    select.reset();
+    select.bind(1, run).bind(2, config_hash);
+    AUTOTUNE_CHECK(select.step(), "a queued measurement vanished inside its transaction");
+    out.push_back(read_queued_measurement(select));
+  }
+  transaction.commit();
+  return out;
+}
+
+std::optional<QueuedMeasurement> SqliteStore::claim_measurement(const std::string& worker,
+                                                                double stale_after_s,
+                                                                std::optional<int64_t> only_run) {
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(connection_);  // BEGIN IMMEDIATE: one claimer at a time
+  const double now = unix_now();
+  Statement pick(connection_,
+                 "SELECT q.id FROM measurement_queue q JOIN runs r ON r.id = q.run "
+                 "WHERE (q.state = 'queued' OR (q.state = 'claimed' AND q.heartbeat < ?1)) "
+                 "AND (?2 IS NULL OR q.run = ?2) AND (?2 IS NOT NULL OR r.status = 'running') "
+                 "ORDER BY q.id LIMIT 1");
+  pick.bind(1, now - stale_after_s).bind(2, only_run);
+  if (!pick.step()) return std::nullopt;
+  const int64_t id = pick.int64(0);
+  Statement claim(connection_,
+                  sql({"UPDATE measurement_queue SET state = 'claimed', worker = ?, heartbeat = ?, "
+                       "attempts = attempts + 1 WHERE id = ? RETURNING ",
+                       kQueueColumns}));
+  claim.bind(1, worker).bind(2, now).bind(3, id);
+  AUTOTUNE_CHECK(claim.step(), "the picked queue row vanished inside its transaction");
+  QueuedMeasurement item = read_queued_measurement(claim);
+  claim.run();
+  transaction.commit();
+  return item;
+}
+
+void SqliteStore::heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                   int64_t measured) {
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(connection_);
+  const double now = unix_now();
+  Statement upsert(
+      connection_,
+      "INSERT INTO workers (id, host, jobs, measured, started, heartbeat) VALUES (?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (id) DO UPDATE SET measured = excluded.measured, heartbeat = excluded.heartbeat");
+  upsert.bind(1, worker).bind(2, host).bind(3, jobs).bind(4, measured).bind(5, utc_now()).bind(6, now);
+  upsert.run();
+  Statement renew(connection_,
+                  "UPDATE measurement_queue SET heartbeat = ? WHERE state = 'claimed' AND worker = ?");
+  renew.bind(1, now).bind(2, worker);
+  renew.run();
+  transaction.commit();
+}
+
+bool SqliteStore::complete_measurement(int64_t id, const std::string& worker, const Json& result) {
+  std::lock_guard lock(mutex_);
+  Statement update(connection_,
+                   "UPDATE measurement_queue SET state = 'done', result = ?, finished = ? "
+                   "WHERE id = ? AND worker = ? AND state = 'claimed'");
+  update.bind(1, result).bind(2, utc_now()).bind(3, id).bind(4, worker);
+  update.run();
+  return connection_.changes() == 1;
+}
+
+std::vector<QueuedMeasurement> SqliteStore::queued_measurements(const std::vector<int64_t>& ids) {
+  std::lock_guard lock(mutex_);
+  std::vector<QueuedMeasurement> out;
+  Statement select(connection_, sql({"SELECT ", kQueueColumns, " FROM measurement_queue WHERE id = ?"}));
+  for (int64_t id : ids) {
+    select.reset();
+    select.bind(1, id);
+    if (select.step()) out.push_back(read_queued_measurement(select));
+  }
+  return out;
+}
+
+void SqliteStore::mark_measurements_committed(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return;
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(connection_);
+  Statement update(connection_, "UPDATE measurement_queue SET state = 'committed' WHERE id = ?");
+  for (int64_t id : ids) {
+    update.reset();
+    update.bind(1, id);
+    update.run();
+  }
+  transaction.commit();
+}
+
+int64_t SqliteStore::active_workers(double fresh_s) {
+  std::lock_guard lock(mutex_);
+  Statement select(connection_, "SELECT COUNT(*) FROM workers WHERE heartbeat >= ?");
+  select.bind(1, unix_now() - fresh_s);
+  AUTOTUNE_CHECK(select.step(), "aggregate gave no row");
+  return select.int64(0);
+}
+
+}  // namespace autotune::store

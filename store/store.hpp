@@ -113,6 +113,38 @@ class Store {
   virtual void save_profile(const Profile& profile) = 0;
   virtual std::optional<Profile> profile(int64_t trial) = 0;
 
+  // The shared measurement queue (QueuedMeasurement). Every state change is
+  // one transaction; a claim is exclusive (one claimer per row at a time).
+  //
+  // set_measurement_context records (or replaces) what workers need for a run.
+  virtual void set_measurement_context(const MeasurementContext& context) = 0;
+  virtual std::optional<MeasurementContext> measurement_context(int64_t run) = 0;
+  // Queues each (config_hash, candidate) of `run` not queued before, and
+  // returns the row of every item, new or old, in the order given (a resumed
+  // run finds what it queued before, done or not).
+  virtual std::vector<QueuedMeasurement> enqueue_measurements(
+      int64_t run, const std::vector<std::pair<std::string, Json>>& items) = 0;
+  // Claims the oldest queued row, or a claimed one whose claimer has not
+  // heartbeaten for `stale_after_s` (attempts grows), for `worker`: of run
+  // `only_run` when given, else of any run whose status is running.
+  virtual std::optional<QueuedMeasurement> claim_measurement(const std::string& worker, double stale_after_s,
+                                                             std::optional<int64_t> only_run) = 0;
+  // Renews the heartbeat of `worker` (its registration and every row it has
+  // claimed). `host`, `jobs` and `measured` describe it for `workers`.
+  virtual void heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                int64_t measured) = 0;
+  // Stores the result of a claimed row; false (nothing written) when
+  // `worker` no longer holds the claim, because the row was handed to
+  // another worker: the result is then discarded, so no measurement is
+  // recorded twice.
+  virtual bool complete_measurement(int64_t id, const std::string& worker, const Json& result) = 0;
+  // The rows with these ids (any order), to see which are done.
+  virtual std::vector<QueuedMeasurement> queued_measurements(const std::vector<int64_t>& ids) = 0;
+  // Marks rows whose trials are committed.
+  virtual void mark_measurements_committed(const std::vector<int64_t>& ids) = 0;
+  // Workers that heartbeat within `fresh_s` seconds.
+  virtual int64_t active_workers(double fresh_s) = 0;
+
   // LLM calls. append_llm_call returns the new id.
   virtual int64_t append_llm_call(const LlmCall& call) = 0;
   virtual std::vector<LlmCall> llm_calls(int64_t run) = 0;

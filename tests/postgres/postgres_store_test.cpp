@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <pqxx/pqxx>
+#include <set>
+#include <thread>
 
 #include "core/error.hpp"
 #include "postgres_fixture.hpp"
@@ -36,9 +38,8 @@ TEST_CASE("postgres store: a newer schema and a foreign 'runs' table are refused
     { PostgresStore store(database.url()); }
     pqxx::connection connection(database.url());
     pqxx::nontransaction(connection).exec("UPDATE autotune_schema SET version = 999");
-    const std::string expected = "database " + database.url() +
-                                 " has schema version 999, newer than this " + "autotune supports (" +
-                                 std::to_string(schema::latest_version()) +
+    const std::string expected = "database " + database.url() + " has schema version 999, newer than this " +
+                                 "autotune supports (" + std::to_string(schema::latest_version()) +
                                  "); use a newer autotune or another --db";
     CHECK_THROWS_WITH_AS(PostgresStore{database.url()}, expected.c_str(), UserError);
   }
@@ -46,12 +47,12 @@ TEST_CASE("postgres store: a newer schema and a foreign 'runs' table are refused
     PostgresDatabase database;
     pqxx::connection connection(database.url());
     pqxx::nontransaction(connection).exec("CREATE TABLE runs (name TEXT)");
-    CHECK_THROWS_WITH_AS(PostgresStore{database.url()},
-                         (database.url() +
-                          " is not an autotune database (it has a table 'runs' but no schema "
+    CHECK_THROWS_WITH_AS(
+        PostgresStore{database.url()},
+        (database.url() + " is not an autotune database (it has a table 'runs' but no schema "
                           "version)")
-                             .c_str(),
-                         UserError);
+            .c_str(),
+        UserError);
   }
 }
 
@@ -136,4 +137,38 @@ TEST_CASE("postgres store: its location keeps the user and drops the password") 
   const std::string with_password = "postgresql://autotune:hunter2@" + url.substr(url.find('@') + 1);
   PostgresStore store(with_password + "&password=hunter3");
   CHECK(store.location() == url + "&password=<redacted>");
+}
+
+TEST_CASE("postgres store: claimers on separate connections take every queued row exactly once") {
+  PostgresDatabase database;
+  auto coordinator = open_store(database.url());
+  const int64_t run = coordinator->create_run(sample_run());
+  std::vector<std::pair<std::string, Json>> items;
+  constexpr int kRows = 200;
+  for (int i = 0; i < kRows; ++i)
+    items.emplace_back("c" + std::to_string(i), Json{{"variant", "v"}, {"i", i}});
+  coordinator->enqueue_measurements(run, items);
+
+  constexpr int kClaimers = 4;
+  std::vector<std::vector<int64_t>> claimed(kClaimers);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClaimers; ++c) {
+    threads.emplace_back([&, c] {
+      auto store = open_store(database.url());  // its own connection, as on another host
+      const std::string worker = "w" + std::to_string(c);
+      while (auto item = store->claim_measurement(worker, 60, std::nullopt)) {
+        claimed[c].push_back(item->id);
+        CHECK(store->complete_measurement(item->id, worker, {{"status", "ok"}}));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<int64_t> all;
+  std::size_t total = 0;
+  for (const auto& ids : claimed) {
+    total += ids.size();
+    all.insert(ids.begin(), ids.end());
+  }
+  CHECK(total == kRows);
+  CHECK(all.size() == kRows);
 }

@@ -441,3 +441,106 @@ TEST_CASE_TEMPLATE("contract: concurrent writers from many threads are serialise
   for (const auto& trial : trials) ids.insert(trial.id);
   CHECK(ids.size() == trials.size());
 }
+
+namespace {
+Json candidate_json(int tile) { return {{"variant", "tiled"}, {"params", {{"tile", tile}}}}; }
+}  // namespace
+
+TEST_CASE_TEMPLATE("contract: the measurement queue keeps one row per candidate of a run", Fixture,
+                   STORE_FIXTURES) {
+  Fixture fixture;
+  Store& store = *fixture.store;
+  const int64_t run = store.create_run(sample_run());
+  const auto first = store.enqueue_measurements(run, {{"a", candidate_json(1)}, {"b", candidate_json(2)}});
+  REQUIRE(first.size() == 2);
+  CHECK(first[0].config_hash == "a");
+  CHECK(first[1].candidate == candidate_json(2));
+  CHECK(first[0].state == QueueState::queued);
+  CHECK(first[0].id < first[1].id);
+  // Queued again (a resumed run): the same rows, plus the new one.
+  const auto again = store.enqueue_measurements(run, {{"c", candidate_json(3)}, {"a", candidate_json(1)}});
+  REQUIRE(again.size() == 2);
+  CHECK(again[1].id == first[0].id);
+  CHECK(again[0].id > first[1].id);
+
+  store.set_measurement_context({run, "kernel: gemm\n", "/goals/g.yaml", 30});
+  const auto context = store.measurement_context(run);
+  REQUIRE(context);
+  CHECK(context->goal_file == "/goals/g.yaml");
+  CHECK(context->timeout_s == 30);
+  CHECK_FALSE(store.measurement_context(run + 1));
+}
+
+TEST_CASE_TEMPLATE("contract: claims are exclusive, oldest first, and only of running runs", Fixture,
+                   STORE_FIXTURES) {
+  Fixture fixture;
+  Store& store = *fixture.store;
+  const int64_t run = store.create_run(sample_run());
+  const int64_t finished_run = store.create_run(sample_run());
+  const auto queued = store.enqueue_measurements(run, {{"a", candidate_json(1)}, {"b", candidate_json(2)}});
+  store.enqueue_measurements(finished_run, {{"z", candidate_json(9)}});
+  Run finished = *store.run(finished_run);
+  finished.status = RunStatus::completed;
+  store.update_run(finished);
+
+  const auto first = store.claim_measurement("w1", 60, std::nullopt);
+  const auto second = store.claim_measurement("w2", 60, std::nullopt);
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->id == queued[0].id);
+  CHECK(second->id == queued[1].id);
+  CHECK(first->state == QueueState::claimed);
+  CHECK(first->worker == "w1");
+  CHECK(first->attempts == 1);
+  CHECK_FALSE(store.claim_measurement("w3", 60, std::nullopt));  // the finished run's row is not offered
+  const auto of_finished = store.claim_measurement("w3", 60, finished_run);  // unless asked for by run
+  REQUIRE(of_finished);
+  CHECK(of_finished->config_hash == "z");
+
+  CHECK(store.complete_measurement(first->id, "w1", {{"status", "ok"}}));
+  CHECK_FALSE(store.complete_measurement(first->id, "w1", {{"status", "ok"}}));   // once only
+  CHECK_FALSE(store.complete_measurement(second->id, "w1", {{"status", "ok"}}));  // not w1's claim
+  const auto rows = store.queued_measurements({second->id, first->id});
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    if (row.id == first->id) {
+      CHECK(row.state == QueueState::done);
+      CHECK(row.result["status"] == "ok");
+    } else {
+      CHECK(row.state == QueueState::claimed);
+      CHECK(row.result.is_null());
+    }
+  }
+  store.mark_measurements_committed({first->id});
+  CHECK(store.queued_measurements({first->id})[0].state == QueueState::committed);
+}
+
+TEST_CASE_TEMPLATE("contract: a claim whose worker stopped heartbeating is handed over, once", Fixture,
+                   STORE_FIXTURES) {
+  Fixture fixture;
+  Store& store = *fixture.store;
+  const int64_t run = store.create_run(sample_run());
+  store.enqueue_measurements(run, {{"a", candidate_json(1)}});
+  const auto lost = store.claim_measurement("dead", 60, std::nullopt);
+  REQUIRE(lost);
+  CHECK_FALSE(store.claim_measurement("alive", 60, std::nullopt));  // its lease is fresh
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto taken = store.claim_measurement("alive", 0.001, std::nullopt);  // stale after 1 ms
+  REQUIRE(taken);
+  CHECK(taken->id == lost->id);
+  CHECK(taken->attempts == 2);
+  CHECK(taken->worker == "alive");
+  CHECK_FALSE(
+      store.complete_measurement(lost->id, "dead", {{"status", "ok"}}));  // its late result is discarded
+  CHECK(store.complete_measurement(taken->id, "alive", {{"status", "ok"}}));
+
+  // A heartbeat keeps a claim: renewed just now, it is not stale after 10 s.
+  store.enqueue_measurements(run, {{"b", candidate_json(2)}});
+  const auto kept = store.claim_measurement("busy", 60, std::nullopt);
+  REQUIRE(kept);
+  store.heartbeat_worker("busy", "host-a", 2, 5);
+  CHECK_FALSE(store.claim_measurement("thief", 10, std::nullopt));
+  CHECK(store.active_workers(10) == 1);
+  store.heartbeat_worker("other", "host-b", 1, 0);
+  CHECK(store.active_workers(10) == 2);
+}
