@@ -152,24 +152,28 @@ const CommandRegistration registration(
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {
-        if (options->jobs && (*options->jobs < 1 || *options->jobs > orchestrator::kMaxParallel))
-          throw UserError("--jobs " + std::to_string(*options->jobs) + " is out of range; accepted: 1 to " +
-                          std::to_string(orchestrator::kMaxParallel) +
-                          " (omit it for the goal's `parallel`)");
+        const std::string db = store::resolve_database_path(options->db);
+        // A shared database measures through its queue, with workers: --jobs 0 leaves them all of it.
+        const bool queue = store::is_postgres_url(db) && !orchestrator::is_model_goal(options->goal);
+        const int min_jobs = queue ? 0 : 1;
+        if (options->jobs && (*options->jobs < min_jobs || *options->jobs > orchestrator::kMaxParallel))
+          throw UserError("--jobs " + std::to_string(*options->jobs) +
+                          " is out of range; accepted: " + std::to_string(min_jobs) + " to " +
+                          std::to_string(orchestrator::kMaxParallel) + " (omit it for the goal's `parallel`" +
+                          (queue ? "" : "; 0, all measuring left to workers, needs a PostgreSQL --db") + ")");
         if (orchestrator::is_model_goal(options->goal)) {
           if (options->resume) throw UserError("--resume is for kernel goals; a model goal starts afresh");
           auto goal = orchestrator::load_model_goal(options->goal);
           if (options->jobs) goal.parallel = *options->jobs;
           if (options->seed) goal.seed = *options->seed;
-          const std::string db = store::resolve_database_path(options->db);
           auto store = store::open_store(db);
           const bool tty = isatty(fileno(stderr)) != 0;
           std::string last;
           std::atomic<int64_t> model_run{0};
           const interrupt::OnInterrupt on_interrupt([&](int signal) {
-            record_interruption(
-                *store, model_run.load(), signal,
-                "autotune run " + options->goal + " --db " + db + " (a model goal starts afresh)");
+            record_interruption(*store, model_run.load(), signal,
+                                "autotune run " + options->goal + " --db " + store->location() +
+                                    " (a model goal starts afresh)");
           });
           const auto summary =
               orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
@@ -192,7 +196,7 @@ const CommandRegistration registration(
             std::cout << summary.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                       << std::endl;
           else
-            print_model_summary(goal, summary, db);
+            print_model_summary(goal, summary, store->location());
           return summary.status == "completed" ? 0 : 1;
         }
         auto prepared = orchestrator::load_and_prepare(options->goal);
@@ -200,11 +204,11 @@ const CommandRegistration registration(
         if (!prepared.setup.kernel_source_failure.empty())
           std::fprintf(stderr, "autotune: kernel source %s: %s\n", prepared.goal.kernel_source.c_str(),
                        prepared.setup.kernel_source_failure.c_str());
-        const std::string db = store::resolve_database_path(options->db);
         auto store = store::open_store(db);
         const bool tty = isatty(fileno(stderr)) != 0;
         orchestrator::RunOptions run_options;
-        run_options.jobs = options->jobs.value_or(0);
+        run_options.queue = queue;
+        run_options.jobs = queue ? options->jobs.value_or(prepared.goal.parallel) : options->jobs.value_or(0);
         run_options.seed = options->seed;
         run_options.resume = options->resume;
         run_options.use_cache = !options->no_cache;
@@ -213,9 +217,9 @@ const CommandRegistration registration(
         std::atomic<int64_t> started_run{0};
         const interrupt::OnInterrupt on_interrupt([&](int signal) {
           const int64_t id = started_run.load();
-          record_interruption(
-              *store, id, signal,
-              "autotune run " + options->goal + " --resume " + std::to_string(id) + " --db " + db);
+          record_interruption(*store, id, signal,
+                              "autotune run " + options->goal + " --resume " + std::to_string(id) + " --db " +
+                                  store->location());
         });
         run_options.progress = [&](const orchestrator::Progress& p) {
           if (p.run_id != announced_run) {
@@ -224,10 +228,11 @@ const CommandRegistration registration(
           }
           char line[256];
           std::snprintf(line, sizeof line,
-                        "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]", p.iteration,
+                        "iteration %d/%d  evaluations %d/%d  best %s  improvement %s  [%s]%s", p.iteration,
                         p.max_iterations, p.evaluations, p.budget,
                         p.best_latency_s ? seconds_text(*p.best_latency_s).c_str() : "-",
-                        p.improvement ? improvement_text(*p.improvement).c_str() : "-", p.phase.c_str());
+                        p.improvement ? improvement_text(*p.improvement).c_str() : "-", p.phase.c_str(),
+                        queue ? ("  workers " + std::to_string(p.active_workers)).c_str() : "");
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);
             std::fflush(stderr);

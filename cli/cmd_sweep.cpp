@@ -36,7 +36,10 @@ const CommandRegistration registration(
       };
       auto options = std::make_shared<Options>();
       app.add_option("goal", options->goal, "Goal file (YAML)")->required();
-      app.add_option("--jobs,-j", options->jobs, "Parallel workers")->default_val(1);
+      app.add_option("--jobs,-j", options->jobs,
+                     "Parallel local workers (with a PostgreSQL --db, 0 leaves all measuring to `autotune "
+                     "worker` processes)")
+          ->default_val(1);
       app.add_option("--db", options->db,
                      "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
                      "$AUTOTUNE_DB, else ./autotune.db)");
@@ -50,9 +53,14 @@ const CommandRegistration registration(
                      "Continue an interrupted sweep with this run id (its committed trials are not measured "
                      "again; give the same --limit)");
       return [options]() -> int {
-        if (options->jobs < 1 || options->jobs > orchestrator::kMaxParallel)
-          throw UserError("--jobs " + std::to_string(options->jobs) + " is out of range; accepted: 1 to " +
-                          std::to_string(orchestrator::kMaxParallel));
+        const std::string db = store::resolve_database_path(options->db);
+        // A shared database measures through its queue, with workers: --jobs 0 leaves them all of it.
+        const bool queue = store::is_postgres_url(db);
+        const int min_jobs = queue ? 0 : 1;
+        if (options->jobs < min_jobs || options->jobs > orchestrator::kMaxParallel)
+          throw UserError("--jobs " + std::to_string(options->jobs) + " is out of range; accepted: " +
+                          std::to_string(min_jobs) + " to " + std::to_string(orchestrator::kMaxParallel) +
+                          (queue ? "" : " (0, all measuring left to workers, needs a PostgreSQL --db)"));
         if (options->top < 1) throw UserError("--top must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
         // The compiler's message in full; the sweep records it as a failed trial and exits 1.
@@ -60,11 +68,11 @@ const CommandRegistration registration(
         if (unbuilt)
           std::fprintf(stderr, "autotune: kernel source %s: %s\n", prepared.goal.kernel_source.c_str(),
                        prepared.setup.kernel_source_failure.c_str());
-        const std::string db = store::resolve_database_path(options->db);
         auto store = store::open_store(db);
         const bool tty = isatty(fileno(stderr)) != 0;
         orchestrator::SweepOptions sweep_options;
         sweep_options.jobs = options->jobs;
+        sweep_options.queue = queue;
         sweep_options.use_cache = !options->no_cache;
         sweep_options.limit = options->limit;
         sweep_options.resume = options->resume;
@@ -80,12 +88,13 @@ const CommandRegistration registration(
         });
         sweep_options.started = [&](int64_t run_id) { started_run = run_id; };
         int last_decile = -1;
-        sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed) {
+        sweep_options.progress = [&](std::uint64_t done, std::uint64_t total, double elapsed,
+                                     std::int64_t workers) {
           const double eta = done > 0 ? elapsed / double(done) * double(total - done) : 0;
           char line[160];
-          std::snprintf(line, sizeof line, "%llu/%llu configurations  %.1f s elapsed  ETA %.1f s",
+          std::snprintf(line, sizeof line, "%llu/%llu configurations  %.1f s elapsed  ETA %.1f s%s",
                         static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                        elapsed, eta);
+                        elapsed, eta, queue ? ("  workers " + std::to_string(workers)).c_str() : "");
           if (tty) {
             std::fprintf(stderr, "\r\033[K%s", line);
           } else if (int decile = int(10 * done / std::max<std::uint64_t>(total, 1)); decile != last_decile) {
@@ -108,6 +117,7 @@ const CommandRegistration registration(
                                       {"measured", c.measured},
                                       {"cache_hits", c.cache_hits},
                                       {"resumed", c.resumed},
+                                      {"measured_by_workers", c.measured_by_workers},
                                       {"jobs", options->jobs},
                                       {"wall_time_s", result.wall_time_s},
                                       {"target_seconds", c.target_seconds},
@@ -119,11 +129,13 @@ const CommandRegistration registration(
           return unbuilt ? 1 : 0;
         }
         std::printf(
-            "sweep run %lld: %llu configurations (%lld measured, %lld from the cache, %lld from committed "
+            "sweep run %lld: %llu configurations (%lld measured%s, %lld from the cache, %lld from committed "
             "trials) in %.1f s with %d jobs\n",
             static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
-            static_cast<long long>(c.measured), static_cast<long long>(c.cache_hits),
-            static_cast<long long>(c.resumed), result.wall_time_s, options->jobs);
+            static_cast<long long>(c.measured),
+            queue ? (", " + std::to_string(c.measured_by_workers) + " of them by workers").c_str() : "",
+            static_cast<long long>(c.cache_hits), static_cast<long long>(c.resumed), result.wall_time_s,
+            options->jobs);
         const auto objective = prepared.goal.objective;
         std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;

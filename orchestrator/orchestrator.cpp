@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "orchestrator/distributed.hpp"
 #include "orchestrator/llm/llm_policy.hpp"
 #include "orchestrator/run_lease.hpp"
 #include "skills/kernel_generator.hpp"
@@ -139,7 +140,7 @@ RunSummary Orchestrator::run() {
   const skills::VariantCatalog& catalog = context_.catalog;
   store::Store& store = context_.store;
   const RunOptions& options = context_.options;
-  const int jobs = options.jobs > 0 ? options.jobs : goal.parallel;
+  const int jobs = options.queue || options.jobs > 0 ? options.jobs : goal.parallel;
   const std::string goal_yaml = to_yaml(goal);
 
   // --- the run record (new, or the one being resumed) ---
@@ -193,6 +194,8 @@ RunSummary Orchestrator::run() {
   runner_options.jobs = jobs;
   runner_options.timeout_s = goal.timeout_s;
   runner_options.use_cache = options.use_cache;
+  runner_options.queue = options.queue;
+  if (options.queue) store.set_measurement_context(measurement_context(goal, record.id));
   skills::BenchmarkRunner runner(context_.target, store, record.id, runner_options);
   runner.resume(committed);
 
@@ -219,6 +222,7 @@ RunSummary Orchestrator::run() {
   auto report = [&](const std::string& phase) {
     progress.phase = phase;
     progress.evaluations = int(runner.counters().evaluations);
+    progress.active_workers = runner.counters().active_workers;
     if (best_trial) progress.best_latency_s = best_trial->metric("latency_s");
     if (baseline_trial) progress.improvement = current_improvement();
     if (options.progress) options.progress(progress);

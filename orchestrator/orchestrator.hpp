@@ -44,7 +44,8 @@ struct Progress {
   int budget = 0;
   std::optional<double> best_latency_s;
   std::optional<double> improvement;
-  std::string phase;  // "baseline", "analyse", "search <idea>", ...
+  std::string phase;           // "baseline", "analyse", "search <idea>", ...
+  int64_t active_workers = 0;  // measuring through a queue: workers seen heartbeating
 };
 using ProgressSink = std::function<void(const Progress&)>;
 
@@ -64,6 +65,9 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;  // default: the goal's seed
   std::optional<int64_t> resume;      // continue this run
   bool use_cache = true;
+  // Measure through the store's shared queue, with `autotune worker`
+  // processes (docs/distributed.md); jobs may then be 0.
+  bool queue = false;
   ProgressSink progress;
   // One line for each failure of a skill, plugin, LLM endpoint or target,
   // as it happens (RunSummary::warnings keeps them all).

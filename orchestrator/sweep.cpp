@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "orchestrator/decision_log.hpp"
+#include "orchestrator/distributed.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/run_lease.hpp"
 
@@ -124,6 +125,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   // Larger commit batches: a sweep has no reader waiting on each result.
   runner_options.commit_every = std::max(8, 2 * options.jobs);
   runner_options.commit_interval_s = 1.0;
+  runner_options.queue = options.queue;
+  if (options.queue) store.set_measurement_context(measurement_context(goal, record.id));
   skills::BenchmarkRunner runner(target, store, record.id, runner_options);
   runner.resume(committed);
 
@@ -132,7 +135,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     ++done;
     if (options.progress)
       options.progress(done, result.configurations,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                       runner.counters().active_workers);
   };
   {
     auto baseline = runner.measure({{start, 0, seq}}, measured_one);
@@ -145,7 +149,8 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
       result.trials.push_back(std::move(measured.trial));
     }
   }
-  const std::size_t chunk = std::size_t(std::max(64, 16 * options.jobs));
+  // With a queue, larger chunks keep remote workers busy across a chunk's end.
+  const std::size_t chunk = std::size_t(std::max(options.queue ? 512 : 64, 16 * options.jobs));
   for (std::size_t begin = 0; begin < all.size(); begin += chunk) {
     std::vector<skills::TrialRequest> requests;
     for (std::size_t i = begin; i < std::min(all.size(), begin + chunk); ++i)

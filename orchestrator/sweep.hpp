@@ -21,6 +21,9 @@ inline constexpr std::uint64_t kMaxSweepConfigurations = 1'000'000;
 
 struct SweepOptions {
   int jobs = 1;
+  // Measure through the store's shared queue, with `autotune worker`
+  // processes (docs/distributed.md); jobs may then be 0.
+  bool queue = false;
   bool use_cache = true;
   // At most this many configurations: a uniform sample seeded by the goal's seed, the start point always in.
   std::optional<std::uint64_t> limit;
@@ -29,8 +32,9 @@ struct SweepOptions {
   std::optional<int64_t> resume;
   // Called once the run exists (its id, for a message on interruption).
   std::function<void(int64_t)> started;
-  // Called after each result: done, total, seconds elapsed.
-  std::function<void(std::uint64_t, std::uint64_t, double)> progress;
+  // Called after each result: done, total, seconds elapsed, workers active
+  // (with a queue; 0 otherwise).
+  std::function<void(std::uint64_t, std::uint64_t, double, std::int64_t)> progress;
 };
 
 struct SweepResult {

@@ -2,9 +2,11 @@
 
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "skills/measurement_queue.hpp"
 
 namespace autotune::skills {
 
@@ -16,25 +18,60 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+}  // namespace
+
 // What the workers share with the caller. Held by shared_ptr so a worker that
 // outlives its timeout writes into live memory and is simply ignored.
-struct Shared {
+struct BenchmarkRunner::Shared {
   std::mutex mutex;
   std::condition_variable wake;
   std::vector<std::optional<Measurement>> done;
   std::vector<std::optional<Clock::time_point>> started;
   double target_seconds = 0;
+  bool stop_claiming = false;  // with a queue: the batch is complete
 };
-
-}  // namespace
 
 BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run,
                                  RunnerOptions options)
     : target_(target), store_(store), run_(run), options_(options) {
-  if (options_.jobs < 1)
-    throw UserError("--jobs / parallel: must be at least 1 (got " + std::to_string(options_.jobs) + ")");
-  if (options_.commit_every <= 0) options_.commit_every = options_.jobs;
-  pool_ = std::make_unique<boost::asio::thread_pool>(std::size_t(options_.jobs));
+  if (options_.jobs < (options_.queue ? 0 : 1))
+    throw UserError("--jobs / parallel: must be at least " + std::string(options_.queue ? "0" : "1") +
+                    " (got " + std::to_string(options_.jobs) + ")");
+  if (options_.commit_every <= 0) options_.commit_every = std::max(options_.jobs, 1);
+  pool_ = std::make_unique<boost::asio::thread_pool>(std::size_t(std::max(options_.jobs, 1)));
+  if (options_.queue) claimer_ = claimer_id("coordinator");
+}
+
+void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
+                                 const std::vector<std::optional<int64_t>>& queue_ids, Shared& shared,
+                                 Clock::time_point& last_poll, Clock::time_point& last_heartbeat) {
+  if (seconds_since(last_heartbeat) >= kHeartbeatIntervalS) {
+    last_heartbeat = Clock::now();
+    store_.heartbeat_worker(claimer_, claimer_id(""), options_.jobs, counters_.measured);
+    counters_.active_workers = store_.active_workers(kActiveWorkerS);
+  }
+  if (seconds_since(last_poll) < 0.2) return;
+  last_poll = Clock::now();
+  std::vector<int64_t> waiting;
+  std::map<int64_t, std::size_t> index_of_row;
+  {
+    std::lock_guard lock(shared.mutex);
+    for (std::size_t i : open)
+      if (!shared.done[i] && queue_ids[i]) {
+        waiting.push_back(*queue_ids[i]);
+        index_of_row[*queue_ids[i]] = i;
+      }
+  }
+  if (waiting.empty()) return;
+  const auto rows = store_.queued_measurements(waiting);
+  std::lock_guard lock(shared.mutex);
+  for (const auto& row : rows) {
+    if (row.state != store::QueueState::done && row.state != store::QueueState::committed) continue;
+    const std::size_t i = index_of_row.at(row.id);
+    if (shared.done[i]) continue;
+    shared.done[i] = measurement_from_json(row.result);
+    if (row.worker != claimer_) ++counters_.measured_by_workers;
+  }
 }
 
 BenchmarkRunner::~BenchmarkRunner() {
@@ -70,7 +107,8 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
   std::vector<std::optional<MeasuredTrial>> results(n);
   std::vector<std::optional<std::size_t>> duplicate_of(n);
   std::map<std::string, std::size_t> first_in_batch;
-  std::vector<std::size_t> pending;  // indices waiting for a commit
+  std::vector<std::size_t> pending;                  // indices waiting for a commit
+  std::vector<std::optional<int64_t>> queue_ids(n);  // with a queue: each queued candidate's row
   auto last_flush = Clock::now();
   Json statuses = Json::object();
   int64_t reused = 0, resumed = 0, cache_hits = 0, measured = 0;
@@ -103,6 +141,10 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     std::vector<store::Trial> batch;
     for (std::size_t i : ready) batch.push_back(results[i]->trial);
     store_.commit_trials(batch);
+    std::vector<int64_t> queued_rows;
+    for (std::size_t i : ready)
+      if (queue_ids[i]) queued_rows.push_back(*queue_ids[i]);
+    store_.mark_measurements_committed(queued_rows);
     for (std::size_t k = 0; k < ready.size(); ++k) {
       auto& result = *results[ready[k]];
       result.trial = batch[k];
@@ -177,6 +219,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     }
     results[i] = MeasuredTrial{trial, nullptr, true};
     running.push_back(i);
+    if (options_.queue) continue;  // queued below, all at once
     const MeasureOptions measure_options{options_.timeout_s};
     boost::asio::post(*pool_, [shared, i, candidate = request.candidate, measure_options, this] {
       const auto start = Clock::now();
@@ -200,8 +243,66 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     });
   }
 
+  // With a queue: every candidate to measure is queued in one transaction,
+  // then this runner's jobs claim them alongside the workers.
+  std::map<int64_t, std::size_t> index_of_row;
+  if (options_.queue && !running.empty()) {
+    std::vector<std::pair<std::string, Json>> items;
+    for (std::size_t i : running)
+      items.emplace_back(results[i]->trial.config_hash, candidate_to_json(requests[i].candidate));
+    const auto rows = store_.enqueue_measurements(run_, items);
+    for (std::size_t k = 0; k < running.size(); ++k) {
+      const std::size_t i = running[k];
+      queue_ids[i] = rows[k].id;
+      index_of_row[rows[k].id] = i;
+      // Measured for an earlier life of this run: its result is waiting.
+      if (rows[k].state == store::QueueState::done || rows[k].state == store::QueueState::committed)
+        shared->done[i] = measurement_from_json(rows[k].result);
+    }
+    for (int job = 0; job < options_.jobs; ++job) {
+      boost::asio::post(*pool_, [shared, index_of_row, this] {
+        for (;;) {
+          {
+            std::lock_guard lock(shared->mutex);
+            if (shared->stop_claiming) return;
+          }
+          std::optional<store::QueuedMeasurement> item;
+          try {
+            item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
+          } catch (const std::exception& e) {
+            log::warn(std::string("claiming a queued candidate failed: ") + e.what());
+          }
+          if (!item) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+          }
+          const auto start = Clock::now();
+          Measurement m =
+              measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
+          const double took = seconds_since(start);
+          bool stored = false;
+          try {
+            stored = store_.complete_measurement(item->id, claimer_, to_json(m));
+          } catch (const std::exception& e) {
+            log::warn(std::string("storing a queued measurement failed: ") + e.what());
+          }
+          std::lock_guard lock(shared->mutex);
+          shared->target_seconds += took;
+          const auto it = index_of_row.find(item->id);
+          if (stored && it != index_of_row.end() && !shared->done[it->second]) {
+            shared->done[it->second] = std::move(m);
+            shared->wake.notify_all();
+          }
+        }
+      });
+    }
+  }
+
   std::set<std::size_t> open(running.begin(), running.end());
+  auto last_poll = Clock::now() - std::chrono::seconds(1);
+  auto last_heartbeat = Clock::now() - std::chrono::seconds(10);
   while (!open.empty()) {
+    if (options_.queue) poll_queue(open, queue_ids, *shared, last_poll, last_heartbeat);
     std::vector<std::pair<std::size_t, Measurement>> finished;
     {
       std::unique_lock lock(shared->mutex);
@@ -243,6 +344,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
   flush(n);
   {
     std::lock_guard lock(shared->mutex);
+    shared->stop_claiming = true;
     counters_.target_seconds += shared->target_seconds;
     shared->target_seconds = 0;
   }

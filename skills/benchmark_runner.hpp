@@ -17,6 +17,11 @@
 //    timeout: a candidate running longer is recorded as `timeout` and the run
 //    goes on (an in-process target cannot be interrupted; its late result is
 //    discarded).
+//  - With options.queue, those candidates are queued in the store instead,
+//    measured by whoever claims them (this runner's jobs, workers on other
+//    hosts) and committed here as they come back; a candidate queued by an
+//    earlier life of the run is not queued again, and its result, if one is
+//    waiting, is used as it is. The claimer enforces the timeout.
 //  - Trials are committed as they finish, in batches (one transaction per
 //    batch: whenever `commit_every` results are waiting, or `commit_interval_s`
 //    passed, and at the end of measure()). Profiles are saved right after.
@@ -38,11 +43,17 @@
 namespace autotune::skills {
 
 struct RunnerOptions {
+  // Local measuring threads. With `queue`, they claim this run's queued
+  // candidates alongside remote workers; 0 leaves all measuring to workers.
   int jobs = 1;
   double timeout_s = 120;
   int commit_every = 0;  // 0: the number of jobs
   double commit_interval_s = 0.5;
   bool use_cache = true;
+  // Measure through the store's shared queue (skills/measurement_queue.hpp):
+  // candidates are queued, claimed by this runner's jobs and by `autotune
+  // worker` processes on any host, and committed here as trials.
+  bool queue = false;
 };
 
 struct TrialRequest {
@@ -58,13 +69,15 @@ struct MeasuredTrial {
 };
 
 struct RunnerCounters {
-  int64_t evaluations = 0;    // fresh trials
-  int64_t measured = 0;       // measured on the target in this process
-  int64_t cache_hits = 0;     // served from the cross-run cache
-  int64_t resumed = 0;        // served from trials committed before a resume
-  int64_t commits = 0;        // transactions
-  double target_seconds = 0;  // wall time spent inside target.measure(), summed over workers
-  double commit_seconds = 0;  // wall time spent committing
+  int64_t evaluations = 0;          // fresh trials
+  int64_t measured = 0;             // measured on the target in this process
+  int64_t cache_hits = 0;           // served from the cross-run cache
+  int64_t resumed = 0;              // served from trials committed before a resume
+  int64_t commits = 0;              // transactions
+  double target_seconds = 0;        // wall time spent inside target.measure(), summed over workers
+  double commit_seconds = 0;        // wall time spent committing
+  int64_t measured_by_workers = 0;  // with a queue: measured by other processes
+  int64_t active_workers = 0;       // with a queue: workers seen heartbeating at the last look
 };
 
 // Called on the caller's thread as each result is known (for progress).
@@ -94,6 +107,13 @@ class BenchmarkRunner {
   static std::string config_hash(const Candidate& candidate);
 
  private:
+  struct Shared;
+  // With a queue: picks up results other processes stored for `open`
+  // candidates (every 200 ms) and heartbeats this runner's claims.
+  void poll_queue(const std::set<std::size_t>& open, const std::vector<std::optional<int64_t>>& queue_ids,
+                  Shared& shared, std::chrono::steady_clock::time_point& last_poll,
+                  std::chrono::steady_clock::time_point& last_heartbeat);
+
   MeasurementTarget& target_;
   store::Store& store_;
   int64_t run_;
@@ -103,6 +123,7 @@ class BenchmarkRunner {
   std::map<std::string, store::Trial> resumable_;  // config hash -> trial committed before a resume
   std::map<int64_t, Json> profiles_;               // trial id -> profile summary
   RunnerCounters counters_;
+  std::string claimer_;  // this process's claimer id on the queue
   int64_t batches_ = 0;  // measure() calls so far: the next trial's Trial::batch
 };
 

@@ -1,0 +1,156 @@
+#include "orchestrator/worker.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "orchestrator/distributed.hpp"
+#include "skills/measurement_queue.hpp"
+
+namespace autotune::orchestrator {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The prepared goal of each run this worker measured for, built once. A run
+// whose goal does not load here keeps its reason: its candidates are
+// recorded as failed with it, so the run goes on.
+class RunTargets {
+ public:
+  explicit RunTargets(store::Store& store, const WorkerOptions& options) : store_(store), options_(options) {}
+
+  struct Entry {
+    std::unique_ptr<PreparedGoal> prepared;
+    std::string unusable;
+    double timeout_s = 120;
+  };
+
+  const Entry& get(int64_t run) {
+    std::lock_guard lock(mutex_);
+    auto& entry = entries_[run];
+    if (entry) return *entry;
+    entry = std::make_unique<Entry>();
+    try {
+      const auto context = store_.measurement_context(run);
+      if (!context) throw UserError("run " + std::to_string(run) + " stored no measurement context");
+      entry->timeout_s = context->timeout_s;
+      entry->prepared = std::make_unique<PreparedGoal>(prepare_from_context(*context));
+      if (options_.note)
+        options_.note("measuring for run " + std::to_string(run) + " (" + entry->prepared->goal.name + ", " +
+                      entry->prepared->setup.target->description() + ")");
+    } catch (const UserError& error) {
+      entry->unusable = error.what();
+      if (options_.note) options_.note(entry->unusable);
+    }
+    return *entry;
+  }
+
+  int64_t count() {
+    std::lock_guard lock(mutex_);
+    return static_cast<int64_t>(entries_.size());
+  }
+
+ private:
+  store::Store& store_;
+  const WorkerOptions& options_;
+  std::mutex mutex_;
+  std::map<int64_t, std::unique_ptr<Entry>>
+      entries_;  // never erased: measuring threads may outlive a timeout
+};
+
+}  // namespace
+
+WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
+  if (options.jobs < 1 || options.jobs > 256)
+    throw UserError("--jobs " + std::to_string(options.jobs) + " is out of range; accepted: 1 to 256");
+  if (options.idle_exit_s && !(*options.idle_exit_s >= 0))
+    throw UserError("--idle-exit must be a number of seconds, 0 or more");
+  const auto started = Clock::now();
+  WorkerSummary summary;
+  summary.id = skills::claimer_id("worker");
+  RunTargets targets(store, options);
+  std::atomic<int64_t> measured{0}, discarded{0}, busy{0};
+  std::atomic<bool> stop{false};
+  std::mutex activity_mutex;
+  auto last_activity = Clock::now();
+  auto touch = [&] {
+    std::lock_guard lock(activity_mutex);
+    last_activity = Clock::now();
+  };
+
+  store.heartbeat_worker(summary.id, skills::claimer_id(""), options.jobs, 0);
+  std::vector<std::thread> jobs;
+  for (int job = 0; job < options.jobs; ++job) {
+    jobs.emplace_back([&] {
+      while (!stop) {
+        std::optional<store::QueuedMeasurement> item;
+        try {
+          item = store.claim_measurement(summary.id, options.lease_s, std::nullopt);
+        } catch (const std::exception& error) {
+          if (options.note) options.note(std::string("claiming failed: ") + error.what());
+        }
+        if (!item) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          continue;
+        }
+        ++busy;
+        touch();
+        const auto& entry = targets.get(item->run);
+        skills::Measurement m;
+        if (!entry.unusable.empty()) {
+          m.status = store::TrialStatus::failed;
+          m.error = "worker " + summary.id + ": " + entry.unusable;
+        } else {
+          try {
+            m = skills::measure_with_deadline(*entry.prepared->setup.target,
+                                              skills::candidate_from_json(item->candidate), entry.timeout_s);
+          } catch (const std::exception& error) {  // a malformed candidate in the queue
+            m.status = store::TrialStatus::failed;
+            m.error = std::string("worker could not read the queued candidate: ") + error.what();
+          }
+        }
+        try {
+          if (store.complete_measurement(item->id, summary.id, skills::to_json(m)))
+            ++measured;
+          else
+            ++discarded;
+        } catch (const std::exception& error) {
+          if (options.note) options.note(std::string("storing a result failed: ") + error.what());
+        }
+        --busy;
+        touch();
+      }
+    });
+  }
+
+  auto last_heartbeat = Clock::now();
+  while (!stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::duration<double>(Clock::now() - last_heartbeat).count() >= skills::kHeartbeatIntervalS) {
+      last_heartbeat = Clock::now();
+      try {
+        store.heartbeat_worker(summary.id, skills::claimer_id(""), options.jobs, measured);
+      } catch (const std::exception& error) {
+        if (options.note) options.note(std::string("heartbeat failed: ") + error.what());
+      }
+    }
+    if (options.idle_exit_s && busy == 0) {
+      std::lock_guard lock(activity_mutex);
+      if (std::chrono::duration<double>(Clock::now() - last_activity).count() >= *options.idle_exit_s)
+        stop = true;
+    }
+  }
+  for (auto& job : jobs) job.join();
+  summary.measured = measured;
+  summary.discarded = discarded;
+  summary.runs = targets.count();
+  summary.wall_time_s = std::chrono::duration<double>(Clock::now() - started).count();
+  return summary;
+}
+
+}  // namespace autotune::orchestrator
