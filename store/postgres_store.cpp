@@ -177,7 +177,8 @@ PostgresStore::~PostgresStore() = default;
 void PostgresStore::connect() { connection_ = std::make_unique<Connection>(url_); }
 
 void PostgresStore::with_transaction(const char* doing,
-                                     const std::function<void(pqxx::transaction_base&)>& work) {
+                                     const std::function<void(pqxx::transaction_base&)>& work,
+                                     InDoubt in_doubt) {
   std::lock_guard lock(mutex_);
   const auto deadline = std::chrono::steady_clock::now() + kReconnectTimeout;
   for (int attempt = 1;; ++attempt) {
@@ -192,6 +193,7 @@ void PostgresStore::with_transaction(const char* doing,
       return;
     } catch (const pqxx::in_doubt_error&) {
       connection_.reset();
+      if (in_doubt == InDoubt::retry && std::chrono::steady_clock::now() < deadline) continue;
       throw UserError(std::string("the connection to PostgreSQL database ") + redacted_url_ +
                       " broke while " + doing +
                       " was committing; whether it was stored is unknown (resume the run to continue)");
@@ -257,14 +259,19 @@ int64_t PostgresStore::create_run(const Run& run) {
       .add(run.best_trial)
       .add(run.summary);
   int64_t id = 0;
-  with_transaction("create_run", [&](pqxx::transaction_base& txn) {
-    id = params
-             .exec(txn,
-                   "INSERT INTO runs (created, updated, goal_name, goal_yaml, kernel, target, seed, "
-                   "simulator_version, status, stop_reason, goal_met, baseline_trial, best_trial, summary) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id")[0][0]
-             .as<int64_t>();
-  });
+  with_transaction(
+      "create_run",
+      [&](pqxx::transaction_base& txn) {
+        id =
+            params
+                .exec(
+                    txn,
+                    "INSERT INTO runs (created, updated, goal_name, goal_yaml, kernel, target, seed, "
+                    "simulator_version, status, stop_reason, goal_met, baseline_trial, best_trial, summary) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id")[0][0]
+                .as<int64_t>();
+      },
+      InDoubt::report);
   return id;
 }
 
@@ -401,19 +408,25 @@ int64_t PostgresStore::append_decision(Decision& decision) {
       .add(decision.duration_ms)
       .add(created);
   int64_t seq = 0;
-  with_transaction("append_decision", [&](pqxx::transaction_base& txn) {
-    // Writers of one run's decisions take turns on the run's row, so the
-    // MAX(seq) + 1 below can never be taken twice.
-    const auto locked = Params().add(decision.run).exec(txn, "SELECT id FROM runs WHERE id = $1 FOR UPDATE");
-    AUTOTUNE_CHECK(!locked.empty(), "append_decision: no run " + std::to_string(decision.run));
-    seq = params
-              .exec(txn,
+  with_transaction(
+      "append_decision",
+      [&](pqxx::transaction_base& txn) {
+        // Writers of one run's decisions take turns on the run's row, so the
+        // MAX(seq) + 1 below can never be taken twice.
+        const auto locked =
+            Params().add(decision.run).exec(txn, "SELECT id FROM runs WHERE id = $1 FOR UPDATE");
+        AUTOTUNE_CHECK(!locked.empty(), "append_decision: no run " + std::to_string(decision.run));
+        seq =
+            params
+                .exec(
+                    txn,
                     "INSERT INTO decisions (run, seq, iteration, skill, action, proposer, inputs, evidence, "
                     "alternatives, rationale, outcome, duration_ms, created) "
                     "VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM decisions WHERE run = $1), "
                     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq")[0][0]
-              .as<int64_t>();
-  });
+                .as<int64_t>();
+      },
+      InDoubt::report);
   decision.seq = seq;
   decision.created = created;
   return seq;
@@ -493,18 +506,21 @@ void PostgresStore::commit_trials(std::vector<Trial>& trials) {
     rows.push_back(std::move(params));
   }
   std::vector<int64_t> ids;
-  with_transaction("commit_trials", [&](pqxx::transaction_base& txn) {
-    ids.clear();
-    for (const Params& row : rows) {
-      ids.push_back(
-          row.exec(txn,
-                   "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, "
-                   "cache_key, status, metrics, repeats, error, verification, cache_hit, created, "
-                   "duration_ms, batch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-                   "$13, $14, $15, $16) RETURNING id")[0][0]
-              .as<int64_t>());
-    }
-  });
+  with_transaction(
+      "commit_trials",
+      [&](pqxx::transaction_base& txn) {
+        ids.clear();
+        for (const Params& row : rows) {
+          ids.push_back(
+              row.exec(txn,
+                       "INSERT INTO trials (run, iteration, decision_seq, variant, params, config_hash, "
+                       "cache_key, status, metrics, repeats, error, verification, cache_hit, created, "
+                       "duration_ms, batch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+                       "$13, $14, $15, $16) RETURNING id")[0][0]
+                  .as<int64_t>());
+        }
+      },
+      InDoubt::report);
   for (std::size_t i = 0; i < trials.size(); ++i) {
     trials[i].id = ids[i];
     trials[i].created = created[i];
@@ -776,14 +792,17 @@ int64_t PostgresStore::append_llm_call(const LlmCall& call) {
       .add(call.accepted)
       .add(call.reject_reason);
   int64_t id = 0;
-  with_transaction("append_llm_call", [&](pqxx::transaction_base& txn) {
-    id = params
-             .exec(txn,
-                   "INSERT INTO llm_calls (run, created, prompt_hash, model, latency_ms, prompt_tokens, "
-                   "completion_tokens, request, response, accepted, reject_reason) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id")[0][0]
-             .as<int64_t>();
-  });
+  with_transaction(
+      "append_llm_call",
+      [&](pqxx::transaction_base& txn) {
+        id = params
+                 .exec(txn,
+                       "INSERT INTO llm_calls (run, created, prompt_hash, model, latency_ms, prompt_tokens, "
+                       "completion_tokens, request, response, accepted, reject_reason) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id")[0][0]
+                 .as<int64_t>();
+      },
+      InDoubt::report);
   return id;
 }
 

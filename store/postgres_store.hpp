@@ -6,8 +6,9 @@
 // One connection per PostgresStore, guarded by a mutex like SqliteStore's.
 // Every call is one transaction (READ COMMITTED). When the connection breaks
 // (the server restarted, a proxy dropped it), the call reconnects and runs
-// its transaction again, for up to kReconnectTimeout; a break while COMMIT
-// was in flight leaves the outcome unknown and is reported, never retried.
+// its transaction again, for up to kReconnectTimeout. A break while COMMIT
+// was in flight leaves the outcome unknown: calls that would store a record
+// twice report it (UserError: resume the run), the others run again.
 // Credentials come from the URL or libpq's conventions (PGPASSWORD,
 // ~/.pgpass); the store never writes them anywhere and location() hides them.
 #include <chrono>
@@ -84,9 +85,15 @@ class PostgresStore : public Store {
   int reconnects() const;
 
  private:
+  // Whether running a transaction again is harmless when a broken connection
+  // left unknown whether its COMMIT went through: true for updates, upserts
+  // and claims (a claim that did commit only goes stale); false for inserts
+  // whose repetition would store a record twice.
+  enum class InDoubt { retry, report };
   // Runs `work` in one transaction, reconnecting and running it again after
   // a broken connection (see the class comment). `doing` names the call in errors.
-  void with_transaction(const char* doing, const std::function<void(pqxx::transaction_base&)>& work);
+  void with_transaction(const char* doing, const std::function<void(pqxx::transaction_base&)>& work,
+                        InDoubt in_doubt = InDoubt::retry);
   void connect();
 
   mutable std::mutex mutex_;
