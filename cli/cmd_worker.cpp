@@ -58,6 +58,7 @@ const CommandRegistration registration(
                                       {"measured", summary.measured},
                                       {"discarded", summary.discarded},
                                       {"runs", summary.runs},
+                                      {"mean_claim_s", summary.mean_claim_s},
                                       {"wall_time_s", summary.wall_time_s}}
                            .dump()
                     << std::endl;

@@ -1,5 +1,6 @@
 #include "orchestrator/worker.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -78,6 +79,7 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
   std::atomic<bool> stop{false};
   std::mutex activity_mutex;
   auto last_activity = Clock::now();
+  double claim_seconds = 0;  // in claims that returned a candidate
   auto touch = [&] {
     std::lock_guard lock(activity_mutex);
     last_activity = Clock::now();
@@ -87,16 +89,25 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
   std::vector<std::thread> jobs;
   for (int job = 0; job < options.jobs; ++job) {
     jobs.emplace_back([&] {
+      // Idle, a job asks less and less often: 50 ms, doubling up to 1 s.
+      auto idle_wait = std::chrono::milliseconds(50);
       while (!stop) {
         std::optional<store::QueuedMeasurement> item;
+        const auto asked = Clock::now();
         try {
           item = store.claim_measurement(summary.id, options.lease_s, std::nullopt);
         } catch (const std::exception& error) {
           if (options.note) options.note(std::string("claiming failed: ") + error.what());
         }
         if (!item) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          std::this_thread::sleep_for(idle_wait);
+          idle_wait = std::min(2 * idle_wait, std::chrono::milliseconds(1000));
           continue;
+        }
+        idle_wait = std::chrono::milliseconds(50);
+        {
+          std::lock_guard lock(activity_mutex);
+          claim_seconds += std::chrono::duration<double>(Clock::now() - asked).count();
         }
         ++busy;
         touch();
@@ -149,6 +160,7 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
   summary.measured = measured;
   summary.discarded = discarded;
   summary.runs = targets.count();
+  summary.mean_claim_s = measured + discarded > 0 ? claim_seconds / double(measured + discarded) : 0;
   summary.wall_time_s = std::chrono::duration<double>(Clock::now() - started).count();
   return summary;
 }

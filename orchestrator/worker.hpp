@@ -26,9 +26,10 @@ struct WorkerOptions {
 
 struct WorkerSummary {
   std::string id;
-  int64_t measured = 0;   // results stored
-  int64_t discarded = 0;  // results of claims handed to another worker meanwhile
-  int64_t runs = 0;       // runs measured for
+  int64_t measured = 0;     // results stored
+  int64_t discarded = 0;    // results of claims handed to another worker meanwhile
+  int64_t runs = 0;         // runs measured for
+  double mean_claim_s = 0;  // time a claim that got a candidate took, on average
   double wall_time_s = 0;
 };
 
