@@ -19,10 +19,6 @@ const std::vector<std::string> kTopKeys = {
     "budget",       "search", "start",  "variants",  "parallel", "timeout_s",
     "verification", "roles",  "seed",   "llm",       "skills",   "kernel_source"};
 
-std::string where(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
-  return reader.location(node) + ": " + reader.key_path(key) + ": ";
-}
-
 search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
   if (!node.IsScalar()) reader.fail(key, "expected a number or a string", &node);
   const std::string text = node.Scalar();
