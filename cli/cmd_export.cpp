@@ -20,6 +20,7 @@
 #include "kernels/evaluate.hpp"
 #include "kernels/external/export_nki.hpp"
 #include "kernels/external/export_source.hpp"
+#include "report/stored_kernel.hpp"
 #include "sim/target.hpp"
 
 namespace autotune::cli {
@@ -33,14 +34,9 @@ struct ExportOptions {
   bool nki = false;
 };
 
-// SBUF bytes per partition of the run's simulated target (a name, or a
-// mapping with `name`); trn1's when the goal's target cannot be read again.
-std::int64_t target_sbuf_bytes(const YAML::Node& goal) {
-  std::string name = "trn1";
-  if (const auto target = goal["target"]; target && target.IsScalar())
-    name = target.Scalar();
-  else if (target && target.IsMap() && target["name"] && target["name"].IsScalar())
-    name = target["name"].Scalar();
+// SBUF bytes per partition of the run's simulated target; trn1's when the
+// goal's target cannot be read again.
+std::int64_t target_sbuf_bytes(const std::string& name) {
   try {
     return sim::load_target(name).sbuf_bytes_per_partition;
   } catch (const UserError&) {
@@ -67,57 +63,24 @@ int run_export(const ExportOptions& o) {
   }
 
   // Shape, dtype and target come from the goal as the run resolved it.
-  YAML::Node goal;
-  try {
-    goal = YAML::Load(run->goal_yaml);
-  } catch (const YAML::Exception& e) {
-    throw UserError("run " + std::to_string(o.run) + ": its stored goal does not parse: " + e.what());
-  }
-  const std::string family_name = run->kernel;
-  const auto& registry = kernels::family_registry();
-  if (!registry.contains(family_name))
-    throw UserError("run " + std::to_string(o.run) + " tuned '" + family_name +
-                    "', which is not a built-in kernel family; only simulated kernels can be exported");
-  const kernels::FamilySpec& family = registry.get(family_name);
-  const kernels::VariantSpec* variant = nullptr;
-  for (const auto& v : family.variants)
-    if (v.name == trial->variant) variant = &v;
-  if (variant == nullptr)
-    throw UserError("trial " + std::to_string(trial->id) + " measured '" + trial->variant +
-                    "', not a built-in variant of '" + family_name +
-                    "' (a kernel source: export its source file instead)");
-
-  kernels::Shape shape = family.default_shape;
-  std::string dtype_text;
-  if (const auto kernel = goal["kernel"]; kernel && kernel.IsMap()) {
-    if (kernel["shape"] && kernel["shape"].IsMap())
-      for (const auto& entry : kernel["shape"]) shape[entry.first.Scalar()] = entry.second.as<std::int64_t>();
-    if (kernel["dtype"]) dtype_text = kernel["dtype"].Scalar();
-  }
-  const auto dtype = dtype_text.empty() ? std::optional(family.dtypes.front()) : sim::parse_dtype(dtype_text);
-  if (!dtype)
-    throw UserError("run " + std::to_string(o.run) + ": unknown dtype '" + dtype_text + "' in its goal");
-
-  kernels::ParamValues params;
-  if (trial->params.is_object())
-    for (const auto& [name, value] : trial->params.items())
-      if (value.is_number_integer() && variant->find_param(name) != nullptr)
-        params[name] = value.get<std::int64_t>();
-
+  const report::StoredKernel kernel = report::resolve_stored_kernel(*run, *trial);
+  const kernels::FamilySpec& family = *kernel.family;
+  const kernels::VariantSpec* variant = kernel.variant;
   kernels::external::ExportProvenance provenance;
   provenance.run = "run " + std::to_string(run->id) + " (goal " + run->goal_name + ", seed " +
                    std::to_string(run->seed) + ", simulator " + run->simulator_version + ")";
   provenance.trial =
       "trial " + std::to_string(trial->id) + " (" + std::string(store::to_string(trial->status)) + ")";
-  provenance.target = goal["target"] && goal["target"].IsScalar() ? goal["target"].Scalar() : run->target;
+  provenance.target = kernel.target_name;
   provenance.metrics = trial->metrics.is_object() ? trial->metrics : nlohmann::json::object();
   provenance.verification = trial->verification;
   const std::string name = kernels::external::export_kernel_name(
       family.name, variant->name, "run" + std::to_string(run->id) + "_trial" + std::to_string(trial->id));
   const std::string source =
-      o.nki ? kernels::external::export_nki(family, *variant, shape, *dtype, params, name, provenance,
-                                            target_sbuf_bytes(goal))
-            : kernels::external::export_source(family, *variant, shape, *dtype, params, name, provenance);
+      o.nki ? kernels::external::export_nki(family, *variant, kernel.shape, kernel.dtype, kernel.params, name,
+                                            provenance, target_sbuf_bytes(kernel.target_name))
+            : kernels::external::export_source(family, *variant, kernel.shape, kernel.dtype, kernel.params,
+                                               name, provenance);
 
   if (o.output.empty() || o.output == "-") {
     std::cout << source;

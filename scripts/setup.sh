@@ -5,8 +5,9 @@
 #
 #   scripts/setup.sh            the autotune executable only (what the README's first command needs)
 #   scripts/setup.sh --all      also every test and benchmark, Debian's python3-numpy for the NKI
-#                               export test and the PostgreSQL server the store's tests start a
-#                               throwaway cluster of (scripts/test.sh uses this)
+#                               export test, the PostgreSQL server the store's tests start a
+#                               throwaway cluster of, and Chromium for the report's browser tests
+#                               (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,9 @@ done
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
           libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev libpq-dev libpqxx-dev)
-((all)) && packages+=(python3-numpy postgresql)
+((all)) && packages+=(python3-numpy postgresql chromium)
+# Node.js and npm fetch the pages' charting library (web/package.json); a machine may have its own.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 ((optuna)) && packages+=(python3-optuna)
 missing=()
 for package in "${packages[@]}"; do
@@ -36,6 +39,13 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The report's charting library (inlined into every page) and the browser tests' driver, pinned by
+# web/package-lock.json.
+if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "setup: installing web/'s npm packages (ECharts, playwright-core)" >&2
+  npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
 build_dir=${AUTOTUNE_BUILD_DIR:-build}

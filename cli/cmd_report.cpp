@@ -1,0 +1,120 @@
+// autotune report RUN [RUN...] -o report.html: one self-contained HTML page.
+// autotune trace RUN TRIAL -o trace.json: a trial's Perfetto trace, re-simulated.
+// autotune serve --db DB [--port 8080]: the runs, live, in a browser.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "cli/store_options.hpp"
+#include "core/error.hpp"
+#include "report/html.hpp"
+#include "report/report_data.hpp"
+#include "report/server.hpp"
+#include "store/report.hpp"
+
+namespace autotune::cli {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError("cannot write " + path);
+  out << text;
+  out.close();
+  if (!out) throw UserError("cannot write " + path);
+}
+
+const CommandRegistration report_registration(
+    "report", "Write runs as one self-contained HTML page: convergence, importance, timelines, decisions",
+    [](CLI::App& app) -> CommandAction {
+      struct Options {
+        DatabaseOption db;
+        std::vector<int64_t> runs;
+        std::string output = "report.html";
+        std::size_t max_points = 5000;
+        bool no_timelines = false;
+      };
+      auto o = std::make_shared<Options>();
+      add_database_option(app, o->db);
+      app.add_option("runs", o->runs, "Run ids (several: their curves side by side)")->required();
+      app.add_option("-o,--output", o->output, "The HTML file to write")->default_val("report.html");
+      app.add_option("--max-points", o->max_points,
+                     "Trials drawn per run at most; beyond, a seeded sample keeping every improvement")
+          ->default_val(5000);
+      app.add_flag("--no-timelines", o->no_timelines,
+                   "Skip re-simulating the baseline's and best's timelines");
+      return [o]() -> int {
+        if (o->max_points < 10) throw UserError("--max-points must be at least 10");
+        const auto started = std::chrono::steady_clock::now();
+        auto store = open_store_for_reading(o->db);
+        report::ReportOptions options;
+        options.max_points = o->max_points;
+        options.timelines = !o->no_timelines;
+        nlohmann::json runs = nlohmann::json::array();
+        std::string names;
+        for (int64_t id : o->runs) {
+          runs.push_back(report::run_report(*store, id, options));
+          names += (names.empty() ? "" : ", ") + std::to_string(id);
+        }
+        report::PageOptions page;
+        page.title = (o->runs.size() == 1 ? "autotune run " : "autotune runs ") + names;
+        page.subtitle = store->location();
+        const std::string html = report::report_page(runs, page);
+        write_file(o->output, html);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::printf("wrote %s: %s, %.1f MB in %.2f s (open it in a browser; it needs no network)\n",
+                    o->output.c_str(), page.title.c_str(), double(html.size()) / 1e6, took);
+        return 0;
+      };
+    });
+
+const CommandRegistration trace_registration(
+    "trace", "Write a Chrome/Perfetto trace of any trial of a run, re-simulated from its configuration",
+    [](CLI::App& app) -> CommandAction {
+      struct Options {
+        DatabaseOption db;
+        int64_t run = 0;
+        int64_t trial = 0;
+        std::string output = "trace.json";
+      };
+      auto o = std::make_shared<Options>();
+      add_database_option(app, o->db);
+      app.add_option("run", o->run, "Run id")->required();
+      app.add_option("trial", o->trial, "Trial id (see `autotune trials RUN`)")->required();
+      app.add_option("-o,--output", o->output, "The trace file to write")->default_val("trace.json");
+      return [o]() -> int {
+        auto store = open_store_for_reading(o->db);
+        const store::Run run = store::report::require_run(*store, o->run);
+        const store::Trial trial = store::report::require_trial(*store, o->run, o->trial);
+        write_file(o->output, report::trial_trace(run, trial).dump());
+        std::printf("wrote %s: trial %lld of run %lld (%s), open in ui.perfetto.dev\n", o->output.c_str(),
+                    static_cast<long long>(trial.id), static_cast<long long>(run.id), trial.variant.c_str());
+        return 0;
+      };
+    });
+
+const CommandRegistration serve_registration(
+    "serve",
+    "Serve the runs of a database as live pages and JSON (read-only; 127.0.0.1 unless told otherwise)",
+    [](CLI::App& app) -> CommandAction {
+      struct Options {
+        DatabaseOption db;
+        report::ServeOptions serve;
+      };
+      auto o = std::make_shared<Options>();
+      add_database_option(app, o->db);
+      app.add_option("--port", o->serve.port, "TCP port (0: any free one)")->default_val(8080);
+      app.add_option("--address", o->serve.address, "Address to listen on")->default_val("127.0.0.1");
+      return [o]() -> int {
+        auto store = open_store_for_reading(o->db);
+        report::serve(*store, o->serve, [&](const std::string& url) {
+          std::printf("serving %s at %s (Ctrl-C to stop)\n", store->location().c_str(), url.c_str());
+          std::fflush(stdout);
+        });
+        return 0;
+      };
+    });
+
+}  // namespace
+}  // namespace autotune::cli

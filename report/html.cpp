@@ -1,0 +1,89 @@
+#include "report/html.hpp"
+
+#include <map>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace autotune::report {
+namespace {
+
+const std::map<std::string_view, std::string_view>& assets() {
+  static const std::map<std::string_view, std::string_view> files{
+#include "web_assets.inc"
+  };
+  return files;
+}
+
+std::string_view asset(std::string_view name) {
+  const auto it = assets().find(name);
+  AUTOTUNE_CHECK(it != assets().end(), "web asset " + std::string(name) + " was not embedded");
+  return it->second;
+}
+
+// Replaces the first `/*@NAME@*/` in `page` with `value`.
+void fill(std::string& page, std::string_view name, std::string_view value) {
+  const std::string marker = "/*@" + std::string(name) + "@*/";
+  const auto at = page.find(marker);
+  AUTOTUNE_CHECK(at != std::string::npos, "page template without " + marker);
+  page.replace(at, marker.size(), value);
+}
+
+// Text inside a <script> element must not close it, and HTML text must not open tags.
+std::string script_safe(std::string text) {
+  for (std::size_t at = 0; (at = text.find("</", at)) != std::string::npos; at += 3)
+    text.replace(at, 2, "<\\/");
+  return text;
+}
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string report_page(const Json& runs, const PageOptions& options) {
+  const Json data = {{"title", options.title},
+                     {"subtitle", options.subtitle},
+                     {"live", options.live},
+                     {"api", options.api},
+                     {"runs", runs}};
+  std::string page(asset("report.html"));
+  // Filled last to first, so no inserted text is searched for a later marker.
+  fill(page, "SCRIPT", script_safe(std::string(asset("report.js"))));
+  fill(page, "DATA", script_safe(data.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  fill(page, "ECHARTS", script_safe(std::string(asset("echarts.min.js"))));
+  fill(page, "STYLE", asset("report.css"));
+  fill(page, "TITLE", html_escape(options.title));
+  return page;
+}
+
+std::string index_page(const std::string& database) {
+  std::string page(asset("index.html"));
+  fill(page, "STYLE", asset("report.css"));
+  const std::string title = html_escape(database);
+  fill(page, "TITLE", title);
+  fill(page, "TITLE", title);
+  return page;
+}
+
+}  // namespace autotune::report

@@ -1,0 +1,57 @@
+#include "report/stored_kernel.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/error.hpp"
+#include "kernels/family.hpp"
+
+namespace autotune::report {
+
+StoredKernel resolve_stored_kernel(const store::Run& run, const store::Trial& trial) {
+  const std::string where = "run " + std::to_string(run.id);
+  YAML::Node goal;
+  try {
+    goal = YAML::Load(run.goal_yaml);
+  } catch (const YAML::Exception& e) {
+    throw UserError(where + ": its stored goal does not parse: " + e.what());
+  }
+  const auto& registry = kernels::family_registry();
+  if (!registry.contains(run.kernel))
+    throw UserError(where + " tuned '" + run.kernel +
+                    "', which is not a built-in kernel family; only simulated kernels can be rebuilt");
+  StoredKernel out;
+  out.family = &registry.get(run.kernel);
+  for (const auto& v : out.family->variants)
+    if (v.name == trial.variant) out.variant = &v;
+  if (out.variant == nullptr)
+    throw UserError("trial " + std::to_string(trial.id) + " measured '" + trial.variant +
+                    "', not a built-in variant of '" + run.kernel +
+                    "' (a kernel source: use its source file)");
+
+  out.shape = out.family->default_shape;
+  std::string dtype_text;
+  if (const auto kernel = goal["kernel"]; kernel && kernel.IsMap()) {
+    if (kernel["shape"] && kernel["shape"].IsMap())
+      for (const auto& entry : kernel["shape"])
+        out.shape[entry.first.Scalar()] = entry.second.as<std::int64_t>();
+    if (kernel["dtype"]) dtype_text = kernel["dtype"].Scalar();
+  }
+  const auto dtype =
+      dtype_text.empty() ? std::optional(out.family->dtypes.front()) : sim::parse_dtype(dtype_text);
+  if (!dtype) throw UserError(where + ": unknown dtype '" + dtype_text + "' in its goal");
+  out.dtype = *dtype;
+
+  if (trial.params.is_object())
+    for (const auto& [name, value] : trial.params.items())
+      if (value.is_number_integer() && out.variant->find_param(name) != nullptr)
+        out.params[name] = value.get<std::int64_t>();
+
+  out.target_name = "trn1";
+  if (const auto target = goal["target"]; target && target.IsScalar())
+    out.target_name = target.Scalar();
+  else if (target && target.IsMap() && target["name"] && target["name"].IsScalar())
+    out.target_name = target["name"].Scalar();
+  return out;
+}
+
+}  // namespace autotune::report

@@ -1,0 +1,330 @@
+// Draws autotune runs (report/report_data.hpp's documents) with ECharts: the
+// convergence, parameter importance and slices, the baseline's and the best
+// trial's engine timelines, and the decision chain. In a served page
+// (`autotune serve`) it asks the server for new trials every second and adds
+// them without a reload.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("autotune-data").textContent);
+  var runs = data.runs;
+  var charts = {};        // name -> echarts instance
+  var pointCounts = {};   // chart name -> points drawn (what the browser tests compare)
+  var palette = ["#1a5fb4", "#e66100", "#26a269", "#9141ac", "#c01c28", "#865e3c", "#0e7c86", "#a51d2d",
+                 "#613583", "#3d3846", "#b5835a", "#2ec27e"];
+  var statusSymbol = { ok: "circle", invalid: "triangle", wrong_answer: "diamond", failed: "rect", timeout: "pin" };
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k]; else if (k === "html") node.innerHTML = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+  function seconds(s) {
+    if (s === null || s === undefined) return "-";
+    if (s >= 1) return s.toFixed(3) + " s";
+    if (s >= 1e-3) return (s * 1e3).toFixed(3) + " ms";
+    return (s * 1e6).toFixed(2) + " us";
+  }
+  function params(p) {
+    if (!p || typeof p !== "object") return "";
+    return Object.keys(p).filter(function (k) { return k !== "_"; }).map(function (k) { return k + "=" + p[k]; }).join(" ");
+  }
+  function fact(label, value) { return el("div", {}, [el("b", { text: label }), el("span", { text: value })]); }
+  function chart(name, node) {
+    var c = echarts.init(node, null, { renderer: "canvas" });
+    charts[name] = c;
+    window.addEventListener("resize", function () { c.resize(); });
+    return c;
+  }
+
+  // ---- convergence: one chart for every run shown, points coloured by variant
+  function convergenceSeries(run, runIndex, many) {
+    var measured = run.points.filter(function (p) { return p.latency_s !== null; });
+    var top = measured.reduce(function (m, p) { return Math.max(m, p.latency_s); }, run.baseline ? run.baseline.latency_s : 0);
+    var failY = (top || 1) * 1.6;   // unmeasured trials sit on a band above the highest latency
+    var series = [];
+    run.variants.forEach(function (variant, vi) {
+      var pts = run.points.filter(function (p) { return p.variant === vi; }).map(function (p) {
+        return { value: [p.n, p.latency_s !== null ? p.latency_s : failY], trial: p.trial, status: p.status,
+                 params: p.params, error: p.error, symbol: statusSymbol[p.status] || "circle",
+                 itemStyle: p.status === "ok" ? undefined : { color: "#b3261e", opacity: 0.8 } };
+      });
+      series.push({ name: (many ? "run " + run.id + " " : "") + variant, type: "scatter", symbolSize: 7,
+                    data: pts, itemStyle: { color: palette[(vi + runIndex * 3) % palette.length], opacity: 0.75 },
+                    runId: run.id, kind: "points" });
+    });
+    var line = run.best_so_far.map(function (b) { return [b[0], b[1]]; });
+    if (line.length) line.push([run.evaluations, line[line.length - 1][1]]);
+    var marks = [];
+    if (run.baseline && run.baseline.latency_s) marks.push({ yAxis: run.baseline.latency_s, name: "baseline" });
+    if (run.goal_latency_s) marks.push({ yAxis: run.goal_latency_s, name: "goal" });
+    series.push({ name: (many ? "run " + run.id + " " : "") + "best so far", type: "line", step: "end", data: line,
+                  showSymbol: false, lineStyle: { width: 2, color: many ? palette[(runIndex * 3) % palette.length] : "#1d232a" },
+                  markLine: marks.length ? { symbol: "none", label: { formatter: "{b}" }, lineStyle: { type: "dashed" },
+                                              data: marks } : undefined,
+                  kind: "best" });
+    return series;
+  }
+  function drawConvergence(node) {
+    var c = chart("convergence", node);
+    var series = [];
+    runs.forEach(function (run, i) { series = series.concat(convergenceSeries(run, i, runs.length > 1)); });
+    c.setOption({
+      animation: false,
+      tooltip: { trigger: "item", formatter: function (p) {
+        var d = p.data || {};
+        if (d.trial === undefined) return p.seriesName;
+        return "trial " + d.trial + " (" + p.seriesName + ")<br>" + (d.status === "ok" ? seconds(d.value[1]) : d.status) +
+               "<br>" + params(d.params) + (d.error ? "<br>" + String(d.error).split("<").join("&lt;") : "");
+      } },
+      legend: { type: "scroll", top: 0 },
+      grid: { left: 70, right: 30, top: 40, bottom: 50 },
+      xAxis: { type: "value", name: "evaluations", nameLocation: "middle", nameGap: 28, minInterval: 1 },
+      yAxis: { type: "log", name: "latency", axisLabel: { formatter: function (v) { return seconds(v); } },
+               min: function (v) { return v.min * 0.85; }, max: function (v) { return v.max * 1.15; } },
+      dataZoom: [{ type: "inside" }, { type: "slider", height: 16, bottom: 6 }],
+      series: series
+    });
+    c.on("click", function (p) { if (p.data && p.data.trial !== undefined) showTrial(p.data.trial); });
+    countPoints();
+  }
+  function countPoints() {
+    var n = 0;
+    (charts.convergence.getOption().series || []).forEach(function (s) { if (s.kind === "points") n += s.data.length; });
+    pointCounts.convergence = n;
+    publish();
+  }
+  function showTrial(trialId) {
+    var link = document.getElementById("trial-" + trialId);
+    if (link) { link.scrollIntoView({ block: "center" }); link.style.background = "#fff3bf"; }
+  }
+  function highlightTrial(trialId) {
+    var option = charts.convergence.getOption();
+    option.series.forEach(function (s, si) {
+      if (s.kind !== "points") return;
+      s.data.forEach(function (d, di) {
+        if (d.trial === trialId) {
+          charts.convergence.dispatchAction({ type: "showTip", seriesIndex: si, dataIndex: di });
+          charts.convergence.dispatchAction({ type: "highlight", seriesIndex: si, dataIndex: di });
+        }
+      });
+    });
+    document.getElementById("convergence").scrollIntoView({ block: "center" });
+  }
+
+  // ---- parameter importance and slices (of the first run)
+  function drawImportance(run, node) {
+    var items = (run.importance && run.importance.parameters) || [];
+    var c = chart("importance-" + run.id, node);
+    c.setOption({
+      animation: false, grid: { left: 140, right: 30, top: 20, bottom: 30 },
+      tooltip: { formatter: function (p) { var it = items[items.length - 1 - p.dataIndex];
+        return it.name + ": " + (100 * it.fraction).toFixed(1) + "% of the variance (" + it.levels + " values, " + it.trials + " trials)"; } },
+      xAxis: { type: "value", max: 1, axisLabel: { formatter: function (v) { return (100 * v).toFixed(0) + "%"; } } },
+      yAxis: { type: "category", data: items.map(function (i) { return i.name; }).reverse() },
+      series: [{ type: "bar", data: items.map(function (i) { return i.fraction; }).reverse(), itemStyle: { color: "#1a5fb4" } }]
+    });
+    pointCounts["importance-" + run.id] = items.length;
+  }
+  function drawSlices(run, container) {
+    var names = ((run.importance && run.importance.parameters) || []).map(function (i) { return i.name; })
+      .filter(function (n) { return n !== "variant"; }).slice(0, 6);
+    names.forEach(function (name) {
+      var node = el("div", { class: "chart small", id: "slice-" + run.id + "-" + name });
+      container.appendChild(node);
+      var pts = run.points.filter(function (p) { return p.latency_s !== null && p.params && p.params[name] !== undefined; });
+      var numeric = pts.every(function (p) { return typeof p.params[name] === "number"; });
+      var c = chart("slice-" + run.id + "-" + name, node);
+      c.setOption({
+        animation: false, title: { text: name, left: "center", textStyle: { fontSize: 13 } },
+        grid: { left: 70, right: 20, top: 34, bottom: 30 },
+        tooltip: { formatter: function (p) { return "trial " + p.data.trial + "<br>" + name + "=" + p.data.value[0] + "<br>" + seconds(p.data.value[1]); } },
+        xAxis: numeric ? { type: "log", logBase: 2, scale: true } : { type: "category" },
+        yAxis: { type: "log", axisLabel: { formatter: function (v) { return seconds(v); } } },
+        series: [{ type: "scatter", symbolSize: 6, itemStyle: { opacity: 0.6, color: "#e66100" },
+                   data: pts.map(function (p) { return { value: [numeric ? Math.max(p.params[name], 1e-9) : String(p.params[name]), p.latency_s], trial: p.trial }; }) }]
+      });
+      pointCounts["slice-" + run.id + "-" + name] = pts.length;
+    });
+  }
+
+  // ---- engine timelines (Gantt), the critical path's heaviest sites marked
+  function drawTimeline(name, timeline, node, figuresNode, makespan) {
+    if (!timeline || timeline.unavailable) {
+      node.appendChild(el("p", { class: "note", text: timeline ? timeline.unavailable : "no trial" }));
+      node.style.height = "auto";
+      return;
+    }
+    var rows = timeline.rows;
+    var c = chart(name, node);
+    c.setOption({
+      animation: false,
+      title: { text: "trial " + timeline.trial + " " + timeline.variant, left: "center", textStyle: { fontSize: 13 } },
+      tooltip: { formatter: function (p) { return rows[p.value[0]] + "<br>" + p.value[1].toFixed(2) + " - " + p.value[2].toFixed(2) + " us" + (p.value[3] ? "<br>critical-path site" : ""); } },
+      grid: { left: 100, right: 20, top: 34, bottom: 40 },
+      xAxis: { type: "value", min: 0, max: makespan, name: "us", nameLocation: "middle", nameGap: 24 },
+      yAxis: { type: "category", data: rows, inverse: true },
+      dataZoom: [{ type: "inside", filterMode: "weakFilter" }, { type: "slider", height: 14, bottom: 4, filterMode: "weakFilter" }],
+      series: [{
+        type: "custom", encode: { x: [1, 2], y: 0 }, data: timeline.bars,
+        renderItem: function (params, api) {
+          var row = api.value(0), start = api.coord([api.value(1), row]), end = api.coord([api.value(2), row]);
+          var height = api.size([0, 1])[1] * 0.7;
+          var rect = echarts.graphic.clipRectByRect({ x: start[0], y: start[1] - height / 2, width: Math.max(end[0] - start[0], 0.5), height: height },
+            { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+          return rect && { type: "rect", shape: rect, style: { fill: api.value(3) ? "#c01c28" : (row < 4 ? "#1a5fb4" : "#26a269") } };
+        }
+      }]
+    });
+    pointCounts[name] = timeline.bars.length;
+    var f = timeline.figures || {};
+    var table = el("table", {}, [
+      row("latency", seconds(f.latency_s)), row("MFU", pct(f.mfu_estimated_percent)),
+      row("DMA efficiency", pct(f.dma_average_efficiency_percent)), row("DMA/compute overlap", pct(f.dma_compute_overlap_percent)),
+      row("SBUF peak", f.sbuf_peak_bytes_per_partition !== undefined ? (f.sbuf_peak_bytes_per_partition / 1024).toFixed(1) + " KiB of " +
+          (f.sbuf_usable_bytes_per_partition / 1024).toFixed(0) + " KiB per partition" : "-"),
+      row("instructions", String(timeline.instructions) + (timeline.coalesced ? " (bars closer than a pixel merged)" : ""))
+    ]);
+    figuresNode.appendChild(table);
+  }
+  function row(k, v) { return el("tr", {}, [el("th", { text: k }), el("td", { text: v })]); }
+  function pct(v) { return v === undefined ? "-" : v.toFixed(1) + " %"; }
+
+  // ---- the decision chain
+  function drawDecisions(run, container) {
+    var byIteration = {};
+    (run.decisions || []).forEach(function (d) { (byIteration[d.iteration] = byIteration[d.iteration] || []).push(d); });
+    Object.keys(byIteration).sort(function (a, b) { return a - b; }).forEach(function (it) {
+      var box = el("div", { class: "iteration" }, [el("h3", { text: it === "0" ? "iteration 0: the baseline" : "iteration " + it })]);
+      byIteration[it].forEach(function (d) {
+        var node = el("div", { class: "decision" }, [
+          el("div", { class: "what", text: "#" + d.seq + " " + d.skill + " / " + d.action + " (" + d.proposer + ")" }),
+          d.rationale ? el("div", { text: d.rationale }) : null,
+          d.outcome ? el("div", { class: "muted", text: "outcome: " + d.outcome }) : null,
+          d.evidence ? el("div", { class: "evidence", text: JSON.stringify(d.evidence).slice(0, 600) }) : null
+        ]);
+        if (d.trials && d.trials.length) {
+          var links = el("div", {}, [el("span", { class: "muted", text: "tried: " })]);
+          d.trials.forEach(function (t) {
+            var a = el("a", { class: "trial", id: "trial-" + t, text: "trial " + t });
+            a.addEventListener("click", function () { highlightTrial(t); });
+            links.appendChild(a);
+          });
+          if (d.trials_proposed > d.trials.length) links.appendChild(el("span", { class: "muted", text: "and " + (d.trials_proposed - d.trials.length) + " more" }));
+          node.appendChild(links);
+        }
+        box.appendChild(node);
+      });
+      container.appendChild(box);
+    });
+  }
+
+  function header(run) {
+    var facts = el("div", { class: "facts" }, [
+      fact("status", run.status + (run.stop_reason ? " (" + run.stop_reason + ")" : "")),
+      fact("kernel / target", run.kernel + " on " + run.target),
+      fact("evaluations", String(run.evaluations)),
+      fact("baseline", run.baseline ? seconds(run.baseline.latency_s) + " (trial " + run.baseline.trial + ")" : "-"),
+      fact("best", run.best ? seconds(run.best.latency_s) + " (trial " + run.best.trial + ")" : "-"),
+      fact("improvement", run.improvement !== undefined ? (100 * run.improvement).toFixed(1) + " %" : "-"),
+      fact("goal", run.goal_latency_s ? seconds(run.goal_latency_s) : "-"),
+      fact("seed / simulator", run.seed + " / " + run.simulator_version)
+    ]);
+    facts.id = "facts-" + run.id;
+    return facts;
+  }
+
+  function publish() {
+    var status = { charts: pointCounts, errors: window.__autotuneErrors, trials: runs.map(function (r) { return r.evaluations; }) };
+    window.__autotuneRender = status;
+    document.getElementById("render-status").textContent = JSON.stringify(status);
+  }
+
+  function render() {
+    document.title = data.title;
+    document.getElementById("title").textContent = data.title;
+    document.getElementById("subtitle").textContent = data.subtitle || "";
+    if (data.live) document.getElementById("title").appendChild(el("span", { class: "live", text: "live" }));
+    var app = document.getElementById("app");
+    runs.forEach(function (run) {
+      var section = el("section", { class: "run" }, [el("h2", { text: "run " + run.id + ": " + run.goal_name }), header(run)]);
+      if (run.sampled) section.appendChild(el("p", { class: "note", text: "points: " + run.sampled.shown + " of " + run.sampled.of + " trials shown (" + run.sampled.how + ")" }));
+      app.appendChild(section);
+    });
+    app.appendChild(el("h2", { text: runs.length > 1 ? "convergence, side by side" : "convergence" }));
+    app.appendChild(el("p", { class: "note", text: "every trial is a point coloured by variant; failed and invalid trials are marked in red on a band above the highest latency; the line is the best so far; dashed: baseline and goal. Click a point for its decision." }));
+    var conv = el("div", { class: "chart", id: "convergence" });
+    app.appendChild(conv);
+    drawConvergence(conv);
+    runs.forEach(function (run) {
+      var section = el("section", { class: "run" });
+      app.appendChild(section);
+      section.appendChild(el("h2", { text: "run " + run.id + ": what mattered" }));
+      if (run.importance) section.appendChild(el("p", { class: "note", text: "parameter importance: " + run.importance.method }));
+      var grid = el("div", { class: "grid2" });
+      section.appendChild(grid);
+      var imp = el("div", { class: "chart small", id: "importance-" + run.id });
+      grid.appendChild(imp);
+      drawImportance(run, imp);
+      var slices = el("div", { class: "grid3" });
+      section.appendChild(el("h3", { text: "slices: latency against each of the most important parameters" }));
+      section.appendChild(slices);
+      drawSlices(run, slices);
+      if (run.timelines) {
+        section.appendChild(el("h2", { text: "run " + run.id + ": engine timelines, baseline and best" }));
+        section.appendChild(el("p", { class: "note", text: "re-simulated from the stored configurations: one row per engine and DMA queue; red: instructions at the critical path's heaviest sites (source line, engine, opcode)" }));
+        var tl = el("div", { class: "grid2" });
+        section.appendChild(tl);
+        var makespan = Math.max(run.timelines.baseline && run.timelines.baseline.makespan_us || 0,
+                                run.timelines.best && run.timelines.best.makespan_us || 0);
+        ["baseline", "best"].forEach(function (which) {
+          var col = el("div", {});
+          var node = el("div", { class: "chart timeline", id: "timeline-" + run.id + "-" + which });
+          var figs = el("div", {});
+          col.appendChild(el("h3", { text: which }));
+          col.appendChild(node);
+          col.appendChild(figs);
+          tl.appendChild(col);
+          drawTimeline("timeline-" + run.id + "-" + which, run.timelines[which], node, figs, makespan || undefined);
+        });
+      }
+      section.appendChild(el("h2", { text: "run " + run.id + ": the decision chain" }));
+      var chain = el("div", { id: "decisions-" + run.id });
+      section.appendChild(chain);
+      drawDecisions(run, chain);
+    });
+    publish();
+  }
+
+  // ---- live updates (autotune serve): new trials every second, the rest every 5 s
+  function live() {
+    var run = runs[0];
+    var ticks = 0;
+    function poll() {
+      ticks += 1;
+      fetch(data.api + "/trials?after=" + run.last_trial).then(function (r) { return r.json(); }).then(function (update) {
+        if (update.points.length) {
+          run.points = run.points.concat(update.points);
+          run.best_so_far = update.best_so_far;
+          run.variants = update.variants;
+          run.evaluations = update.evaluations;
+          run.last_trial = update.last_trial;
+          run.best = update.best; run.status = update.status; run.stop_reason = update.stop_reason;
+          run.improvement = update.improvement;
+          charts.convergence.setOption({ series: convergenceSeries(run, 0, false) }, { replaceMerge: ["series"] });
+          var facts = document.getElementById("facts-" + run.id);
+          facts.parentNode.replaceChild(header(run), facts);
+          countPoints();
+        }
+      }).catch(function (e) { console.warn("autotune: update failed", e); })
+        .then(function () { setTimeout(poll, 1000); });
+    }
+    setTimeout(poll, 1000);
+  }
+
+  render();
+  if (data.live) live();
+})();
