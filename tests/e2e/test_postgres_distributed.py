@@ -209,6 +209,12 @@ def main():
         check(shared["best"]["latency_s"] == local["best"]["latency_s"] and shared["best"]["params"] == local["best"]["params"],
               f"best {shared['best']} with a worker, {local['best']} locally")
         check(shared["evaluations"] == local["evaluations"], "a different number of evaluations")
+        # Resumed (every trial committed: nothing left to measure) and exported from PostgreSQL.
+        resumed = run_json(["run", goal_path("quickstart.yaml"), "--jobs", "0", "--resume", str(shared["run_id"])], url)
+        check(resumed["run_id"] == shared["run_id"] and resumed["measured"] == 0, f"resume: {resumed}")
+        exported = os.path.join(tmp, "kernel.hpp")
+        proc = run(["export", str(shared["run_id"]), "-o", exported], url)
+        check(proc.returncode == 0 and os.path.getsize(exported) > 0, f"export: {proc.stderr}")
 
         # Bad input: --jobs 0 needs a shared database; an unreachable server is one line, exit 2.
         proc = run(["sweep", goal, "--jobs", "0"], os.path.join(tmp, "local.db"))
