@@ -69,6 +69,7 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
     if (target == "/" || target == "/index.html")
       return {200, "text/html; charset=utf-8", index_page(store.location())};
     if (target == "/api/runs") return json_response(runs_index(store));
+    if (target == "/favicon.ico") return {204, "image/x-icon", ""};
     if (std::regex_match(target, m, run_page)) {
       const int64_t id = *number(m[1]);
       PageOptions page;

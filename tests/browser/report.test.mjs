@@ -1,0 +1,93 @@
+// The report and the live dashboard in a real browser (headless Chromium): every chart renders with the
+// run's data (as many points as trials), the page logs no script error, and a trial committed while the
+// dashboard is open appears on it.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SOURCE, autotune, browser, check, openPage, startAutotune, tempdir } from "./browser_support.mjs";
+
+const dir = tempdir();
+const db = join(dir, "runs.db");
+const quickstart = join(SOURCE, "configs", "goals", "quickstart.yaml");
+
+// Two runs of the quickstart goal (different seeds) and a sweep of an exp space.
+const first = JSON.parse(autotune(["run", quickstart, "--json"], db));
+const second = JSON.parse(autotune(["run", quickstart, "--json", "--seed", "7", "--no-cache"], db));
+const chrome = await browser();
+try {
+  // One run: every chart drawn, points = trials, timelines for baseline and best, a decision chain.
+  const one = join(dir, "one.html");
+  autotune(["report", String(first.run_id), "-o", one], db);
+  {
+    const { page, errors } = await openPage(chrome, "file://" + one);
+    const status = await page.evaluate(() => window.__autotuneRender);
+    check(errors.length === 0 && status.errors.length === 0, `script errors: ${errors} ${status.errors}`);
+    check(status.charts.convergence === first.evaluations,
+          `convergence shows ${status.charts.convergence} points for ${first.evaluations} trials`);
+    check(status.charts[`importance-${first.run_id}`] > 0, `no parameter importance: ${JSON.stringify(status)}`);
+    check(Object.keys(status.charts).some((k) => k.startsWith("slice-")), "no slices");
+    for (const which of ["baseline", "best"])
+      check(status.charts[`timeline-${first.run_id}-${which}`] > 0, `the ${which} timeline has no bars`);
+    const canvases = await page.locator("canvas").count();
+    check(canvases >= 5, `${canvases} charts drawn`);
+    const links = await page.locator("a.trial").count();
+    check(links >= first.evaluations - 1, `${links} trial links in the decision chain`);
+    // A trial link highlights its point on the convergence chart.
+    await page.locator("a.trial").first().click();
+  }
+  // Two runs side by side: both curves, every trial of each.
+  const two = join(dir, "two.html");
+  autotune(["report", String(first.run_id), String(second.run_id), "-o", two], db);
+  {
+    const { page, errors } = await openPage(chrome, "file://" + two);
+    const status = await page.evaluate(() => window.__autotuneRender);
+    check(errors.length === 0, `script errors: ${errors}`);
+    check(status.charts.convergence === first.evaluations + second.evaluations,
+          `two runs: ${status.charts.convergence} points for ${first.evaluations + second.evaluations} trials`);
+  }
+
+  // The live dashboard: a sweep whose measurements take a while; its page gains trials without a reload.
+  writeFileSync(join(dir, "slow.py"), 'import sys, time\ntime.sleep(0.3)\nprint(\'{"latency_s": %g}\' % (1e-3 * int(sys.argv[1])))\n');
+  const goal = join(dir, "slow.yaml");
+  writeFileSync(goal, `name: slow\ntarget: {kind: command, argv: [python3, slow.py, "{x}"]}\nsearch:\n  space: {x: [${Array.from({ length: 40 }, (_, i) => i + 1).join(", ")}]}\n`);
+  const server = startAutotune(["serve", "--port", "0"], db);
+  const url = await new Promise((resolve, reject) => {
+    let text = "";
+    server.stdout.on("data", (chunk) => {
+      text += chunk;
+      const m = text.match(/at (http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    server.on("exit", (code) => reject(new Error(`serve exited ${code}`)));
+  });
+  const sweep = startAutotune(["sweep", goal, "--json"], db);
+  try {
+    const home = await chrome.newPage();
+    await home.goto(url);
+    await home.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length >= 3, null, { timeout: 30_000 });
+    const runId = second.run_id + 1;
+    let page;
+    for (let i = 0; i < 100 && !page; ++i) {
+      const r = await fetch(`${url}api/run/${runId}/trials?after=0`).catch(() => null);
+      if (r && r.ok && (await r.json()).points.length > 0) ({ page } = await openPage(chrome, `${url}run/${runId}`));
+      else await new Promise((res) => setTimeout(res, 100));
+    }
+    check(page, "the sweep's run never appeared on the dashboard");
+    const before = (await page.evaluate(() => window.__autotuneRender)).charts.convergence;
+    await page.waitForFunction((n) => window.__autotuneRender.charts.convergence > n, before, { timeout: 30_000 });
+    await new Promise((resolve) => sweep.on("exit", resolve));
+    const total = JSON.parse(autotune(["runs", "--json"], db)).find((r) => r.id === runId).evaluations;
+    await page.waitForFunction((n) => window.__autotuneRender.charts.convergence === n, total, { timeout: 10_000 });
+    const status = await page.evaluate(() => window.__autotuneRender);
+    check(status.errors.length === 0, `dashboard script errors: ${status.errors}`);
+    const api = await (await fetch(`${url}api/run/${runId}`)).json();
+    check(api.points.length === total && api.evaluations === total, "the JSON endpoint disagrees with the store");
+    const missing = await fetch(`${url}run/99999`);
+    check(missing.status === 404, `an unknown run answered ${missing.status}`);
+  } finally {
+    sweep.kill();
+    server.kill();
+  }
+} finally {
+  await chrome.close();
+}
+console.log("ok");
