@@ -24,9 +24,9 @@
   }
   function seconds(s) {
     if (s === null || s === undefined) return "-";
-    if (s >= 1) return s.toFixed(3) + " s";
-    if (s >= 1e-3) return (s * 1e3).toFixed(3) + " ms";
-    return (s * 1e6).toFixed(2) + " us";
+    if (s >= 1) return s.toPrecision(4) + " s";
+    if (s >= 1e-3) return (s * 1e3).toPrecision(4) + " ms";
+    return (s * 1e6).toPrecision(4) + " us";
   }
   function params(p) {
     if (!p || typeof p !== "object") return "";
@@ -81,7 +81,7 @@
                "<br>" + params(d.params) + (d.error ? "<br>" + String(d.error).split("<").join("&lt;") : "");
       } },
       legend: { type: "scroll", top: 0 },
-      grid: { left: 70, right: 30, top: 40, bottom: 50 },
+      grid: { left: 84, right: 60, top: 40, bottom: 50 },
       xAxis: { type: "value", name: "evaluations", nameLocation: "middle", nameGap: 28, minInterval: 1 },
       yAxis: { type: "log", name: "latency", axisLabel: { formatter: function (v) { return seconds(v); } },
                min: function (v) { return v.min * 0.85; }, max: function (v) { return v.max * 1.15; } },
@@ -136,16 +136,22 @@
       var node = el("div", { class: "chart small", id: "slice-" + run.id + "-" + name });
       container.appendChild(node);
       var pts = run.points.filter(function (p) { return p.latency_s !== null && p.params && p.params[name] !== undefined; });
-      var numeric = pts.every(function (p) { return typeof p.params[name] === "number"; });
+      // Few values (flags, small sets): one column each; many positive numbers: a log axis.
+      var distinct = {};
+      pts.forEach(function (p) { distinct[JSON.stringify(p.params[name])] = p.params[name]; });
+      var levels = Object.keys(distinct).map(function (k) { return distinct[k]; });
+      var numeric = levels.length > 12 && levels.every(function (v) { return typeof v === "number" && v > 0; });
+      if (!numeric) levels.sort(function (a, b) { return typeof a === "number" && typeof b === "number" ? a - b : String(a) < String(b) ? -1 : 1; });
       var c = chart("slice-" + run.id + "-" + name, node);
       c.setOption({
         animation: false, title: { text: name, left: "center", textStyle: { fontSize: 13 } },
-        grid: { left: 70, right: 20, top: 34, bottom: 30 },
+        grid: { left: 84, right: 20, top: 34, bottom: 30 },
         tooltip: { formatter: function (p) { return "trial " + p.data.trial + "<br>" + name + "=" + p.data.value[0] + "<br>" + seconds(p.data.value[1]); } },
-        xAxis: numeric ? { type: "log", logBase: 2, scale: true } : { type: "category" },
-        yAxis: { type: "log", axisLabel: { formatter: function (v) { return seconds(v); } } },
+        xAxis: numeric ? { type: "log", logBase: 2, scale: true } : { type: "category", data: levels.map(String) },
+        yAxis: { type: "log", axisLabel: { formatter: function (v) { return seconds(v); } },
+                 min: function (v) { return v.min * 0.85; }, max: function (v) { return v.max * 1.15; } },
         series: [{ type: "scatter", symbolSize: 6, itemStyle: { opacity: 0.6, color: "#e66100" },
-                   data: pts.map(function (p) { return { value: [numeric ? Math.max(p.params[name], 1e-9) : String(p.params[name]), p.latency_s], trial: p.trial }; }) }]
+                   data: pts.map(function (p) { return { value: [numeric ? p.params[name] : String(p.params[name]), p.latency_s], trial: p.trial }; }) }]
       });
       pointCounts["slice-" + run.id + "-" + name] = pts.length;
     });
