@@ -1,0 +1,154 @@
+// The report's document and the dashboard's routes, on stores built here.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "report/html.hpp"
+#include "report/report_data.hpp"
+#include "report/server.hpp"
+#include "store/store.hpp"
+
+using namespace autotune;
+using namespace autotune::store;
+using autotune::report::Json;
+
+namespace {
+
+// A run over two parameters: `tile` decides the latency (x10 per step), `noise` barely moves it.
+int64_t seeded_run(Store& store, int trials, bool with_failures = true) {
+  Run run;
+  run.goal_name = "g";
+  run.goal_yaml = "name: g\nobjective: latency\ngoal: {improvement: 0.5}\n";
+  run.kernel = "command";
+  run.target = "command";
+  run.simulator_version = "sim-x";
+  run.seed = 3;
+  const int64_t id = store.create_run(run);
+  Decision decision;
+  decision.run = id;
+  decision.skill = "param_explorer";
+  decision.action = "propose";
+  decision.proposer = "rules";
+  store.append_decision(decision);
+  std::vector<Trial> batch;
+  for (int i = 0; i < trials; ++i) {
+    Trial t;
+    t.run = id;
+    t.decision_seq = decision.seq;
+    t.variant = i % 2 ? "a" : "b";
+    const int tile = i % 3, noise = i % 5;
+    t.params = {{"tile", tile}, {"noise", noise}};
+    t.config_hash = "c" + std::to_string(i);
+    t.cache_key = "k" + std::to_string(i);
+    if (with_failures && i % 7 == 6) {
+      t.status = TrialStatus::failed;
+      t.error = "crashed <b>";
+    } else {
+      t.metrics = {{"latency_s", std::pow(10.0, -3 - tile) * (1 + 0.001 * noise) * (1 + 1e-6 * i)}};
+    }
+    batch.push_back(t);
+  }
+  store.commit_trials(batch);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("report: every trial is a point, the best so far only improves, the goal line follows the goal") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 30);
+  const Json doc = report::run_report(*store, run, {});
+  CHECK(doc["points"].size() == 30);
+  CHECK(doc["evaluations"] == 30);
+  int failed = 0;
+  for (const auto& p : doc["points"]) failed += p["status"] == "failed" ? 1 : 0;
+  CHECK(failed == 4);
+  double last = 1e9;
+  for (const auto& b : doc["best_so_far"]) {
+    CHECK(b[1].get<double>() < last);
+    last = b[1].get<double>();
+  }
+  REQUIRE(doc.contains("baseline"));
+  CHECK(doc["goal_latency_s"].get<double>() ==
+        doctest::Approx(doc["baseline"]["latency_s"].get<double>() * 0.5));
+  CHECK(doc["decisions"][0]["trials_proposed"] == 30);
+  // Command targets have no simulated timeline; the document says why.
+  CHECK(doc["timelines"]["best"].contains("unavailable"));
+}
+
+TEST_CASE("report: importance ranks the parameter that decides the latency first") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 60);
+  const Json doc = report::run_report(*store, run, {});
+  const Json& ranked = doc["importance"]["parameters"];
+  REQUIRE(ranked.size() >= 2);
+  CHECK(ranked[0]["name"] == "tile");
+  CHECK(ranked[0]["fraction"].get<double>() > 0.99);
+  for (const auto& item : ranked)
+    if (item["name"] == "noise") CHECK(item["fraction"].get<double>() < 0.01);
+}
+
+TEST_CASE("report: a large run is sampled, every improvement of the best kept, and says so") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 400);
+  report::ReportOptions options;
+  options.max_points = 50;
+  options.timelines = false;
+  const Json doc = report::run_report(*store, run, options);
+  CHECK(doc["points"].size() == 50);
+  CHECK(doc["sampled"]["of"] == 400);
+  std::set<int64_t> shown;
+  for (const auto& p : doc["points"]) shown.insert(p["trial"].get<int64_t>());
+  for (const auto& b : doc["best_so_far"]) CHECK(shown.count(b[2].get<int64_t>()) == 1);
+  // The same seed samples the same trials.
+  CHECK(report::run_report(*store, run, options)["points"] == doc["points"]);
+}
+
+TEST_CASE("report: after a trial, only the newer points come back") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 10);
+  const int64_t fifth = store->trials(run)[4].id;
+  report::ReportOptions options;
+  options.after_trial = fifth;
+  const Json doc = report::run_report(*store, run, options);
+  CHECK(doc["points"].size() == 5);
+  CHECK(doc["points"][0]["n"] == 6);
+  CHECK_FALSE(doc.contains("decisions"));
+}
+
+TEST_CASE("report: the page embeds its data so that no text closes the script early") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 8);
+  Json doc = report::run_report(*store, run, {});
+  doc["goal_name"] = "</script><script>alert(1)</script>";
+  report::PageOptions options;
+  options.title = "t </title>";
+  const std::string page = report::report_page(Json::array({doc}), options);
+  CHECK(page.find("</script><script>alert(1)") == std::string::npos);
+  CHECK(page.find("t &lt;/title&gt;") != std::string::npos);
+  CHECK(page.find("echarts") != std::string::npos);
+  CHECK(page.find("/*@") == std::string::npos);  // every placeholder filled
+}
+
+TEST_CASE("serve: routes answer pages and JSON, unknown runs and paths are 404 with one line") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 8);
+  const auto index = report::handle_get(*store, "/");
+  CHECK(index.status == 200);
+  CHECK(index.body.find("/api/runs") != std::string::npos);
+  const auto runs = report::handle_get(*store, "/api/runs");
+  CHECK(Json::parse(runs.body)[0]["evaluations"] == 8);
+  const auto page = report::handle_get(*store, "/run/" + std::to_string(run));
+  CHECK(page.status == 200);
+  CHECK(page.body.find("\"live\":true") != std::string::npos);
+  const int64_t third = store->trials(run)[2].id;
+  const auto update = report::handle_get(
+      *store, "/api/run/" + std::to_string(run) + "/trials?after=" + std::to_string(third));
+  CHECK(Json::parse(update.body)["points"].size() == 5);
+  const auto missing = report::handle_get(*store, "/run/999");
+  CHECK(missing.status == 404);
+  CHECK(missing.body == "run 999 not found in :memory:\n");
+  CHECK(report::handle_get(*store, "/etc/passwd").status == 404);
+}
