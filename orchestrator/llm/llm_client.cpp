@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include "core/subprocess.hpp"
@@ -241,12 +242,22 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
                                               (excerpt.empty() ? "" : ": " + excerpt) + where);
   }
 
+  ChatCompletion completion = parse_chat_completion(sink.body);
+  if (!completion.error.empty()) return fail(LlmErrorKind::malformed_response, completion.error);
+  reply.content = std::move(completion.content);
+  reply.prompt_tokens = completion.prompt_tokens;
+  reply.completion_tokens = completion.completion_tokens;
+  return reply;
+}
+
+ChatCompletion parse_chat_completion(const std::string& body) {
+  ChatCompletion out;
   nlohmann::json parsed;
   try {
-    parsed = nlohmann::json::parse(sink.body);
+    parsed = nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception&) {
-    return fail(LlmErrorKind::malformed_response,
-                "the response body is not JSON: '" + one_line_tail(sink.body.substr(0, 120), 120) + "'");
+    out.error = "the response body is not JSON: '" + one_line_tail(body.substr(0, 120), 120) + "'";
+    return out;
   }
   const nlohmann::json* content = nullptr;
   if (parsed.is_object() && parsed.contains("choices") && parsed["choices"].is_array() &&
@@ -258,19 +269,21 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
     }
   }
   if (content == nullptr) {
-    return fail(LlmErrorKind::malformed_response, "the response has no choices[0].message.content string");
+    out.error = "the response has no choices[0].message.content string";
+    return out;
   }
-  reply.content = content->get<std::string>();
+  out.content = content->get<std::string>();
+  // Token counts outside int's range are not counts; they are left at 0.
+  auto count = [](const nlohmann::json& usage, const char* key) {
+    if (!usage.contains(key) || !usage[key].is_number_integer()) return 0;
+    const auto value = usage[key].get<std::int64_t>();
+    return value >= 0 && value <= std::numeric_limits<int>::max() ? static_cast<int>(value) : 0;
+  };
   if (parsed.contains("usage") && parsed["usage"].is_object()) {
-    const auto& usage = parsed["usage"];
-    if (usage.contains("prompt_tokens") && usage["prompt_tokens"].is_number_integer()) {
-      reply.prompt_tokens = usage["prompt_tokens"].get<int>();
-    }
-    if (usage.contains("completion_tokens") && usage["completion_tokens"].is_number_integer()) {
-      reply.completion_tokens = usage["completion_tokens"].get<int>();
-    }
+    out.prompt_tokens = count(parsed["usage"], "prompt_tokens");
+    out.completion_tokens = count(parsed["usage"], "completion_tokens");
   }
-  return reply;
+  return out;
 }
 
 ExtractedJson extract_json_object(const std::string& text) {

@@ -91,6 +91,16 @@ class LlmClient {
   std::atomic<int> calls_made_{0};
 };
 
+// An OpenAI-style chat completion body: choices[0].message.content and the
+// usage counts. `error` (one line) when the body is not one.
+struct ChatCompletion {
+  std::string content;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  std::string error;
+};
+ChatCompletion parse_chat_completion(const std::string& body);
+
 // The JSON object in a model's reply text. Models wrap JSON in ```json fences
 // or surround it with prose; this accepts, in order: the whole text, the body
 // of each fenced block, then each balanced {...} span in the text (strings and
