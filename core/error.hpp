@@ -11,9 +11,14 @@
 
 namespace autotune {
 
+// A UserError is one line whatever text it quotes: control characters
+// (newlines, escapes, NULs from a broken file or a hostile reply) are shown
+// as \xHH.
+std::string single_line(const std::string& text);
+
 class UserError : public std::runtime_error {
  public:
-  explicit UserError(const std::string& message) : std::runtime_error(message) {}
+  explicit UserError(const std::string& message) : std::runtime_error(single_line(message)) {}
 };
 
 class InternalError : public std::logic_error {

@@ -46,3 +46,9 @@ TEST_CASE("rng forks are deterministic and independent") {
   CHECK(a.fork("search")() != a.fork("runner")());
   CHECK(a.fork(1)() != a.fork(2)());
 }
+
+TEST_CASE("a UserError is one line whatever it quotes: control characters are shown as \\xHH") {
+  const autotune::UserError error("goal.yaml:2: YAML syntax error: unknown escape character: \n\x01\x7f end");
+  CHECK(std::string(error.what()) ==
+        "goal.yaml:2: YAML syntax error: unknown escape character: \\x0a\\x01\\x7f end");
+}
