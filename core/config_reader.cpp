@@ -48,6 +48,34 @@ YAML::Node load_yaml_file(const std::filesystem::path& path) {
   return document;
 }
 
+KeyLocations::KeyLocations(const YAML::Node& document, std::string file) : file_(std::move(file)) {
+  std::vector<std::string> path;
+  record(document, path);
+}
+
+void KeyLocations::record(const YAML::Node& node, std::vector<std::string>& path) {
+  if (!node.IsMap()) return;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) continue;
+    path.push_back(entry.first.Scalar());
+    lines_.emplace(path, entry.first.Mark().line + 1);
+    record(entry.second, path);
+    path.pop_back();
+  }
+}
+
+std::string KeyLocations::operator()(const std::vector<std::string>& key_path) const {
+  int line = 1;
+  std::vector<std::string> prefix;
+  std::string joined;
+  for (const auto& key : key_path) {
+    prefix.push_back(key);
+    joined += (joined.empty() ? "" : ".") + key;
+    if (const auto it = lines_.find(prefix); it != lines_.end()) line = it->second;
+  }
+  return file_ + ":" + std::to_string(line) + ": " + joined + ": ";
+}
+
 ConfigReader::ConfigReader(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
   if (node_ && !node_.IsNull() && !node_.IsMap()) {

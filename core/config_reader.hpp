@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -21,6 +22,27 @@ namespace autotune {
 
 // Loads a YAML file; a missing file or a syntax error is a UserError naming it.
 YAML::Node load_yaml_file(const std::filesystem::path& path);
+
+// Where each key of a YAML document was written. Kept with what was read from
+// the document, so that a check made later (a parameter the kernel does not
+// have, a start point outside the space) names the key's file and line
+// without reading the file again.
+class KeyLocations {
+ public:
+  KeyLocations() = default;
+  KeyLocations(const YAML::Node& document, std::string file);
+
+  // "<file>:<line>: <a.b.c>: " for the key path, at the line of its deepest
+  // key that the document has (line 1 when it has none).
+  std::string operator()(const std::vector<std::string>& key_path) const;
+  const std::string& file() const { return file_; }
+
+ private:
+  void record(const YAML::Node& node, std::vector<std::string>& path);
+
+  std::string file_;
+  std::map<std::vector<std::string>, int> lines_;  // key path -> 1-based line
+};
 
 class ConfigReader {
  public:

@@ -4,6 +4,24 @@
 
 namespace autotune::kernels {
 
+namespace {
+constexpr ParamRole kAllRoles[] = {ParamRole::tile, ParamRole::unroll, ParamRole::block,
+                                   ParamRole::pipeline_depth, ParamRole::placement};
+}  // namespace
+
+std::optional<ParamRole> parse_role(const std::string& name) {
+  if (name.empty() || name == "none") return ParamRole::none;
+  for (const ParamRole role : kAllRoles)
+    if (name == role_name(role)) return role;
+  return std::nullopt;
+}
+
+std::string accepted_roles() {
+  std::string out;
+  for (const ParamRole role : kAllRoles) out += std::string(out.empty() ? "" : ", ") + role_name(role);
+  return out + ", none";
+}
+
 const ParamSpec* VariantSpec::find_param(const std::string& param_name) const {
   for (const auto& p : params)
     if (p.name == param_name) return &p;

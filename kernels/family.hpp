@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,48 @@ using Shape = std::map<std::string, std::int64_t>;
 // Parameter values by name, e.g. {tile_size: 128, pipeline_depth: 2}.
 using ParamValues = std::map<std::string, std::int64_t>;
 
+// What a parameter does to the kernel, declared by the family. The Kernel
+// Generator acts on roles, never on parameter names or descriptions: "DMA-bound
+// with no overlap" raises whatever parameter plays pipeline_depth.
+enum class ParamRole {
+  none,            // no finding acts on it; held at the best's value by finding-driven ideas
+  tile,            // the size of one tile (one instruction's or one transfer's data)
+  unroll,          // loop steps or tiles issued together
+  block,           // tiles grouped per block (what is kept on chip and reused)
+  pipeline_depth,  // rotating buffers: how many steps are in flight
+  placement,       // which engine or DMA queue runs part of the work
+};
+
+// The role's name as goals, plugins and the decision log write it ("" for none).
+constexpr const char* role_name(ParamRole role) {
+  switch (role) {
+    case ParamRole::none:
+      return "";
+    case ParamRole::tile:
+      return "tile";
+    case ParamRole::unroll:
+      return "unroll";
+    case ParamRole::block:
+      return "block";
+    case ParamRole::pipeline_depth:
+      return "pipeline_depth";
+    case ParamRole::placement:
+      return "placement";
+  }
+  return "";
+}
+// The role named `name` ("" and "none" are ParamRole::none); nullopt when unknown.
+std::optional<ParamRole> parse_role(const std::string& name);
+// "tile, unroll, block, pipeline_depth, placement, none", for errors.
+std::string accepted_roles();
+
 struct ParamSpec {
   std::string name;
   std::string description;
   // The ordered domain. Ranges are expanded: domains stay small (tens of values).
   std::vector<std::int64_t> values;
   std::int64_t default_value = 0;
-  // What the parameter does, for the Kernel Generator (skills' kRole*:
-  // "tile", "unroll", "block", "pipeline_depth", "placement"); empty: read
-  // from the description.
-  std::string role;
+  ParamRole role = ParamRole::none;
 };
 
 struct VariantSpec {

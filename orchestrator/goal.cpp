@@ -344,6 +344,7 @@ Goal load_goal(const std::filesystem::path& path) {
   Goal goal;
   goal.file = path;
   const YAML::Node document = load_yaml_file(path);
+  goal.where = KeyLocations(document, path.string());
   if (!document || document.IsNull()) throw UserError(path.string() + ": the goal file is empty");
   ConfigReader top(document, path.string());
   goal.name = top.optional<std::string>("name", path.stem().string());
@@ -435,7 +436,12 @@ Goal load_goal(const std::filesystem::path& path) {
     verification->finish({"tolerance", "seed"});
   }
   if (auto roles = top.maybe_child("roles")) {
-    for (const auto& key : roles->keys()) goal.roles[key] = roles->required<std::string>(key);
+    for (const auto& key : roles->keys()) {
+      const auto role = roles->required<std::string>(key, kernels::accepted_roles());
+      const auto parsed = kernels::parse_role(role);
+      if (!parsed) roles->fail(key, "'" + role + "' is not a role; accepted: " + kernels::accepted_roles());
+      goal.roles[key] = kernels::role_name(*parsed);
+    }
   }
   goal.seed = top.optional<std::uint64_t>("seed", 0);
   goal.llm = top.raw("llm");

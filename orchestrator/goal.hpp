@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_reader.hpp"
 #include "orchestrator/llm/llm_client.hpp"
 #include "search/parameter.hpp"
 #include "skills/candidate.hpp"
@@ -46,6 +47,9 @@ inline constexpr int kMaxParallel = 256;
 
 struct Goal {
   std::filesystem::path file;
+  // Where each key of the goal file was written, for errors found after
+  // reading (setup.cpp's checks against the kernel and the target).
+  KeyLocations where;
   // A user kernel source (docs/kernel_sources.md) measured instead of the
   // family's built-in variants; resolved against the goal file's folder.
   std::filesystem::path kernel_source;

@@ -35,9 +35,4 @@ struct PreparedGoal {
 };
 PreparedGoal load_and_prepare(const std::filesystem::path& path);
 
-// The role of a parameter from its description, when the family declares
-// none: "rotating buffers"/"pipeline" -> pipeline_depth, "per step"/"unroll"
-// -> unroll, "block" -> block, "tile" -> tile; "" otherwise.
-std::string role_from_description(const std::string& description);
-
 }  // namespace autotune::orchestrator

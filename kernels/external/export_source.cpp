@@ -148,7 +148,8 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
   s += "  kernel.params = {\n";
   for (const auto& p : variant.params)
     s += "      {" + quoted(p.name) + ", " + quoted(p.description) + ", " + list(p.values) + ", " +
-         std::to_string(params.at(p.name)) + "},\n";
+         std::to_string(params.at(p.name)) +
+         ", ParamRole::" + (p.role == ParamRole::none ? std::string("none") : role_name(p.role)) + "},\n";
   s += "  };\n";
   s += "  kernel.constraints = {\n";
   for (const auto& c : variant.constraints) s += "      " + quoted(c) + ",\n";

@@ -359,7 +359,8 @@ Json KernelDescriptor::to_json() const {
     params_json.push_back({{"name", p.name},
                            {"description", p.description},
                            {"values", p.values},
-                           {"default", p.default_value}});
+                           {"default", p.default_value},
+                           {"role", role_name(p.role)}});
   return {{"name", name},
           {"description", description},
           {"family", family},
@@ -380,7 +381,8 @@ KernelDescriptor KernelDescriptor::from_json(const Json& json) {
   for (const auto& p : json.at("params"))
     d.params.push_back(ParamSpec{p.at("name").get<std::string>(), p.value("description", ""),
                                  p.at("values").get<std::vector<std::int64_t>>(),
-                                 p.at("default").get<std::int64_t>(), p.value("role", "")});
+                                 p.at("default").get<std::int64_t>(),
+                                 parse_role(p.value("role", "")).value_or(ParamRole::none)});
   d.constraints = json.value("constraints", std::vector<std::string>{});
   d.own_reference = json.value("own_reference", false);
   d.shape_args = json.at("shape_args").get<std::vector<std::string>>();

@@ -43,7 +43,7 @@
 namespace autotune::kernels::external {
 
 // Bumped whenever UserKernel or the types it holds change layout.
-inline constexpr int kUserKernelAbiVersion = 1;
+inline constexpr int kUserKernelAbiVersion = 2;
 
 struct UserKernel {
   int abi_version = kUserKernelAbiVersion;
@@ -57,7 +57,8 @@ struct UserKernel {
   // Empty when `own` describes the computation.
   std::string family;
 
-  // Tunable integer parameters: name, description, ordered domain, default.
+  // Tunable integer parameters: name, description, ordered domain, default,
+  // role (what the Kernel Generator may do with it; ParamRole::none when left out).
   // The trace receives every one of them (defaults filled in).
   std::vector<ParamSpec> params;
   // Constraints over parameters, shape arguments and target constants, in the

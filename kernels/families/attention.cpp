@@ -151,15 +151,16 @@ VariantSpec flash_variant() {
   const FlashAttentionParams defaults;
   v.params = {
       param("kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512},
-            defaults.kv_tile),
-      param("q_tile", "queries per score tile (its partitions)", {32, 64, 128}, defaults.q_tile),
+            defaults.kv_tile, ParamRole::tile),
+      param("q_tile", "queries per score tile (its partitions)", {32, 64, 128}, defaults.q_tile,
+            ParamRole::tile),
       param(
           "pipeline_depth",
           "rotating buffers for K/V and probabilities: steps in flight (the softmax of later steps overlaps "
           "the output of earlier ones, the next loads overlap compute)",
-          {1, 2, 3, 4}, defaults.pipeline_depth),
+          {1, 2, 3, 4}, defaults.pipeline_depth, ParamRole::pipeline_depth),
       param("unroll_factor", "unroll: query tiles per query head that share each K/V load", {1, 2, 4, 8},
-            defaults.unroll_factor),
+            defaults.unroll_factor, ParamRole::unroll),
   };
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
     const AttentionShape attention_shape = to_attention_shape(shape);
@@ -197,21 +198,21 @@ VariantSpec flash_banked_variant() {
   const BankedAttentionParams defaults;
   v.params = {
       param("kv_tile", "keys per online-softmax step; the score tile spans kv_tile / 512 PSUM banks",
-            {512, 1024, 2048}, defaults.kv_tile, "tile"),
+            {512, 1024, 2048}, defaults.kv_tile, ParamRole::tile),
       param("q_tiles", "block: 128-row query tiles per query head kept in SBUF, sharing each K/V load",
-            {1, 2, 4, 8, 16}, defaults.q_tiles, "block"),
+            {1, 2, 4, 8, 16}, defaults.q_tiles, ParamRole::block),
       param("pipeline_depth", "steps in flight (rotating probability, K/V and statistics buffers)",
-            {1, 2, 3, 4, 5, 6}, defaults.pipeline_depth, "pipeline_depth"),
+            {1, 2, 3, 4, 5, 6}, defaults.pipeline_depth, ParamRole::pipeline_depth),
       param("dma_transpose",
             "of every four 128-key blocks of P^T, how many are made by transposing DMAs (SBUF to SBUF); the "
             "others by tensor-engine transposes",
-            {0, 1, 2, 3, 4}, defaults.dma_transpose, "placement"),
+            {0, 1, 2, 3, 4}, defaults.dma_transpose, ParamRole::placement),
       param("stats_on_gpsimd", "1: the small per-row softmax and accumulator updates on GpSimd; 0: vector",
-            {0, 1}, defaults.stats_on_gpsimd, "placement"),
+            {0, 1}, defaults.stats_on_gpsimd, ParamRole::placement),
       param(
           "evacuate_on_scalar",
           "with tensor-engine transposes, 1: P^T leaves PSUM through the scalar engine; 0: the vector engine",
-          {0, 1}, defaults.evacuate_on_scalar, "placement"),
+          {0, 1}, defaults.evacuate_on_scalar, ParamRole::placement),
   };
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
     const AttentionShape attention_shape = to_attention_shape(shape);

@@ -14,7 +14,7 @@ FamilySpec transpose_family();
 
 void register_builtin_families(Registry<FamilySpec>& registry) {
   for (FamilySpec (*make)() : {exp_family, gemm_family, rmsnorm_family, attention_family, add_family,
-                             silu_mul_family, rope_family, transpose_family}) {
+                               silu_mul_family, rope_family, transpose_family}) {
     FamilySpec family = make();
     std::string name = family.name;
     registry.add(name, std::move(family));

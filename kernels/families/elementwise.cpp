@@ -39,15 +39,16 @@ VariantSpec tiled_variant(ElementwiseOp op, const std::string& family) {
       "loads overlap compute and stores";
   v.params = {
       param("tile_size", "columns per tile and per DMA transfer", {128, 256, 512, 1024, 2048, 4096},
-            defaults.tile_size, "tile"),
-      param("pipeline_depth", "rotating buffers per stream, in loop steps", {1, 2, 3, 4}, defaults.pipeline_depth,
-            "pipeline_depth"),
+            defaults.tile_size, ParamRole::tile),
+      param("pipeline_depth", "rotating buffers per stream, in loop steps", {1, 2, 3, 4},
+            defaults.pipeline_depth, ParamRole::pipeline_depth),
       param("unroll_factor", "consecutive rows per partition in a tile: row tiles folded into one DMA",
-            {1, 2, 4, 8}, defaults.unroll_factor, "unroll"),
+            {1, 2, 4, 8}, defaults.unroll_factor, ParamRole::unroll),
       param("engine",
-            op == ElementwiseOp::add ? "the add on 0: the vector engine, 1: GpSimd, 2: alternating by tile"
-                                     : "the multiply on 0: the vector engine, 1: GpSimd, 2: alternating by tile",
-            {0, 1, 2}, defaults.engine, "placement"),
+            op == ElementwiseOp::add
+                ? "the add on 0: the vector engine, 1: GpSimd, 2: alternating by tile"
+                : "the multiply on 0: the vector engine, 1: GpSimd, 2: alternating by tile",
+            {0, 1, 2}, defaults.engine, ParamRole::placement),
   };
   v.trace = [op](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const ElementwiseTiledParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"),
@@ -57,8 +58,8 @@ VariantSpec tiled_variant(ElementwiseOp op, const std::string& family) {
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
     const std::int64_t rows_per_tile = 128 * p.at("unroll_factor");
     return tiled_verification_shape(
-        full, {{"rows", rows_per_tile, rows_per_tile}, {"cols", p.at("tile_size"), p.at("tile_size")}}, elements,
-        kVerificationElements);
+        full, {{"rows", rows_per_tile, rows_per_tile}, {"cols", p.at("tile_size"), p.at("tile_size")}},
+        elements, kVerificationElements);
   };
   v.template_name = "autotune::kernels::" + family + "_tiled";
   v.params_struct = "autotune::kernels::ElementwiseTiledParams";

@@ -37,12 +37,12 @@ VariantSpec tiled_variant() {
       "buffers: loads overlap exp and stores";
   v.params = {
       param("tile_size", "columns per tile and per DMA transfer", {64, 128, 256, 512, 1024, 2048, 4096, 8192},
-            ExpTiledParams{}.tile_size),
+            ExpTiledParams{}.tile_size, ParamRole::tile),
       param("pipeline_depth", "rotating buffers per stream, in loop steps", {1, 2, 3, 4, 6, 8},
-            ExpTiledParams{}.pipeline_depth),
+            ExpTiledParams{}.pipeline_depth, ParamRole::pipeline_depth),
       param("unroll_factor",
             "consecutive rows per partition in a tile: row tiles folded into one DMA and one exp",
-            {1, 2, 4, 8}, ExpTiledParams{}.unroll_factor),
+            {1, 2, 4, 8}, ExpTiledParams{}.unroll_factor, ParamRole::unroll),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const ExpTiledParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"),

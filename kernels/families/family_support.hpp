@@ -10,9 +10,10 @@
 
 namespace autotune::kernels {
 
+// Every built-in parameter declares its role (ParamRole::none when no finding acts on it).
 inline ParamSpec param(std::string name, std::string description, std::vector<std::int64_t> values,
-                       std::int64_t default_value, std::string role = "") {
-  return ParamSpec{std::move(name), std::move(description), std::move(values), default_value, std::move(role)};
+                       std::int64_t default_value, ParamRole role) {
+  return ParamSpec{std::move(name), std::move(description), std::move(values), default_value, role};
 }
 
 // Calls `f.template operator()<D>()` for the runtime dtype, so that a family

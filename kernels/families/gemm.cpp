@@ -16,10 +16,11 @@ double macs(const Shape& s) { return double(s.at("M")) * double(s.at("N")) * dou
 std::vector<ParamSpec> tile_params() {
   return {
       param("tile_m", "M tile: free size of the stationary operand (tensor engine: at most 128)",
-            {32, 64, 128}, 128),
+            {32, 64, 128}, 128, ParamRole::tile),
       param("tile_n", "N tile: free size of the moving operand (tensor engine: at most 512)",
-            {64, 128, 256, 512}, 512),
-      param("tile_k", "K tile: contraction rows per matmul (partitions: at most 128)", {32, 64, 128}, 128),
+            {64, 128, 256, 512}, 512, ParamRole::tile),
+      param("tile_k", "K tile: contraction rows per matmul (partitions: at most 128)", {32, 64, 128}, 128,
+            ParamRole::tile),
   };
 }
 
@@ -27,7 +28,7 @@ ParamSpec unroll_param() {
   return param(
       "unroll_factor",
       "adjacent N tiles per step: one PSUM tile, one drain instruction and one store for all of them",
-      {1, 2, 4}, 1);
+      {1, 2, 4}, 1, ParamRole::unroll);
 }
 
 std::vector<std::string> tile_constraints() {
@@ -43,7 +44,7 @@ VariantSpec tiled_variant() {
   v.params = tile_params();
   v.params.push_back(unroll_param());
   v.params.push_back(param("pipeline_depth", "rotating buffers per operand tile stream", {1, 2, 3, 4, 6, 8},
-                           GemmTiledParams{}.pipeline_depth));
+                           GemmTiledParams{}.pipeline_depth, ParamRole::pipeline_depth));
   v.constraints = tile_constraints();
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const GemmTiledParams params{int_param(p, "tile_m"), int_param(p, "tile_n"), int_param(p, "tile_k"),
@@ -69,7 +70,7 @@ VariantSpec hoisted_variant() {
   v.params = tile_params();
   v.params.push_back(unroll_param());
   v.params.push_back(param("pipeline_depth", "rotating buffers per loaded K column of operand tiles",
-                           {1, 2, 3}, GemmHoistedParams{}.pipeline_depth));
+                           {1, 2, 3}, GemmHoistedParams{}.pipeline_depth, ParamRole::pipeline_depth));
   v.constraints = tile_constraints();
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const GemmHoistedParams params{int_param(p, "tile_m"), int_param(p, "tile_n"), int_param(p, "tile_k"),
@@ -93,11 +94,11 @@ VariantSpec blocked_mn_variant() {
   v.name = "blocked_mn";
   v.description = "tutorial step 3: free dimensions M and N blocked, loads shared within a block";
   v.params = tile_params();
-  v.params.push_back(param("tiles_in_block_m", "M tiles per block", {1, 2, 4, 8}, 2));
-  v.params.push_back(param("tiles_in_block_n", "N tiles per block", {1, 2, 4, 8}, 2));
+  v.params.push_back(param("tiles_in_block_m", "M tiles per block", {1, 2, 4, 8}, 2, ParamRole::block));
+  v.params.push_back(param("tiles_in_block_n", "N tiles per block", {1, 2, 4, 8}, 2, ParamRole::block));
   v.params.push_back(unroll_param());
   v.params.push_back(param("pipeline_depth", "rotating buffers per loaded block of operand columns", {1, 2},
-                           GemmBlockedMnParams{}.pipeline_depth));
+                           GemmBlockedMnParams{}.pipeline_depth, ParamRole::pipeline_depth));
   v.constraints = tile_constraints();
   v.constraints.push_back("unroll_factor <= tiles_in_block_n");
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
@@ -124,12 +125,13 @@ VariantSpec blocked_mnk_variant() {
   v.name = "blocked_mnk";
   v.description = "tutorial step 4: M, N and K blocked, large operand transfers, partial sums kept in SBUF";
   v.params = tile_params();
-  v.params.push_back(param("tiles_in_block_m", "M tiles per block", {1, 2, 4, 8, 16, 32}, 16));
-  v.params.push_back(param("tiles_in_block_n", "N tiles per block", {1, 2, 4, 8}, 2));
-  v.params.push_back(param("tiles_in_block_k", "K tiles per block", {1, 2, 4, 8, 16}, 8));
+  v.params.push_back(
+      param("tiles_in_block_m", "M tiles per block", {1, 2, 4, 8, 16, 32}, 16, ParamRole::block));
+  v.params.push_back(param("tiles_in_block_n", "N tiles per block", {1, 2, 4, 8}, 2, ParamRole::block));
+  v.params.push_back(param("tiles_in_block_k", "K tiles per block", {1, 2, 4, 8, 16}, 8, ParamRole::block));
   v.params.push_back(unroll_param());
   v.params.push_back(param("pipeline_depth", "rotating buffers per loaded operand block", {1, 2, 3},
-                           GemmBlockedMnkParams{}.pipeline_depth));
+                           GemmBlockedMnkParams{}.pipeline_depth, ParamRole::pipeline_depth));
   v.constraints = tile_constraints();
   v.constraints.push_back("unroll_factor <= tiles_in_block_n");
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {

@@ -37,11 +37,11 @@ VariantSpec fused_variant() {
       "square+row-sum in one activation, one rsqrt pass, scale and gamma per chunk; pipelined row tiles";
   v.params = {
       param("tile_size", "columns per chunk: per DMA transfer and per instruction",
-            {128, 256, 512, 1024, 2048, 4096, 8192}, RmsnormFusedParams{}.tile_size),
+            {128, 256, 512, 1024, 2048, 4096, 8192}, RmsnormFusedParams{}.tile_size, ParamRole::tile),
       param("pipeline_depth", "rotating row-tile buffers, in loop steps", {1, 2, 3, 4},
-            RmsnormFusedParams{}.pipeline_depth),
+            RmsnormFusedParams{}.pipeline_depth, ParamRole::pipeline_depth),
       param("unroll_factor", "consecutive rows per partition: row tiles folded into one DMA each way",
-            {1, 2, 4}, RmsnormFusedParams{}.unroll_factor),
+            {1, 2, 4}, RmsnormFusedParams{}.unroll_factor, ParamRole::unroll),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const RmsnormFusedParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"),

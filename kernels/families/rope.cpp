@@ -7,8 +7,12 @@ namespace {
 
 constexpr double kVerificationElements = 5e5;
 
-RopeShape rope_shape(const Shape& s) { return {int_arg(s, "seq"), int_arg(s, "heads"), int_arg(s, "head_dim")}; }
-double elements(const Shape& s) { return double(s.at("seq")) * double(s.at("heads")) * double(s.at("head_dim")); }
+RopeShape rope_shape(const Shape& s) {
+  return {int_arg(s, "seq"), int_arg(s, "heads"), int_arg(s, "head_dim")};
+}
+double elements(const Shape& s) {
+  return double(s.at("seq")) * double(s.at("heads")) * double(s.at("head_dim"));
+}
 
 VariantSpec naive_variant() {
   VariantSpec v;
@@ -33,14 +37,14 @@ VariantSpec wide_variant() {
       "tables widened to every head once per row tile, halves gathered, six instructions over all heads at "
       "once; rotating buffers";
   v.params = {
-      param("pipeline_depth", "rotating buffers per stream, in row tiles", {1, 2, 3, 4}, defaults.pipeline_depth,
-            "pipeline_depth"),
+      param("pipeline_depth", "rotating buffers per stream, in row tiles", {1, 2, 3, 4},
+            defaults.pipeline_depth, ParamRole::pipeline_depth),
       param("engine_split", "0: all arithmetic on the vector engine; 1: the sin products on GpSimd", {0, 1},
-            defaults.engine_split, "placement"),
-      param("unroll_factor", "consecutive tokens per partition in a row tile", {1, 2, 4}, defaults.unroll_factor,
-            "unroll"),
+            defaults.engine_split, ParamRole::placement),
+      param("unroll_factor", "consecutive tokens per partition in a row tile", {1, 2, 4},
+            defaults.unroll_factor, ParamRole::unroll),
       param("gather_by_dma", "halves gathered and scattered by 1: SBUF-to-SBUF DMAs, 0: scalar-engine copies",
-            {0, 1}, defaults.gather_by_dma, "placement"),
+            {0, 1}, defaults.gather_by_dma, ParamRole::placement),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const RopeWideParams params{int_param(p, "pipeline_depth"), int_param(p, "engine_split"),
@@ -68,10 +72,20 @@ FamilySpec rope_family() {
   f.default_shape = {{"seq", 16384}, {"heads", 16}, {"head_dim", 128}};
   f.shape_struct = "autotune::kernels::RopeShape";
   f.dtypes = {Dtype::bf16, Dtype::fp32, Dtype::fp16};
-  f.inputs = {{"x", [](const Shape& s) { return std::pair{s.at("seq"), s.at("heads") * s.at("head_dim")}; }},
-              {"cos", [](const Shape& s) { return std::pair{s.at("seq"), s.at("head_dim") / 2}; }},
-              {"sin", [](const Shape& s) { return std::pair{s.at("seq"), s.at("head_dim") / 2}; }}};
-  f.outputs = {{"y", [](const Shape& s) { return std::pair{s.at("seq"), s.at("heads") * s.at("head_dim")}; }}};
+  f.inputs = {{"x",
+               [](const Shape& s) {
+                 return std::pair{s.at("seq"), s.at("heads") * s.at("head_dim")};
+               }},
+              {"cos",
+               [](const Shape& s) {
+                 return std::pair{s.at("seq"), s.at("head_dim") / 2};
+               }},
+              {"sin", [](const Shape& s) {
+                 return std::pair{s.at("seq"), s.at("head_dim") / 2};
+               }}};
+  f.outputs = {{"y", [](const Shape& s) {
+                  return std::pair{s.at("seq"), s.at("heads") * s.at("head_dim")};
+                }}};
   f.variants = {naive_variant(), wide_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/rope.hpp";
   f.baseline_variant = "naive";

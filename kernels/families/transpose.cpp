@@ -10,7 +10,9 @@ constexpr double kVerificationElements = 5e5;
 TransposeShape transpose_shape(const Shape& s) {
   return {int_arg(s, "batch"), int_arg(s, "rows"), int_arg(s, "cols")};
 }
-double elements(const Shape& s) { return double(s.at("batch")) * double(s.at("rows")) * double(s.at("cols")); }
+double elements(const Shape& s) {
+  return double(s.at("batch")) * double(s.at("rows")) * double(s.at("cols"));
+}
 
 // Two matrices of ragged tiles along both axes (or the full extents when smaller).
 Shape verification_for(const Shape& full, std::int64_t row_tile, std::int64_t col_tile) {
@@ -25,10 +27,12 @@ VariantSpec naive_variant() {
   v.name = "naive";
   v.description = "one 128 x 128 block at a time through the tensor engine, single buffers";
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues&) {
-    dispatch_dtype(dtype,
-                   [&]<Dtype D>() { transpose_naive<D>(kernel, transpose_shape(s), TransposeNaiveParams{}); });
+    dispatch_dtype(
+        dtype, [&]<Dtype D>() { transpose_naive<D>(kernel, transpose_shape(s), TransposeNaiveParams{}); });
   };
-  v.verification_shape = [](const Shape& full, const ParamValues&) { return verification_for(full, 128, 128); };
+  v.verification_shape = [](const Shape& full, const ParamValues&) {
+    return verification_for(full, 128, 128);
+  };
   v.template_name = "autotune::kernels::transpose_naive";
   v.params_struct = "autotune::kernels::TransposeNaiveParams";
   return v;
@@ -42,13 +46,14 @@ VariantSpec pe_variant() {
       "tensor-engine transposes, pipelined: strips of tile_size columns loaded at once, blocks_per_bank row "
       "tiles transposed into one PSUM bank, drained by one instruction and stored by one DMA";
   v.params = {
-      param("tile_size", "columns of x per load", {128, 256, 512, 1024, 2048}, defaults.tile_size, "tile"),
-      param("blocks_per_bank", "row tiles transposed into one PSUM bank, drained and stored together", {1, 2, 4},
-            defaults.blocks_per_bank, "unroll"),
+      param("tile_size", "columns of x per load", {128, 256, 512, 1024, 2048}, defaults.tile_size,
+            ParamRole::tile),
+      param("blocks_per_bank", "row tiles transposed into one PSUM bank, drained and stored together",
+            {1, 2, 4}, defaults.blocks_per_bank, ParamRole::unroll),
       param("pipeline_depth", "rotating buffers for loaded strips and drained pieces", {1, 2, 3, 4},
-            defaults.pipeline_depth, "pipeline_depth"),
-      param("evacuate_engine", "who drains PSUM: 0 the vector engine, 1 the scalar engine, 2 GpSimd", {0, 1, 2},
-            defaults.evacuate_engine, "placement"),
+            defaults.pipeline_depth, ParamRole::pipeline_depth),
+      param("evacuate_engine", "who drains PSUM: 0 the vector engine, 1 the scalar engine, 2 GpSimd",
+            {0, 1, 2}, defaults.evacuate_engine, ParamRole::placement),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const TransposePeParams params{int_param(p, "tile_size"), int_param(p, "blocks_per_bank"),
@@ -67,11 +72,13 @@ VariantSpec dma_variant() {
   const TransposeDmaParams defaults;
   VariantSpec v;
   v.name = "dma";
-  v.description = "transposing DMAs (the hardware transposer for 2-byte data on trn2): no engine touches the data";
+  v.description =
+      "transposing DMAs (the hardware transposer for 2-byte data on trn2): no engine touches the data";
   v.params = {
-      param("tile_size", "rows of x per transposing transfer", {128, 256, 512, 1024, 2048}, defaults.tile_size,
-            "tile"),
-      param("pipeline_depth", "rotating buffers", {1, 2, 3, 4, 6}, defaults.pipeline_depth, "pipeline_depth"),
+      param("tile_size", "rows of x per transposing transfer", {128, 256, 512, 1024, 2048},
+            defaults.tile_size, ParamRole::tile),
+      param("pipeline_depth", "rotating buffers", {1, 2, 3, 4, 6}, defaults.pipeline_depth,
+            ParamRole::pipeline_depth),
   };
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const TransposeDmaParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth")};
@@ -90,7 +97,8 @@ VariantSpec dma_variant() {
 FamilySpec transpose_family() {
   FamilySpec f;
   f.name = "transpose";
-  f.description = "a batch of matrix transposes, x [batch*rows, cols] -> y [batch*cols, rows] (layout changes)";
+  f.description =
+      "a batch of matrix transposes, x [batch*rows, cols] -> y [batch*cols, rows] (layout changes)";
   f.shape_args = {"batch", "rows", "cols"};
   f.default_shape = {{"batch", 1}, {"rows", 16384}, {"cols", 1024}};
   f.shape_struct = "autotune::kernels::TransposeShape";
@@ -112,7 +120,8 @@ FamilySpec transpose_family() {
     std::vector<double> y(in[0].size());
     for (std::int64_t b = 0; b < batch; ++b)
       for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) y[(b * cols + c) * rows + r] = in[0][(b * rows + r) * cols + c];
+        for (std::int64_t c = 0; c < cols; ++c)
+          y[(b * cols + c) * rows + r] = in[0][(b * rows + r) * cols + c];
     return HostTensors{std::move(y)};
   };
   // No arithmetic: the roofline is the traffic, one read and one write.

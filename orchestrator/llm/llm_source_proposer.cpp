@@ -26,8 +26,9 @@ constexpr const char* kSystemPrompt =
     "complete C++ source file that declares exactly one kernel with AUTOTUNE_USER_KERNEL, sets kernel.family "
     "to the goal's kernel family (so it is verified against that family's reference; do not give a "
     "reference of your own) and computes the same result faster than the current best. Declare every "
-    "tunable parameter in kernel.params with its domain and a default; the kernel is measured at the "
-    "defaults. Answer with a JSON object {\"source\": \"<the whole file>\", \"rationale\": \"<one "
+    "tunable parameter in kernel.params with its domain, a default and its role (ParamRole::tile, unroll, "
+    "block, pipeline_depth, placement or none); the kernel is measured at the defaults. Answer with a JSON "
+    "object {\"source\": \"<the whole file>\", \"rationale\": \"<one "
     "sentence>\"} or with the file in one ```cpp fenced block.";
 
 std::string read_text(const std::filesystem::path& path) {

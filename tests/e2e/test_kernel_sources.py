@@ -31,20 +31,23 @@ def fail(message):
 
 BAD_KERNEL = r'''
 #include <csignal>
+
 #include "kernels/external/user_kernel.hpp"
-#include "kernels/families/family_support.hpp"
 #include "kernels/families/exp.hpp"
+#include "kernels/families/family_support.hpp"
 
 using namespace autotune::kernels;
 
 // exp in column tiles; `mode` 1 crashes (SIGSEGV), 2 never returns.
 AUTOTUNE_USER_KERNEL(exp_faulty) {
   kernel.family = "exp";
-  kernel.params = {{"tile_size", "columns per tile", {128, 256, 512}, 512},
+  kernel.params = {{"tile_size", "columns per tile", {128, 256, 512}, 512, ParamRole::tile},
                    {"mode", "0 works, 1 segfaults, 2 loops forever", {0, 1, 2}, 0}};
   kernel.trace = [](Kernel& k, const Shape& s, Dtype dtype, const ParamValues& p) {
     if (p.at("mode") == 1) std::raise(SIGSEGV);
-    if (p.at("mode") == 2) for (volatile unsigned spin = 0;; spin = spin + 1u) {}
+    if (p.at("mode") == 2)
+      for (volatile unsigned spin = 0;; spin = spin + 1u) {
+      }
     const ExpShape shape{int_arg(s, "rows"), int_arg(s, "cols")};
     const ExpTiledParams params{int_param(p, "tile_size"), 2, 1};
     dispatch_dtype(dtype, [&]<Dtype D>() { exp_tiled<D>(k, shape, params); });
@@ -52,21 +55,22 @@ AUTOTUNE_USER_KERNEL(exp_faulty) {
 }
 '''
 
-
-# exp over a [height, width] tensor that describes itself (no family) and is
-# verified against its own reference, SCALE * exp(x).
+#exp over a[height, width] tensor that describes itself(no family) and is
+#verified against its own reference, SCALE* exp(x).
 OWN_KERNEL = r'''
 #include <cmath>
+
 #include "kernels/external/user_kernel.hpp"
-#include "kernels/families/family_support.hpp"
 #include "kernels/families/exp.hpp"
+#include "kernels/families/family_support.hpp"
 
 using namespace autotune::kernels;
 
 AUTOTUNE_USER_KERNEL(own_exp) {
   kernel.description = "exp in column tiles, with its own reference";
-  kernel.params = {{"tile_size", "columns per tile", {128, 256, 512}, 512},
-                   {"pipeline_depth", "rotating buffers per stream", {1, 2, 3}, 1}};
+  kernel.params = {
+      {"tile_size", "columns per tile", {128, 256, 512}, 512, ParamRole::tile},
+      {"pipeline_depth", "rotating buffers per stream", {1, 2, 3}, 1, ParamRole::pipeline_depth}};
   kernel.trace = [](Kernel& k, const Shape& s, Dtype dtype, const ParamValues& p) {
     const ExpShape shape{int_arg(s, "height"), int_arg(s, "width")};
     const ExpTiledParams params{int_param(p, "tile_size"), int_param(p, "pipeline_depth"), 1};
@@ -130,7 +134,7 @@ def main():
     env = dict(os.environ, AUTOTUNE_CACHE_DIR=str(tmp / "cache"))
     env.pop("AUTOTUNE_DB", None)
     try:
-        # 1. A small goal, its best trial exported and compiled back.
+# 1. A small goal, its best trial exported and compiled back.
         goal = (SOURCE / "configs/goals/quickstart.yaml").read_text()
         goal = goal.replace("evaluations: 24", "evaluations: 6").replace("max_iterations: 4", "max_iterations: 2")
         (tmp / "quick.yaml").write_text(goal)
@@ -159,21 +163,21 @@ def main():
         if again["compiled"] != "cached" or again["summary"]["neuroncore_cycle_count"] != cycles:
             fail("a second profile of the same source recompiled or differed")
 
-        # 2. A compile error: the compiler's message, exit non-zero.
+# 2. A compile error : the compiler's message, exit non-zero.
         (tmp / "broken.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
                                         'AUTOTUNE_USER_KERNEL(broken) { kernel.family = "exp"; undeclared_name(); }\n')
         p = run(["profile", "--kernel-source", "broken.cc"], env, tmp)
         if p.returncode == 0 or "undeclared_name" not in p.stderr or "error" not in p.stderr:
             fail(f"compile error not reported: rc={p.returncode} stderr={p.stderr[-800:]}")
 
-        # 3. An unverifiable kernel is rejected with one line.
+# 3. An unverifiable kernel is rejected with one line.
         (tmp / "unverifiable.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
                                               'AUTOTUNE_USER_KERNEL(nothing) { kernel.trace = [](auto&, auto&, auto, auto&) {}; }\n')
         p = run(["profile", "--kernel-source", "unverifiable.cc"], env, tmp)
         if p.returncode == 0 or "unverifiable" not in p.stderr:
             fail(f"unverifiable kernel not rejected: rc={p.returncode} stderr={p.stderr[-800:]}")
 
-        # 4. Crashing and hanging configurations fail with their reason; the run completes.
+# 4. Crashing and hanging configurations fail with their reason; the run completes.
         (tmp / "faulty.cc").write_text(BAD_KERNEL)
         (tmp / "faulty.yaml").write_text(
             "name: faulty\n"
@@ -204,9 +208,9 @@ def main():
         if not by_mode.get(2) or not all(st == "timeout" for st, _ in by_mode[2]):
             fail(f"looping configurations not timed out: {by_mode.get(2)}")
 
-        # 5. A kernel with its own reference, tuned by a goal without kernel.family: its shape
-        #    arguments, dtypes and parameters come from its declaration; each candidate is verified
-        #    against its own reference.
+# 5. A kernel with its own reference, tuned by a goal without kernel.family : its shape
+#arguments, dtypes and parameters come from its declaration; each candidate is verified
+#against its own reference.
         (tmp / "own.cc").write_text(OWN_KERNEL.replace("SCALE", "1.0"))
         goal = own_goal(tmp, "own.yaml")
         p = run(["run", goal, "--db", "own.db", "--json"], env, tmp, check=0)
@@ -216,7 +220,8 @@ def main():
         db = sqlite3.connect(tmp / "own.db")
         run_row = db.execute("select kernel, goal_yaml from runs").fetchone()
         rows = db.execute("select variant, params, status, verification from trials").fetchall()
-        skills = {s for (s,) in db.execute("select distinct skill from decisions")}
+        skills = {
+  s for (s, ) in db.execute("select distinct skill from decisions")}
         db.close()
         if run_row[0] != "own_exp" or "height: 256" not in run_row[1] or "family" in run_row[1]:
             fail(f"own-reference run record: {run_row}")
@@ -231,13 +236,13 @@ def main():
                 fail(f"own-reference trial not verified ok: {st} {v}")
         if len({r[1] for r in rows}) != len(rows) or not {"param_explorer", "benchmark_runner"} <= skills:
             fail(f"own-reference run did not search: {rows} {skills}")
-        # Checked against its own reference: a reference the kernel does not compute fails the baseline.
+#Checked against its own reference : a reference the kernel does not compute fails the baseline.
         (tmp / "own_wrong.cc").write_text(OWN_KERNEL.replace("SCALE", "2.0"))
         p = run(["run", own_goal(tmp, "own_wrong.yaml", source="own_wrong.cc"), "--db", "own.db", "--json"], env, tmp)
         wrong = json.loads(p.stdout)
         if p.returncode != 1 or wrong["status"] != "failed" or "verification" not in wrong["stop_reason"]:
             fail(f"a kernel that misses its own reference was not failed: rc={p.returncode} {wrong}")
-        # The goal is still read strictly, against the declaration: file:line: key.
+#The goal is still read strictly, against the declaration : file : line : key.
         goal_error(tmp, env, own_goal(tmp, "e1.yaml", shape="{height: 256, rows: 3}"), 2, "kernel.shape.rows",
                    ["rows", "height, width"])
         goal_error(tmp, env, own_goal(tmp, "e2.yaml", dtype="fp16"), 2, "kernel.dtype",
@@ -253,12 +258,12 @@ def main():
         (tmp / "e7.yaml").write_text(OWN_GOAL.replace("kernel: {shape: SHAPE, dtype: DTYPE}", "kernel: {family: exp}")
                                      .replace("KERNEL_SOURCE", "own.cc").replace("SPACE", "{}"))
         goal_error(tmp, env, "e7.yaml", 3, "kernel_source", ["own_exp", "no family", "'exp'"])
-        # A source naming a family, in a goal without one: the goal takes the family's shape arguments.
+#A source naming a family, in a goal without one : the goal takes the family's shape arguments.
         (tmp / "e8.yaml").write_text("kernel: {shape: {M: 4}}\nkernel_source: faulty.cc\n")
         goal_error(tmp, env, "e8.yaml", 1, "kernel.shape.M", ["unknown key", "rows, cols"])
 
-        # 6. A goal's kernel source that does not compile: a run with one failed trial holding the
-        #    compiler's message, a clear stop reason, the message printed, exit 1.
+# 6. A goal's kernel source that does not compile: a run with one failed trial holding the
+#compiler's message, a clear stop reason, the message printed, exit 1.
         for name, kernel_line in (("broken_family", "kernel: {family: exp}\n"), ("broken_own", "")):
             (tmp / f"{name}.yaml").write_text(f"name: {name}\n{kernel_line}kernel_source: broken.cc\n")
             p = run(["run", f"{name}.yaml", "--db", "broken.db", "--json"], env, tmp)
@@ -284,7 +289,7 @@ def main():
                     or decisions[-1][1:3] != ("fail", "goal not met") or decisions[-1][3] != reason:
                 fail(f"{name}: decision log {decisions}")
 
-        # 7. A kernel whose declaration never returns: describe honours the timeout.
+# 7. A kernel whose declaration never returns : describe honours the timeout.
         (tmp / "spins.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
                                        'AUTOTUNE_USER_KERNEL(spins) {\n'
                                        '  kernel.family = "exp";\n'
@@ -312,7 +317,7 @@ def main():
             fail(f"a goal whose kernel hangs while loading: rc={p.returncode} after {took:.1f} s: "
                  f"{summary.get('stop_reason')} {trials} {p.stderr[-800:]}")
 
-        # 8. Installed API: install into a prefix and compile the export against it.
+# 8. Installed API : install into a prefix and compile the export against it.
         build_dir = Path(BIN).parent
         prefix = tmp / "prefix"
         inst = subprocess.run(["cmake", "--install", str(build_dir), "--prefix", str(prefix)], capture_output=True,

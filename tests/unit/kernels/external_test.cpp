@@ -25,8 +25,9 @@ TEST_CASE("export_source instantiates the variant's template with the trial's pa
   CHECK(text.find("AUTOTUNE_USER_KERNEL(gemm_tiled_run7)") != std::string::npos);
   CHECK(text.find("#include \"kernels/families/gemm.hpp\"") != std::string::npos);
   CHECK(text.find("autotune::kernels::gemm_tiled<D>") != std::string::npos);
-  CHECK(text.find("{64, 128, 256, 512}, 256}") != std::string::npos);  // domain kept, tuned value as default
-  CHECK(text.find("{1, 2, 3, 4, 6, 8}, 3}") != std::string::npos);
+  CHECK(text.find("{64, 128, 256, 512}, 256, ParamRole::tile}") !=
+        std::string::npos);  // domain kept, tuned value as default, role kept
+  CHECK(text.find("{1, 2, 3, 4, 6, 8}, 3, ParamRole::pipeline_depth}") != std::string::npos);
   CHECK(text.find("cycles       35000") != std::string::npos);
   CHECK(text.find("shape        M=256,N=512,K=512") != std::string::npos);
   CHECK(text.find("kernel.verification_as_variant = \"tiled\"") != std::string::npos);
@@ -64,7 +65,7 @@ TEST_CASE("KernelDescriptor survives its JSON form") {
   external::KernelDescriptor d;
   d.name = "k";
   d.family = "exp";
-  d.params = {ParamSpec{"tile", "columns", {1, 2}, 2, ""}};
+  d.params = {ParamSpec{"tile", "columns", {1, 2}, 2, ParamRole::tile}};
   d.shape_args = {"rows", "cols"};
   d.default_shape = {{"rows", 1}, {"cols", 2}};
   d.dtypes = {"fp32"};

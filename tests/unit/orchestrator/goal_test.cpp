@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "kernels/family.hpp"
 #include "orchestrator/policy.hpp"
 #include "orchestrator/setup.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -85,6 +86,7 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
       {"missing_cachefile.yaml", ":4: target.cachefile:", "not found"},
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
+      {"unknown_role.yaml", ":4: roles.tile_size:", "'tyle' is not a role; accepted: tile, unroll"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.file);
@@ -157,7 +159,9 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
                   "fp32, bf16") != std::string::npos);
 
   // Its form is checked when the goal is read, before anything is compiled.
-  auto load_error = [&](const std::string& text) { return user_error([&] { load_goal(source_goal(dir, text)); }); };
+  auto load_error = [&](const std::string& text) {
+    return user_error([&] { load_goal(source_goal(dir, text)); });
+  };
   CHECK(load_error("kernel: {shape: {width: wide}}\nkernel_source: k.cc\n")
             .find("kernel.shape.width: 'wide' is not "
                   "an integer") != std::string::npos);
@@ -169,13 +173,41 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
         std::string::npos);
 }
 
-TEST_CASE("roles come from descriptions when the family declares none") {
-  CHECK(role_from_description("rotating buffers per stream, in loop steps") == "pipeline_depth");
-  CHECK(role_from_description("tiles per loop step (their loads, exps and stores issued together)") ==
-        "unroll");
-  CHECK(role_from_description("M tiles per block") == "block");
-  CHECK(role_from_description("columns per tile and per DMA transfer") == "tile");
-  CHECK(role_from_description("the answer") == "");
+TEST_CASE("parameter roles are the family's declarations, which the goal's roles override") {
+  testing::TempDir dir;
+  const auto file = dir.write("goal.yaml",
+                              "name: roles\n"
+                              "kernel: {family: exp, shape: {rows: 256, cols: 1024}, dtype: fp32}\n"
+                              "variants: [tiled]\n"
+                              "start: {variant: tiled}\n");
+  const auto declared = load_and_prepare(file).setup.catalog.variant("tiled").roles;
+  // exp's unroll_factor is described as "row tiles folded into one DMA": a
+  // reading of the description would call it a tile.
+  CHECK(declared.at("tile_size") == "tile");
+  CHECK(declared.at("pipeline_depth") == "pipeline_depth");
+  CHECK(declared.at("unroll_factor") == "unroll");
+
+  dir.write("goal.yaml",
+            "name: roles\n"
+            "kernel: {family: exp, shape: {rows: 256, cols: 1024}, dtype: fp32}\n"
+            "variants: [tiled]\n"
+            "start: {variant: tiled}\n"
+            "roles: {unroll_factor: none, tile_size: block}\n");
+  const auto overridden = load_and_prepare(file).setup.catalog.variant("tiled").roles;
+  CHECK(overridden.at("tile_size") == "block");
+  CHECK(overridden.at("unroll_factor").empty());
+  CHECK(overridden.at("pipeline_depth") == "pipeline_depth");
+}
+
+TEST_CASE("every built-in parameter's role has a name the goal reader accepts") {
+  for (const auto& [name, family] : kernels::family_registry().entries())
+    for (const auto& variant : family.variants)
+      for (const auto& parameter : variant.params) {
+        CAPTURE(name + "." + variant.name + "." + parameter.name);
+        const auto parsed = kernels::parse_role(kernels::role_name(parameter.role));
+        REQUIRE(parsed);
+        CHECK(*parsed == parameter.role);
+      }
 }
 
 TEST_CASE("rule policy: a stop finding stops; otherwise the first idea gets a share of the budget") {
