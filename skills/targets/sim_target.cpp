@@ -9,7 +9,9 @@
 
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
+#include "kernels/external/evaluation_report.hpp"
 #include "sim/simulator.hpp"
+#include "skills/targets/evaluation_measurement.hpp"
 
 namespace autotune::skills {
 
@@ -102,15 +104,9 @@ std::string SimTarget::cache_identity() const {
 std::map<std::string, double> SimTarget::constants() const { return impl_->target.constants(); }
 
 Json SimTarget::facts() const {
-  const auto& t = impl_->target;
-  return {{"partitions", t.partitions},
-          {"sbuf_usable_bytes_per_partition", t.sbuf_bytes_per_partition},
-          {"kernel_launch_s", t.launch_overhead_s},
-          {"hbm_bytes_per_s", t.hbm_bytes_per_s},
-          {"peak_flops", t.peak_flops(impl_->dtype)},
-          {"engine_clock_hz", t.clock(sim::Engine::scalar)},
-          {"dma_efficiency_half_bytes", t.dma_efficiency_half_bytes},
-          {"roofline_bound_s", impl_->roofline_s}};
+  Json facts = simulated_target_facts(impl_->target, impl_->dtype);
+  facts["roofline_bound_s"] = impl_->roofline_s;
+  return facts;
 }
 
 Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&) {
@@ -182,63 +178,25 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     if (publish) publish->set_value(m);
     return m;
   }
-  const auto& v = evaluation.verification;
-  if (v.ran) {
-    m.verification = {
-        {"passed", v.passed},
-        {"max_rel_error", std::isfinite(v.max_rel_error) ? Json(v.max_rel_error) : Json("inf")},
-        {"mse", std::isfinite(v.mse) ? Json(v.mse) : Json("inf")},
-        {"cosine", std::isfinite(v.cosine_similarity) ? Json(v.cosine_similarity) : Json(nullptr)},
-        {"tolerance", v.tolerance},
-        {"checked_elements", v.checked_elements},
-        {"shape", v.shape}};
-    if (!v.error.empty()) m.verification["error"] = v.error;
-  }
-  std::string status = evaluation.status;
+  Json result = kernels::external::evaluation_json(evaluation, *impl_->family, impl_->target);
+  if (impl_->flops > 0) result["flops"] = impl_->flops;
+  if (impl_->compulsory_bytes > 0) result["compulsory_bytes"] = impl_->compulsory_bytes;
   // A goal's tolerance overrides the family's: judge the measured error again.
+  const auto& v = evaluation.verification;
+  const std::string status = evaluation.status;
   if (config_.tolerance && v.ran && (status == "ok" || status == "wrong_answer")) {
     const bool passed = std::isfinite(v.max_rel_error) && v.max_rel_error <= *config_.tolerance;
-    status = passed ? "ok" : "wrong_answer";
-    m.verification["passed"] = passed;
-    m.verification["tolerance"] = *config_.tolerance;
+    result["status"] = passed ? "ok" : "wrong_answer";
+    result["verification"]["passed"] = passed;
+    result["verification"]["tolerance"] = *config_.tolerance;
     if (!passed)
-      evaluation.error = "max relative error " + std::to_string(v.max_rel_error) +
-                         " above the goal's tolerance " + std::to_string(*config_.tolerance);
+      result["error"] = "max relative error " + std::to_string(v.max_rel_error) +
+                        " above the goal's tolerance " + std::to_string(*config_.tolerance);
+    else
+      result["error"] = evaluation.error;
   }
-  m.error = evaluation.error;
-  if (status == "ok") {
-    m.status = store::TrialStatus::ok;
-  } else if (status == "invalid") {
-    m.status = store::TrialStatus::invalid;
-    if (!evaluation.rule.empty()) m.error = evaluation.rule + ": " + m.error;
-  } else if (status == "wrong_answer") {
-    m.status = store::TrialStatus::wrong_answer;
-  } else {
-    m.status = store::TrialStatus::failed;  // implausible: below the roofline, an evaluator bug
-    m.error = status + ": " + evaluation.error;
-  }
-  if (evaluation.sim.valid) {
-    const double latency = evaluation.latency_s;
-    m.metrics = {{"latency_s", latency}, {"roofline_bound_s", evaluation.roofline_bound_s}};
-    if (impl_->flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = impl_->flops / latency;
-    if (impl_->compulsory_bytes > 0) m.metrics["compulsory_bytes"] = impl_->compulsory_bytes;
-    const Json& summary = evaluation.sim.summary;
-    if (summary.contains("mfu_estimated_percent"))
-      m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
-    if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
-    if (latency > 0 && evaluation.roofline_bound_s > 0)
-      m.metrics["roofline_fraction"] = evaluation.roofline_bound_s / latency;
-    m.profile = summary;
-    if (!evaluation.sim.hot_lines.empty()) {
-      Json hot = Json::array();
-      for (std::size_t i = 0; i < std::min<std::size_t>(3, evaluation.sim.hot_lines.size()); ++i) {
-        const auto& line = evaluation.sim.hot_lines[i];
-        hot.push_back({{"file", line.file}, {"line", line.line}, {"percent", line.percent_of_total}});
-      }
-      m.profile["hot_lines"] = hot;
-    }
-  }
-  m.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  m = measurement_from_evaluation(
+      result, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (publish) publish->set_value(m);
   return m;
 }

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
+#include "skills/targets/evaluation_measurement.hpp"
 
 namespace autotune::skills {
 
@@ -83,71 +84,16 @@ std::string SourceTarget::cache_identity() const {
 std::map<std::string, double> SourceTarget::constants() const { return impl_->target.constants(); }
 
 Json SourceTarget::facts() const {
-  const auto& t = impl_->target;
-  const auto dtype = sim::parse_dtype(config_.dtype).value_or(sim::Dtype::fp32);
-  return {{"partitions", t.partitions},
-          {"sbuf_usable_bytes_per_partition", t.sbuf_bytes_per_partition},
-          {"kernel_launch_s", t.launch_overhead_s},
-          {"hbm_bytes_per_s", t.hbm_bytes_per_s},
-          {"peak_flops", t.peak_flops(dtype)},
-          {"engine_clock_hz", t.clock(sim::Engine::scalar)},
-          {"dma_efficiency_half_bytes", t.dma_efficiency_half_bytes}};
+  return simulated_target_facts(impl_->target, sim::parse_dtype(config_.dtype).value_or(sim::Dtype::fp32));
 }
 
 Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outcome) {
-  Measurement m;
-  const Json r = outcome.result.is_object() ? outcome.result : Json::object();
-  const std::string status = outcome.status;
-  m.error = outcome.error;
-  if (status == "ok") {
-    m.status = store::TrialStatus::ok;
-  } else if (status == "invalid") {
-    m.status = store::TrialStatus::invalid;
-    if (r.contains("rule") && r["rule"].is_string()) m.error = r["rule"].get<std::string>() + ": " + m.error;
-  } else if (status == "wrong_answer") {
-    m.status = store::TrialStatus::wrong_answer;
-  } else if (status == "timeout") {
-    m.status = store::TrialStatus::timeout;
-  } else {
-    m.status = store::TrialStatus::failed;
-    if (status == "implausible") m.error = status + ": " + m.error;
-  }
-  if (r.contains("verification") && r["verification"].value("ran", false)) {
-    const Json& v = r["verification"];
-    m.verification = {{"passed", v.value("passed", false)},
-                      {"max_rel_error", v["max_rel_error"].is_number() ? v["max_rel_error"] : Json("inf")},
-                      {"mse", v["mse"].is_number() ? v["mse"] : Json("inf")},
-                      {"cosine", v["cosine_similarity"]},
-                      {"tolerance", v["tolerance"]},
-                      {"checked_elements", v["checked_elements"]},
-                      {"shape", v["shape"]}};
-    if (v.contains("error")) m.verification["error"] = v["error"];
-  }
-  if (r.value("valid", false)) {
-    const double latency = r.value("latency_s", 0.0);
-    const double bound = r.value("roofline_bound_s", 0.0);
-    const Json summary = r.value("summary", Json::object());
-    m.metrics = {{"latency_s", latency}, {"roofline_bound_s", bound}};
-    const double flops = r.value("flops", 0.0);
-    if (flops > 0 && latency > 0) m.metrics["throughput_flops_per_s"] = flops / latency;
-    if (r.value("compulsory_bytes", 0.0) > 0) m.metrics["compulsory_bytes"] = r["compulsory_bytes"];
-    if (summary.contains("mfu_estimated_percent"))
-      m.metrics["mfu_percent"] = summary["mfu_estimated_percent"];
-    if (summary.contains("neuroncore_cycle_count")) m.metrics["cycles"] = summary["neuroncore_cycle_count"];
-    if (latency > 0 && bound > 0) m.metrics["roofline_fraction"] = bound / latency;
-    m.profile = summary;
-    if (r.contains("hot_lines") && r["hot_lines"].is_array() && !r["hot_lines"].empty()) {
-      Json hot = Json::array();
-      for (std::size_t i = 0; i < std::min<std::size_t>(3, r["hot_lines"].size()); ++i) {
-        const Json& line = r["hot_lines"][i];
-        hot.push_back(
-            {{"file", line["file"]}, {"line", line["line"]}, {"percent", line["percent_of_total"]}});
-      }
-      m.profile["hot_lines"] = hot;
-    }
-  }
-  m.duration_ms = outcome.wall_s * 1000;
-  return m;
+  // The worker's reply is the evaluation; a worker that crashed or timed out
+  // has only the outcome's status and reason.
+  Json evaluation = outcome.result.is_object() ? outcome.result : Json::object();
+  evaluation["status"] = outcome.status;
+  evaluation["error"] = outcome.error;
+  return measurement_from_evaluation(evaluation, outcome.wall_s * 1000);
 }
 
 Measurement SourceTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
