@@ -84,7 +84,7 @@ Flattened flatten(const skills::VariantCatalog& catalog) {
 
 // Evaluations one search needed to come within the bound (none: not within
 // the evaluations it made).
-struct Outcome {
+struct SearchOutcome {
   std::optional<int> evaluations_to_bound;
   std::optional<int> evaluations_to_goal;  // to the goal's own target over the start point
   int evaluations = 0;
@@ -93,11 +93,12 @@ struct Outcome {
 };
 
 // Counts an outcome's evaluation: a trial, and whether it was measured.
-void count(Outcome& out, const orchestrator::Goal& goal, double threshold, const store::Trial& trial) {
+void count(SearchOutcome& out, const orchestrator::Goal& goal, double threshold, const store::Trial& trial) {
   ++out.evaluations;
-  if (!store::is_measured(trial.status)) return;
+  if (!is_measured(trial.status)) return;
   const auto latency = trial.metric("latency_s");
-  if (latency && *latency <= threshold && !out.evaluations_to_bound) out.evaluations_to_bound = out.evaluations;
+  if (latency && *latency <= threshold && !out.evaluations_to_bound)
+    out.evaluations_to_bound = out.evaluations;
   const auto value = orchestrator::objective_value(goal.objective, trial.metrics);
   if (!out.evaluations_to_goal && out.start_value && value &&
       orchestrator::meets_goal(goal, *out.start_value, *value, trial.metrics))
@@ -107,11 +108,11 @@ void count(Outcome& out, const orchestrator::Goal& goal, double threshold, const
 std::string reached(const std::optional<int>& n, int evaluations) {
   return n ? std::to_string(*n) : "not within " + std::to_string(evaluations);
 }
-std::string reached(const Outcome& o) { return reached(o.evaluations_to_bound, o.evaluations); }
+std::string reached(const SearchOutcome& o) { return reached(o.evaluations_to_bound, o.evaluations); }
 
 // One seed: its figure. Several: the median (a search that never got within
 // the bound counts as worse than any that did) and how many got there.
-std::string summarise(const std::vector<Outcome>& outcomes, std::optional<int> Outcome::*figure) {
+std::string summarise(const std::vector<SearchOutcome>& outcomes, std::optional<int> SearchOutcome::*figure) {
   if (outcomes.size() == 1) return reached(outcomes.front().*figure, outcomes.front().evaluations);
   std::vector<int> ranks;
   for (const auto& o : outcomes) ranks.push_back((o.*figure).value_or(1 << 30));
@@ -125,8 +126,8 @@ std::string summarise(const std::vector<Outcome>& outcomes, std::optional<int> O
 // The loop, its goal's absolute bound replaced by `bound` (within 5% of the
 // optimum, in the objective's unit): it stops once it has both that and the
 // goal's own improvement, so both figures come from one run.
-Outcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal& goal, double threshold,
-                 double bound, store::Store& store) {
+SearchOutcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal& goal, double threshold,
+                       double bound, store::Store& store) {
   orchestrator::Goal loop_goal = goal;
   loop_goal.absolute = bound;
   orchestrator::RunOptions run_options;
@@ -134,18 +135,19 @@ Outcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator::Goal&
   orchestrator::RunContext context{loop_goal, prepared.setup.catalog,           *prepared.setup.target,
                                    store,     prepared.setup.simulator_version, run_options};
   const auto summary = orchestrator::Orchestrator(context).run();
-  Outcome out;
+  SearchOutcome out;
   const auto trials = store.trials(summary.run_id);
-  if (!trials.empty()) out.start_value = orchestrator::objective_value(goal.objective, trials.front().metrics);
+  if (!trials.empty())
+    out.start_value = orchestrator::objective_value(goal.objective, trials.front().metrics);
   for (const auto& trial : trials) count(out, goal, threshold, trial);
   out.note = summary.stop_reason + "; best " + summary.best.key();
   return out;
 }
 
 // Plain bayes over the flattened space, the goal's seed, budget and batches.
-Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat,
-                       const orchestrator::Goal& goal, double threshold, std::optional<double> start_value,
-                       store::Store& store) {
+SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat,
+                             const orchestrator::Goal& goal, double threshold,
+                             std::optional<double> start_value, store::Store& store) {
   store::Run record;
   record.goal_name = goal.name + " (flattened bayes)";
   record.goal_yaml = orchestrator::to_yaml(goal);
@@ -154,7 +156,7 @@ Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& fl
   skills::BenchmarkRunner runner(*prepared.setup.target, store, record.id, {2, goal.timeout_s});
   auto strategy = search::make_strategy("bayes", *flat.space, Rng(goal.seed).fork("param_explorer").seed(),
                                         goal.strategy_options);
-  Outcome out;
+  SearchOutcome out;
   out.start_value = start_value;
   while (out.evaluations < goal.budget_evaluations &&
          !(out.evaluations_to_bound && out.evaluations_to_goal) && !strategy->done()) {
@@ -178,7 +180,7 @@ Outcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& fl
       const auto& trial = measured.result[i].trial;
       const auto latency = trial.metric("latency_s");
       count(out, goal, threshold, trial);
-      if (store::is_measured(trial.status) && latency) {
+      if (is_measured(trial.status) && latency) {
         observations.push_back(search::Observation::success(batch[i], *latency));
       } else {
         observations.push_back(search::Observation::failed(batch[i], trial.error));
@@ -245,7 +247,7 @@ int main(int argc, char** argv) {
                              : threshold;
 
     const Flattened flat = flatten(prepared.setup.catalog);
-    std::vector<Outcome> loop, bayes;
+    std::vector<SearchOutcome> loop, bayes;
     for (int k = 0; k < seeds; ++k) {
       orchestrator::Goal seeded = goal;
       seeded.seed = goal.seed + std::uint64_t(k);
@@ -261,10 +263,10 @@ int main(int argc, char** argv) {
     }
     std::printf("%-20s %8llu %10d %10.4g s %14s %14s %14s %14s", goal.name.c_str(),
                 static_cast<unsigned long long>(size), goal.budget_evaluations, optimum,
-                summarise(loop, &Outcome::evaluations_to_bound).c_str(),
-                summarise(bayes, &Outcome::evaluations_to_bound).c_str(),
-                summarise(loop, &Outcome::evaluations_to_goal).c_str(),
-                summarise(bayes, &Outcome::evaluations_to_goal).c_str());
+                summarise(loop, &SearchOutcome::evaluations_to_bound).c_str(),
+                summarise(bayes, &SearchOutcome::evaluations_to_bound).c_str(),
+                summarise(loop, &SearchOutcome::evaluations_to_goal).c_str(),
+                summarise(bayes, &SearchOutcome::evaluations_to_goal).c_str());
     if (seeds == 1) std::printf("   (loop: %s)", loop.front().note.c_str());
     std::printf("\n");
     std::fflush(stdout);

@@ -58,7 +58,7 @@ int run_export(const ExportOptions& o) {
                       " (see `autotune trials " + std::to_string(o.run) + "`)");
   } else {
     if (run->best_trial) trial = store->trial(o.run, *run->best_trial);
-    if (!trial || !store::is_measured(trial->status)) trial = store->best_trial(o.run);
+    if (!trial || !is_measured(trial->status)) trial = store->best_trial(o.run);
     if (!trial) throw UserError("run " + std::to_string(o.run) + " has no verified trial to export");
   }
 
@@ -70,7 +70,7 @@ int run_export(const ExportOptions& o) {
   provenance.run = "run " + std::to_string(run->id) + " (goal " + run->goal_name + ", seed " +
                    std::to_string(run->seed) + ", simulator " + run->simulator_version + ")";
   provenance.trial =
-      "trial " + std::to_string(trial->id) + " (" + std::string(store::to_string(trial->status)) + ")";
+      "trial " + std::to_string(trial->id) + " (" + std::string(to_string(trial->status)) + ")";
   provenance.target = kernel.target_name;
   provenance.metrics = trial->metrics.is_object() ? trial->metrics : nlohmann::json::object();
   provenance.verification = trial->verification;

@@ -71,7 +71,7 @@ nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec&
          {"calls", t.op.calls},
          {"purpose", t.op.purpose},
          {"configuration", config},
-         {"status", t.status},
+         {"status", to_string(t.status)},
          {"error", t.error},
          {"latency_s", t.latency_s},
          {"total_s", t.latency_s * double(t.op.calls)},
@@ -132,7 +132,8 @@ int run_model(const ModelOptions& o) {
   std::printf("%-14s %5s %-9s %-34s %11s %11s %6s %6s  %s\n", "operator", "calls", "kernel", "shape",
               "per call", "total", "MFU", "share", "configuration");
   for (const auto& t : forward.operators) {
-    const std::string status = t.status == "ok" ? "" : "  [" + t.status + ": " + t.error + "]";
+    const std::string status =
+        t.status == Outcome::ok ? "" : "  [" + std::string(to_string(t.status)) + ": " + t.error + "]";
     std::printf("%-14s %5lld %-9s %-34s %8.3f ms %8.3f ms %5.1f%% %5.1f%%  %s (%s)%s\n", t.op.name.c_str(),
                 (long long)t.op.calls, t.op.family.c_str(), shape_text(t.op.shape, t.op.family).c_str(),
                 t.latency_s * 1e3, t.latency_s * double(t.op.calls) * 1e3, t.mfu_percent, t.share_percent,

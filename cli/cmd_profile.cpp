@@ -114,13 +114,13 @@ int run_source_profile(const ProfileOptions& o) {
   if (!outcome.result.contains("kernel")) {  // no evaluation: a crash, a timeout, or a rejected request
     if (o.json) {
       std::cout << nlohmann::json({{"kernel_source", o.kernel_source},
-                                   {"status", outcome.status},
+                                   {"status", to_string(outcome.status)},
                                    {"error", outcome.error}})
                        .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
-      std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(), outcome.status.c_str(),
-                  outcome.error.c_str());
+      std::printf("kernel source %s: %s: %s\n", o.kernel_source.c_str(),
+                  std::string(to_string(outcome.status)).c_str(), outcome.error.c_str());
     }
     return 1;
   }

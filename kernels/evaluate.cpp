@@ -325,8 +325,8 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
 
   // 1. The full shape (functional too when it doubles as the verification run).
   auto program = options.traced ? options.traced
-                                 : std::make_shared<const sim::Program>(
-                                       trace_program(family, variant, shape, dtype, params, target));
+                                : std::make_shared<const sim::Program>(
+                                      trace_program(family, variant, shape, dtype, params, target));
   e.program = program;
   sim::HostIo io;
   std::vector<std::vector<float>> inputs;
@@ -338,7 +338,7 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
                         combined ? &io : nullptr);
   e.latency_s = e.sim.total_time_s;
   if (!e.sim.valid) {
-    e.status = "invalid";
+    e.status = Outcome::invalid;
     e.rule = e.sim.rule;
     e.error = e.sim.error;
     return e;
@@ -346,7 +346,7 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
 
   // 2. Physics.
   if (e.latency_s < e.roofline_bound_s) {
-    e.status = "implausible";
+    e.status = Outcome::implausible;
     e.error = "simulated time " + std::to_string(e.latency_s * 1e3) + " ms is below the roofline bound " +
               std::to_string(e.roofline_bound_s * 1e3) + " ms (an evaluator bug; the trial is rejected)";
     return e;
@@ -369,7 +369,7 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
       const sim::SimResult check_result =
           sim::simulate(check, target, sim::SimOptions{true, false}, &check_io);
       if (!check_result.valid) {
-        e.status = "invalid";
+        e.status = Outcome::invalid;
         e.rule = check_result.rule;
         e.error =
             "at the verification shape " + shape_text(verification_shape, family) + ": " + check_result.error;
@@ -384,13 +384,13 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
     e.verification = compare_outputs(reference, outputs, tolerance, family.min_cosine_similarity);
     e.verification.shape = verification_shape;
     if (!e.verification.passed) {
-      e.status = "wrong_answer";
+      e.status = Outcome::wrong_answer;
       e.error =
           "verification at " + shape_text(verification_shape, family) + " failed: " + e.verification.error;
       return e;
     }
   }
-  e.status = "ok";
+  e.status = Outcome::ok;
   return e;
 }
 

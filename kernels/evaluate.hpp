@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "core/outcome.hpp"
 #include "kernels/family.hpp"
 #include "sim/simulator.hpp"
 
@@ -71,7 +72,7 @@ struct EvaluateOptions {
 };
 
 struct Evaluation {
-  std::string status;                           // ok | invalid | wrong_answer | implausible
+  Outcome status = Outcome::failed;             // ok | invalid | wrong_answer | implausible
   std::string error;                            // one line when status != ok
   std::string rule;                             // the simulator's rule id when invalid
   sim::SimResult sim;                           // the full-shape simulation
@@ -85,7 +86,7 @@ struct Evaluation {
   sim::Dtype dtype = sim::Dtype::fp32;
   ParamValues params;
 
-  bool ok() const { return status == "ok"; }
+  bool ok() const { return status == Outcome::ok; }
 };
 
 // The on-chip limits a kernel traced for `target` sees (Kernel::limits()).

@@ -31,7 +31,8 @@ std::optional<RunKernel> run_kernel(const store::Run& run) {
     out.family = kernel["family"].as<std::string>();
     out.dtype = kernel["dtype"] ? kernel["dtype"].as<std::string>() : "";
     out.target = target.as<std::string>();
-    for (const auto& entry : kernel["shape"]) out.shape[entry.first.as<std::string>()] = entry.second.as<std::int64_t>();
+    for (const auto& entry : kernel["shape"])
+      out.shape[entry.first.as<std::string>()] = entry.second.as<std::int64_t>();
     return out;
   } catch (const YAML::Exception&) {
     return std::nullopt;  // not a kernel run's goal
@@ -39,11 +40,12 @@ std::optional<RunKernel> run_kernel(const store::Run& run) {
 }
 
 bool verified(const store::Trial& trial) {
-  return store::is_measured(trial.status) && trial.verification.is_object() &&
+  return is_measured(trial.status) && trial.verification.is_object() &&
          trial.verification.value("passed", false);
 }
 
-std::optional<kernels::ParamValues> params_of(const kernels::VariantSpec& variant, const nlohmann::json& params) {
+std::optional<kernels::ParamValues> params_of(const kernels::VariantSpec& variant,
+                                              const nlohmann::json& params) {
   if (!params.is_object()) return std::nullopt;
   kernels::ParamValues given;
   for (const auto& [name, value] : params.items()) {
@@ -76,7 +78,8 @@ std::optional<ChosenConfig> best_verified_config(store::Store& store, const std:
   std::optional<ChosenConfig> best;
   for (const auto& run : store.runs()) {
     const auto kernel = run_kernel(run);
-    if (!kernel || kernel->family != family_name || kernel->shape != shape || kernel->target != target) continue;
+    if (!kernel || kernel->family != family_name || kernel->shape != shape || kernel->target != target)
+      continue;
     if (kernel->dtype != sim::dtype_name(dtype)) continue;
     for (const auto& trial : store.trials(run.id)) {
       if (!verified(trial)) continue;
@@ -100,8 +103,8 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   for (const auto& op : prefill_chain(model)) {
     const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
     if (!family.accepts(model.dtype))
-      throw UserError("model " + model.name + ": operator " + op.name + " (" + op.family + ") does not take dtype " +
-                      std::string(sim::dtype_name(model.dtype)));
+      throw UserError("model " + model.name + ": operator " + op.name + " (" + op.family +
+                      ") does not take dtype " + std::string(sim::dtype_name(model.dtype)));
     if (const std::string why = family.check_shape(op.shape); !why.empty())
       throw UserError("model " + model.name + ": operator " + op.name + " (" + op.family +
                       ") cannot run at this model's shape: " + why);
@@ -155,7 +158,7 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   bool fell_back = false;
   for (auto& t : forward.operators)
     if (const auto& e = evaluations.at(key_of(t)); t.config.source == "default" && !e.ok()) {
-      const std::string why = e.status;
+      const std::string why(to_string(e.status));
       t.config = family_config(kernels::family_registry().get(t.op.family), true);
       t.config.source = "baseline (the default is " + why + ")";
       fell_back = true;
@@ -181,8 +184,10 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
     forward.flops += t.flops * double(t.op.calls);
   }
   for (auto& t : forward.operators)
-    t.share_percent = forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
-  forward.mfu_percent = forward.latency_s > 0 && peak > 0 ? 100.0 * forward.flops / (forward.latency_s * peak) : 0;
+    t.share_percent =
+        forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
+  forward.mfu_percent =
+      forward.latency_s > 0 && peak > 0 ? 100.0 * forward.flops / (forward.latency_s * peak) : 0;
   return forward;
 }
 

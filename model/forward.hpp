@@ -25,7 +25,7 @@ namespace autotune::model {
 struct ChosenConfig {
   std::string variant;
   kernels::ParamValues params;
-  std::string source;  // "tuned" | "default" | "baseline"
+  std::string source;                      // "tuned" | "default" | "baseline"
   std::optional<std::int64_t> run, trial;  // the tuned trial
   double recorded_latency_s = 0;           // as the trial measured it
 };
@@ -41,23 +41,23 @@ std::optional<ChosenConfig> best_verified_config(store::Store& store, const std:
 struct OperatorTiming {
   Operator op;
   ChosenConfig config;
-  std::string status;  // the evaluation's: ok | invalid | wrong_answer | implausible
+  Outcome status = Outcome::failed;  // the evaluation's: ok | invalid | wrong_answer | implausible
   std::string error;
-  double latency_s = 0;     // one call
-  double roofline_s = 0;    // one call's bound
-  double flops = 0;         // one call
-  double mfu_percent = 0;   // one call's FLOPs / (latency * peak)
-  double share_percent = 0; // of the forward's time
+  double latency_s = 0;      // one call
+  double roofline_s = 0;     // one call's bound
+  double flops = 0;          // one call
+  double mfu_percent = 0;    // one call's FLOPs / (latency * peak)
+  double share_percent = 0;  // of the forward's time
   double verification_cosine = 0, verification_mse = 0;
   bool verified = false;
 };
 
 struct ForwardTiming {
   std::vector<OperatorTiming> operators;
-  double latency_s = 0;     // sum over operators of latency * calls
-  double roofline_s = 0;    // sum of their bounds
+  double latency_s = 0;   // sum over operators of latency * calls
+  double roofline_s = 0;  // sum of their bounds
   double flops = 0;
-  double mfu_percent = 0;   // flops / (latency * the target's peak)
+  double mfu_percent = 0;  // flops / (latency * the target's peak)
   bool all_ok = true;
 };
 

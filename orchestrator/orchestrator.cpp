@@ -245,12 +245,12 @@ RunSummary Orchestrator::run() {
         // Outside the goal's space (a start point the goal's space excludes): not a warm-start observation.
       }
       std::optional<double> value;
-      if (store::is_measured(trial.status)) value = objective_value(goal.objective, trial.metrics);
+      if (is_measured(trial.status)) value = objective_value(goal.objective, trial.metrics);
       search::Observation observation =
-          value ? search::Observation::success(configuration, *value)
-                : search::Observation::failed(configuration, trial.error.empty()
-                                                                 ? std::string(store::to_string(trial.status))
-                                                                 : trial.error);
+          value
+              ? search::Observation::success(configuration, *value)
+              : search::Observation::failed(
+                    configuration, trial.error.empty() ? std::string(to_string(trial.status)) : trial.error);
       if (measured.fresh && !configuration.empty()) observations[trial.variant].push_back(observation);
       if (value) {
         measured_variants.insert(trial.variant);
@@ -267,7 +267,7 @@ RunSummary Orchestrator::run() {
   };
 
   auto finish = [&](store::RunStatus status, const std::string& reason) {
-    summary.status = std::string(store::to_string(status));
+    summary.status = std::string(to_string(status));
     summary.stop_reason = reason;
     summary.goal_met = goal_met();
     summary.iterations = progress.iteration;
@@ -283,7 +283,7 @@ RunSummary Orchestrator::run() {
     if (counts.failed + counts.timeout > 0) {
       std::string example;
       for (const auto& trial : store.trials(record.id))
-        if (trial.status == store::TrialStatus::failed || trial.status == store::TrialStatus::timeout) {
+        if (trial.status == Outcome::failed || trial.status == Outcome::timeout) {
           example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
           break;
         }

@@ -142,7 +142,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     auto baseline = runner.measure({{start, 0, seq}}, measured_one);
     log.append(0, skills::kBenchmarkRunner, baseline.decision);
     for (auto& measured : baseline.result) {
-      if (store::is_measured(measured.trial.status)) {
+      if (is_measured(measured.trial.status)) {
         record.baseline_trial = measured.trial.id;
         store.update_run(record);
       }
@@ -162,8 +162,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
 
   std::vector<store::Trial> ranked;
   for (const auto& trial : result.trials)
-    if (store::is_measured(trial.status) && objective_value(goal.objective, trial.metrics))
-      ranked.push_back(trial);
+    if (is_measured(trial.status) && objective_value(goal.objective, trial.metrics)) ranked.push_back(trial);
   // Ties go to the lower trial id, as in `autotune trials --top`.
   std::sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
     const double va = *objective_value(goal.objective, a.metrics),

@@ -114,14 +114,14 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
         const auto& entry = targets.get(item->run);
         skills::Measurement m;
         if (!entry.unusable.empty()) {
-          m.status = store::TrialStatus::failed;
+          m.status = Outcome::failed;
           m.error = "worker " + summary.id + ": " + entry.unusable;
         } else {
           try {
             m = skills::measure_with_deadline(*entry.prepared->setup.target,
                                               skills::candidate_from_json(item->candidate), entry.timeout_s);
           } catch (const std::exception& error) {  // a malformed candidate in the queue
-            m.status = store::TrialStatus::failed;
+            m.status = Outcome::failed;
             m.error = std::string("worker could not read the queued candidate: ") + error.what();
           }
         }

@@ -42,8 +42,8 @@ std::string objective_of(const store::Run& run) {
 }
 
 // Status as the page colours it: measured (ok, cached) is "ok".
-std::string status_class(store::TrialStatus status) {
-  return store::is_measured(status) ? "ok" : std::string(store::to_string(status));
+std::string status_class(Outcome status) {
+  return is_measured(status) ? "ok" : std::string(to_string(status));
 }
 
 // First-order variance decomposition of log latency: for each parameter (and
@@ -54,7 +54,7 @@ Json importance(const std::vector<store::Trial>& trials) {
   std::map<std::string, std::vector<std::pair<std::string, double>>> by_parameter;
   for (const auto& trial : trials) {
     const auto latency = trial.metric("latency_s");
-    if (!store::is_measured(trial.status) || !latency || *latency <= 0) continue;
+    if (!is_measured(trial.status) || !latency || *latency <= 0) continue;
     const double y = std::log(*latency);
     by_parameter["variant"].emplace_back(trial.variant, y);
     if (trial.params.is_object())
@@ -214,7 +214,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
               {"goal_name", run.goal_name},
               {"kernel", run.kernel},
               {"target", run.target},
-              {"status", std::string(store::to_string(run.status))},
+              {"status", std::string(to_string(run.status))},
               {"stop_reason", run.stop_reason},
               {"goal_met", run.goal_met},
               {"seed", run.seed},
@@ -245,7 +245,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
       variants.push_back(trial.variant);
     }
     const auto latency = trial.metric("latency_s");
-    if (store::is_measured(trial.status) && latency && (!best || *latency < *best)) {
+    if (is_measured(trial.status) && latency && (!best || *latency < *best)) {
       best = latency;
       improving.push_back(i);
       best_so_far.push_back({i + 1, *latency, trial.id});
@@ -283,7 +283,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
     const auto latency = trial.metric("latency_s");
     points.push_back({{"n", i + 1},
                       {"trial", trial.id},
-                      {"latency_s", store::is_measured(trial.status) && latency ? Json(*latency) : Json()},
+                      {"latency_s", is_measured(trial.status) && latency ? Json(*latency) : Json()},
                       {"status", status_class(trial.status)},
                       {"variant", variant_index[trial.variant]},
                       {"params", trial.params},
@@ -340,7 +340,7 @@ Json runs_index(store::Store& store) {
                 {"goal_name", o.run.goal_name},
                 {"kernel", o.run.kernel},
                 {"target", o.run.target},
-                {"status", std::string(store::to_string(o.run.status))},
+                {"status", std::string(to_string(o.run.status))},
                 {"created", o.run.created},
                 {"evaluations", o.counts.total}};
     if (o.baseline_latency_s) row["baseline_latency_s"] = *o.baseline_latency_s;

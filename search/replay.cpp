@@ -119,10 +119,10 @@ ReplayResult ReplayTarget::evaluate_index(std::uint64_t index) const {
   ReplayResult result;
   if (index >= value_by_index_.size()) return result;
   if (std::isnan(value_by_index_[index])) {
-    result.status = ReplayResult::Status::failed;
+    result.status = Outcome::failed;
     result.failure = failure_by_index_[index];
   } else {
-    result.status = ReplayResult::Status::ok;
+    result.status = Outcome::ok;
     result.value = value_by_index_[index];
   }
   return result;
@@ -136,14 +136,8 @@ ReplayResult ReplayTarget::evaluate(const Configuration& configuration) const {
 
 std::optional<Observation> ReplayTarget::observe(const Configuration& configuration) const {
   const ReplayResult result = evaluate(configuration);
-  switch (result.status) {
-    case ReplayResult::Status::ok:
-      return Observation::success(configuration, result.value);
-    case ReplayResult::Status::failed:
-      return Observation::failed(configuration, result.failure);
-    case ReplayResult::Status::outside_space:
-      break;
-  }
+  if (result.status == Outcome::ok) return Observation::success(configuration, result.value);
+  if (result.status == Outcome::failed) return Observation::failed(configuration, result.failure);
   return std::nullopt;
 }
 

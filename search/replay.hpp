@@ -18,14 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "core/outcome.hpp"
 #include "search/search_space.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune::search {
 
 struct ReplayResult {
-  enum class Status { ok, failed, outside_space };
-  Status status = Status::outside_space;
+  // ok, failed (recorded as failing), or invalid: outside the recorded space.
+  Outcome status = Outcome::invalid;
   double value = 0;     // when ok
   std::string failure;  // when failed
 };

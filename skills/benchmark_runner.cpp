@@ -160,8 +160,8 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
   };
 
   auto settle = [&](std::size_t i) {
-    statuses[std::string(store::to_string(results[i]->trial.status))] =
-        statuses.value(std::string(store::to_string(results[i]->trial.status)), 0) + 1;
+    statuses[std::string(to_string(results[i]->trial.status))] =
+        statuses.value(std::string(to_string(results[i]->trial.status)), 0) + 1;
     if (on_result) on_result(*results[i]);
   };
 
@@ -199,7 +199,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
     store::Trial trial = make_trial(request);
     if (options_.use_cache) {
       if (auto cached = store_.cached_trial(trial.cache_key)) {
-        trial.status = cached->status == store::TrialStatus::ok ? store::TrialStatus::cached : cached->status;
+        trial.status = cached->status == Outcome::ok ? Outcome::cached : cached->status;
         trial.cache_hit = true;
         trial.metrics = cached->metrics;
         trial.repeats = cached->repeats;
@@ -231,7 +231,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
       try {
         m = target_.measure(candidate, measure_options);
       } catch (const std::exception& e) {
-        m.status = store::TrialStatus::failed;
+        m.status = Outcome::failed;
         m.error = std::string("target raised: ") + e.what();
       }
       const double took = seconds_since(start);
@@ -314,7 +314,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
         } else if (shared->started[i] &&
                    std::chrono::duration<double>(now - *shared->started[i]).count() > options_.timeout_s) {
           Measurement m;
-          m.status = store::TrialStatus::timeout;
+          m.status = Outcome::timeout;
           m.error = "exceeded the per-candidate timeout of " + std::to_string(options_.timeout_s) + " s";
           m.duration_ms = options_.timeout_s * 1000;
           finished.emplace_back(i, std::move(m));
@@ -330,7 +330,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
       trial.verification = m.verification;
       trial.error = m.error;
       trial.duration_ms = m.duration_ms;
-      results[i]->profile = m.status == store::TrialStatus::ok ? m.profile : Json(nullptr);
+      results[i]->profile = m.status == Outcome::ok ? m.profile : Json(nullptr);
       pending.push_back(i);
       ++measured;
       ++counters_.measured;
@@ -360,7 +360,7 @@ SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vect
   std::string best_key;
   for (auto& r : results) {
     AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
-    if (store::is_measured(r->trial.status)) {
+    if (is_measured(r->trial.status)) {
       const auto latency = r->trial.metric("latency_s");
       if (latency && (!best || *latency < *best))
         best = latency, best_key = r->trial.variant + r->trial.params.dump();

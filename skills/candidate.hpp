@@ -25,7 +25,7 @@ struct Candidate {
 // The result of measuring one candidate on a target. A bad candidate is a
 // Measurement with a status and a reason, never an exception.
 struct Measurement {
-  store::TrialStatus status = store::TrialStatus::failed;
+  Outcome status = Outcome::failed;
   // At least "latency_s" when status is ok; plus what the target knows
   // (throughput_flops_per_s, mfu_percent, roofline_bound_s, ...).
   Json metrics = Json::object();

@@ -11,12 +11,9 @@
 namespace autotune::skills {
 
 Json to_json(const Measurement& measurement) {
-  return {{"status", store::to_string(measurement.status)},
-          {"metrics", measurement.metrics},
-          {"repeats", measurement.repeats},
-          {"verification", measurement.verification},
-          {"profile", measurement.profile},
-          {"error", measurement.error},
+  return {{"status", to_string(measurement.status)}, {"metrics", measurement.metrics},
+          {"repeats", measurement.repeats},          {"verification", measurement.verification},
+          {"profile", measurement.profile},          {"error", measurement.error},
           {"duration_ms", measurement.duration_ms}};
 }
 
@@ -30,12 +27,12 @@ Measurement measurement_from_json(const Json& result) {
     m.profile = result.value("profile", Json());
     m.error = result.value("error", std::string());
     m.duration_ms = result.value("duration_ms", 0.0);
-    if (m.status == store::TrialStatus::ok &&
+    if (m.status == Outcome::ok &&
         (!m.metrics.is_object() || !m.metrics.contains("latency_s") || !m.metrics["latency_s"].is_number()))
       throw std::invalid_argument("an ok measurement without metrics.latency_s");
   } catch (const std::exception& e) {
     Measurement bad;
-    bad.status = store::TrialStatus::failed;
+    bad.status = Outcome::failed;
     bad.error = std::string("the queued result is not a measurement: ") + e.what();
     return bad;
   }
@@ -57,12 +54,12 @@ std::string claimer_id(const std::string& tag) {
 }
 
 Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& candidate, double timeout_s) {
-  struct Outcome {
+  struct PendingMeasurement {
     std::mutex mutex;
     std::condition_variable done;
     std::optional<Measurement> measurement;
   };
-  auto outcome = std::make_shared<Outcome>();
+  auto outcome = std::make_shared<PendingMeasurement>();
   const auto start = std::chrono::steady_clock::now();
   // The measuring thread holds the outcome, not this frame: after a timeout
   // it finishes into memory nobody reads.
@@ -71,7 +68,7 @@ Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& ca
     try {
       m = target.measure(candidate, MeasureOptions{timeout_s});
     } catch (const std::exception& e) {
-      m.status = store::TrialStatus::failed;
+      m.status = Outcome::failed;
       m.error = std::string("target raised: ") + e.what();
     }
     std::lock_guard lock(outcome->mutex);
@@ -82,7 +79,7 @@ Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& ca
   if (!outcome->done.wait_for(lock, std::chrono::duration<double>(timeout_s),
                               [&] { return outcome->measurement.has_value(); })) {
     Measurement m;
-    m.status = store::TrialStatus::timeout;
+    m.status = Outcome::timeout;
     m.error = "exceeded the per-candidate timeout of " + std::to_string(timeout_s) + " s";
     m.duration_ms = timeout_s * 1000;
     return m;

@@ -18,13 +18,14 @@ constexpr std::array<std::pair<RunStatus, std::string_view>, 4> kRunStatusNames{
     {RunStatus::interrupted, "interrupted"},
 }};
 
-constexpr std::array<std::pair<TrialStatus, std::string_view>, 6> kTrialStatusNames{{
-    {TrialStatus::ok, "ok"},
-    {TrialStatus::invalid, "invalid"},
-    {TrialStatus::wrong_answer, "wrong_answer"},
-    {TrialStatus::failed, "failed"},
-    {TrialStatus::timeout, "timeout"},
-    {TrialStatus::cached, "cached"},
+// The outcomes a trial row may hold (the schema's CHECK on trials.status).
+constexpr std::array<std::pair<Outcome, std::string_view>, 6> kTrialStatusNames{{
+    {Outcome::ok, "ok"},
+    {Outcome::invalid, "invalid"},
+    {Outcome::wrong_answer, "wrong_answer"},
+    {Outcome::failed, "failed"},
+    {Outcome::timeout, "timeout"},
+    {Outcome::cached, "cached"},
 }};
 
 constexpr std::array<std::pair<QueueState, std::string_view>, 4> kQueueStateNames{{
@@ -57,9 +58,8 @@ Enum parse_name(const std::array<std::pair<Enum, std::string_view>, N>& names, s
 }  // namespace
 
 std::string_view to_string(RunStatus status) { return name_of(kRunStatusNames, status); }
-std::string_view to_string(TrialStatus status) { return name_of(kTrialStatusNames, status); }
 RunStatus parse_run_status(std::string_view name) { return parse_name(kRunStatusNames, name, "run status"); }
-TrialStatus parse_trial_status(std::string_view name) {
+Outcome parse_trial_status(std::string_view name) {
   return parse_name(kTrialStatusNames, name, "trial status");
 }
 
@@ -67,8 +67,6 @@ std::string_view to_string(QueueState state) { return name_of(kQueueStateNames, 
 QueueState parse_queue_state(std::string_view name) {
   return parse_name(kQueueStateNames, name, "queue state");
 }
-
-bool is_measured(TrialStatus status) { return status == TrialStatus::ok || status == TrialStatus::cached; }
 
 std::optional<double> Trial::metric(const std::string& name) const {
   if (!metrics.is_object()) return std::nullopt;

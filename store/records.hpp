@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/outcome.hpp"
+
 namespace autotune::store {
 
 using Json = nlohmann::json;
@@ -27,16 +29,12 @@ enum class RunStatus { running, completed, failed, interrupted };
 //  cached       re-used an earlier `ok` measurement (cache_hit is true); ranks
 //               like `ok`. A cache hit of an invalid or wrong answer keeps
 //               that status and sets cache_hit.
-enum class TrialStatus { ok, invalid, wrong_answer, failed, timeout, cached };
 
 std::string_view to_string(RunStatus status);
-std::string_view to_string(TrialStatus status);
 // Throw UserError naming the accepted values on an unknown name.
 RunStatus parse_run_status(std::string_view name);
-TrialStatus parse_trial_status(std::string_view name);
-
-// True for the statuses whose metrics rank (ok, cached).
-bool is_measured(TrialStatus status);
+// A stored trial's outcome (never implausible: a target records that as failed).
+Outcome parse_trial_status(std::string_view name);
 
 struct Run {
   int64_t id = 0;  // assigned by Store::create_run
@@ -86,7 +84,7 @@ struct Trial {
   Json params;
   std::string config_hash;  // stable key of (variant, params) within a run
   std::string cache_key;    // key of the measurement across runs (see cached_trial)
-  TrialStatus status = TrialStatus::ok;
+  Outcome status = Outcome::ok;
   Json metrics;  // {"latency_s": ..., ...}
   Json repeats;  // every repeat kept, e.g. [latency_s, ...]
   std::string error;

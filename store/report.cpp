@@ -157,7 +157,7 @@ void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
 std::string verification_text(const Trial& trial) {
   const Json& v = trial.verification;
   const bool has_passed = v.is_object() && v.contains("passed") && v["passed"].is_boolean();
-  if (trial.status == TrialStatus::wrong_answer || (has_passed && !v["passed"].get<bool>()))
+  if (trial.status == Outcome::wrong_answer || (has_passed && !v["passed"].get<bool>()))
     return "failed: " + (trial.error.empty() ? compact(v, 200) : first_line(trial.error, 200));
   if (has_passed) {
     std::string text = "passed";

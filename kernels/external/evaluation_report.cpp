@@ -48,7 +48,7 @@ nlohmann::json evaluation_json(const Evaluation& e, const FamilySpec& family, co
       {"shape", e.shape},
       {"dtype", std::string(sim::dtype_name(e.dtype))},
       {"params", e.params},
-      {"status", e.status},
+      {"status", to_string(e.status)},
       {"valid", e.sim.valid},
       {"latency_s", e.latency_s},
       {"roofline_bound_s", e.roofline_bound_s},
@@ -90,8 +90,8 @@ std::string evaluation_text(const Evaluation& e, const FamilySpec& family, const
     out += "verification    not run\n";
   }
   if (!e.ok())
-    out += "\n" + std::string(e.status == "wrong_answer" ? "WRONG ANSWER" : "IMPLAUSIBLE") + ": " + e.error +
-           "\n";
+    out += "\n" + std::string(e.status == Outcome::wrong_answer ? "WRONG ANSWER" : "IMPLAUSIBLE") + ": " +
+           e.error + "\n";
   return out;
 }
 

@@ -500,15 +500,16 @@ WorkerOutcome evaluate_in_worker(const WorkerRequest& request, const WorkerOptio
   const WorkerCall call = call_worker(request.to_json(), options);
   outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!call.reply) {
-    outcome.status = call.process.timed_out() ? "timeout" : "failed";
+    outcome.status = call.process.timed_out() ? Outcome::timeout : Outcome::failed;
     outcome.error = worker_failure(call.process, options.timeout_s);
     return outcome;
   }
   outcome.result = *call.reply;
-  outcome.status = call.reply->value("status", "failed");
+  const std::string status = call.reply->value("status", "failed");
+  outcome.status = outcome_named(status).value_or(Outcome::failed);
   outcome.error = call.reply->value("error", "");
-  if (outcome.status != "ok" && outcome.error.empty())
-    outcome.error = "the kernel worker reported " + outcome.status;
+  if (outcome.status != Outcome::ok && outcome.error.empty())
+    outcome.error = "the kernel worker reported " + status;
   return outcome;
 }
 

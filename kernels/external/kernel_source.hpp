@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/outcome.hpp"
 #include "kernels/family.hpp"
 
 namespace autotune::kernels::external {
@@ -188,7 +189,7 @@ struct WorkerOutcome {
   // ok | invalid | wrong_answer | implausible (from the evaluation pipeline,
   // kernels/evaluate.hpp) | failed (the kernel crashed, the worker could not
   // load it, or the request was rejected) | timeout.
-  std::string status = "failed";
+  Outcome status = Outcome::failed;
   std::string error;  // one line when status != ok
   // The worker's reply when it replied: the evaluation as `autotune profile
   // --json` prints it (kernel, variant, shape, dtype, params, status,
@@ -196,7 +197,7 @@ struct WorkerOutcome {
   Json result;
   double wall_s = 0;
 
-  bool ok() const { return status == "ok"; }
+  bool ok() const { return status == Outcome::ok; }
 };
 
 // Traces, simulates and verifies one configuration of a compiled kernel in a

@@ -363,7 +363,7 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   request.worker_timeout_s = worker_timeout_s;
   const auto started = std::chrono::steady_clock::now();
   SourceProposal proposal = LlmSourceProposer(llm_policy->advisor()).propose(request);
-  if (proposal.measurement && proposal.measurement->status == store::TrialStatus::ok) {
+  if (proposal.measurement && proposal.measurement->status == Outcome::ok) {
     if (const auto latency = best.metric("latency_s"); latency && *latency > 0)
       if (const auto mine = proposal.measurement->metrics.find("latency_s");
           mine != proposal.measurement->metrics.end() && mine->is_number())
@@ -395,7 +395,7 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   if (proposal.measurement->profile.is_object())
     store.save_profile({batch.front().id, proposal.measurement->profile, {}, ""});
   if (proposal.status != "accepted")
-    log.set_outcome(seq, "rejected; recorded as " + std::string(store::to_string(trial.status)) + " trial " +
+    log.set_outcome(seq, "rejected; recorded as " + std::string(to_string(trial.status)) + " trial " +
                              std::to_string(batch.front().id));
 }
 

@@ -211,7 +211,7 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
     proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
                                             {"source_hash", proposal.source_hash},
                                             {"source_path", proposal.source_path.string()},
-                                            {"status", store::to_string(proposal.measurement->status)},
+                                            {"status", to_string(proposal.measurement->status)},
                                             {"error", kernel.error}};
     return finish(reject(std::move(proposal),
                          (kernel.compiled ? "cannot be loaded: " : "does not build: ") + kernel.error));
@@ -229,13 +229,13 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
                                           {"source_hash", proposal.source_hash},
                                           {"source_path", proposal.source_path.string()},
-                                          {"status", store::to_string(proposal.measurement->status)},
+                                          {"status", to_string(proposal.measurement->status)},
                                           {"metrics", proposal.measurement->metrics},
                                           {"verification", proposal.measurement->verification}};
-  if (proposal.measurement->status != store::TrialStatus::ok)
+  if (proposal.measurement->status != Outcome::ok)
     return finish(reject(
         std::move(proposal),
-        "measured " + std::string(store::to_string(proposal.measurement->status)) +
+        "measured " + std::string(to_string(proposal.measurement->status)) +
             (proposal.measurement->error.empty() ? std::string() : ": " + proposal.measurement->error)));
   proposal.status = "accepted";
   return finish(std::move(proposal));

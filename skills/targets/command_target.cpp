@@ -60,20 +60,6 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-std::string to_string(MeasurementStatus status) {
-  switch (status) {
-    case MeasurementStatus::ok:
-      return "ok";
-    case MeasurementStatus::invalid:
-      return "invalid";
-    case MeasurementStatus::failed:
-      return "failed";
-    case MeasurementStatus::timeout:
-      return "timeout";
-  }
-  return "unknown";
-}
-
 CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(config)) {
   if (config_.argv.empty())
     throw UserError("command target: argv is empty; give the program and its arguments");
@@ -143,17 +129,17 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
                                            std::optional<double> budget_s) const {
   CommandMeasurement measurement;
   const auto start = std::chrono::steady_clock::now();
-  auto finish = [&](MeasurementStatus status, std::string error) {
+  auto finish = [&](Outcome status, std::string error) {
     measurement.status = status;
     measurement.error = std::move(error);
     measurement.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (status != MeasurementStatus::ok) measurement.metrics = nlohmann::json::object();
+    if (status != Outcome::ok) measurement.metrics = nlohmann::json::object();
     return measurement;
   };
 
   std::string expand_error;
   auto argv = expand(params, &expand_error);
-  if (!argv) return finish(MeasurementStatus::failed, expand_error);
+  if (!argv) return finish(Outcome::failed, expand_error);
   measurement.argv = *argv;
 
   ProcessOptions options;
@@ -173,14 +159,13 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
     if (budget_s) {
       const double left =
           *budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (left <= 0)
-        return finish(MeasurementStatus::timeout, which + "the measurement's time budget is spent");
+      if (left <= 0) return finish(Outcome::timeout, which + "the measurement's time budget is spent");
       options.timeout = std::min(options.timeout,
                                  std::chrono::milliseconds(static_cast<long long>(std::ceil(left * 1000.0))));
     }
     ProcessResult run = run_process(*argv, options);
-    if (run.timed_out()) return finish(MeasurementStatus::timeout, which + run.describe_failure());
-    if (!run.ok()) return finish(MeasurementStatus::failed, which + run.describe_failure());
+    if (run.timed_out()) return finish(Outcome::timeout, which + run.describe_failure());
+    if (!run.ok()) return finish(Outcome::failed, which + run.describe_failure());
 
     auto output = last_json_object(run.stdout_text);
     if (!output) {
@@ -190,36 +175,33 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
       if (run.stdout_truncated) reason += " (only the last 16 MiB of stdout were kept)";
       const std::string err = one_line_tail(run.stderr_tail, 400);
       if (!err.empty()) reason += "; stderr: " + err;
-      return finish(MeasurementStatus::failed, reason);
+      return finish(Outcome::failed, reason);
     }
     measurement.repeats.push_back(*output);
     measurement.repeat_wall_s.push_back(run.wall_s);
 
     if (output->contains("valid") && (*output)["valid"] == false) {
       const auto& why = (*output).value("error", nlohmann::json());
-      return finish(MeasurementStatus::invalid,
+      return finish(Outcome::invalid,
                     which + (why.is_string() ? one_line_tail(why.get<std::string>(), 600)
                                              : std::string("the program reported the candidate invalid")));
     }
     if (!output->contains(config_.objective)) {
-      return finish(MeasurementStatus::failed, which + "the output has no objective metric '" +
-                                                   config_.objective +
-                                                   "': " + one_line_tail(output->dump(), 200));
+      return finish(Outcome::failed, which + "the output has no objective metric '" + config_.objective +
+                                         "': " + one_line_tail(output->dump(), 200));
     }
     const auto& objective = (*output)[config_.objective];
     if (!objective.is_number() || !std::isfinite(objective.get<double>())) {
-      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective +
-                                                   "' is " + objective.dump() + ", not a finite number");
+      return finish(Outcome::failed, which + "the objective metric '" + config_.objective + "' is " +
+                                         objective.dump() + ", not a finite number");
     }
     if (objective.get<double>() <= 0) {  // a time, a rate or a utilisation: zero or less is no measurement
-      return finish(MeasurementStatus::failed, which + "the objective metric '" + config_.objective +
-                                                   "' is " + objective.dump() +
-                                                   "; a measurement must be positive");
+      return finish(Outcome::failed, which + "the objective metric '" + config_.objective + "' is " +
+                                         objective.dump() + "; a measurement must be positive");
     }
     for (const auto& name : config_.metrics) {
       if (!output->contains(name)) {
-        return finish(MeasurementStatus::failed,
-                      which + "the output has no metric '" + name + "' (listed in metrics)");
+        return finish(Outcome::failed, which + "the output has no metric '" + name + "' (listed in metrics)");
       }
     }
   }
@@ -247,7 +229,7 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
       measurement.metrics[key] = m;
     }
   }
-  return finish(MeasurementStatus::ok, "");
+  return finish(Outcome::ok, "");
 }
 
 CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesystem::path& goal_dir,
@@ -352,20 +334,7 @@ std::string CommandMeasurementTarget::cache_identity() const { return cache_iden
 Measurement CommandMeasurementTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
   CommandMeasurement run = target_.evaluate(candidate.params, options.deadline_s);
   Measurement m;
-  switch (run.status) {
-    case MeasurementStatus::ok:
-      m.status = store::TrialStatus::ok;
-      break;
-    case MeasurementStatus::invalid:
-      m.status = store::TrialStatus::invalid;
-      break;
-    case MeasurementStatus::failed:
-      m.status = store::TrialStatus::failed;
-      break;
-    case MeasurementStatus::timeout:
-      m.status = store::TrialStatus::timeout;
-      break;
-  }
+  m.status = run.status;
   m.metrics = run.metrics;
   if (m.metrics.contains("profile") && m.metrics["profile"].is_object()) {
     m.profile = m.metrics["profile"];

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/config_reader.hpp"
+#include "core/outcome.hpp"
 #include "skills/measurement_target.hpp"
 
 namespace autotune {
@@ -60,11 +61,8 @@ struct CommandTargetConfig {
 CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesystem::path& goal_dir,
                                          const std::vector<std::string>* parameter_names = nullptr);
 
-enum class MeasurementStatus { ok, invalid, failed, timeout };
-std::string to_string(MeasurementStatus status);
-
 struct CommandMeasurement {
-  MeasurementStatus status = MeasurementStatus::failed;
+  Outcome status = Outcome::failed;
   // Median over runs of every numeric field (over the runs that reported it);
   // other fields (strings, objects: profile data) from the first run. `valid`
   // and `error` are not metrics. Empty unless status is ok.
@@ -76,7 +74,7 @@ struct CommandMeasurement {
   double wall_s = 0.0;                // all runs together
   std::vector<std::string> argv;      // the command as run (placeholders substituted)
 
-  bool ok() const { return status == MeasurementStatus::ok; }
+  bool ok() const { return status == Outcome::ok; }
 };
 
 class CommandTarget {

@@ -6,12 +6,12 @@ namespace autotune::skills {
 
 namespace {
 
-store::TrialStatus trial_status(const std::string& status) {
-  if (status == "ok") return store::TrialStatus::ok;
-  if (status == "invalid") return store::TrialStatus::invalid;
-  if (status == "wrong_answer") return store::TrialStatus::wrong_answer;
-  if (status == "timeout") return store::TrialStatus::timeout;
-  return store::TrialStatus::failed;  // failed, implausible
+Outcome trial_status(const std::string& status) {
+  if (status == "ok") return Outcome::ok;
+  if (status == "invalid") return Outcome::invalid;
+  if (status == "wrong_answer") return Outcome::wrong_answer;
+  if (status == "timeout") return Outcome::timeout;
+  return Outcome::failed;  // failed, implausible
 }
 
 Json verification_record(const Json& v) {

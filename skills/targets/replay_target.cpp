@@ -49,17 +49,17 @@ Measurement ReplayTarget::measure(const Candidate& candidate, const MeasureOptio
   Measurement m;
   const auto it = entries_.find(candidate.params.dump());
   if (it == entries_.end()) {
-    m.status = store::TrialStatus::invalid;
+    m.status = Outcome::invalid;
     m.error = "configuration not recorded in " + path_.filename().string();
     return m;
   }
   const Json& value = it->second.contains(objective_) ? it->second.at(objective_) : Json(nullptr);
   if (!value.is_number()) {
-    m.status = store::TrialStatus::invalid;
+    m.status = Outcome::invalid;
     m.error = "recorded as " + (value.is_string() ? value.get<std::string>() : value.dump());
     return m;
   }
-  m.status = store::TrialStatus::ok;
+  m.status = Outcome::ok;
   const double seconds = value.get<double>() / 1000.0;
   m.metrics = {{"latency_s", seconds}, {"recorded_" + objective_, value}};
   if (it->second.contains("times")) m.repeats = it->second.at("times");

@@ -116,7 +116,7 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
   for (const auto& [name, value] : candidate.params.items()) {
     if (name == "_") continue;  // the placeholder of a variant without parameters
     if (!value.is_number_integer()) {
-      m.status = store::TrialStatus::invalid;
+      m.status = Outcome::invalid;
       m.error = "parameter '" + name + "' is not an integer";
       return m;
     }
@@ -168,12 +168,12 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
     evaluation = kernels::evaluate(*impl_->family, candidate.variant, config_.shape, impl_->dtype, params,
                                    impl_->target, options);
   } catch (const sim::ProgramTooLarge& e) {
-    m.status = store::TrialStatus::invalid;  // a property of the configuration at this shape
+    m.status = Outcome::invalid;  // a property of the configuration at this shape
     m.error = std::string("program_too_large: ") + e.what();
     if (publish) publish->set_value(m);
     return m;
   } catch (const std::exception& e) {
-    m.status = store::TrialStatus::failed;
+    m.status = Outcome::failed;
     m.error = e.what();
     if (publish) publish->set_value(m);
     return m;
@@ -183,8 +183,8 @@ Measurement SimTarget::measure(const Candidate& candidate, const MeasureOptions&
   if (impl_->compulsory_bytes > 0) result["compulsory_bytes"] = impl_->compulsory_bytes;
   // A goal's tolerance overrides the family's: judge the measured error again.
   const auto& v = evaluation.verification;
-  const std::string status = evaluation.status;
-  if (config_.tolerance && v.ran && (status == "ok" || status == "wrong_answer")) {
+  const Outcome status = evaluation.status;
+  if (config_.tolerance && v.ran && (status == Outcome::ok || status == Outcome::wrong_answer)) {
     const bool passed = std::isfinite(v.max_rel_error) && v.max_rel_error <= *config_.tolerance;
     result["status"] = passed ? "ok" : "wrong_answer";
     result["verification"]["passed"] = passed;

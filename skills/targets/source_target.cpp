@@ -91,7 +91,7 @@ Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outc
   // The worker's reply is the evaluation; a worker that crashed or timed out
   // has only the outcome's status and reason.
   Json evaluation = outcome.result.is_object() ? outcome.result : Json::object();
-  evaluation["status"] = outcome.status;
+  evaluation["status"] = to_string(outcome.status);
   evaluation["error"] = outcome.error;
   return measurement_from_evaluation(evaluation, outcome.wall_s * 1000);
 }
@@ -99,7 +99,7 @@ Measurement measurement_from_worker(const kernels::external::WorkerOutcome& outc
 Measurement SourceTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
   if (!kernel_.ok) {
     Measurement m;
-    m.status = kernel_.timed_out ? store::TrialStatus::timeout : store::TrialStatus::failed;
+    m.status = kernel_.timed_out ? Outcome::timeout : Outcome::failed;
     m.error = kernels::external::failure_report(kernel_);
     return m;
   }
@@ -114,7 +114,7 @@ Measurement SourceTarget::measure(const Candidate& candidate, const MeasureOptio
     if (name == "_") continue;  // the placeholder of a kernel without parameters
     if (!value.is_number_integer()) {
       Measurement m;
-      m.status = store::TrialStatus::invalid;
+      m.status = Outcome::invalid;
       m.error = "parameter '" + name + "' is not an integer";
       return m;
     }

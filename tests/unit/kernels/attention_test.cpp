@@ -26,15 +26,15 @@ ParamValues with_defaults(const VariantSpec& variant, ParamValues params) {
   return params;
 }
 
-struct Outcome {
+struct CheckedRun {
   sim::SimResult sim;
   Verification verification;
 };
 
 // Simulates `variant` functionally on exactly `shape` (fresh random inputs
 // rounded to the dtype) and compares its output with the double reference.
-Outcome run_checked_on(const sim::TargetSpec& target, const std::string& variant_name, const Shape& shape,
-                       ParamValues params, Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
+CheckedRun run_checked_on(const sim::TargetSpec& target, const std::string& variant_name, const Shape& shape,
+                          ParamValues params, Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
   const FamilySpec& family = attention_family();
   const VariantSpec& variant = family.variant(variant_name);
   params = with_defaults(variant, params);
@@ -50,7 +50,7 @@ Outcome run_checked_on(const sim::TargetSpec& target, const std::string& variant
     host_inputs.emplace_back(values.begin(), values.end());
     io.inputs.push_back(std::move(values));
   }
-  Outcome out;
+  CheckedRun out;
   out.sim = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
   if (out.sim.valid)
     out.verification =
@@ -58,8 +58,8 @@ Outcome run_checked_on(const sim::TargetSpec& target, const std::string& variant
   return out;
 }
 
-Outcome run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
-                    Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
+CheckedRun run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
+                       Dtype dtype = Dtype::bf16, std::uint64_t seed = 1) {
   return run_checked_on(sim::load_target("trn1"), variant_name, shape, std::move(params), dtype, seed);
 }
 
@@ -96,7 +96,7 @@ double naive_io_bytes(const Shape& s, Dtype dtype) {
          sim::dtype_bytes(dtype);
 }
 
-void check_matches(const Outcome& o) {
+void check_matches(const CheckedRun& o) {
   REQUIRE_MESSAGE(o.sim.valid, o.sim.error);
   INFO("max rel " << o.verification.max_rel_error << " mse " << o.verification.mse << " cos "
                   << o.verification.cosine_similarity);
@@ -134,7 +134,7 @@ TEST_CASE(
     INFO(text << ": " << e.status << " " << e.error << "; verified at "
               << shape_text(e.verification.shape, family) << ", max rel " << e.verification.max_rel_error
               << ", mse " << e.verification.mse << ", cos " << e.verification.cosine_similarity);
-    CHECK(e.status == "ok");
+    CHECK(e.status == Outcome::ok);
     CHECK(e.verification.ran);
     CHECK(e.verification.cosine_similarity > 0.999);
     CHECK(e.verification.mse < 1e-4);
@@ -228,7 +228,7 @@ TEST_CASE("attention: naive verifies with its scores in SBUF, and spilled where 
   const std::int64_t need = naive_on_chip_sbuf_bytes(attention_shape(shape), Dtype::bf16);
   REQUIRE(need <= trn1.sbuf_bytes_per_partition);
 
-  const Outcome on_chip = run_checked_on(trn1, "naive", shape, {});
+  const CheckedRun on_chip = run_checked_on(trn1, "naive", shape, {});
   check_matches(on_chip);
   // naive_on_chip_sbuf_bytes counts exactly what the on-chip path allocates.
   CHECK(sbuf_peak(on_chip.sim) == need);
@@ -236,13 +236,13 @@ TEST_CASE("attention: naive verifies with its scores in SBUF, and spilled where 
 
   sim::TargetSpec exact = trn1;
   exact.sbuf_bytes_per_partition = need;
-  const Outcome fits = run_checked_on(exact, "naive", shape, {});
+  const CheckedRun fits = run_checked_on(exact, "naive", shape, {});
   check_matches(fits);
   CHECK(hbm_bytes_moved(fits.sim) == doctest::Approx(naive_io_bytes(shape, Dtype::bf16)));
 
   sim::TargetSpec short_by_one = trn1;
   short_by_one.sbuf_bytes_per_partition = need - 1;
-  const Outcome spilled = run_checked_on(short_by_one, "naive", shape, {});
+  const CheckedRun spilled = run_checked_on(short_by_one, "naive", shape, {});
   check_matches(spilled);
   CHECK(sbuf_peak(spilled.sim) < need);
   CHECK(hbm_bytes_moved(spilled.sim) ==
@@ -295,7 +295,7 @@ TEST_CASE("attention: naive at 16K still spills its scores to HBM, and its evalu
   INFO(e.status << " " << e.error << "; verified at " << shape_text(e.verification.shape, family)
                 << ", max rel " << e.verification.max_rel_error << ", cos "
                 << e.verification.cosine_similarity);
-  REQUIRE(e.status == "ok");
+  REQUIRE(e.status == Outcome::ok);
   CHECK(e.verification.ran);
   CHECK(e.verification.cosine_similarity > 0.999);
   CHECK(hbm_bytes_moved(e.sim) ==

@@ -38,7 +38,7 @@ void check_case(const Case& c, std::uint64_t seed) {
   INFO(c.family, "/", c.variant, " ", shape_text(c.shape, family), " ", sim::dtype_name(c.dtype), " -> ",
        e.status, ": ", e.error);
   for (const auto& [name, value] : params) INFO(name, "=", value);
-  REQUIRE(e.status == "ok");
+  REQUIRE(e.status == Outcome::ok);
   CHECK(e.verification.ran);
   CHECK(e.verification.passed);
   CHECK(e.verification.cosine_similarity > 0.999);
@@ -214,7 +214,7 @@ TEST_CASE("the output check fails a kernel that leaves its ragged last tile unwr
   family.variants.push_back(broken);
   const Evaluation e =
       evaluate(family, "forgets_last_tile", {{"rows", 250}, {"cols", 64}}, Dtype::fp32, {}, trn1(), {});
-  CHECK(e.status == "wrong_answer");
+  CHECK(e.status == Outcome::wrong_answer);
   CHECK(e.verification.ran);
   CHECK_FALSE(e.verification.passed);
   CHECK(e.error.find("NaN") != std::string::npos);
@@ -247,7 +247,7 @@ TEST_CASE("evaluate is safe to call from several threads at once") {
   EvaluateOptions options;
   options.seed = 7;
   const Evaluation serial = evaluate(gemm, "blocked_mnk", shape, Dtype::bf16, params, trn1(), options);
-  REQUIRE(serial.status == "ok");
+  REQUIRE(serial.status == Outcome::ok);
   std::vector<Evaluation> results(4);
   std::vector<std::thread> workers;
   for (std::size_t i = 0; i < results.size(); ++i)
@@ -255,7 +255,7 @@ TEST_CASE("evaluate is safe to call from several threads at once") {
         [&, i] { results[i] = evaluate(gemm, "blocked_mnk", shape, Dtype::bf16, params, trn1(), options); });
   for (auto& w : workers) w.join();
   for (const auto& r : results) {
-    CHECK(r.status == "ok");
+    CHECK(r.status == Outcome::ok);
     CHECK(r.latency_s == serial.latency_s);
     CHECK(r.verification.max_rel_error == serial.verification.max_rel_error);
   }

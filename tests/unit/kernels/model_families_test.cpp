@@ -37,7 +37,7 @@ void check(const Case& c, std::uint64_t seed) {
   INFO(c.family, "/", c.variant, " ", shape_text(c.shape, family), " ", sim::dtype_name(c.dtype), " on ",
        c.target, " -> ", e.status, ": ", e.error);
   for (const auto& [name, value] : params) INFO(name, "=", value);
-  REQUIRE(e.status == "ok");
+  REQUIRE(e.status == Outcome::ok);
   CHECK(e.verification.ran);
   CHECK(e.verification.passed);
   CHECK(e.verification.cosine_similarity > 0.999);
@@ -56,11 +56,16 @@ TEST_CASE("add and silu_mul match the reference, ragged rows and columns, every 
              "tiled",
              {{"rows", 600}, {"cols", 1000}},
              engine == 1 ? sim::Dtype::fp32 : sim::Dtype::bf16,
-             {{"tile_size", 256}, {"pipeline_depth", 1 + engine}, {"unroll_factor", engine == 2 ? 2 : 1},
+             {{"tile_size", 256},
+              {"pipeline_depth", 1 + engine},
+              {"unroll_factor", engine == 2 ? 2 : 1},
               {"engine", engine}},
              engine == 0 ? "trn1" : "trn2"},
             seed++);
-    check({family, "tiled", {{"rows", 1100}, {"cols", 300}}, sim::Dtype::bf16,
+    check({family,
+           "tiled",
+           {{"rows", 1100}, {"cols", 300}},
+           sim::Dtype::bf16,
            {{"tile_size", 128}, {"pipeline_depth", 4}, {"unroll_factor", 8}, {"engine", 2}}},
           seed++);
   }
@@ -69,14 +74,18 @@ TEST_CASE("add and silu_mul match the reference, ragged rows and columns, every 
 TEST_CASE("rope matches the reference: heads, head_dim 64 and 128, folded tokens, both gathers") {
   std::uint64_t seed = 400;
   check({"rope", "naive", {{"seq", 300}, {"heads", 4}, {"head_dim", 128}}, sim::Dtype::bf16, {}}, seed++);
-  check({"rope", "naive", {{"seq", 130}, {"heads", 3}, {"head_dim", 64}}, sim::Dtype::fp32, {}, "trn1"}, seed++);
+  check({"rope", "naive", {{"seq", 130}, {"heads", 3}, {"head_dim", 64}}, sim::Dtype::fp32, {}, "trn1"},
+        seed++);
   for (std::int64_t gather : {0, 1})
     for (std::int64_t fold : {1, 2, 4})
       check({"rope",
              "wide",
              {{"seq", 600}, {"heads", fold == 2 ? 5 : 8}, {"head_dim", fold == 4 ? 64 : 128}},
              fold == 1 ? sim::Dtype::fp32 : sim::Dtype::bf16,
-             {{"pipeline_depth", fold}, {"engine_split", gather}, {"unroll_factor", fold}, {"gather_by_dma", gather}},
+             {{"pipeline_depth", fold},
+              {"engine_split", gather},
+              {"unroll_factor", fold},
+              {"gather_by_dma", gather}},
              gather == 0 ? "trn2" : "trn1"},
             seed++);
 }
@@ -84,21 +93,33 @@ TEST_CASE("rope matches the reference: heads, head_dim 64 and 128, folded tokens
 TEST_CASE("transpose moves every value exactly: batches, ragged blocks, banks, engines and DMA") {
   std::uint64_t seed = 500;
   check({"transpose", "naive", {{"batch", 2}, {"rows", 300}, {"cols", 200}}, sim::Dtype::bf16, {}}, seed++);
-  check({"transpose", "naive", {{"batch", 1}, {"rows", 100}, {"cols", 70}}, sim::Dtype::fp32, {}, "trn1"}, seed++);
+  check({"transpose", "naive", {{"batch", 1}, {"rows", 100}, {"cols", 70}}, sim::Dtype::fp32, {}, "trn1"},
+        seed++);
   for (std::int64_t blocks : {1, 2, 4})
     check({"transpose",
            "pe",
            {{"batch", 3}, {"rows", 700}, {"cols", 300}},
            blocks == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
-           {{"tile_size", blocks == 4 ? 128 : 256}, {"blocks_per_bank", blocks}, {"pipeline_depth", blocks},
-            {"evacuate_engine", blocks == 1 ? 0 : blocks == 2 ? 1 : 2}},
+           {{"tile_size", blocks == 4 ? 128 : 256},
+            {"blocks_per_bank", blocks},
+            {"pipeline_depth", blocks},
+            {"evacuate_engine", blocks == 1   ? 0
+                                : blocks == 2 ? 1
+                                              : 2}},
            blocks == 1 ? "trn1" : "trn2"},
           seed++);
-  check({"transpose", "dma", {{"batch", 2}, {"rows", 700}, {"cols", 200}}, sim::Dtype::bf16,
+  check({"transpose",
+         "dma",
+         {{"batch", 2}, {"rows", 700}, {"cols", 200}},
+         sim::Dtype::bf16,
          {{"tile_size", 256}, {"pipeline_depth", 3}}},
         seed++);
-  check({"transpose", "dma", {{"batch", 1}, {"rows", 128}, {"cols", 128}}, sim::Dtype::bf16,
-         {{"tile_size", 128}, {"pipeline_depth", 1}}, "trn1"},
+  check({"transpose",
+         "dma",
+         {{"batch", 1}, {"rows", 128}, {"cols", 128}},
+         sim::Dtype::bf16,
+         {{"tile_size", 128}, {"pipeline_depth", 1}},
+         "trn1"},
         seed++);
 }
 

@@ -40,8 +40,8 @@ TEST_CASE("on a DMA-bound kernel a second rotating buffer overlaps DMA with comp
       time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", 512}, {"pipeline_depth", 1}});
   const Evaluation depth2 =
       time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", 512}, {"pipeline_depth", 2}});
-  REQUIRE(depth1.status == "ok");
-  REQUIRE(depth2.status == "ok");
+  REQUIRE(depth1.status == Outcome::ok);
+  REQUIRE(depth2.status == Outcome::ok);
   INFO("depth 1: ", depth1.latency_s * 1e6, " us; depth 2: ", depth2.latency_s * 1e6, " us");
   // DMA-bound: the transfers are busy for longer than the compute engines.
   CHECK(summary(depth1, "dma_active_time_percent") > summary(depth1, "compute_active_time_percent"));
@@ -56,7 +56,7 @@ TEST_CASE("larger DMA transfers raise DMA efficiency") {
   for (std::int64_t tile : {64, 256, 1024, 4096}) {
     const Evaluation e =
         time_only("exp", "tiled", shape, sim::Dtype::fp32, {{"tile_size", tile}, {"pipeline_depth", 2}});
-    REQUIRE(e.status == "ok");
+    REQUIRE(e.status == Outcome::ok);
     const double efficiency = summary(e, "dma_average_efficiency_percent");
     INFO("tile_size ", tile, ": efficiency ", efficiency, "%, ", e.latency_s * 1e6, " us");
     CHECK(efficiency > previous_efficiency);
@@ -114,7 +114,7 @@ TEST_CASE("no kernel beats the roofline bound of its target") {
       const Evaluation e = time_only(c.family, c.variant, c.shape, c.dtype, c.params, target_name);
       INFO(target_name, " ", c.family, "/", c.variant, ": ", e.status, " ", e.error, " latency ", e.latency_s,
            " bound ", e.roofline_bound_s);
-      CHECK(e.status != "implausible");
+      CHECK(e.status != Outcome::implausible);
       if (!e.sim.valid) continue;  // a configuration that does not fit is data, not a roofline breach
       CHECK(e.roofline_bound_s > 0);
       CHECK(e.latency_s >= e.roofline_bound_s);
@@ -127,7 +127,7 @@ TEST_CASE("no kernel beats the roofline bound of its target") {
 TEST_CASE("an SBUF overflow is reported as invalid with the simulator's rule") {
   // The naive exp holds the whole tensor in SBUF: 32 row tiles of 32 KiB per partition.
   const Evaluation e = time_only("exp", "naive", {{"rows", 4096}, {"cols", 8192}}, sim::Dtype::fp32, {});
-  CHECK(e.status == "invalid");
+  CHECK(e.status == Outcome::invalid);
   CHECK(e.rule == "sbuf_overflow");
   CHECK_FALSE(e.error.empty());
   CHECK(e.error.find("exp.hpp") != std::string::npos);  // names the kernel source line
@@ -135,20 +135,20 @@ TEST_CASE("an SBUF overflow is reported as invalid with the simulator's rule") {
   // Rotating two K columns of the blocked operands does not fit at K = 8192.
   const Evaluation blocked = time_only("gemm", "blocked_mn", {{"M", 512}, {"N", 1024}, {"K", 8192}},
                                        sim::Dtype::bf16, {{"pipeline_depth", 2}});
-  CHECK(blocked.status == "invalid");
+  CHECK(blocked.status == Outcome::invalid);
   CHECK(blocked.rule == "sbuf_overflow");
   // One fits.
   const Evaluation fits = time_only("gemm", "blocked_mn", {{"M", 512}, {"N", 1024}, {"K", 8192}},
                                     sim::Dtype::bf16, {{"pipeline_depth", 1}});
-  CHECK(fits.status == "ok");
+  CHECK(fits.status == Outcome::ok);
 }
 
 TEST_CASE("unroll_factor handles several tiles per instruction: fewer, larger transfers and drains") {
   const Shape shape = {{"M", 512}, {"N", 2048}, {"K", 512}};
   const Evaluation one = time_only("gemm", "tiled", shape, sim::Dtype::bf16, {{"unroll_factor", 1}});
   const Evaluation four = time_only("gemm", "tiled", shape, sim::Dtype::bf16, {{"unroll_factor", 4}});
-  REQUIRE(one.status == "ok");
-  REQUIRE(four.status == "ok");
+  REQUIRE(one.status == Outcome::ok);
+  REQUIRE(four.status == Outcome::ok);
   CHECK(summary(four, "dma_transfer_count") < summary(one, "dma_transfer_count"));
   CHECK(summary(four, "dma_transfer_average_bytes") > summary(one, "dma_transfer_average_bytes"));
   CHECK(summary(four, "vector_engine_instruction_count") < summary(one, "vector_engine_instruction_count"));
@@ -173,8 +173,8 @@ TEST_CASE(
                                      {{"tile_size", c.tile_size}, {"unroll_factor", 1}});
     const Evaluation four = time_only(c.family, c.variant, c.shape, sim::Dtype::fp32,
                                       {{"tile_size", c.tile_size}, {"unroll_factor", 4}});
-    REQUIRE(one.status == "ok");
-    REQUIRE(four.status == "ok");
+    REQUIRE(one.status == Outcome::ok);
+    REQUIRE(four.status == Outcome::ok);
     INFO(c.family, ": unroll 1 ", one.latency_s * 1e6, " us, unroll 4 ", four.latency_s * 1e6, " us");
     CHECK(summary(four, "dma_transfer_count") < summary(one, "dma_transfer_count"));
     CHECK(summary(four, "dma_average_efficiency_percent") > summary(one, "dma_average_efficiency_percent"));

@@ -1,10 +1,11 @@
 // The model file's reader, the prefill chain's shapes and the choice of each
 // operator's configuration from the database.
+#include "model/model.hpp"
+
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
 #include "model/forward.hpp"
-#include "model/model.hpp"
 #include "store/store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -49,8 +50,8 @@ const model::Operator& op(const std::vector<model::Operator>& chain, const std::
 }  // namespace
 
 TEST_CASE("the shipped Qwen3-0.6B file has the published figures") {
-  const auto m = model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/qwen3-0.6b.yaml",
-                                   {4, 16384});
+  const auto m =
+      model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/qwen3-0.6b.yaml", {4, 16384});
   CHECK(m.hidden_size == 1024);
   CHECK(m.layers == 4);
   CHECK(m.seq == 16384);
@@ -77,7 +78,8 @@ TEST_CASE("bad model files are one line naming file, line and key, before any wo
   CHECK(unknown.find("heads") != std::string::npos);
   CHECK(load_error(replaced(kQwen, "kv_heads: 2", "kv_heads: 3")).find("does not divide q_heads") !=
         std::string::npos);
-  CHECK(load_error(replaced(kQwen, "head_dim: 64", "head_dim: 63")).find("must be even") != std::string::npos);
+  CHECK(load_error(replaced(kQwen, "head_dim: 64", "head_dim: 63")).find("must be even") !=
+        std::string::npos);
   CHECK(load_error(replaced(kQwen, "activation: silu", "activation: relu")).find("accepted: silu") !=
         std::string::npos);
   CHECK(load_error(replaced(kQwen, "dtype: bf16", "dtype: int8")).find("accepted: bf16, fp16, fp32") !=
@@ -135,7 +137,7 @@ TEST_CASE("an operator takes the best verified trial for its exact kernel, shape
     return store->create_run(run);
   };
   auto trial = [](std::int64_t run, const std::string& variant, nlohmann::json params, double latency,
-                  bool passed, store::TrialStatus status = store::TrialStatus::ok) {
+                  bool passed, Outcome status = Outcome::ok) {
     store::Trial t;
     t.run = run;
     t.variant = variant;
@@ -157,12 +159,15 @@ TEST_CASE("an operator takes the best verified trial for its exact kernel, shape
       // Faster but wrong, or not measured: never chosen.
       trial(match, "fused", {{"tile_size", 128}, {"pipeline_depth", 3}, {"unroll_factor", 1}}, 1e-3, false),
       trial(match, "fused", {{"tile_size", 512}, {"pipeline_depth", 3}, {"unroll_factor", 1}}, 1e-4, true,
-            store::TrialStatus::invalid),
+            Outcome::invalid),
       // A value the family no longer accepts.
       trial(match, "fused", {{"tile_size", 100}, {"pipeline_depth", 2}, {"unroll_factor", 1}}, 2e-3, true),
-      trial(other_shape, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true),
-      trial(other_target, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true),
-      trial(other_dtype, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3, true)};
+      trial(other_shape, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3,
+            true),
+      trial(other_target, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3,
+            true),
+      trial(other_dtype, "fused", {{"tile_size", 128}, {"pipeline_depth", 1}, {"unroll_factor", 1}}, 1e-3,
+            true)};
   store->commit_trials(trials);
   // A second run of the same kernel with a better verified trial wins.
   const auto later = add_run("cols: 256, rows: 512", "bf16", "trn2");
@@ -179,5 +184,6 @@ TEST_CASE("an operator takes the best verified trial for its exact kernel, shape
   CHECK(best->trial == more[0].id);
   CHECK(best->params.at("pipeline_depth") == 4);
   CHECK(best->params.at("unroll_factor") == 2);
-  CHECK(!model::best_verified_config(*store, "rmsnorm", {{"rows", 64}, {"cols", 256}}, sim::Dtype::bf16, "trn2"));
+  CHECK(!model::best_verified_config(*store, "rmsnorm", {{"rows", 64}, {"cols", 256}}, sim::Dtype::bf16,
+                                     "trn2"));
 }

@@ -93,7 +93,7 @@ TEST_CASE("an LLM kernel source that compiles and verifies is measured as a tria
   for (const auto& t : run.trials)
     if (t.variant == kernel) {
       found = true;
-      CHECK(t.status == store::TrialStatus::ok);
+      CHECK(t.status == Outcome::ok);
       CHECK(t.decision_seq == decision.seq);
       CHECK(t.verification.is_object());
       CHECK(t.metric("latency_s").has_value());
@@ -118,7 +118,7 @@ TEST_CASE("an LLM kernel source that does not compile, or is not a source, is re
   for (const auto& t : broken.trials)
     if (t.decision_seq == broken.source_decisions.front().seq) failed.push_back(t);
   REQUIRE(failed.size() == 1);
-  CHECK(failed.front().status == store::TrialStatus::failed);
+  CHECK(failed.front().status == Outcome::failed);
   CHECK(failed.front().error.starts_with("compilation failed: "));
   CHECK(failed.front().error.find("error") != std::string::npos);
   CHECK(failed.front().error.find('\n') != std::string::npos);  // the compiler's message follows the reason

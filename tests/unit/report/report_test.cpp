@@ -43,7 +43,7 @@ int64_t seeded_run(Store& store, int trials, bool with_failures = true) {
     t.config_hash = "c" + std::to_string(i);
     t.cache_key = "k" + std::to_string(i);
     if (with_failures && i % 7 == 6) {
-      t.status = TrialStatus::failed;
+      t.status = Outcome::failed;
       t.error = "crashed <b>";
     } else {
       t.metrics = {{"latency_s", std::pow(10.0, -3 - tile) * (1 + 0.001 * noise) * (1 + 1e-6 * i)}};

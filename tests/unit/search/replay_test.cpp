@@ -28,12 +28,12 @@ TEST_CASE("replay reads a recorded space: keys are the space, failures are failu
   CHECK(target.valid_values().size() == 3774);
   std::size_t failed = 0;
   for (std::uint64_t i = 0; i < target.space().size(); ++i)
-    failed += target.evaluate_index(i).status == ReplayResult::Status::failed;
+    failed += target.evaluate_index(i).status == Outcome::failed;
   CHECK(failed == 4092 - 3774);
   // The first record of the file: 0,32,1,0 -> 43.5538...
   const Configuration c{std::int64_t{0}, std::int64_t{32}, std::int64_t{1}, std::int64_t{0}};
   const auto result = target.evaluate(c);
-  REQUIRE(result.status == ReplayResult::Status::ok);
+  REQUIRE(result.status == Outcome::ok);
   CHECK(result.value == doctest::Approx(43.55386238098144));
   CHECK(target.observe(c)->value == doctest::Approx(43.55386238098144));
   // A value within the domains but absent from the cache is outside the space.
@@ -53,15 +53,14 @@ TEST_CASE("replay: configurations absent from the cache are outside the space") 
     for (const auto& p : params)
       c.push_back(p.values()[rng.uniform_int(0, static_cast<std::int64_t>(p.size()) - 1)]);
     const auto result = target.evaluate(c);
-    if (result.status == ReplayResult::Status::outside_space) {
+    if (result.status == Outcome::invalid) {
       ++outside;
       CHECK_FALSE(target.observe(c).has_value());
     }
   }
   CHECK(outside > 0);
   const auto failure = target.evaluate_index(0);
-  CHECK((failure.status == ReplayResult::Status::ok ||
-         failure.failure.find("FailedConfig") != std::string::npos));
+  CHECK((failure.status == Outcome::ok || failure.failure.find("FailedConfig") != std::string::npos));
 }
 
 TEST_CASE("a missing or malformed cachefile is one clear error") {

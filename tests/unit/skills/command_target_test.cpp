@@ -89,7 +89,7 @@ TEST_CASE("command target summarises repeats by their median and keeps every run
 TEST_CASE("command target turns a non-zero exit into a failed measurement with the stderr tail") {
   TempDir dir;
   auto m = target_for(dir, {"fail"}).evaluate(nlohmann::json::object());
-  CHECK(m.status == MeasurementStatus::failed);
+  CHECK(m.status == Outcome::failed);
   CHECK(m.error == "exited with code 2; stderr: error: tile 300 does not divide 1024");
   CHECK(m.metrics.empty());
 }
@@ -97,7 +97,7 @@ TEST_CASE("command target turns a non-zero exit into a failed measurement with t
 TEST_CASE("command target times out a run that does not finish") {
   TempDir dir;
   auto m = target_for(dir, {"sleep"}, 3, 0.5).evaluate(nlohmann::json::object());
-  CHECK(m.status == MeasurementStatus::timeout);
+  CHECK(m.status == Outcome::timeout);
   CHECK(m.error == "run 1 of 3: timed out after 0.5 s");
   CHECK(m.repeats.empty());
 }
@@ -105,10 +105,10 @@ TEST_CASE("command target times out a run that does not finish") {
 TEST_CASE("command target rejects output without a JSON object or without the objective") {
   TempDir dir;
   auto garbage = target_for(dir, {"garbage"}).evaluate(nlohmann::json::object());
-  CHECK(garbage.status == MeasurementStatus::failed);
+  CHECK(garbage.status == Outcome::failed);
   CHECK(garbage.error == "printed no JSON object on stdout (last line: 'hello, no metrics here')");
   auto missing = target_for(dir, {"no-objective"}).evaluate(nlohmann::json::object());
-  CHECK(missing.status == MeasurementStatus::failed);
+  CHECK(missing.status == Outcome::failed);
   CHECK(missing.error == "the output has no objective metric 'latency_s': {\"gflops\":3}");
 }
 
@@ -117,18 +117,18 @@ TEST_CASE("command target refuses a zero, negative or non-finite objective as a 
   for (const std::string value : {"0", "-0.5", "1e999", "NaN"}) {
     auto m = target_for(dir, {"latency", value}).evaluate(nlohmann::json::object());
     CAPTURE(value);
-    CHECK(m.status == MeasurementStatus::failed);
+    CHECK(m.status == Outcome::failed);
     CHECK(m.metrics.empty());
   }
   auto zero = target_for(dir, {"latency", "0"}).evaluate(nlohmann::json::object());
   CHECK(zero.error == "the objective metric 'latency_s' is 0; a measurement must be positive");
-  CHECK(target_for(dir, {"latency", "2.5e-6"}).evaluate(nlohmann::json::object()).status == MeasurementStatus::ok);
+  CHECK(target_for(dir, {"latency", "2.5e-6"}).evaluate(nlohmann::json::object()).status == Outcome::ok);
 }
 
 TEST_CASE("command target records a candidate the program declares invalid") {
   TempDir dir;
   auto m = target_for(dir, {"invalid"}, 3).evaluate(nlohmann::json::object());
-  CHECK(m.status == MeasurementStatus::invalid);
+  CHECK(m.status == Outcome::invalid);
   CHECK(m.error == "run 1 of 3: tile exceeds SBUF capacity");
   CHECK(m.repeats.size() == 1);
 }
@@ -145,7 +145,7 @@ TEST_CASE("command target substitutes placeholders into single argv elements, ne
   CHECK(m.metrics["params"] == params);
 
   auto missing = target.evaluate({{"tile", 1}});
-  CHECK(missing.status == MeasurementStatus::failed);
+  CHECK(missing.status == Outcome::failed);
   CHECK(missing.error == "argv uses {label} but the candidate has no parameter 'label'");
   CHECK_THROWS_AS(target_for(dir, {"{not closed"}), UserError);
   CHECK_THROWS_AS(target_for(dir, {"{1abc}"}), UserError);
@@ -206,7 +206,7 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
   CHECK(target.cache_identity().starts_with("command:"));
 
   skills::Measurement m = target.measure({"default", {{"tile", 8}}}, skills::MeasureOptions{});
-  REQUIRE_MESSAGE(m.status == store::TrialStatus::ok, m.error);
+  REQUIRE_MESSAGE(m.status == Outcome::ok, m.error);
   CHECK(m.metrics["latency_s"] == doctest::Approx(0.125));  // printed by the program, kept as is
   CHECK(m.profile["busy"] == doctest::Approx(0.5));
   CHECK_FALSE(m.metrics.contains("profile"));
@@ -222,6 +222,6 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
   short_deadline.deadline_s = 0.5;
   skills::Measurement late =
       skills::CommandMeasurementTarget(config).measure({"default", {}}, short_deadline);
-  CHECK(late.status == store::TrialStatus::timeout);
+  CHECK(late.status == Outcome::timeout);
   CHECK(late.error == "timed out after 0.5 s");
 }

@@ -45,11 +45,11 @@ class FakeTarget : public MeasurementTarget {
     Measurement m;
     const double a = c.params.value("a", 64), b = c.params.value("b", 1), cc = c.params.value("c", 1);
     if (a == 128 && cc == 4) {
-      m.status = store::TrialStatus::invalid;
+      m.status = Outcome::invalid;
       m.error = "sbuf_overflow: does not fit";
       return m;
     }
-    m.status = store::TrialStatus::ok;
+    m.status = Outcome::ok;
     m.metrics = {{"latency_s", 1.0 / a + 0.5 / b + 0.2 / cc + (c.variant == "slow" ? 1.0 : 0.0)}};
     m.verification = {{"passed", true}};
     m.profile = {{"total_time", m.metrics["latency_s"]}};
@@ -284,7 +284,7 @@ TEST_CASE("runner: a candidate past its timeout is a timeout trial and the batch
   options.timeout_s = 0.05;
   BenchmarkRunner runner(target, *store, run, options);
   const auto batch = runner.measure({{{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
-  CHECK(batch.result[0].trial.status == store::TrialStatus::timeout);
+  CHECK(batch.result[0].trial.status == Outcome::timeout);
   CHECK(store->trials(run).size() == 1);
 }
 
@@ -316,7 +316,7 @@ TEST_CASE("replay target: recorded times are latencies, recorded failures are in
   for (std::uint64_t i = 0; i < 200; ++i) {
     const Candidate c{"recorded", search::to_json(*built.space, built.space->configuration_at(i))};
     const auto m = target.measure(c, {});
-    if (m.status == store::TrialStatus::ok) {
+    if (m.status == Outcome::ok) {
       ++ok;
       CHECK(m.metrics.at("latency_s").get<double>() > 0);
     } else {
@@ -788,9 +788,9 @@ TEST_CASE(
     return Candidate{"flash_banked", params};
   };
   const Measurement first = target.measure(candidate(4, 0), {});
-  REQUIRE(first.status == store::TrialStatus::ok);
+  REQUIRE(first.status == Outcome::ok);
   const Measurement same = target.measure(candidate(4, 1), {});
-  CHECK(same.status == store::TrialStatus::ok);
+  CHECK(same.status == Outcome::ok);
   CHECK(same.metrics == first.metrics);
   CHECK(same.verification.at("same_program_as") == candidate(4, 0).key());
   // A knob that changes the program is measured afresh.
@@ -815,9 +815,9 @@ TEST_CASE(
                       {"unroll_factor", unroll_factor}}};
   };
   const Measurement first = target.measure(candidate(1, 128), {});
-  REQUIRE(first.status == store::TrialStatus::ok);
+  REQUIRE(first.status == Outcome::ok);
   const Measurement same = target.measure(candidate(2, 128), {});
-  CHECK(same.status == store::TrialStatus::ok);
+  CHECK(same.status == Outcome::ok);
   CHECK(same.metrics == first.metrics);
   CHECK(same.verification.at("same_schedule_as") == candidate(1, 128).key());
   CHECK(same.profile.at("sbuf_peak_bytes_per_partition").get<std::int64_t>() >

@@ -46,9 +46,9 @@ TEST_CASE("report: a run overview uses the recorded baseline and best") {
 TEST_CASE("report: without a recorded baseline and best, the first measured and the fastest trial stand in") {
   MemoryStore store;
   const int64_t run = store.create_run(sample_run());
-  std::vector<Trial> batch{sample_trial(run, std::nullopt, "v", 1, TrialStatus::failed, std::nullopt),
-                           sample_trial(run, std::nullopt, "v", 2, TrialStatus::ok, 8e-3),
-                           sample_trial(run, std::nullopt, "v", 3, TrialStatus::ok, 2e-3)};
+  std::vector<Trial> batch{sample_trial(run, std::nullopt, "v", 1, Outcome::failed, std::nullopt),
+                           sample_trial(run, std::nullopt, "v", 2, Outcome::ok, 8e-3),
+                           sample_trial(run, std::nullopt, "v", 3, Outcome::ok, 2e-3)};
   store.commit_trials(batch);
   const auto overview = report::overview(store, *store.run(run));
   REQUIRE(overview.baseline);
@@ -214,10 +214,10 @@ TEST_CASE("report: explain compares a trial with the best of earlier batches, it
       .run = run, .iteration = 1, .skill = "param_explorer", .action = "search:bayes", .proposer = "rules"};
   store.append_decision(search);
   // One search over three batches: 4 ms; then 3 ms and 2 ms together; then 2.5 ms.
-  std::vector<Trial> trials{sample_trial(run, search.seq, "tiled", 32, TrialStatus::ok, 4e-3),
-                            sample_trial(run, search.seq, "tiled", 64, TrialStatus::ok, 3e-3),
-                            sample_trial(run, search.seq, "tiled", 128, TrialStatus::ok, 2e-3),
-                            sample_trial(run, search.seq, "tiled", 256, TrialStatus::ok, 2.5e-3)};
+  std::vector<Trial> trials{sample_trial(run, search.seq, "tiled", 32, Outcome::ok, 4e-3),
+                            sample_trial(run, search.seq, "tiled", 64, Outcome::ok, 3e-3),
+                            sample_trial(run, search.seq, "tiled", 128, Outcome::ok, 2e-3),
+                            sample_trial(run, search.seq, "tiled", 256, Outcome::ok, 2.5e-3)};
   for (std::size_t i = 0; i < trials.size(); ++i) trials[i].batch = i == 0 ? 1 : i < 3 ? 2 : 3;
   store.commit_trials(trials);
 
@@ -249,7 +249,7 @@ TEST_CASE("report: explain traces a trial back to the policy's idea and the find
     return store.append_decision(d);
   };
   const int64_t start = append(0, "orchestrator", "baseline", {}, {}, {});
-  std::vector<Trial> baseline{sample_trial(run, start, "tiled", 32, TrialStatus::ok, 4e-3)};
+  std::vector<Trial> baseline{sample_trial(run, start, "tiled", 32, Outcome::ok, 4e-3)};
   baseline[0].iteration = 0;
   store.commit_trials(baseline);
 
@@ -266,7 +266,7 @@ TEST_CASE("report: explain traces a trial back to the policy's idea and the find
   append(1, "orchestrator", "try:raise", {}, {}, {});
   const int64_t search = append(1, "param_explorer", "search:grid", {}, {}, {});
   append(1, "orchestrator", "rollback", {{"idea", "raise:tile@tiled"}}, {}, {});
-  std::vector<Trial> batch{sample_trial(run, search, "tiled", 64, TrialStatus::ok, 5e-3)};
+  std::vector<Trial> batch{sample_trial(run, search, "tiled", 64, Outcome::ok, 5e-3)};
   store.commit_trials(batch);
 
   const auto e = report::explain(store, run, batch[0].id);

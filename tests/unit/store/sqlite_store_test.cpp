@@ -178,7 +178,7 @@ TEST_CASE("sqlite: two stores writing one file interleave without losing or repe
     Decision decision{
         .run = run, .iteration = i, .skill = "orchestrator", .action = "step", .proposer = "rules"};
     CHECK(writer.append_decision(decision) == i + 1);
-    std::vector<Trial> batch{sample_trial(run, decision.seq, "v", i, TrialStatus::ok, 1e-3 * (i + 1))};
+    std::vector<Trial> batch{sample_trial(run, decision.seq, "v", i, Outcome::ok, 1e-3 * (i + 1))};
     writer.commit_trials(batch);
   }
   CHECK(first.trials(run).size() == 6);
@@ -252,8 +252,8 @@ TEST_CASE("paths: the database path comes from --db, then AUTOTUNE_DB, then ./au
 }
 
 TEST_CASE("records: status names round-trip and unknown names list the accepted ones") {
-  for (auto status : {TrialStatus::ok, TrialStatus::invalid, TrialStatus::wrong_answer, TrialStatus::failed,
-                      TrialStatus::timeout, TrialStatus::cached}) {
+  for (auto status : {Outcome::ok, Outcome::invalid, Outcome::wrong_answer, Outcome::failed, Outcome::timeout,
+                      Outcome::cached}) {
     CHECK(parse_trial_status(to_string(status)) == status);
   }
   for (auto status : {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::interrupted}) {
@@ -263,6 +263,6 @@ TEST_CASE("records: status names round-trip and unknown names list the accepted 
       parse_trial_status("great"),
       "unknown trial status 'great'; accepted: ok, invalid, wrong_answer, failed, timeout, cached",
       UserError);
-  CHECK(is_measured(TrialStatus::cached));
-  CHECK_FALSE(is_measured(TrialStatus::wrong_answer));
+  CHECK(is_measured(Outcome::cached));
+  CHECK_FALSE(is_measured(Outcome::wrong_answer));
 }

@@ -40,7 +40,7 @@ TEST_CASE_TEMPLATE("contract: runs round-trip every field and update in place", 
   CHECK(loaded->created.size() == 24);  // 2026-11-22T05:03:28.123Z
   CHECK(loaded->created.back() == 'Z');
 
-  std::vector<Trial> trials{sample_trial(id, std::nullopt, "tiled", 32, TrialStatus::ok, 1e-3)};
+  std::vector<Trial> trials{sample_trial(id, std::nullopt, "tiled", 32, Outcome::ok, 1e-3)};
   store.commit_trials(trials);
   loaded->status = RunStatus::interrupted;
   loaded->stop_reason = "killed";
@@ -151,9 +151,8 @@ TEST_CASE_TEMPLATE("contract: trial batches get ids, keep their order and round-
       .run = run, .iteration = 1, .skill = "param_explorer", .action = "batch", .proposer = "rules"};
   store.append_decision(proposal);
 
-  std::vector<Trial> batch{
-      sample_trial(run, proposal.seq, "tiled", 64, TrialStatus::ok, 1.2345678901234567e-4),
-      sample_trial(run, proposal.seq, "tiled", 512, TrialStatus::invalid, std::nullopt)};
+  std::vector<Trial> batch{sample_trial(run, proposal.seq, "tiled", 64, Outcome::ok, 1.2345678901234567e-4),
+                           sample_trial(run, proposal.seq, "tiled", 512, Outcome::invalid, std::nullopt)};
   batch[0].verification = {{"max_rel_error", 3.1e-7}, {"mse", 2.2e-15}, {"cosine", 0.9999999999}};
   batch[0].duration_ms = 3.25;
   batch[0].batch = 7;
@@ -177,7 +176,7 @@ TEST_CASE_TEMPLATE("contract: trial batches get ids, keep their order and round-
   CHECK_FALSE(loaded[1].batch);
   CHECK(loaded[0].config_hash == batch[0].config_hash);
   CHECK(loaded[0].cache_key == batch[0].cache_key);
-  CHECK(loaded[1].status == TrialStatus::invalid);
+  CHECK(loaded[1].status == Outcome::invalid);
   CHECK(loaded[1].error == batch[1].error);
   CHECK(loaded[1].cache_hit);
   CHECK(loaded[1].metrics.is_null());
@@ -194,8 +193,8 @@ TEST_CASE_TEMPLATE("contract: a batch is all or nothing", Fixture, STORE_FIXTURE
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
-  std::vector<Trial> batch{sample_trial(run, std::nullopt, "tiled", 32, TrialStatus::ok, 1e-3),
-                           sample_trial(run, /*decision_seq=*/42, "tiled", 64, TrialStatus::ok, 2e-3)};
+  std::vector<Trial> batch{sample_trial(run, std::nullopt, "tiled", 32, Outcome::ok, 1e-3),
+                           sample_trial(run, /*decision_seq=*/42, "tiled", 64, Outcome::ok, 2e-3)};
   CHECK_THROWS_AS(store.commit_trials(batch), InternalError);  // decision 42 does not exist
   CHECK(store.trials(run).empty());
   CHECK(batch[0].id == 0);
@@ -211,14 +210,14 @@ TEST_CASE_TEMPLATE("contract: top-k ranks measured trials by a metric, best firs
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
   std::vector<Trial> batch{
-      sample_trial(run, std::nullopt, "v", 1, TrialStatus::ok, 5e-3),
-      sample_trial(run, std::nullopt, "v", 2, TrialStatus::invalid, std::nullopt),
-      sample_trial(run, std::nullopt, "v", 3, TrialStatus::ok, 2e-3),
-      sample_trial(run, std::nullopt, "v", 4, TrialStatus::wrong_answer,
+      sample_trial(run, std::nullopt, "v", 1, Outcome::ok, 5e-3),
+      sample_trial(run, std::nullopt, "v", 2, Outcome::invalid, std::nullopt),
+      sample_trial(run, std::nullopt, "v", 3, Outcome::ok, 2e-3),
+      sample_trial(run, std::nullopt, "v", 4, Outcome::wrong_answer,
                    1e-4),  // fast but wrong: never ranks
-      sample_trial(run, std::nullopt, "v", 5, TrialStatus::cached, 3e-3),
-      sample_trial(run, std::nullopt, "v", 6, TrialStatus::ok, 2e-3),  // tie with tile 3: later loses
-      sample_trial(run, std::nullopt, "v", 7, TrialStatus::ok, std::nullopt),
+      sample_trial(run, std::nullopt, "v", 5, Outcome::cached, 3e-3),
+      sample_trial(run, std::nullopt, "v", 6, Outcome::ok, 2e-3),  // tie with tile 3: later loses
+      sample_trial(run, std::nullopt, "v", 7, Outcome::ok, std::nullopt),
   };
   store.commit_trials(batch);
 
@@ -252,12 +251,12 @@ TEST_CASE_TEMPLATE("contract: trial counts by status", Fixture, STORE_FIXTURES) 
   const int64_t run = store.create_run(sample_run());
   CHECK(store.trial_counts(run).total == 0);
   std::vector<Trial> batch{
-      sample_trial(run, std::nullopt, "v", 1, TrialStatus::ok, 1e-3),
-      sample_trial(run, std::nullopt, "v", 2, TrialStatus::cached, 1e-3),
-      sample_trial(run, std::nullopt, "v", 3, TrialStatus::invalid, std::nullopt),
-      sample_trial(run, std::nullopt, "v", 4, TrialStatus::timeout, std::nullopt),
-      sample_trial(run, std::nullopt, "v", 5, TrialStatus::failed, std::nullopt),
-      sample_trial(run, std::nullopt, "v", 6, TrialStatus::wrong_answer, 1e-3),
+      sample_trial(run, std::nullopt, "v", 1, Outcome::ok, 1e-3),
+      sample_trial(run, std::nullopt, "v", 2, Outcome::cached, 1e-3),
+      sample_trial(run, std::nullopt, "v", 3, Outcome::invalid, std::nullopt),
+      sample_trial(run, std::nullopt, "v", 4, Outcome::timeout, std::nullopt),
+      sample_trial(run, std::nullopt, "v", 5, Outcome::failed, std::nullopt),
+      sample_trial(run, std::nullopt, "v", 6, Outcome::wrong_answer, 1e-3),
   };
   batch[1].cache_hit = true;
   batch[2].cache_hit = true;
@@ -283,15 +282,15 @@ TEST_CASE_TEMPLATE("contract: cached_trial serves the latest re-usable measureme
     return trial;
   };
   std::vector<Trial> older{
-      keyed(sample_trial(first, std::nullopt, "v", 1, TrialStatus::ok, 4e-3), "k-ok"),
-      keyed(sample_trial(first, std::nullopt, "v", 2, TrialStatus::invalid, {}), "k-invalid"),
-      keyed(sample_trial(first, std::nullopt, "v", 3, TrialStatus::timeout, {}), "k-timeout"),
-      keyed(sample_trial(first, std::nullopt, "v", 4, TrialStatus::ok, 9e-3), "k-flaky")};
+      keyed(sample_trial(first, std::nullopt, "v", 1, Outcome::ok, 4e-3), "k-ok"),
+      keyed(sample_trial(first, std::nullopt, "v", 2, Outcome::invalid, {}), "k-invalid"),
+      keyed(sample_trial(first, std::nullopt, "v", 3, Outcome::timeout, {}), "k-timeout"),
+      keyed(sample_trial(first, std::nullopt, "v", 4, Outcome::ok, 9e-3), "k-flaky")};
   store.commit_trials(older);
   std::vector<Trial> newer{
-      keyed(sample_trial(second, std::nullopt, "v", 1, TrialStatus::ok, 3e-3), "k-ok"),
-      keyed(sample_trial(second, std::nullopt, "v", 4, TrialStatus::failed, {}), "k-flaky"),
-      keyed(sample_trial(second, std::nullopt, "v", 5, TrialStatus::wrong_answer, 1e-3), "k-wrong")};
+      keyed(sample_trial(second, std::nullopt, "v", 1, Outcome::ok, 3e-3), "k-ok"),
+      keyed(sample_trial(second, std::nullopt, "v", 4, Outcome::failed, {}), "k-flaky"),
+      keyed(sample_trial(second, std::nullopt, "v", 5, Outcome::wrong_answer, 1e-3), "k-wrong")};
   store.commit_trials(newer);
 
   auto ok = store.cached_trial("k-ok");
@@ -301,10 +300,10 @@ TEST_CASE_TEMPLATE("contract: cached_trial serves the latest re-usable measureme
   CHECK(ok->metric("latency_s") == 3e-3);
   auto invalid = store.cached_trial("k-invalid");
   REQUIRE(invalid);
-  CHECK(invalid->status == TrialStatus::invalid);
+  CHECK(invalid->status == Outcome::invalid);
   auto wrong = store.cached_trial("k-wrong");
   REQUIRE(wrong);
-  CHECK(wrong->status == TrialStatus::wrong_answer);
+  CHECK(wrong->status == Outcome::wrong_answer);
   CHECK_FALSE(store.cached_trial("k-timeout"));  // transient: measure again
   auto flaky = store.cached_trial("k-flaky");    // the later failure does not hide the earlier measurement
   REQUIRE(flaky);
@@ -317,7 +316,7 @@ TEST_CASE_TEMPLATE("contract: profiles are saved per trial, the timeline only on
   Fixture fixture;
   Store& store = *fixture.store;
   const int64_t run = store.create_run(sample_run());
-  std::vector<Trial> batch{sample_trial(run, std::nullopt, "v", 1, TrialStatus::ok, 1e-3)};
+  std::vector<Trial> batch{sample_trial(run, std::nullopt, "v", 1, Outcome::ok, 1e-3)};
   store.commit_trials(batch);
   const int64_t trial = batch[0].id;
   CHECK_FALSE(store.profile(trial));
@@ -422,9 +421,8 @@ TEST_CASE_TEMPLATE("contract: concurrent writers from many threads are serialise
         Decision decision{
             .run = run, .iteration = b, .skill = "benchmark_runner", .action = "run", .proposer = "rules"};
         store.append_decision(decision);
-        std::vector<Trial> batch{
-            sample_trial(run, decision.seq, "v", worker * 100 + b, TrialStatus::ok, 1e-3),
-            sample_trial(run, decision.seq, "w", worker * 100 + b, TrialStatus::ok, 2e-3)};
+        std::vector<Trial> batch{sample_trial(run, decision.seq, "v", worker * 100 + b, Outcome::ok, 1e-3),
+                                 sample_trial(run, decision.seq, "w", worker * 100 + b, Outcome::ok, 2e-3)};
         store.commit_trials(batch);
         store.trials(run, 1, Ranking{});
       }

@@ -53,7 +53,7 @@ inline Run sample_run(const std::string& goal_name = "gemm-article") {
 }
 
 inline Trial sample_trial(int64_t run, std::optional<int64_t> decision_seq, const std::string& variant,
-                          int tile, TrialStatus status, std::optional<double> latency_s) {
+                          int tile, Outcome status, std::optional<double> latency_s) {
   Trial trial;
   trial.run = run;
   trial.iteration = 1;
@@ -67,7 +67,7 @@ inline Trial sample_trial(int64_t run, std::optional<int64_t> decision_seq, cons
     trial.metrics = {{"latency_s", *latency_s}, {"throughput", 1.0 / *latency_s}};
     trial.repeats = Json::array({*latency_s, *latency_s * 1.01});
   }
-  if (status == TrialStatus::invalid) trial.error = "SBUF overflow: tile needs 48 MiB\nsecond line";
+  if (status == Outcome::invalid) trial.error = "SBUF overflow: tile needs 48 MiB\nsecond line";
   return trial;
 }
 
@@ -94,7 +94,7 @@ inline SeededRun seed_sample_run(Store& store) {
                              .rationale = "every run starts from the family's default"};
   store.append_decision(baseline_decision);
   std::vector<Trial> baseline{
-      sample_trial(seeded.run, baseline_decision.seq, "tiled", 32, TrialStatus::ok, 4e-3)};
+      sample_trial(seeded.run, baseline_decision.seq, "tiled", 32, Outcome::ok, 4e-3)};
   baseline[0].iteration = 0;
   baseline[0].verification = {{"max_rel_error", 1e-6}, {"mse", 1e-12}, {"cosine", 0.999999}};
   store.commit_trials(baseline);
@@ -121,9 +121,9 @@ inline SeededRun seed_sample_run(Store& store) {
                    .rationale = "DMA-bound: larger tiles amortise transfers"};
   store.append_decision(explore);
   std::vector<Trial> batch{
-      sample_trial(seeded.run, explore.seq, "pipelined", 64, TrialStatus::ok, 3e-3),
-      sample_trial(seeded.run, explore.seq, "pipelined", 256, TrialStatus::invalid, std::nullopt),
-      sample_trial(seeded.run, explore.seq, "pipelined", 16, TrialStatus::ok, 5e-3),
+      sample_trial(seeded.run, explore.seq, "pipelined", 64, Outcome::ok, 3e-3),
+      sample_trial(seeded.run, explore.seq, "pipelined", 256, Outcome::invalid, std::nullopt),
+      sample_trial(seeded.run, explore.seq, "pipelined", 16, Outcome::ok, 5e-3),
   };
   store.commit_trials(batch);
   seeded.best = batch[0].id;
