@@ -43,7 +43,7 @@ std::vector<BuiltinSkill> builtin_skills() {
   };
 }
 
-nlohmann::json plugin_json(const PluginSkillConfig& p) {
+nlohmann::json plugin_json(const skills::PluginSkillConfig& p) {
   nlohmann::json out = {{"name", p.name},
                         {"role", p.role},
                         {"command", p.command},

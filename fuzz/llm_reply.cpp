@@ -8,12 +8,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace autotune;
   const std::string body = fuzz::text_of(data, size);
   fuzz::expect_user_errors_only([&] {
-    const llm::ChatCompletion completion = llm::parse_chat_completion(body);
+    const orchestrator::llm::ChatCompletion completion = orchestrator::llm::parse_chat_completion(body);
     // The content as the model's text, or the raw input when the body is no completion.
     const std::string& text = completion.error.empty() ? completion.content : body;
-    (void)llm::extract_json_object(text);
+    (void)orchestrator::llm::extract_json_object(text);
     std::string reason;
-    (void)llm::extract_kernel_source(text, reason);
+    (void)orchestrator::llm::extract_kernel_source(text, reason);
   });
   return 0;
 }

@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto line = nlohmann::json::parse(fuzz::text_of(data, size), nullptr, /*allow_exceptions=*/false);
   if (line.is_discarded()) return 0;  // the client records a malformed reply before this point
   fuzz::expect_user_errors_only([&] {
-    const auto reply = PluginSkillClient::read_reply(line);
+    const auto reply = skills::PluginSkillClient::read_reply(line);
     (void)reply;
   });
   return 0;

@@ -308,7 +308,7 @@ void read_target(ConfigReader& top, Goal& goal) {
   } else if (goal.target.kind == "command") {
     // Validated here (keys, program); placeholders are checked against the
     // goal's space when the run is prepared (setup.cpp).
-    (void)parse_command_target(target, goal.file.parent_path());
+    (void)skills::parse_command_target(target, goal.file.parent_path());
     goal.target.name = "command";
   } else {
     target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command",
@@ -449,7 +449,7 @@ Goal load_goal(const std::filesystem::path& path) {
     top.fail("llm", "expected a mapping {endpoint, model, api_key_env, timeout_s}", &goal.llm);
   if (auto llm_section = top.maybe_child("llm")) goal.llm_config = llm::parse_llm_config(*llm_section);
   goal.skills = top.raw("skills");
-  goal.plugins = parse_plugin_skills(top, goal.file.parent_path());
+  goal.plugins = skills::parse_plugin_skills(top, goal.file.parent_path());
   top.finish(kTopKeys);
   return goal;
 }

@@ -93,11 +93,11 @@ struct Goal {
   std::optional<double> tolerance;
   std::uint64_t verification_seed = 0;
   std::uint64_t seed = 0;
-  // Accepted and stored; used by issue-6 extensions.
+  // The `llm:` and `skills:` mappings as written (stored with the run).
   YAML::Node llm;
   std::optional<llm::LlmConfig> llm_config;  // `llm:` validated (docs/llm.md); the key is never here
   YAML::Node skills;
-  std::vector<PluginSkillConfig> plugins;  // `skills:` validated (docs/plugins.md)
+  std::vector<skills::PluginSkillConfig> plugins;  // `skills:` validated (docs/plugins.md)
 
   int effective_batch_size() const { return batch_size > 0 ? batch_size : parallel; }
 };

@@ -2,7 +2,7 @@
 // The decision policy: given the analysis of the best so far and the
 // generator's ideas, what the loop does next (try an idea with some budget,
 // or stop) and why. The rule-based policy is the default; an LLM policy
-// (issue 6) implements the same interface and falls back to the rules when
+// (orchestrator/llm/llm_policy.hpp) implements the same interface and falls back to the rules when
 // its answer is rejected.
 #include <optional>
 #include <string>

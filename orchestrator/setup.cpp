@@ -150,7 +150,7 @@ RunSetup prepare_run(Goal& goal) {
     for (const auto& [name, values] : goal.space) names.push_back(name);
     ConfigReader spec(goal.target.spec, goal.file.string(), "target");
     setup.target = std::make_unique<skills::CommandMeasurementTarget>(
-        parse_command_target(spec, goal.file.parent_path(), &names));
+        skills::parse_command_target(spec, goal.file.parent_path(), &names));
     setup.simulator_version = "command";
   } else {
     throw UserError(goal.where({"target", "kind"}) + "the '" + goal.target.kind +

@@ -4,7 +4,7 @@
 // Implementations: `sim` (the built-in NeuronCore simulator, with
 // verification against the host reference and the roofline check), `replay`
 // (a recorded, brute-forced space: a Kernel Tuner cachefile), and `command`
-// (an external program printing JSON metrics; issue 6).
+// (an external program printing JSON metrics).
 //
 // Contract:
 //  - measure() is called from several worker threads at once and must be

@@ -1,6 +1,6 @@
 #include "orchestrator/llm/llm_advisor.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 std::string to_string(Consultation::Source source) {
   switch (source) {
@@ -66,4 +66,4 @@ int64_t LlmAdvisor::record(int64_t run, const Consultation& consultation, bool a
   return store_.append_llm_call(call);
 }
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

@@ -24,7 +24,7 @@
 #include "orchestrator/llm/llm_client.hpp"
 #include "store/store.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 struct Consultation {
   enum class Source { endpoint, cache, skipped };
@@ -65,4 +65,4 @@ class LlmAdvisor {
   store::Store& store_;
 };
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

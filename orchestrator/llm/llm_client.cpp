@@ -13,7 +13,7 @@
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 namespace {
 
 constexpr std::size_t kMaxResponseBytes = 8u << 20;
@@ -361,4 +361,4 @@ ExtractedJson extract_json_object(const std::string& text) {
   return out;
 }
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

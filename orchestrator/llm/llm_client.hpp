@@ -20,7 +20,7 @@
 
 #include "core/config_reader.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 struct LlmConfig {
   std::string endpoint;     // base URL including the API prefix, e.g. "http://127.0.0.1:8080/v1"
@@ -111,4 +111,4 @@ struct ExtractedJson {
 };
 ExtractedJson extract_json_object(const std::string& text);
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

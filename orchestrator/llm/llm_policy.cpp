@@ -7,7 +7,7 @@
 #include "core/subprocess.hpp"
 #include "orchestrator/llm/llm_source_proposer.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 namespace {
 
@@ -406,4 +406,4 @@ std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal
   return std::make_unique<LlmPolicy>(goal, catalog, store, *goal.llm_config);
 }
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

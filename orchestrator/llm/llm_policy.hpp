@@ -29,7 +29,7 @@
 #include "orchestrator/policy.hpp"
 #include "skills/variant_catalog.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 // The reply, validated: either a listed idea (index) or a new region idea.
 struct NextAction {
@@ -92,4 +92,4 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,
                                                   const skills::VariantCatalog& catalog, store::Store& store);
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

@@ -13,7 +13,7 @@
 #include "sim/program.hpp"
 #include "skills/targets/source_target.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 namespace {
 
@@ -241,4 +241,4 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   return finish(std::move(proposal));
 }
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

@@ -22,7 +22,7 @@
 #include "orchestrator/llm/llm_advisor.hpp"
 #include "skills/skill.hpp"
 
-namespace autotune::llm {
+namespace autotune::orchestrator::llm {
 
 struct SourceProposalRequest {
   int64_t run = 0;
@@ -63,4 +63,4 @@ class LlmSourceProposer {
   LlmAdvisor& advisor_;
 };
 
-}  // namespace autotune::llm
+}  // namespace autotune::orchestrator::llm

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace autotune {
+namespace autotune::skills {
 namespace {
 
 std::string joined(const std::vector<std::string>& names) {
@@ -230,4 +230,4 @@ void PluginSkillClient::stop() { process_->stop(); }
 
 int PluginSkillClient::starts() const { return process_->starts(); }
 
-}  // namespace autotune
+}  // namespace autotune::skills

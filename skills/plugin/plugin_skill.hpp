@@ -30,7 +30,7 @@
 #include "core/config_reader.hpp"
 #include "core/subprocess.hpp"
 
-namespace autotune {
+namespace autotune::skills {
 
 inline constexpr const char* kPluginProtocol = "autotune-skill/1";
 
@@ -114,4 +114,4 @@ class PluginSkillClient {
   std::unique_ptr<JsonLinesProcess> process_;
 };
 
-}  // namespace autotune
+}  // namespace autotune::skills

@@ -11,7 +11,7 @@
 #include "core/subprocess.hpp"
 #include "skills/candidate.hpp"
 
-namespace autotune {
+namespace autotune::skills {
 namespace {
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
@@ -300,10 +300,6 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   }
   return config;
 }
-
-}  // namespace autotune
-
-namespace autotune::skills {
 
 CommandMeasurementTarget::CommandMeasurementTarget(CommandTargetConfig config) : target_(std::move(config)) {
   const auto& c = target_.config();

@@ -42,7 +42,7 @@
 #include "core/outcome.hpp"
 #include "skills/measurement_target.hpp"
 
-namespace autotune {
+namespace autotune::skills {
 
 struct CommandTargetConfig {
   std::vector<std::string> argv;  // templates with {name} placeholders
@@ -107,7 +107,7 @@ class CommandTarget {
   std::vector<std::vector<Segment>> templates_;
 };
 
-}  // namespace autotune
+}  // namespace autotune::skills
 
 namespace autotune::skills {
 

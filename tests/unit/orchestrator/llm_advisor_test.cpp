@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
-using namespace autotune::llm;
+using namespace autotune::orchestrator::llm;
 using autotune::testing::FakeHttpRequest;
 using autotune::testing::FakeHttpResponse;
 using autotune::testing::FakeLlmServer;

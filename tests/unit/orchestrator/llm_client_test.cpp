@@ -8,7 +8,7 @@
 #include "tests/support/fake_llm_server.hpp"
 
 using namespace autotune;
-using namespace autotune::llm;
+using namespace autotune::orchestrator::llm;
 using autotune::testing::FakeHttpRequest;
 using autotune::testing::FakeHttpResponse;
 using autotune::testing::FakeLlmServer;

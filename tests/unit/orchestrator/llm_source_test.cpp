@@ -12,7 +12,7 @@
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
-using namespace autotune::llm;
+using namespace autotune::orchestrator::llm;
 using autotune::testing::FakeHttpRequest;
 using autotune::testing::FakeLlmServer;
 using autotune::testing::TempDir;

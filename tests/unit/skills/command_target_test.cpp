@@ -6,6 +6,7 @@
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
+using namespace autotune::skills;
 using autotune::testing::TempDir;
 
 namespace {
@@ -40,8 +41,8 @@ elif mode == "echo":
     print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
 )";
 
-CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1,
-                         double timeout_s = 20) {
+skills::CommandTarget target_for(const TempDir& dir, std::vector<std::string> args, int repeats = 1,
+                                 double timeout_s = 20) {
   const auto program = dir.python_script("bench.py", kBenchProgram);
   CommandTargetConfig config;
   config.argv = {program.string()};
@@ -159,7 +160,7 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   auto parse = [&](const std::string& yaml, const std::vector<std::string>* names) {
     ConfigReader goal(YAML::Load(yaml), "goal.yaml");
     auto target = goal.child("target");
-    return parse_command_target(target, dir.path(), names);
+    return skills::parse_command_target(target, dir.path(), names);
   };
 
   auto config = parse(
@@ -171,7 +172,7 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK(config.objective == "latency_s");
   CHECK(config.metrics == std::vector<std::string>{"gflops"});
   CHECK(config.workdir == dir.path());
-  auto m = CommandTarget(config).evaluate(
+  auto m = skills::CommandTarget(config).evaluate(
       {{"tile", 2}, {"unroll", 1}});  // ./bench.py resolved in the goal's folder
   REQUIRE_MESSAGE(m.ok(), m.error);
   CHECK(m.metrics["latency_s"] == doctest::Approx(0.5));
@@ -196,7 +197,7 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
 TEST_CASE("command measurement target maps a measurement for the Benchmark Runner") {
   TempDir dir;
   const auto program = dir.python_script("bench.py", kBenchProgram);
-  CommandTargetConfig config;
+  skills::CommandTargetConfig config;
   config.argv = {program.string(), "ok", "{tile}"};
   config.workdir = dir.path();
   config.objective = "gflops";

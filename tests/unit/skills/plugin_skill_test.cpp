@@ -6,6 +6,7 @@
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
+using namespace autotune::skills;
 using autotune::testing::TempDir;
 
 namespace {
@@ -63,11 +64,11 @@ PluginSkillConfig plugin_config(const TempDir& dir, const char* body, double tim
 
 TEST_CASE("plugin client exchanges the envelope with a well-behaved plugin") {
   TempDir dir;
-  PluginSkillClient client(plugin_config(dir, kGoodPlugin));
+  skills::PluginSkillClient client(plugin_config(dir, kGoodPlugin));
   std::string error;
   REQUIRE_MESSAGE(client.start(&error), error);
   for (double latency : {2.0, 1.5}) {
-    PluginReply reply = client.call({{"latency_s", latency}});
+    skills::PluginReply reply = client.call({{"latency_s", latency}});
     REQUIRE_MESSAGE(reply.ok(), reply.error);
     CHECK(reply.result["findings"][0]["kind"] == "small_transfers");
     CHECK(reply.result["findings"][0]["role"] == "profile_analyzer");
@@ -78,10 +79,10 @@ TEST_CASE("plugin client exchanges the envelope with a well-behaved plugin") {
   }
   CHECK(client.starts() == 1);
 
-  PluginReply refused = client.call({{"unsupported", true}});
+  skills::PluginReply refused = client.call({{"unsupported", true}});
   CHECK(refused.failure == PluginFailure::plugin_error);
   CHECK(refused.error == "plugin 'test-analyzer': reported an error: cannot analyse this kernel");
-  PluginReply half = client.call({{"half-envelope", true}});
+  skills::PluginReply half = client.call({{"half-envelope", true}});
   CHECK(half.failure == PluginFailure::malformed);
   CHECK(half.error == "plugin 'test-analyzer': malformed reply: \"decision\" must be an object");
   CHECK(client.call({{"latency_s", 1.0}}).ok());  // still the same process: the exchange stayed in step
@@ -91,41 +92,41 @@ TEST_CASE("plugin client exchanges the envelope with a well-behaved plugin") {
 
 TEST_CASE("plugin client reports a plugin that crashes, then gives up after its restarts") {
   TempDir dir;
-  PluginSkillClient client(plugin_config(dir, kCrashingPlugin));
-  PluginReply first = client.call({{"latency_s", 1.0}});
+  skills::PluginSkillClient client(plugin_config(dir, kCrashingPlugin));
+  skills::PluginReply first = client.call({{"latency_s", 1.0}});
   CHECK(first.failure == PluginFailure::crashed);
   CHECK(
       first.error ==
       "plugin 'test-analyzer': exited with code 1 before replying; stderr: Traceback: KeyError: 'findings'");
   CHECK(client.call({}).failure == PluginFailure::crashed);
-  PluginReply third = client.call({});
+  skills::PluginReply third = client.call({});
   CHECK(third.failure == PluginFailure::dead);
   CHECK(third.error.starts_with("plugin 'test-analyzer': not restarted after 2 start(s)"));
 }
 
 TEST_CASE("plugin client times out a plugin that hangs") {
   TempDir dir;
-  PluginSkillClient client(plugin_config(dir, kHangingPlugin, 0.5));
-  PluginReply reply = client.call({});
+  skills::PluginSkillClient client(plugin_config(dir, kHangingPlugin, 0.5));
+  skills::PluginReply reply = client.call({});
   CHECK(reply.failure == PluginFailure::timed_out);
   CHECK(reply.error == "plugin 'test-analyzer': timed out after 0.5 s waiting for a reply");
 }
 
 TEST_CASE("plugin client reports a plugin that prints garbage") {
   TempDir dir;
-  PluginSkillClient client(plugin_config(dir, kGarbagePlugin));
-  PluginReply reply = client.call({});
+  skills::PluginSkillClient client(plugin_config(dir, kGarbagePlugin));
+  skills::PluginReply reply = client.call({});
   CHECK(reply.failure == PluginFailure::malformed);
   CHECK(reply.error == "plugin 'test-analyzer': replied with a line that is not JSON: 'analysing...'");
 }
 
 TEST_CASE("plugin client reports a command that cannot start") {
-  PluginSkillConfig config;
+  skills::PluginSkillConfig config;
   config.name = "missing";
   config.command = {"autotune-no-such-plugin"};
   config.role = "param_explorer";
   config.replaces = "param_explorer";
-  PluginSkillClient client(config);
+  skills::PluginSkillClient client(config);
   std::string error;
   CHECK_FALSE(client.start(&error));
   CHECK(error == "plugin 'missing': cannot start 'autotune-no-such-plugin': No such file or directory");
@@ -155,7 +156,7 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   dir.python_script("plugins/analyzer.py", kGoodPlugin);
   auto parse = [&](const std::string& yaml) {
     ConfigReader goal(YAML::Load(yaml), "goal.yaml");
-    return parse_plugin_skills(goal, dir.path());
+    return skills::parse_plugin_skills(goal, dir.path());
   };
 
   auto plugins = parse(
@@ -171,10 +172,10 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   CHECK(plugins[1].replaces == "param_explorer");
   CHECK(plugins[1].timeout_s == 30.0);
 
-  PluginSkillConfig relative = plugins[0];
+  skills::PluginSkillConfig relative = plugins[0];
   relative.command = {"./plugins/analyzer.py"};
-  PluginSkillClient client(relative);  // the relative command is found from the goal's folder
-  PluginReply from_goal_dir = client.call({});
+  skills::PluginSkillClient client(relative);  // the relative command is found from the goal's folder
+  skills::PluginReply from_goal_dir = client.call({});
   CHECK_MESSAGE(from_goal_dir.ok(), from_goal_dir.error);
 
   CHECK(parse("name: x\n").empty());
