@@ -3,6 +3,8 @@
 #include <map>
 #include <system_error>
 
+#include "core/text.hpp"
+
 namespace autotune {
 
 namespace {
@@ -152,8 +154,7 @@ void ConfigReader::finish(const std::vector<std::string>& accepted) const {
   for (const auto& entry : node_) {
     const std::string& key = entry.first.Scalar();
     if (read_keys_.count(key)) continue;
-    std::string list;
-    for (const auto& name : accepted) list += (list.empty() ? "" : ", ") + name;
+    const std::string list = join(accepted, ", ");
     throw UserError(location(entry.first) + ": " + key_path(key) + ": unknown key" +
                     (list.empty() ? "" : "; accepted: " + list));
   }

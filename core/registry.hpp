@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune {
 
@@ -34,9 +35,7 @@ class Registry {
     return out;
   }
   std::string joined_names() const {
-    std::string out;
-    for (const auto& [name, entry] : entries_) out += (out.empty() ? "" : ", ") + name;
-    return out;
+    return join(entries_, ", ", [](const auto& entry) { return entry.first; });
   }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const std::string& kind() const { return kind_; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "sim/simulator.hpp"
 
 namespace autotune::sim {
@@ -63,9 +64,9 @@ std::string format_critical_path(const nlohmann::json& path) {
       }
     std::stable_sort(items.begin(), items.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::string text;
-    for (const auto& [value, name] : items)
-      text += (text.empty() ? "" : ", ") + name + " " + format_number(value, 1) + " %";
+    const std::string text = join(items, ", ", [](const auto& item) {
+      return item.second + " " + format_number(item.first, 1) + " %";
+    });
     return text.empty() ? std::string("none") : text;
   };
   auto site = [](const nlohmann::json& side) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/config_reader.hpp"
+#include "core/text.hpp"
 
 namespace autotune::sim {
 
@@ -117,11 +118,8 @@ TargetSpec load_target(const std::string& name_or_path) {
     throw UserError("no targets directory found (set AUTOTUNE_CONFIG_DIR to the directory holding targets/)");
   }
   const fs::path file = dir / (name_or_path + ".yaml");
-  if (!fs::exists(file)) {
-    std::string accepted;
-    for (const auto& name : list_targets()) accepted += (accepted.empty() ? "" : ", ") + name;
-    throw UserError("unknown target '" + name_or_path + "' (accepted: " + accepted + ")");
-  }
+  if (!fs::exists(file))
+    throw UserError("unknown target '" + name_or_path + "' (accepted: " + join(list_targets(), ", ") + ")");
   return load_target_file(file);
 }
 
