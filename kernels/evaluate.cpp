@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/text.hpp"
 
 namespace autotune::kernels {
 namespace {
@@ -27,28 +28,15 @@ bool parse_int(const std::string& text, std::int64_t& value) {
   return ec == std::errc() && ptr == last && first != last;
 }
 
-std::string joined(const std::vector<std::int64_t>& values) {
-  std::string out;
-  for (auto v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
-  return out;
-}
-
 std::string param_names(const VariantSpec& variant) {
-  std::string out;
-  for (const auto& p : variant.params) out += (out.empty() ? "" : ", ") + p.name;
+  const std::string out = join(variant.params, ", ", [](const ParamSpec& p) { return p.name; });
   return out.empty() ? "none" : out;
-}
-
-std::string shape_args(const FamilySpec& family) {
-  std::string out;
-  for (const auto& a : family.shape_args) out += (out.empty() ? "" : ", ") + a;
-  return out;
 }
 
 void check_value(const VariantSpec& variant, const ParamSpec& spec, std::int64_t value) {
   if (std::find(spec.values.begin(), spec.values.end(), value) == spec.values.end())
     throw UserError("value " + std::to_string(value) + " of parameter '" + spec.name + "' of variant '" +
-                    variant.name + "' is outside its domain (accepted: " + joined(spec.values) + ")");
+                    variant.name + "' is outside its domain (accepted: " + join(spec.values, ", ") + ")");
 }
 
 const ParamSpec& find_param_or_throw(const VariantSpec& variant, const std::string& name) {
@@ -99,7 +87,7 @@ ParamValues resolve_params(const VariantSpec& variant, const std::map<std::strin
     std::int64_t value = 0;
     if (!parse_int(trim(text), value))
       throw UserError("value '" + text + "' of parameter '" + name +
-                      "' is not an integer (accepted: " + joined(spec.values) + ")");
+                      "' is not an integer (accepted: " + join(spec.values, ", ") + ")");
     check_value(variant, spec, value);
     out[name] = value;
   }
@@ -129,13 +117,13 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
     const std::size_t eq = item.find('=');
     const std::string expected = "expected NAME=VALUE pairs separated by commas, e.g. " +
                                  shape_text(family.default_shape, family) +
-                                 " (arguments: " + shape_args(family) + ")";
+                                 " (arguments: " + join(family.shape_args, ", ") + ")";
     if (eq == std::string::npos) throw UserError("malformed shape '" + text + "': " + expected);
     const std::string name = trim(std::string_view(item).substr(0, eq));
     const std::string value_text = trim(std::string_view(item).substr(eq + 1));
     if (std::find(family.shape_args.begin(), family.shape_args.end(), name) == family.shape_args.end())
       throw UserError("unknown shape argument '" + name + "' of kernel '" + family.name +
-                      "' (accepted: " + shape_args(family) + ")");
+                      "' (accepted: " + join(family.shape_args, ", ") + ")");
     if (seen[name]) throw UserError("shape argument '" + name + "' given twice in '" + text + "'");
     seen[name] = true;
     std::int64_t value = 0;
@@ -154,13 +142,11 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
 }
 
 std::string shape_text(const Shape& shape, const FamilySpec& family) {
-  std::string out;
-  for (const auto& arg : family.shape_args) {
-    auto it = shape.find(arg);
-    if (it == shape.end()) continue;
-    out += (out.empty() ? "" : ",") + arg + "=" + std::to_string(it->second);
-  }
-  return out;
+  std::vector<std::string> items;
+  for (const auto& arg : family.shape_args)
+    if (const auto it = shape.find(arg); it != shape.end())
+      items.push_back(arg + "=" + std::to_string(it->second));
+  return join(items, ",");
 }
 
 double roofline_bound_s(const FamilySpec& family, const Shape& shape, sim::Dtype dtype,
@@ -294,8 +280,8 @@ Evaluation evaluate(const FamilySpec& family, const std::string& variant_name, c
                     const EvaluateOptions& options) {
   const VariantSpec& variant = family.variant(variant_name);
   if (!family.accepts(dtype)) {
-    std::string accepted;
-    for (auto d : family.dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
+    const std::string accepted =
+        join(family.dtypes, ", ", [](Dtype d) { return std::string(sim::dtype_name(d)); });
     throw UserError("kernel '" + family.name + "' does not take dtype '" +
                     std::string(sim::dtype_name(dtype)) + "' (accepted: " + accepted + ")");
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/text.hpp"
+
 namespace autotune::kernels {
 
 namespace {
@@ -17,9 +19,7 @@ std::optional<ParamRole> parse_role(const std::string& name) {
 }
 
 std::string accepted_roles() {
-  std::string out;
-  for (const ParamRole role : kAllRoles) out += std::string(out.empty() ? "" : ", ") + role_name(role);
-  return out + ", none";
+  return join(kAllRoles, ", ", [](ParamRole role) { return std::string(role_name(role)); }) + ", none";
 }
 
 const ParamSpec* VariantSpec::find_param(const std::string& param_name) const {
@@ -29,13 +29,10 @@ const ParamSpec* VariantSpec::find_param(const std::string& param_name) const {
 }
 
 const VariantSpec& FamilySpec::variant(const std::string& variant_name) const {
-  std::string accepted;
-  for (const auto& v : variants) {
+  for (const auto& v : variants)
     if (v.name == variant_name) return v;
-    accepted += (accepted.empty() ? "" : ", ") + v.name;
-  }
-  throw UserError("unknown variant '" + variant_name + "' of kernel '" + name + "' (accepted: " + accepted +
-                  ")");
+  throw UserError("unknown variant '" + variant_name + "' of kernel '" + name +
+                  "' (accepted: " + join(variants, ", ", [](const VariantSpec& v) { return v.name; }) + ")");
 }
 
 bool FamilySpec::accepts(Dtype dtype) const {
@@ -46,17 +43,11 @@ std::string instantiation_source(const FamilySpec& family, const VariantSpec& va
                                  Dtype dtype, const ParamValues& params) {
   std::string out = variant.template_name + "<autotune::sim::Dtype::" + std::string(sim::dtype_name(dtype)) +
                     ">(kernel, " + family.shape_struct + "{";
-  bool first = true;
-  for (const auto& arg : family.shape_args) {
-    out += std::string(first ? "" : ", ") + "." + arg + " = " + std::to_string(shape.at(arg));
-    first = false;
-  }
+  out += join(family.shape_args, ", ",
+              [&](const std::string& arg) { return "." + arg + " = " + std::to_string(shape.at(arg)); });
   out += "}, " + variant.params_struct + "{";
-  first = true;
-  for (const auto& p : variant.params) {
-    out += std::string(first ? "" : ", ") + "." + p.name + " = " + std::to_string(params.at(p.name));
-    first = false;
-  }
+  out += join(variant.params, ", ",
+              [&](const ParamSpec& p) { return "." + p.name + " = " + std::to_string(params.at(p.name)); });
   out += "});";
   return out;
 }

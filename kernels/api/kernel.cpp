@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::kernels {
 
@@ -173,9 +174,8 @@ bool Kernel::check(const Tensor& t, std::initializer_list<MemorySpace> allowed, 
     }
   }
   if (std::find(allowed.begin(), allowed.end(), b.space) == allowed.end()) {
-    std::string accepted;
-    for (auto s : allowed)
-      accepted += (accepted.empty() ? "" : " or ") + std::string(sim::memory_space_name(s));
+    const std::string accepted =
+        join(allowed, " or ", [](auto s) { return std::string(sim::memory_space_name(s)); });
     trace_error("wrong_memory_space",
                 std::string(what) + " '" + b.name + "' is in " +
                     std::string(sim::memory_space_name(b.space)) + "; this operand must be in " + accepted,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/text.hpp"
 #include "sim/simulator.hpp"
 
 namespace autotune::kernels::external {
@@ -26,9 +27,8 @@ nlohmann::json verification_json(const Verification& v, const FamilySpec& family
 }
 
 std::string params_text(const ParamValues& params) {
-  std::string out;
-  for (const auto& [name, value] : params)
-    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  const std::string out =
+      join(params, ", ", [](const auto& param) { return param.first + "=" + std::to_string(param.second); });
   return out.empty() ? "(none)" : out;
 }
 

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 
 namespace autotune::kernels::external {
@@ -57,11 +58,10 @@ std::string upper(std::string text) {
 }
 
 std::string python_dict(const Shape& shape, const FamilySpec& family) {
-  std::string out;
+  std::vector<std::string> items;
   for (const auto& arg : family.shape_args)
-    if (shape.count(arg))
-      out += (out.empty() ? "" : ", ") + ("\"" + arg + "\": ") + std::to_string(shape.at(arg));
-  return "{" + out + "}";
+    if (shape.count(arg)) items.push_back("\"" + arg + "\": " + std::to_string(shape.at(arg)));
+  return "{" + join(items, ", ") + "}";
 }
 
 std::string nl_dtype(Dtype dtype) {
@@ -86,15 +86,15 @@ std::string numpy_dtype(Dtype dtype) {
 // The usage example: random inputs of the tuned shape, one call.
 std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dtype,
                           const std::string& name) {
-  std::string inputs, arguments;
+  std::string inputs;
   for (const auto& input : family.inputs) {
     const auto [rows, cols] = input.dims(shape);
     inputs += "    " + input.name + " = np.random.rand(" + std::to_string(rows) + ", " +
               std::to_string(cols) + ").astype(" + numpy_dtype(dtype) + ")\n";
-    arguments += (arguments.empty() ? "" : ", ") + input.name;
   }
-  std::string outputs;
-  for (const auto& output : family.outputs) outputs += (outputs.empty() ? "" : ", ") + output.name;
+  const auto name_of = [](const auto& operand) { return operand.name; };
+  const std::string arguments = join(family.inputs, ", ", name_of);
+  const std::string outputs = join(family.outputs, ", ", name_of);
   return "    import numpy as np\n    from " + name + " import " + name + "\n" + inputs + "    " + outputs +
          " = " + name + "(" + arguments + ")\n";
 }
@@ -118,10 +118,10 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                        const ExportProvenance& provenance, std::int64_t sbuf_bytes_per_partition) {
   const auto recipe = recipe_for(family.name, variant.name, shape, sbuf_bytes_per_partition);
   if (!recipe) {
-    std::string available;
+    std::vector<std::string> with_template;
     for (const auto& v : nki_exportable_variants())
-      if (v.starts_with(family.name + "/"))
-        available += (available.empty() ? "" : ", ") + v.substr(family.name.size() + 1);
+      if (v.starts_with(family.name + "/")) with_template.push_back(v.substr(family.name.size() + 1));
+    const std::string available = join(with_template, ", ");
     throw UserError("variant '" + variant.name + "' of kernel '" + family.name + "' has no NKI template yet" +
                     (available.empty() ? std::string(" (none of this family's variants has one)")
                                        : " (variants with one: " + available + ")") +

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 
 namespace autotune::kernels::external {
@@ -22,11 +23,7 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-std::string list(const std::vector<std::int64_t>& values) {
-  std::string out;
-  for (auto v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
-  return "{" + out + "}";
-}
+std::string list(const std::vector<std::int64_t>& values) { return "{" + join(values, ", ") + "}"; }
 
 std::string number(double value, const char* format) {
   char buffer[64];
@@ -64,14 +61,12 @@ std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json
 }
 
 std::string exported_params_line(const VariantSpec& variant, const ParamValues& params) {
-  std::string line;
-  for (const auto& p : variant.params) {
+  return join(variant.params, ", ", [&](const ParamSpec& p) {
     if (params.count(p.name) == 0)
       throw UserError("the trial has no value for parameter '" + p.name + "' of variant '" + variant.name +
                       "'");
-    line += (line.empty() ? "" : ", ") + p.name + "=" + std::to_string(params.at(p.name));
-  }
-  return line;
+    return p.name + "=" + std::to_string(params.at(p.name));
+  });
 }
 
 std::string export_kernel_name(const std::string& family, const std::string& variant,
@@ -122,18 +117,12 @@ std::string export_source(const FamilySpec& family, const VariantSpec& variant, 
   s += "// The variant's template for the runtime shape, dtype and parameters.\n";
   s += "void trace(Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& p) {\n";
   s += "  const " + family.shape_struct + " shape_args{";
-  bool first = true;
-  for (const auto& arg : family.shape_args) {
-    s += std::string(first ? "" : ", ") + "." + arg + " = int_arg(shape, \"" + arg + "\")";
-    first = false;
-  }
+  s += join(family.shape_args, ", ",
+            [](const std::string& arg) { return "." + arg + " = int_arg(shape, \"" + arg + "\")"; });
   s += "};\n";
   s += "  const " + variant.params_struct + " params{";
-  first = true;
-  for (const auto& p : variant.params) {
-    s += std::string(first ? "" : ",\n      ") + "." + p.name + " = int_param(p, \"" + p.name + "\")";
-    first = false;
-  }
+  s += join(variant.params, ",\n      ",
+            [](const ParamSpec& p) { return "." + p.name + " = int_param(p, \"" + p.name + "\")"; });
   s += "};\n";
   s += "  dispatch_dtype(dtype, [&]<Dtype D>() { " + variant.template_name +
        "<D>(kernel, shape_args, params); });\n";

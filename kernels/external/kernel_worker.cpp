@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/external/evaluation_report.hpp"
 #include "sim/simulator.hpp"
@@ -12,9 +13,7 @@ namespace autotune::kernels::external {
 namespace {
 
 std::string dtype_list(const std::vector<Dtype>& dtypes) {
-  std::string out;
-  for (auto d : dtypes) out += (out.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
-  return out;
+  return join(dtypes, ", ", [](Dtype d) { return std::string(sim::dtype_name(d)); });
 }
 
 KernelDescriptor describe(const UserKernel& user, const FamilySpec& family, const VariantSpec& variant) {
@@ -40,12 +39,9 @@ Shape request_shape(const FamilySpec& family, const nlohmann::json& arguments) {
   const std::string& kernel = family.variants.front().name;
   Shape shape = family.default_shape;
   for (const auto& [arg, value] : arguments.items()) {
-    if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end()) {
-      std::string accepted;
-      for (const auto& a : family.shape_args) accepted += (accepted.empty() ? "" : ", ") + a;
-      throw UserError("unknown shape argument '" + arg + "' of kernel '" + kernel + "' (accepted: " + accepted +
-                      ")");
-    }
+    if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end())
+      throw UserError("unknown shape argument '" + arg + "' of kernel '" + kernel +
+                      "' (accepted: " + join(family.shape_args, ", ") + ")");
     if (!value.is_number_integer())
       throw UserError("shape argument '" + arg + "' of kernel '" + kernel + "' is not an integer");
     shape[arg] = value.get<std::int64_t>();
