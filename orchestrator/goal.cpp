@@ -5,6 +5,7 @@
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/family.hpp"
 #include "search/strategy.hpp"
 #include "sim/program.hpp"
@@ -172,8 +173,7 @@ void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature
   goal.shape = signature.default_shape;
   const YAML::Node shape = kernel.raw("shape");
   if (shape && !shape.IsNull()) {
-    std::string args;
-    for (const auto& a : signature.shape_args) args += (args.empty() ? "" : ", ") + a;
+    const std::string args = join(signature.shape_args, ", ");
     if (shape.IsSequence()) {
       if (shape.size() != signature.shape_args.size())
         kernel.fail("shape",
@@ -205,12 +205,10 @@ void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature
   const auto dtype = sim::parse_dtype(goal.dtype);
   const std::string canonical = dtype ? std::string(sim::dtype_name(*dtype)) : goal.dtype;
   if (std::find(signature.dtypes.begin(), signature.dtypes.end(), canonical) == signature.dtypes.end()) {
-    std::string accepted;
-    for (const auto& d : signature.dtypes) accepted += (accepted.empty() ? "" : ", ") + d;
-    kernel.fail(
-        "dtype",
-        "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype + "'; accepted: " + accepted,
-        &dtype_node);
+    kernel.fail("dtype",
+                "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype +
+                    "'; accepted: " + join(signature.dtypes, ", "),
+                &dtype_node);
   }
 }
 

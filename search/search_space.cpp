@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <ranges>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::search {
 
@@ -424,10 +426,10 @@ Configuration configuration_from_json(const SearchSpace& space, const nlohmann::
 }
 
 std::string to_string(const SearchSpace& space, const Configuration& configuration) {
-  std::string out;
-  for (std::size_t p = 0; p < configuration.size() && p < space.dimension(); ++p)
-    out += (out.empty() ? "" : " ") + space.parameters()[p].name() + "=" + to_string(configuration[p]);
-  return out;
+  const std::size_t shown = std::min(configuration.size(), space.dimension());
+  return join(std::views::iota(std::size_t{0}, shown), " ", [&](std::size_t p) {
+    return space.parameters()[p].name() + "=" + to_string(configuration[p]);
+  });
 }
 
 }  // namespace autotune::search

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::search {
 
@@ -68,8 +69,7 @@ struct AnyOf final : StopCondition::Rule {
     return false;
   }
   std::string describe() const override {
-    std::string out;
-    for (const auto& c : conditions) out += (out.empty() ? "" : " or ") + c.describe();
+    const std::string out = join(conditions, " or ", [](const StopCondition& c) { return c.describe(); });
     return out.empty() ? "never" : out;
   }
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/text.hpp"
+
 namespace autotune::search {
 
 StrategyOptions::StrategyOptions(std::string strategy, const nlohmann::json& options)
@@ -13,8 +15,7 @@ StrategyOptions::StrategyOptions(std::string strategy, const nlohmann::json& opt
 void StrategyOptions::finish() const {
   for (const auto& [key, value] : options_.items()) {
     if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
-    std::string accepted;
-    for (const auto& name : read_) accepted += (accepted.empty() ? "" : ", ") + name;
+    const std::string accepted = join(read_, ", ");
     throw UserError("strategy '" + strategy_ + "': unknown option '" + key +
                     "' (accepted: " + (accepted.empty() ? "none" : accepted) + ")");
   }

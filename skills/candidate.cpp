@@ -3,16 +3,16 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/text.hpp"
+
 namespace autotune::skills {
 
 std::string Candidate::key() const {
-  std::string out = variant + "{";
-  bool first = true;
-  for (const auto& [name, value] : params.items()) {
-    out += (first ? "" : ",") + name + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
-    first = false;
-  }
-  return out + "}";
+  const std::string assignments = join(params.items(), ",", [](const auto& item) {
+    const Json& value = item.value();
+    return item.key() + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  });
+  return variant + "{" + assignments + "}";
 }
 
 std::string stable_hash(const std::string& text) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::store {
 namespace {
@@ -46,13 +47,10 @@ std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>&
 template <class Enum, std::size_t N>
 Enum parse_name(const std::array<std::pair<Enum, std::string_view>, N>& names, std::string_view name,
                 std::string_view what) {
-  std::string accepted;
-  for (const auto& [value, candidate] : names) {
+  for (const auto& [value, candidate] : names)
     if (candidate == name) return value;
-    if (!accepted.empty()) accepted += ", ";
-    accepted += candidate;
-  }
-  throw UserError("unknown " + std::string(what) + " '" + std::string(name) + "'; accepted: " + accepted);
+  throw UserError("unknown " + std::string(what) + " '" + std::string(name) + "'; accepted: " +
+                  join(names, ", ", [](const auto& entry) { return std::string(entry.second); }));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::store::report {
 namespace {
@@ -347,13 +348,11 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
         ++holders[key];
       }
   std::set<std::string> shared;
-  std::string shared_text;
   if (trials.size() > 1)
     for (const auto& [key, seen] : values)
-      if (seen.size() == 1 && holders[key] == trials.size()) {
-        shared.insert(key);
-        shared_text += (shared_text.empty() ? "" : " ") + key + "=" + compact(trials.front().params[key]);
-      }
+      if (seen.size() == 1 && holders[key] == trials.size()) shared.insert(key);
+  const std::string shared_text = join(
+      shared, " ", [&](const std::string& key) { return key + "=" + compact(trials.front().params[key]); });
   TextTable table({"id", "iter", "variant", "params", "status", "latency", "speedup", "cache", "error"},
                   {true, true, false, false, false, true, true, false, false});
   for (const Trial& trial : trials) {

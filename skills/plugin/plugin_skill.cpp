@@ -6,15 +6,10 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace autotune::skills {
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
-  return text;
-}
 
 bool is_plugin_role(const std::string& name) {
   const auto& roles = plugin_roles();
@@ -71,7 +66,7 @@ std::string to_string(PluginFailure failure) {
 
 PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem::path& goal_dir) {
   PluginSkillConfig config;
-  const std::string roles = joined(plugin_roles());
+  const std::string roles = join(plugin_roles(), ", ");
   config.name = entry.required<std::string>("name");
   if (config.name.empty()) entry.fail("name", "must not be empty");
   config.command =
