@@ -6,22 +6,17 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
 
 namespace autotune::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
-
 std::string dtypes_text(const kernels::FamilySpec& family) {
   std::vector<std::string> names;
   for (auto d : family.dtypes) names.emplace_back(sim::dtype_name(d));
-  return join(names);
+  return join(names, ", ");
 }
 
 nlohmann::json family_json(const kernels::FamilySpec& f) {
@@ -54,7 +49,7 @@ nlohmann::json family_json(const kernels::FamilySpec& f) {
 
 void print_family(const kernels::FamilySpec& f) {
   std::printf("%s  %s\n", f.name.c_str(), f.description.c_str());
-  std::printf("  shape   %s (default %s)\n", join(f.shape_args).c_str(),
+  std::printf("  shape   %s (default %s)\n", join(f.shape_args, ", ").c_str(),
               kernels::shape_text(f.default_shape, f).c_str());
   std::printf("  dtypes  %s (default %s)\n", dtypes_text(f).c_str(),
               std::string(sim::dtype_name(f.dtypes.front())).c_str());
@@ -62,9 +57,7 @@ void print_family(const kernels::FamilySpec& f) {
     std::printf("  variant %s%s: %s\n", v.name.c_str(), v.name == f.baseline_variant ? " (baseline)" : "",
                 v.description.c_str());
     for (const auto& p : v.params) {
-      std::string values;
-      for (auto x : p.values) values += (values.empty() ? "" : ", ") + std::to_string(x);
-      std::printf("    %-17s {%s} default %lld  %s\n", p.name.c_str(), values.c_str(),
+      std::printf("    %-17s {%s} default %lld  %s\n", p.name.c_str(), join(p.values, ", ").c_str(),
                   static_cast<long long>(p.default_value), p.description.c_str());
     }
     if (v.params.empty()) std::printf("    (no parameters)\n");

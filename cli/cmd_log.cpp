@@ -6,6 +6,7 @@
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "skills/skill.hpp"
 #include "store/report.hpp"
 
@@ -38,9 +39,8 @@ void require_known_skill(const std::vector<store::Decision>& all, int64_t run, c
     if (decision.proposer.starts_with("plugin:")) accept(decision.proposer.substr(7));
   }
   if (std::find(accepted.begin(), accepted.end(), skill) != accepted.end()) return;
-  std::string names;
-  for (const auto& name : accepted) names += (names.empty() ? "" : ", ") + name;
-  throw UserError("unknown skill '" + skill + "' for run " + std::to_string(run) + "; accepted: " + names);
+  throw UserError("unknown skill '" + skill + "' for run " + std::to_string(run) +
+                  "; accepted: " + join(accepted, ", "));
 }
 
 const CommandRegistration registration{

@@ -18,6 +18,7 @@
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/external/evaluation_report.hpp"
 #include "kernels/external/kernel_source.hpp"
@@ -51,8 +52,8 @@ std::map<std::string, std::string> parse_param_flags(const std::vector<std::stri
 }
 
 sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& text) {
-  std::string accepted;
-  for (auto d : family.dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(sim::dtype_name(d));
+  const std::string accepted =
+      join(family.dtypes, ", ", [](sim::Dtype d) { return std::string(sim::dtype_name(d)); });
   if (text.empty()) return family.dtypes.front();
   const auto dtype = sim::parse_dtype(text);
   if (!dtype || !family.accepts(*dtype))

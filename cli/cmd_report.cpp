@@ -9,6 +9,7 @@
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "report/html.hpp"
 #include "report/report_data.hpp"
 #include "report/server.hpp"
@@ -52,13 +53,9 @@ const CommandRegistration report_registration(
         options.max_points = o->max_points;
         options.timelines = !o->no_timelines;
         nlohmann::json runs = nlohmann::json::array();
-        std::string names;
-        for (int64_t id : o->runs) {
-          runs.push_back(report::run_report(*store, id, options));
-          names += (names.empty() ? "" : ", ") + std::to_string(id);
-        }
+        for (int64_t id : o->runs) runs.push_back(report::run_report(*store, id, options));
         report::PageOptions page;
-        page.title = (o->runs.size() == 1 ? "autotune run " : "autotune runs ") + names;
+        page.title = (o->runs.size() == 1 ? "autotune run " : "autotune runs ") + join(o->runs, ", ");
         page.subtitle = store->location();
         const std::string html = report::report_page(runs, page);
         write_file(o->output, html);

@@ -13,6 +13,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/text.hpp"
 #include "orchestrator/model_run.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
@@ -41,10 +42,11 @@ std::string improvement_text(double fraction) {
 }
 
 std::string params_text(const nlohmann::json& params) {
-  std::string out;
+  std::vector<std::string> items;
   for (const auto& [k, v] : params.items())
     if (k != "_")  // the placeholder of a variant without parameters
-      out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+      items.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+  const std::string out = join(items, " ");
   return out.empty() ? "(no parameters)" : out;
 }
 

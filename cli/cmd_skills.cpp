@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/command.hpp"
+#include "core/text.hpp"
 #include "orchestrator/goal.hpp"
 #include "skills/kernel_generator.hpp"
 #include "skills/param_explorer.hpp"
@@ -56,12 +57,10 @@ nlohmann::json plugin_json(const skills::PluginSkillConfig& p) {
 }
 
 std::string command_text(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
+  return join(argv, " ", [](const std::string& a) {
     const bool quote = a.empty() || a.find_first_of(" \t'\"") != std::string::npos;
-    out += (out.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
-  }
-  return out;
+    return quote ? "'" + a + "'" : a;
+  });
 }
 
 const CommandRegistration registration(

@@ -12,6 +12,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/text.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
 #include "orchestrator/sweep.hpp"
@@ -140,9 +141,10 @@ const CommandRegistration registration(
         std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;
         for (const auto& t : result.top) {
-          std::string params;
+          std::vector<std::string> assignments;
           for (const auto& [k, v] : t.params.items())
-            if (k != "_") params += (params.empty() ? "" : " ") + k + "=" + v.dump();  // "_": no parameters
+            if (k != "_") assignments.push_back(k + "=" + v.dump());  // "_": no parameters
+          const std::string params = join(assignments, " ");
           // The objective's own figure first, then the latency.
           std::string figures;
           char text[64];

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 
 namespace autotune::cli {
 std::vector<Command>& registered_commands() {
@@ -62,10 +63,8 @@ std::string parse_error_text(int argc, char** argv, const std::vector<std::strin
   std::size_t best = 3;  // farther than two edits is no suggestion
   for (const auto& name : commands)
     if (const auto d = edit_distance(word, name); d < best) best = d, nearest = name;
-  std::string commands_text;
-  for (const auto& name : commands) commands_text += (commands_text.empty() ? "" : ", ") + name;
   return "unknown command '" + word + "'" + (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
-         " (commands: " + commands_text + ")";
+         " (commands: " + join(commands, ", ") + ")";
 }
 }  // namespace autotune::cli
 
