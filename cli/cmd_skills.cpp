@@ -1,5 +1,6 @@
-// autotune skills [GOAL.yaml] [--json]: the four built-in skills and, given a
+// autotune skills [GOAL.yaml] [--json]: the registered built-in skills and, given a
 // goal, the plugin skills it declares (validated as `run` validates them).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,40 +9,22 @@
 #include "cli/command.hpp"
 #include "core/text.hpp"
 #include "orchestrator/goal.hpp"
-#include "skills/kernel_generator.hpp"
-#include "skills/param_explorer.hpp"
-#include "skills/profile_analyzer.hpp"
+#include "skills/skill.hpp"
 
 namespace autotune::cli {
 namespace {
 
 struct BuiltinSkill {
   std::string name;
-  std::string does;
-  std::string plugins;  // how a plugin can take part in this role
+  const skills::SkillInfo* info;
 };
 
+// The registered built-in skills in loop order.
 std::vector<BuiltinSkill> builtin_skills() {
-  // Names come from the skills themselves, so the list follows the code.
-  return {
-      {skills::ProfileAnalyzer().name(),
-       "reads the best candidate's profile and returns findings with evidence (bound, engine activity, "
-       "DMA/compute "
-       "overlap, small transfers, SBUF/PSUM pressure, roofline headroom), each mapped to an action",
-       "replaces or after"},
-      {skills::KernelGenerator().name(),
-       "turns findings into ideas: which structural variant to try and which region of its parameter space",
-       "replaces or after"},
-      {skills::ParamExplorer().name(),
-       "searches an idea's region with the goal's strategy (grid, random, bayes, ...) within a budget, in "
-       "batches",
-       "replaces or after (the plan: strategy and budget)"},
-      {skills::kBenchmarkRunner,
-       "measures candidates on the target (sim, replay, command) in parallel with a timeout, verifies them, "
-       "caches "
-       "and commits every trial",
-       "none (measure through your own program with target: {kind: command})"},
-  };
+  std::vector<BuiltinSkill> out;
+  for (const auto& [name, info] : skills::skill_registry().entries()) out.push_back({name, &info});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.info->step < b.info->step; });
+  return out;
 }
 
 nlohmann::json plugin_json(const skills::PluginSkillConfig& p) {
@@ -81,7 +64,7 @@ const CommandRegistration registration(
           nlohmann::json out = {{"builtin", nlohmann::json::array()}};
           for (const auto& b : builtins)
             out["builtin"].push_back(
-                {{"name", b.name}, {"role", b.name}, {"does", b.does}, {"plugins", b.plugins}});
+                {{"name", b.name}, {"role", b.name}, {"does", b.info->does}, {"plugins", b.info->plugins}});
           if (goal) {
             out["goal"] = goal->file.string();
             out["plugins"] = nlohmann::json::array();
@@ -92,8 +75,8 @@ const CommandRegistration registration(
         }
         std::printf("built-in skills\n");
         for (const auto& b : builtins) {
-          std::printf("  %-17s %s\n", b.name.c_str(), b.does.c_str());
-          std::printf("  %-17s plugins: %s\n", "", b.plugins.c_str());
+          std::printf("  %-17s %s\n", b.name.c_str(), b.info->does.c_str());
+          std::printf("  %-17s plugins: %s\n", "", b.info->plugins.c_str());
         }
         if (goal) {
           std::printf("\nplugin skills of %s", goal->file.string().c_str());

@@ -1,10 +1,12 @@
-// autotune targets [--json]: the simulated NeuronCores, read from their target
-// files (configs/targets/*.yaml), with their key figures.
+// autotune targets [--json]: the registered target kinds a goal can name, and
+// the simulated NeuronCores, read from their target files
+// (configs/targets/*.yaml), with their key figures.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
+#include "orchestrator/target_kind.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
 
@@ -84,11 +86,19 @@ const CommandRegistration registration{
         if (*json) {
           nlohmann::json out = {{"simulator_version", std::string(sim::kSimulatorVersion)},
                                 {"directory", sim::targets_directory().string()},
+                                {"kinds", nlohmann::json::array()},
                                 {"targets", nlohmann::json::array()}};
+          for (const auto& [name, kind] : orchestrator::target_kind_registry().entries())
+            out["kinds"].push_back({{"kind", name}, {"description", kind.description}});
           for (const auto& name : names) out["targets"].push_back(target_json(sim::load_target(name)));
           std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
           return 0;
         }
+        std::cout << "target kinds (target: {kind: ...})\n";
+        for (const auto& [name, kind] : orchestrator::target_kind_registry().entries())
+          std::cout << "  " << name << std::string(name.size() < 9 ? 9 - name.size() : 1, ' ')
+                    << kind.description << "\n";
+        std::cout << "\nsimulated targets (kind sim)\n";
         if (names.empty()) {
           std::cout << "no targets found (set AUTOTUNE_CONFIG_DIR to the directory holding targets/)\n";
           return 0;

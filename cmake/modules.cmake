@@ -1,6 +1,6 @@
 # The modules and the layering between them (docs/architecture.md).
 #
-# autotune_module(NAME [DEPENDS module...]) declares
+# autotune_module(NAME [WHOLE_ARCHIVE] [DEPENDS module...]) declares
 # the static library autotune_NAME from the .cpp files under NAME/, linked to
 # the libraries of the modules it DEPENDS on, and enforces the layering: a
 # source of NAME may include headers of NAME, of the modules it depends on and
@@ -48,13 +48,31 @@ function(autotune_layer name)
   autotune_check_layering(${name} ${CMAKE_CURRENT_SOURCE_DIR})
 endfunction()
 
+# WHOLE_ARCHIVE is for modules whose files register entries from static
+# objects (core/registry.hpp): nothing refers to those objects, so a plain
+# static library would let the linker drop them. The sources are then archived
+# in autotune_NAME_objects (still the file libautotune_NAME.a) and everyone
+# links them whole through the interface target autotune_NAME. Properties of
+# the archive itself (definitions, PIC) go on autotune_NAME_objects.
 function(autotune_module name)
-  cmake_parse_arguments(PARSE_ARGV 1 MODULE "" "" "DEPENDS")
+  cmake_parse_arguments(PARSE_ARGV 1 MODULE "WHOLE_ARCHIVE" "" "DEPENDS")
   autotune_layer(${name} DEPENDS ${MODULE_DEPENDS})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  add_library(autotune_${name} STATIC ${sources})
-  target_include_directories(autotune_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  set(dependencies "")
   foreach(dependency IN LISTS MODULE_DEPENDS)
-    target_link_libraries(autotune_${name} PUBLIC autotune_${dependency})
+    list(APPEND dependencies autotune_${dependency})
   endforeach()
+  if(NOT MODULE_WHOLE_ARCHIVE)
+    add_library(autotune_${name} STATIC ${sources})
+    target_include_directories(autotune_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(autotune_${name} PUBLIC ${dependencies})
+    return()
+  endif()
+  add_library(autotune_${name}_objects STATIC ${sources})
+  set_target_properties(autotune_${name}_objects PROPERTIES OUTPUT_NAME autotune_${name})
+  target_include_directories(autotune_${name}_objects PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(autotune_${name}_objects PUBLIC ${dependencies})
+  add_library(autotune_${name} INTERFACE)
+  target_link_libraries(autotune_${name}
+                        INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,autotune_${name}_objects>" ${dependencies})
 endfunction()

@@ -1,7 +1,16 @@
 #pragma once
-// A name-keyed registry for an extension point (kernel families, targets,
-// strategies, skills). `autotune kernels|targets|skills` list a registry, so
-// what the CLI shows is generated from what is registered.
+// A name-keyed registry for an extension point (search strategies, kernel
+// families, measurement-target kinds, skills). `autotune kernels|targets|skills`
+// and the goal reader list a registry, so what they show and accept is what is
+// registered.
+//
+// Every extension point is filled the same way: a file defines one entry and
+// registers it with a static Registration object at namespace scope,
+//   const Registration<FamilySpec> registration(family_registry(), "exp", make_exp_family());
+// so adding an entry is adding a file. The module's library is linked whole
+// (autotune_module(... WHOLE_ARCHIVE), cmake/modules.cmake): objects that
+// nothing refers to would otherwise be dropped by the linker with their
+// registrations.
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +52,15 @@ class Registry {
  private:
   std::string kind_;
   std::map<std::string, Entry> entries_;
+};
+
+template <class Entry>
+struct Registration {
+  // `registry` is a function-local static (first use builds it), so entries
+  // registered from other files' static objects never meet an unbuilt registry.
+  Registration(Registry<Entry>& registry, const std::string& name, Entry entry) {
+    registry.add(name, std::move(entry));
+  }
 };
 
 }  // namespace autotune

@@ -53,11 +53,7 @@ std::string instantiation_source(const FamilySpec& family, const VariantSpec& va
 }
 
 Registry<FamilySpec>& family_registry() {
-  static Registry<FamilySpec>& registry = *[] {
-    auto* built = new Registry<FamilySpec>("kernel");
-    register_builtin_families(*built);
-    return built;
-  }();
+  static Registry<FamilySpec> registry("kernel");
   return registry;
 }
 

@@ -166,12 +166,16 @@ struct FamilySpec {
 std::string instantiation_source(const FamilySpec& family, const VariantSpec& variant, const Shape& shape,
                                  Dtype dtype, const ParamValues& params);
 
-// All known families, the built-ins registered on first use. (Explicit
-// registration rather than static registrars: objects of a static library
-// that nothing references are dropped by the linker.)
+// All known families. Each built-in family registers itself from its own file
+// in kernels/families/ with a FamilyRegistration; adding a family is adding
+// that file (docs/kernels.md).
 Registry<FamilySpec>& family_registry();
 
-// Defined in kernels/families/builtin.cpp: adds every built-in family.
-void register_builtin_families(Registry<FamilySpec>& registry);
+struct FamilyRegistration {
+  explicit FamilyRegistration(FamilySpec family) {
+    std::string name = family.name;
+    family_registry().add(name, std::move(family));
+  }
+};
 
 }  // namespace autotune::kernels

@@ -7,9 +7,9 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "kernels/family.hpp"
+#include "orchestrator/target_kind.hpp"
 #include "search/strategy.hpp"
 #include "sim/program.hpp"
-#include "skills/targets/command_target.hpp"
 
 namespace autotune::orchestrator {
 
@@ -244,8 +244,9 @@ void check_shape_form(ConfigReader& kernel) {
 void read_kernel(ConfigReader& top, Goal& goal) {
   auto kernel = top.maybe_child("kernel");
   // A replayed or command target brings its own space: `kernel:` only names it.
-  if (goal.target.kind == "replay" || goal.target.kind == "command") {
-    if (goal.target.kind == "command") goal.family = "command";
+  const TargetKind& target_kind = target_kind_registry().get(goal.target.kind);
+  if (target_kind.brings_own_space) {
+    goal.family = target_kind.own_space_family;
     if (kernel) {
       goal.family = kernel->optional<std::string>("family", goal.family);
       kernel->finish({"family"});
@@ -288,30 +289,12 @@ void read_target(ConfigReader& top, Goal& goal) {
   goal.target.spec = node;
   ConfigReader target(node, top.file(), "target");
   const YAML::Node kind_node = target.raw("kind");
-  goal.target.kind = target.required<std::string>("kind", "sim, replay or command");
-  if (goal.target.kind == "sim") {
-    goal.target.name = target.optional<std::string>("name", "trn1");
-    target.finish({"kind", "name"});
-  } else if (goal.target.kind == "replay") {
-    const YAML::Node file_node = target.raw("cachefile");
-    std::filesystem::path cachefile =
-        target.required<std::string>("cachefile", "a Kernel Tuner cachefile path");
-    if (cachefile.is_relative()) cachefile = goal.file.parent_path() / cachefile;
-    cachefile = cachefile.lexically_normal();
-    if (!std::filesystem::exists(cachefile))
-      target.fail("cachefile", "file not found: " + cachefile.string(), &file_node);
-    goal.target.cachefile = cachefile;
-    goal.target.replay_objective = target.optional<std::string>("objective", "");
-    target.finish({"kind", "cachefile", "objective"});
-  } else if (goal.target.kind == "command") {
-    // Validated here (keys, program); placeholders are checked against the
-    // goal's space when the run is prepared (setup.cpp).
-    (void)skills::parse_command_target(target, goal.file.parent_path());
-    goal.target.name = "command";
-  } else {
-    target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: sim, replay, command",
+  const auto& kinds = target_kind_registry();
+  goal.target.kind = target.required<std::string>("kind", kinds.joined_names());
+  if (!kinds.contains(goal.target.kind))
+    target.fail("kind", "unknown target kind '" + goal.target.kind + "'; accepted: " + kinds.joined_names(),
                 &kind_node);
-  }
+  kinds.get(goal.target.kind).read(target, goal);
 }
 
 }  // namespace
@@ -356,7 +339,8 @@ Goal load_goal(const std::filesystem::path& path) {
     source = source.lexically_normal();
     if (!std::filesystem::is_regular_file(source))
       top.fail("kernel_source", "file not found: " + source.string(), &node);
-    if (goal.target.kind != "sim") top.fail("kernel_source", "needs a simulated target (sim)", &node);
+    if (!target_kind_registry().get(goal.target.kind).runs_kernel_sources)
+      top.fail("kernel_source", "needs a simulated target (sim)", &node);
     goal.kernel_source = source;
   }
   goal.objective = parse_objective(top);
@@ -478,15 +462,11 @@ std::string to_yaml(const Goal& goal) {
   if (!goal.kernel_source.empty())
     out << YAML::Key << "kernel_source" << YAML::Value << goal.kernel_source.string();
   out << YAML::Key << "target" << YAML::Value;
-  if (goal.target.kind == "sim") {
-    out << goal.target.name;
-  } else if (goal.target.kind == "replay") {
-    out << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << "replay" << YAML::Key << "cachefile"
-        << YAML::Value << goal.target.cachefile.string() << YAML::Key << "objective" << YAML::Value
-        << goal.target.replay_objective << YAML::EndMap;
-  } else {
+  const TargetKind& target_kind = target_kind_registry().get(goal.target.kind);
+  if (target_kind.write)
+    target_kind.write(out, goal);
+  else
     out << goal.target.spec;
-  }
   out << YAML::Key << "objective" << YAML::Value << to_string(goal.objective);
   out << YAML::Key << "goal" << YAML::Value << YAML::BeginMap;
   if (goal.improvement) out << YAML::Key << "improvement" << YAML::Value << *goal.improvement;

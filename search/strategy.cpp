@@ -26,10 +26,6 @@ Registry<StrategyFactory>& strategy_registry() {
   return registry;
 }
 
-StrategyRegistration::StrategyRegistration(const std::string& name, StrategyFactory factory) {
-  strategy_registry().add(name, std::move(factory));
-}
-
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, std::uint64_t seed,
                                         const nlohmann::json& options) {
   const StrategyFactory& factory = strategy_registry().get(name);

@@ -78,8 +78,9 @@ Registry<StrategyFactory>& strategy_registry();
 
 // Strategies join the registry from their own .cpp file:
 //   static const StrategyRegistration registration("grid", [](auto& space, auto seed, auto& options) {...});
-struct StrategyRegistration {
-  StrategyRegistration(const std::string& name, StrategyFactory factory);
+struct StrategyRegistration : Registration<StrategyFactory> {
+  StrategyRegistration(const std::string& name, StrategyFactory factory)
+      : Registration(strategy_registry(), name, std::move(factory)) {}
 };
 
 // An unknown name is a UserError listing the accepted names; a bad option is

@@ -18,6 +18,17 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+const SkillRegistration registration(
+    kBenchmarkRunner,
+    {4,
+     "measures candidates on the target (sim, replay, command) in parallel with a timeout, verifies them, "
+     "caches and commits every trial",
+     "none (measure through your own program with target: {kind: command})",
+     // Measuring is the runner's own job (verification, cache, isolation); an
+     // external measurement is the command target.
+     "a benchmark_runner plugin is not supported: to measure through your own program use "
+     "target: {kind: command, argv: [...]} (docs/goals.md)"});
+
 }  // namespace
 
 // What the workers share with the caller. Held by shared_ptr so a worker that

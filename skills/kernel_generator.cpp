@@ -35,6 +35,11 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
+const SkillRegistration registration(
+    kKernelGenerator,
+    {2, "turns findings into ideas: which structural variant to try and which region of its parameter space",
+     "replaces or after", ""});
+
 }  // namespace
 
 Candidate carry_over(const Candidate& best, const VariantSpace& from, const VariantSpace& to) {
@@ -90,8 +95,9 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
 
   for (const auto& finding : request.analysis.findings) {
     if (finding.action == "make_room") {
-      considered.push_back({{"finding", finding.kind},
-                            {"outcome", "each raise also tries " + join(finding.roles, "/") + " one step down"}});
+      considered.push_back(
+          {{"finding", finding.kind},
+           {"outcome", "each raise also tries " + join(finding.roles, "/") + " one step down"}});
       continue;
     }
     if (finding.action == "raise" || finding.action == "vary") {
@@ -180,14 +186,14 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
                 "@" + (vary ? current.name : best.key());
       idea.finding = finding.kind;
       idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.kind + ": " + finding.summary +
-                       (vary ? " -> try every value of " : " -> raise ") + join(names, ", ") + " (role " +
-                       join(finding.roles, "/") +
-                       (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
-                             : ") from the best's values, others fixed") +
-                       (lowered.empty() ? ""
-                                        : "; making room, also with " + join(lowered, ", ") +
-                                              " one step down (" + room_reason + ")");
+      idea.rationale =
+          finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
+          join(names, ", ") + " (role " + join(finding.roles, "/") +
+          (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
+                : ") from the best's values, others fixed") +
+          (lowered.empty()
+               ? ""
+               : "; making room, also with " + join(lowered, ", ") + " one step down (" + room_reason + ")");
       consider(std::move(idea));
     } else if (finding.action == "structural") {
       Idea idea;

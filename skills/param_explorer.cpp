@@ -33,6 +33,13 @@ std::vector<Candidate> fresh_probes(const ExplorationRequest& request) {
   return out;
 }
 
+const SkillRegistration registration(
+    kParamExplorer,
+    {3,
+     "searches an idea's region with the goal's strategy (grid, random, bayes, ...) within a budget, in "
+     "batches",
+     "replaces or after (the plan: strategy and budget)", ""});
+
 }  // namespace
 
 int region_patience(const search::SearchSpace& region, int batch_size) {
@@ -49,8 +56,8 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   plan.region_size = request.region ? request.region->size() : 0;
   const int wanted = int(std::min<std::uint64_t>(fresh + probes.size(), std::uint64_t(1) << 30));
   plan.budget = std::min(request.budget, wanted);
-  const bool enumerable = !request.strategy_chosen &&
-                          fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
+  const bool enumerable =
+      !request.strategy_chosen && fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
   plan.strategy = enumerable ? "grid" : request.strategy;
 
   auto& decision = out.decision;
@@ -80,14 +87,15 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   }
   const std::string offered = std::to_string(request.budget);
   if (enumerable)
-    decision.rationale = "propose all " + std::to_string(plan.budget) + ": " + what + " fit in the budget of " +
-                         offered + ", so enumerate them (grid)";
+    decision.rationale = "propose all " + std::to_string(plan.budget) + ": " + what +
+                         " fit in the budget of " + offered + ", so enumerate them (grid)";
   else if (request.strategy_chosen)
-    decision.rationale = "propose up to " + std::to_string(plan.budget) + " of " + what + ": the idea searches them with " +
-                         request.strategy + " " + request.strategy_options.dump();
+    decision.rationale = "propose up to " + std::to_string(plan.budget) + " of " + what +
+                         ": the idea searches them with " + request.strategy + " " +
+                         request.strategy_options.dump();
   else
-    decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what + ", more than the budget of " +
-                         offered + ": search with " + request.strategy;
+    decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what +
+                         ", more than the budget of " + offered + ": search with " + request.strategy;
   return out;
 }
 

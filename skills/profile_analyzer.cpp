@@ -24,6 +24,13 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0, do
 
 const char* const kComputeEngines[] = {"tensor", "vector", "scalar", "gpsimd"};
 
+const SkillRegistration registration(
+    kProfileAnalyzer,
+    {1,
+     "reads the best candidate's profile and returns findings with evidence (bound, engine activity, "
+     "DMA/compute overlap, small transfers, SBUF/PSUM pressure, roofline headroom), each mapped to an action",
+     "replaces or after", ""});
+
 }  // namespace
 
 SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
@@ -380,9 +387,10 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
       const double waiting = std::max(0.0, 100.0 - busy_total);
       if (waiting >= t.critical_path_wait_percent)
         add({"critical_path_latency",
-             with_link(format("the critical path waits %.0f%% of its length (no engine or transfer busy on it)",
-                              waiting),
-                       top_link),
+             with_link(
+                 format("the critical path waits %.0f%% of its length (no engine or transfer busy on it)",
+                        waiting),
+                 top_link),
              {{"waiting_percent", rounded(waiting)},
               {"busy_percent", rounded(busy_total)},
               {"wait_dma_queue_percent", rounded(dma_queue)},

@@ -2,6 +2,11 @@
 
 namespace autotune::skills {
 
+Registry<SkillInfo>& skill_registry() {
+  static Registry<SkillInfo> registry("skill");
+  return registry;
+}
+
 void to_json(Json& out, const Finding& finding) {
   out = Json{{"kind", finding.kind},         {"summary", finding.summary},
              {"evidence", finding.evidence}, {"action", finding.action},

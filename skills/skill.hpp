@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registry.hpp"
 #include "search/strategy.hpp"
 #include "skills/candidate.hpp"
 #include "skills/variant_catalog.hpp"
@@ -48,6 +49,22 @@ class Skill {
  public:
   virtual ~Skill() = default;
   virtual std::string name() const = 0;  // one of the k* names above, or a plugin's name
+};
+
+// A built-in skill as `autotune skills` lists it and as a goal's plugin
+// skills name its role. Each built-in registers itself from its own .cpp file
+// under its decision-log name; the registry is what plugins may name.
+struct SkillInfo {
+  int step = 0;                // its place in an iteration (1 analyze ... 4 measure); orders listings
+  std::string does;            // one line
+  std::string plugins;         // how a plugin can take part in its role
+  std::string plugin_refusal;  // non-empty: plugins cannot take this role, and what to use instead
+};
+Registry<SkillInfo>& skill_registry();
+
+struct SkillRegistration : Registration<SkillInfo> {
+  SkillRegistration(const std::string& name, SkillInfo info)
+      : Registration(skill_registry(), name, std::move(info)) {}
 };
 
 // --- Profile Analyzer --------------------------------------------------------

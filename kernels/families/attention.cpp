@@ -230,8 +230,6 @@ VariantSpec flash_banked_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec attention_family() {
   FamilySpec f;
   f.name = "attention";
@@ -284,4 +282,7 @@ FamilySpec attention_family() {
   return f;
 }
 
+const FamilyRegistration registration(attention_family());
+
+}  // namespace
 }  // namespace autotune::kernels

@@ -104,9 +104,8 @@ FamilySpec elementwise_family(ElementwiseOp op) {
   return f;
 }
 
+const FamilyRegistration add_registration(elementwise_family(ElementwiseOp::add));
+const FamilyRegistration silu_mul_registration(elementwise_family(ElementwiseOp::silu_mul));
+
 }  // namespace
-
-FamilySpec add_family() { return elementwise_family(ElementwiseOp::add); }
-FamilySpec silu_mul_family() { return elementwise_family(ElementwiseOp::silu_mul); }
-
 }  // namespace autotune::kernels

@@ -60,8 +60,6 @@ VariantSpec tiled_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec exp_family() {
   FamilySpec f;
   f.name = "exp";
@@ -93,4 +91,7 @@ FamilySpec exp_family() {
   return f;
 }
 
+const FamilyRegistration registration(exp_family());
+
+}  // namespace
 }  // namespace autotune::kernels

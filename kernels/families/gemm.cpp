@@ -153,8 +153,6 @@ VariantSpec blocked_mnk_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec gemm_family() {
   FamilySpec f;
   f.name = "gemm";
@@ -206,4 +204,7 @@ FamilySpec gemm_family() {
   return f;
 }
 
+const FamilyRegistration registration(gemm_family());
+
+}  // namespace
 }  // namespace autotune::kernels

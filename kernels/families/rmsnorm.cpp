@@ -59,8 +59,6 @@ VariantSpec fused_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec rmsnorm_family() {
   FamilySpec f;
   f.name = "rmsnorm";
@@ -112,4 +110,7 @@ FamilySpec rmsnorm_family() {
   return f;
 }
 
+const FamilyRegistration registration(rmsnorm_family());
+
+}  // namespace
 }  // namespace autotune::kernels

@@ -60,8 +60,6 @@ VariantSpec wide_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec rope_family() {
   FamilySpec f;
   f.name = "rope";
@@ -120,4 +118,7 @@ FamilySpec rope_family() {
   return f;
 }
 
+const FamilyRegistration registration(rope_family());
+
+}  // namespace
 }  // namespace autotune::kernels

@@ -92,8 +92,6 @@ VariantSpec dma_variant() {
   return v;
 }
 
-}  // namespace
-
 FamilySpec transpose_family() {
   FamilySpec f;
   f.name = "transpose";
@@ -133,4 +131,7 @@ FamilySpec transpose_family() {
   return f;
 }
 
+const FamilyRegistration registration(transpose_family());
+
+}  // namespace
 }  // namespace autotune::kernels

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/subprocess.hpp"
 #include "orchestrator/llm/llm_source_proposer.hpp"
+#include "orchestrator/target_kind.hpp"
 
 namespace autotune::orchestrator::llm {
 
@@ -346,10 +347,12 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   const orchestrator::Goal& goal = llm_policy->goal();
   if (llm_policy->kernel_sources_asked >= goal.llm_config->kernel_sources) return;
   ++llm_policy->kernel_sources_asked;
-  if (goal.target.kind != "sim" || !goal.kernel_source.empty()) {
+  if (!orchestrator::target_kind_registry().get(goal.target.kind).runs_kernel_sources ||
+      !goal.kernel_source.empty()) {
     skills::SkillDecision skipped;
     skipped.action = "propose_source";
-    skipped.rationale = "kernel sources are proposed for built-in families on the sim target only";
+    skipped.rationale =
+        "kernel sources are proposed for built-in families on a target that runs them (sim) only";
     skipped.outcome = "skipped";
     log.append(state.iteration, skills::kKernelGenerator, skipped);
     return;

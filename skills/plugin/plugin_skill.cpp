@@ -7,14 +7,12 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "skills/skill.hpp"
 
 namespace autotune::skills {
 namespace {
 
-bool is_plugin_role(const std::string& name) {
-  const auto& roles = plugin_roles();
-  return std::find(roles.begin(), roles.end(), name) != roles.end();
-}
+bool is_plugin_role(const std::string& name) { return skill_registry().contains(name); }
 
 PluginFailure failure_of(JsonLinesFailure failure) {
   switch (failure) {
@@ -38,9 +36,12 @@ PluginFailure failure_of(JsonLinesFailure failure) {
 
 }  // namespace
 
-const std::vector<std::string>& plugin_roles() {
-  static const std::vector<std::string> roles = {"profile_analyzer", "kernel_generator", "param_explorer",
-                                                 "benchmark_runner"};
+std::vector<std::string> plugin_roles() {
+  std::vector<std::pair<int, std::string>> steps;
+  for (const auto& [name, info] : skill_registry().entries()) steps.emplace_back(info.step, name);
+  std::sort(steps.begin(), steps.end());
+  std::vector<std::string> roles;
+  for (auto& step : steps) roles.push_back(std::move(step.second));
   return roles;
 }
 
@@ -98,13 +99,8 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
     entry.fail("after", "a plugin that runs after " + config.after + " must have role " + config.after +
                             " (role is " + config.role + "): it receives that skill's result and amends it");
   }
-  // Measuring is the Benchmark Runner's own job (verification, cache,
-  // isolation); an external measurement is the command target.
-  if (config.role == "benchmark_runner") {
-    entry.fail("role",
-               "a benchmark_runner plugin is not supported: to measure through your own program use "
-               "target: {kind: command, argv: [...]} (docs/goals.md)");
-  }
+  const std::string& refusal = skill_registry().get(config.role).plugin_refusal;
+  if (!refusal.empty()) entry.fail("role", refusal);
   config.timeout_s = entry.optional<double>("timeout_s", config.timeout_s);
   if (!(config.timeout_s > 0)) entry.fail("timeout_s", "must be a positive number of seconds");
   config.max_restarts = entry.optional<int>("max_restarts", config.max_restarts);

@@ -36,7 +36,7 @@ inline constexpr const char* kPluginProtocol = "autotune-skill/1";
 
 // The roles a plugin can take; they are also the names of the built-in skills
 // it can replace or follow.
-const std::vector<std::string>& plugin_roles();
+std::vector<std::string> plugin_roles();
 
 struct PluginSkillConfig {
   std::string name;                  // unique among the goal's plugins
