@@ -95,10 +95,10 @@ std::vector<search::Trace> traces_from_json(const nlohmann::json& runs, const st
 
 int run_search_bench(const SearchBenchArguments& args) {
   if (args.cachefiles.empty()) throw UserError("search-bench: no CACHEFILE given");
-  std::vector<search::ReplayTarget> targets;
+  std::vector<search::RecordedSpace> targets;
   std::map<std::string, std::size_t> by_name;
   for (const auto& file : args.cachefiles) {
-    targets.push_back(search::ReplayTarget::load(file));
+    targets.push_back(search::RecordedSpace::load(file));
     if (!by_name.emplace(targets.back().name(), targets.size() - 1).second)
       throw UserError("search-bench: two cachefiles are both named '" + targets.back().name() +
                       "' (parent-dir/stem)");

@@ -1,10 +1,10 @@
 // A Kernel Tuner cachefile, as a replay target loads it.
 #include "fuzz_support.hpp"
-#include "search/replay.hpp"
+#include "search/recorded_space.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace autotune;
   const auto path = fuzz::file_with(fuzz::text_of(data, size), "cache.json");
-  fuzz::expect_user_errors_only([&] { (void)search::ReplayTarget::load(path); });
+  fuzz::expect_user_errors_only([&] { (void)search::RecordedSpace::load(path); });
   return 0;
 }

@@ -210,19 +210,9 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   const store::report::RunOverview overview = store::report::overview(store, run);
   const std::vector<store::Trial> trials = store.trials(run_id);
 
-  Json doc = {{"id", run.id},
-              {"goal_name", run.goal_name},
-              {"kernel", run.kernel},
-              {"target", run.target},
-              {"status", std::string(to_string(run.status))},
-              {"stop_reason", run.stop_reason},
-              {"goal_met", run.goal_met},
-              {"seed", run.seed},
-              {"created", run.created},
-              {"updated", run.updated},
-              {"simulator_version", run.simulator_version},
-              {"objective", objective_of(run)},
-              {"evaluations", trials.size()}};
+  Json doc = store::run_listing_json(run);
+  doc["objective"] = objective_of(run);
+  doc["evaluations"] = trials.size();
   auto number_or_null = [](std::optional<double> value) { return value ? Json(*value) : Json(); };
   if (overview.baseline)
     doc["baseline"] = {{"trial", overview.baseline->id},
@@ -336,13 +326,8 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
 Json runs_index(store::Store& store) {
   Json out = Json::array();
   for (const auto& o : store::report::overviews(store)) {
-    Json row = {{"id", o.run.id},
-                {"goal_name", o.run.goal_name},
-                {"kernel", o.run.kernel},
-                {"target", o.run.target},
-                {"status", std::string(to_string(o.run.status))},
-                {"created", o.run.created},
-                {"evaluations", o.counts.total}};
+    Json row = store::run_listing_json(o.run);
+    row["evaluations"] = o.counts.total;
     if (o.baseline_latency_s) row["baseline_latency_s"] = *o.baseline_latency_s;
     if (o.best_latency_s) row["best_latency_s"] = *o.best_latency_s;
     if (o.speedup) row["speedup"] = *o.speedup;

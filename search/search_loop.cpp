@@ -33,7 +33,7 @@ SearchRecord run_search(Strategy& strategy, const Evaluator& evaluate, const Sto
   return record;
 }
 
-Trace replay_trace(const ReplayTarget& target, const std::string& strategy_name, std::uint64_t seed,
+Trace replay_trace(const RecordedSpace& target, const std::string& strategy_name, std::uint64_t seed,
                    std::size_t budget, const nlohmann::json& options, std::size_t batch_size) {
   auto strategy = make_strategy(strategy_name, target.space(), seed, options);
   const auto record = run_search(

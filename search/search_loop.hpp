@@ -6,7 +6,7 @@
 #include <functional>
 #include <optional>
 
-#include "search/replay.hpp"
+#include "search/recorded_space.hpp"
 #include "search/scoring.hpp"
 #include "search/stop_condition.hpp"
 #include "search/strategy.hpp"
@@ -27,7 +27,7 @@ SearchRecord run_search(Strategy& strategy, const Evaluator& evaluate, const Sto
 
 // One benchmark run against a replayed space: the values of each evaluation
 // in order (nothing for a failure), `budget` evaluations at most.
-Trace replay_trace(const ReplayTarget& target, const std::string& strategy, std::uint64_t seed,
+Trace replay_trace(const RecordedSpace& target, const std::string& strategy, std::uint64_t seed,
                    std::size_t budget, const nlohmann::json& options = {}, std::size_t batch_size = 1);
 
 }  // namespace autotune::search

@@ -108,6 +108,13 @@ void to_json(Json& out, const Run& run) {
              {"goal_yaml", run.goal_yaml}};
 }
 
+Json run_listing_json(const Run& run) {
+  Json out = run;
+  out.erase("summary");
+  out.erase("goal_yaml");
+  return out;
+}
+
 void to_json(Json& out, const Decision& decision) {
   out = Json{{"run", decision.run},
              {"seq", decision.seq},

@@ -165,6 +165,9 @@ struct MeasurementContext {
 
 // JSON views of the records (used by --json output and by plugins).
 void to_json(Json& out, const Run& run);
+// A run as listings show it: its JSON without the long texts (summary,
+// goal_yaml). `runs --json`, the report and the dashboard's index start from it.
+Json run_listing_json(const Run& run);
 void to_json(Json& out, const Decision& decision);
 void to_json(Json& out, const Trial& trial);
 void to_json(Json& out, const Profile& profile);

@@ -531,26 +531,17 @@ std::string format_explanation(const Explanation& e) {
 Json runs_json(const std::vector<RunOverview>& runs) {
   Json out = Json::array();
   for (const auto& entry : runs) {
-    const Run& run = entry.run;
-    out.push_back({{"id", run.id},
-                   {"created", run.created},
-                   {"updated", run.updated},
-                   {"goal_name", run.goal_name},
-                   {"kernel", run.kernel},
-                   {"target", run.target},
-                   {"seed", run.seed},
-                   {"simulator_version", run.simulator_version},
-                   {"status", to_string(run.status)},
-                   {"goal_met", run.goal_met},
-                   {"stop_reason", run.stop_reason},
-                   {"baseline_trial", entry.baseline ? Json(entry.baseline->id) : Json(nullptr)},
-                   {"best_trial", entry.best ? Json(entry.best->id) : Json(nullptr)},
-                   {"baseline_latency_s", number_or_null(entry.baseline_latency_s)},
-                   {"best_latency_s", number_or_null(entry.best_latency_s)},
-                   {"speedup", number_or_null(entry.speedup)},
-                   {"improvement", number_or_null(entry.improvement)},
-                   {"evaluations", entry.counts.total},
-                   {"cache_hits", entry.counts.cache_hits}});
+    Json item = run_listing_json(entry.run);
+    // The overview's baseline and best, found from the trials while a run is going.
+    item["baseline_trial"] = entry.baseline ? Json(entry.baseline->id) : Json(nullptr);
+    item["best_trial"] = entry.best ? Json(entry.best->id) : Json(nullptr);
+    item["baseline_latency_s"] = number_or_null(entry.baseline_latency_s);
+    item["best_latency_s"] = number_or_null(entry.best_latency_s);
+    item["speedup"] = number_or_null(entry.speedup);
+    item["improvement"] = number_or_null(entry.improvement);
+    item["evaluations"] = entry.counts.total;
+    item["cache_hits"] = entry.counts.cache_hits;
+    out.push_back(std::move(item));
   }
   return out;
 }

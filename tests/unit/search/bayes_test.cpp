@@ -59,7 +59,7 @@ TEST_CASE("bayes beats random on a smooth synthetic function (median over seeds)
 
 TEST_CASE("bayes beats random on a recorded GPU space (median over seeds)") {
   const auto target =
-      ReplayTarget::load(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/pnpoly/RTX_3090.json");
+      RecordedSpace::load(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/pnpoly/RTX_3090.json");
   std::vector<double> bayes, random;
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     bayes.push_back(best_of(replay_trace(target, "bayes", seed, 40)));
@@ -78,7 +78,7 @@ TEST_CASE(
   // acquisition that rewards the wrong side (its sign flipped) does no better
   // than random here, so the margin below separates the two.
   const auto target =
-      ReplayTarget::load(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/convolution/RTX_3090.json");
+      RecordedSpace::load(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/convolution/RTX_3090.json");
   std::vector<double> bayes, random;  // optimum / best reached: 1 is the optimum
   for (std::uint64_t seed = 1; seed <= 7; ++seed) {
     bayes.push_back(target.optimum() / best_of(replay_trace(target, "bayes", seed, 40)));

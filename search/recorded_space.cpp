@@ -1,4 +1,4 @@
-#include "search/replay.hpp"
+#include "search/recorded_space.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@ namespace {
 
 }  // namespace
 
-ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
+RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!std::filesystem::is_regular_file(path) || !in)
     throw UserError(path.string() + ": cachefile not found");
@@ -38,7 +38,7 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
   if (!tune_params.is_object()) malformed(path, "'tune_params' must be an object of value lists");
   if (!cache.is_object()) malformed(path, "'cache' must be an object of records");
 
-  ReplayTarget target;
+  RecordedSpace target;
   target.name_ = path.parent_path().filename().string() + "/" + path.stem().string();
   target.kernel_name_ = document.value("kernel_name", std::string());
   target.device_name_ = document.value("device_name", std::string());
@@ -115,8 +115,8 @@ ReplayTarget ReplayTarget::load(const std::filesystem::path& path) {
   return target;
 }
 
-ReplayResult ReplayTarget::evaluate_index(std::uint64_t index) const {
-  ReplayResult result;
+RecordedResult RecordedSpace::evaluate_index(std::uint64_t index) const {
+  RecordedResult result;
   if (index >= value_by_index_.size()) return result;
   if (std::isnan(value_by_index_[index])) {
     result.status = Outcome::failed;
@@ -128,27 +128,27 @@ ReplayResult ReplayTarget::evaluate_index(std::uint64_t index) const {
   return result;
 }
 
-ReplayResult ReplayTarget::evaluate(const Configuration& configuration) const {
+RecordedResult RecordedSpace::evaluate(const Configuration& configuration) const {
   const auto index = space_->index_of(configuration);
   if (!index) return {};
   return evaluate_index(*index);
 }
 
-std::optional<Observation> ReplayTarget::observe(const Configuration& configuration) const {
-  const ReplayResult result = evaluate(configuration);
+std::optional<Observation> RecordedSpace::observe(const Configuration& configuration) const {
+  const RecordedResult result = evaluate(configuration);
   if (result.status == Outcome::ok) return Observation::success(configuration, result.value);
   if (result.status == Outcome::failed) return Observation::failed(configuration, result.failure);
   return std::nullopt;
 }
 
-std::vector<double> ReplayTarget::valid_values() const {
+std::vector<double> RecordedSpace::valid_values() const {
   std::vector<double> out;
   for (double v : value_by_index_)
     if (!std::isnan(v)) out.push_back(v);
   return out;
 }
 
-double ReplayTarget::optimum() const {
+double RecordedSpace::optimum() const {
   const auto values = valid_values();
   return *std::min_element(values.begin(), values.end());
 }

@@ -1,6 +1,9 @@
 #pragma once
-// Replay of a recorded, brute-forced tuning space (Kernel Tuner cachefile,
-// see ../shared/data/tuning/README.md): the target answers from the file.
+// A recorded, brute-forced tuning space (Kernel Tuner cachefile, see
+// ../shared/data/tuning/README.md) as the search library replays it: the
+// space and every configuration's recorded result, for scoring strategies
+// (search-bench). The `replay` measurement target of a run is
+// skills::ReplayTarget.
 //
 //  - The space comes from the file: parameters from `tune_params` (in
 //    `tune_params_keys` order, single-valued ones included as constants), and
@@ -24,16 +27,16 @@
 
 namespace autotune::search {
 
-struct ReplayResult {
+struct RecordedResult {
   // ok, failed (recorded as failing), or invalid: outside the recorded space.
   Outcome status = Outcome::invalid;
   double value = 0;     // when ok
   std::string failure;  // when failed
 };
 
-class ReplayTarget {
+class RecordedSpace {
  public:
-  static ReplayTarget load(const std::filesystem::path& cachefile);
+  static RecordedSpace load(const std::filesystem::path& cachefile);
 
   // "<parent-dir>/<file-stem>", e.g. "convolution/RTX_3090".
   const std::string& name() const { return name_; }
@@ -45,8 +48,8 @@ class ReplayTarget {
   const SearchSpace& space() const { return *space_; }
   std::shared_ptr<const SearchSpace> shared_space() const { return space_; }
 
-  ReplayResult evaluate(const Configuration& configuration) const;
-  ReplayResult evaluate_index(std::uint64_t index) const;
+  RecordedResult evaluate(const Configuration& configuration) const;
+  RecordedResult evaluate_index(std::uint64_t index) const;
   // The observation a strategy is told (nothing when outside the space).
   std::optional<Observation> observe(const Configuration& configuration) const;
 

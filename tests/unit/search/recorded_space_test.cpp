@@ -22,7 +22,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST_CASE("replay reads a recorded space: keys are the space, failures are failures") {
-  const auto target = ReplayTarget::load(kData + "pnpoly/RTX_3090.json");
+  const auto target = RecordedSpace::load(kData + "pnpoly/RTX_3090.json");
   CHECK(target.name() == "pnpoly/RTX_3090");
   CHECK(target.space().size() == 4092);
   CHECK(target.valid_values().size() == 3774);
@@ -42,7 +42,7 @@ TEST_CASE("replay reads a recorded space: keys are the space, failures are failu
 }
 
 TEST_CASE("replay: configurations absent from the cache are outside the space") {
-  const auto target = ReplayTarget::load(kData + "convolution/RTX_3090.json");
+  const auto target = RecordedSpace::load(kData + "convolution/RTX_3090.json");
   CHECK(target.space().size() == 6768);
   CHECK(target.space().cartesian_size() > 6768);
   std::size_t outside = 0;
@@ -64,25 +64,25 @@ TEST_CASE("replay: configurations absent from the cache are outside the space") 
 }
 
 TEST_CASE("a missing or malformed cachefile is one clear error") {
-  CHECK_THROWS_WITH_AS(ReplayTarget::load("/nonexistent/cache.json"),
+  CHECK_THROWS_WITH_AS(RecordedSpace::load("/nonexistent/cache.json"),
                        doctest::Contains("cachefile not found"), UserError);
-  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad1.json", "{not json")),
+  CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp("bad1.json", "{not json")),
                        doctest::Contains("invalid JSON"), UserError);
   CHECK_THROWS_WITH_AS(
-      ReplayTarget::load(
+      RecordedSpace::load(
           write_temp("bad2.json", "{\"tune_params_keys\": [\"a\"], \"tune_params\": {}, \"cache\": {}}")),
       doctest::Contains("no value list for 'a'"), UserError);
   CHECK_THROWS_WITH_AS(
-      ReplayTarget::load(write_temp("bad3.json",
+      RecordedSpace::load(write_temp("bad3.json",
                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
                                     "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
       doctest::Contains("a = 3 is not in tune_params"), UserError);
-  CHECK_THROWS_WITH_AS(ReplayTarget::load(write_temp("bad4.json",
+  CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp("bad4.json",
                                                      "{\"tune_params_keys\": [\"a\"], \"tune_params\": "
                                                      "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, "
                                                      "\"time\": 1e999}}}")),
                        doctest::Contains("invalid JSON"), UserError);
-  const auto ok = ReplayTarget::load(
+  const auto ok = RecordedSpace::load(
       write_temp("ok.json",
                  "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
                  "\"cache\": {\"1,x\": {\"a\": 1, \"s\": \"x\", \"time\": 2.5}, "
