@@ -5,7 +5,7 @@
 
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
-#include "store/report.hpp"
+#include "orchestrator/explain.hpp"
 
 namespace autotune::cli {
 namespace {
@@ -27,13 +27,13 @@ const CommandRegistration registration{
       command.add_flag("--json", options->json, "Print the explanation as one JSON object");
       return [options] {
         auto store = open_store_for_reading(options->db);
-        const auto explanation = store::report::explain(*store, options->run, options->trial);
+        const auto explanation = orchestrator::explain(*store, options->run, options->trial);
         if (options->json) {
-          std::cout << store::report::explanation_json(explanation)
+          std::cout << orchestrator::explanation_json(explanation)
                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                     << "\n";
         } else {
-          std::cout << store::report::format_explanation(explanation);
+          std::cout << orchestrator::format_explanation(explanation);
         }
         return 0;
       };

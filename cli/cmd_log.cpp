@@ -7,6 +7,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "orchestrator/decision_log.hpp"
 #include "skills/skill.hpp"
 #include "store/report.hpp"
 
@@ -30,7 +31,8 @@ bool decided_by(const store::Decision& decision, const std::string& name) {
 // decisions yet); so are the run's other skills and its plugins' names.
 void require_known_skill(const std::vector<store::Decision>& all, int64_t run, const std::string& skill) {
   std::vector<std::string> accepted{skills::kProfileAnalyzer, skills::kKernelGenerator,
-                                    skills::kParamExplorer, skills::kBenchmarkRunner, "orchestrator"};
+                                    skills::kParamExplorer, skills::kBenchmarkRunner,
+                                    orchestrator::kOrchestrator};
   auto accept = [&](const std::string& name) {
     if (std::find(accepted.begin(), accepted.end(), name) == accepted.end()) accepted.push_back(name);
   };

@@ -11,11 +11,20 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "skills/skill.hpp"
 #include "store/store.hpp"
 
 namespace autotune::orchestrator {
+
+// The orchestrator's own decisions: logged under the skill name kOrchestrator,
+// "try:<idea kind>" when the policy picks an idea, kAccept or kRollback when
+// the idea's search is judged. `autotune explain` traces trials through them.
+inline constexpr const char* kOrchestrator = "orchestrator";
+inline constexpr std::string_view kTryPrefix = "try:";
+inline constexpr const char* kAccept = "accept";
+inline constexpr const char* kRollback = "rollback";
 
 class DecisionLog {
  public:

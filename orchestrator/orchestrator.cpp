@@ -316,7 +316,7 @@ RunSummary Orchestrator::run() {
                      {"resumed_trials", summary.resumed_trials}};
     stop.rationale = reason;
     stop.outcome = summary.goal_met ? "goal met" : "goal not met";
-    log.append(progress.iteration, "orchestrator", stop);
+    log.append(progress.iteration, kOrchestrator, stop);
     record.status = status;
     record.stop_reason = reason;
     record.goal_met = summary.goal_met;
@@ -347,7 +347,7 @@ RunSummary Orchestrator::run() {
       start.rationale += "; the target cannot measure anything (" + unusable +
                          "), so the baseline is recorded as a failed trial and the run stops";
     }
-    const int64_t start_seq = log.append(0, "orchestrator", start);
+    const int64_t start_seq = log.append(0, kOrchestrator, start);
     const auto baseline_observation = measure({catalog.baseline}, 0, start_seq);
     if (!baseline_observation.front().ok()) {
       const std::string& failure = baseline_observation.front().failure;
@@ -462,7 +462,7 @@ RunSummary Orchestrator::run() {
         chosen = choice.result.new_idea ? &*choice.result.new_idea : &state.ideas.at(choice.result.idea);
         choice.decision.inputs["idea"] = chosen->id;
       }
-      const int64_t policy_seq = log.append(iteration, "orchestrator", choice.decision);
+      const int64_t policy_seq = log.append(iteration, kOrchestrator, choice.decision);
       if (choice.result.stop) {
         stop_reason = choice.result.stop_reason;
         log.set_outcome(policy_seq, "stop");
@@ -536,7 +536,7 @@ RunSummary Orchestrator::run() {
       log.set_outcome(policy_seq, improved ? "improved" : "no improvement");
 
       skills::SkillDecision verdict;
-      verdict.action = improved ? "accept" : "rollback";
+      verdict.action = improved ? kAccept : kRollback;
       verdict.inputs = {{"idea", idea.id}};
       verdict.evidence = {{"best_before", before},
                           {"best_after", best_value},
@@ -550,7 +550,7 @@ RunSummary Orchestrator::run() {
                                     "): the iteration goes to the next idea"
                               : "the idea did not improve the best: keep the best so far and try a different "
                                 "idea (variant or region) next";
-      log.append(iteration, "orchestrator", verdict);
+      log.append(iteration, kOrchestrator, verdict);
       failed_in_a_row = improved ? 0 : failed_in_a_row + 1;
       // An idea that settled without measuring anything (its region's history
       // already shows it stopped paying) did not use the iteration: the next

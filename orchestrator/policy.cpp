@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "orchestrator/decision_log.hpp"
+
 namespace autotune::orchestrator {
 
 skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
@@ -54,7 +56,7 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
     choice.budget = std::min(remaining, 2 * share);
   }
   choice.budget = std::max(choice.budget, std::min(remaining, 1));
-  decision.action = "try:" + idea.kind;
+  decision.action = std::string(kTryPrefix) + idea.kind;
   decision.rationale =
       (idea.finding.empty() ? "no finding left to act on; " : "strongest finding " + idea.finding + "; ") +
       idea.rationale + "; budget " + std::to_string(choice.budget) + " of " + std::to_string(remaining) +

@@ -116,7 +116,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
                 std::to_string(total) + " valid configurations, the goal's start point first"
           : "exhaustive evaluation of every valid configuration of the goal's space(s), the goal's "
             "start point first";
-  const int64_t seq = log.append(0, "orchestrator", plan);
+  const int64_t seq = log.append(0, kOrchestrator, plan);
 
   skills::RunnerOptions runner_options;
   runner_options.jobs = options.jobs;
@@ -189,7 +189,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   end.proposer = "user";
   end.rationale = record.stop_reason;
   end.evidence = record.summary;
-  log.append(0, "orchestrator", end);
+  log.append(0, kOrchestrator, end);
   return result;
 }
 

@@ -352,7 +352,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   SkillResult<Generation> out;
   out.result.ideas = ideas;
   auto& decision = out.decision;
-  decision.action = ideas.empty() ? "nothing_left" : "propose:" + ideas.front().kind;
+  decision.action = ideas.empty() ? kNothingLeft : std::string(kProposePrefix) + ideas.front().kind;
   decision.inputs = {{"best", best.key()}, {"findings", request.analysis.findings.size()}};
   Json proposed = Json::array();
   for (const auto& idea : ideas) proposed.push_back(idea);

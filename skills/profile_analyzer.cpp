@@ -468,7 +468,8 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   SkillResult<Analysis> out;
   out.result = analysis;
   auto& decision = out.decision;
-  decision.action = analysis.findings.empty() ? "no_findings" : "findings:" + analysis.findings.front().kind;
+  decision.action =
+      analysis.findings.empty() ? kNoFindings : std::string(kFindingsPrefix) + analysis.findings.front().kind;
   decision.inputs = {{"candidate", request.candidate.key()}};
   decision.evidence = evidence;
   decision.evidence["bound"] = analysis.bound;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/registry.hpp"
@@ -28,6 +29,14 @@ inline constexpr const char* kProfileAnalyzer = "profile_analyzer";
 inline constexpr const char* kKernelGenerator = "kernel_generator";
 inline constexpr const char* kParamExplorer = "param_explorer";
 inline constexpr const char* kBenchmarkRunner = "benchmark_runner";
+
+// Actions the built-in skills log that `autotune explain` traces: the
+// analyzer's "findings:<first finding>" or "no_findings", the generator's
+// "propose:<first idea's kind>" or "nothing_left".
+inline constexpr std::string_view kFindingsPrefix = "findings:";
+inline constexpr const char* kNoFindings = "no_findings";
+inline constexpr std::string_view kProposePrefix = "propose:";
+inline constexpr const char* kNothingLeft = "nothing_left";
 
 struct SkillDecision {
   std::string action;

@@ -308,7 +308,7 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
     if (action->idea) {
       const skills::Idea& idea = state.ideas.at(*action->idea);
       out.result.idea = *action->idea;
-      out.decision.action = "try:" + idea.kind;
+      out.decision.action = std::string(orchestrator::kTryPrefix) + idea.kind;
       out.decision.rationale = "the LLM (" + goal_.llm_config->model + ") chose the listed idea " + idea.id +
                                why + "; budget " + std::to_string(out.result.budget) + " (the rules' share)";
       tried_idea = idea.id;
@@ -316,7 +316,7 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
       tried_region = region_json(idea.region);
     } else {
       const skills::Idea& idea = *action->new_idea;
-      out.decision.action = "try:llm";
+      out.decision.action = std::string(orchestrator::kTryPrefix) + "llm";
       out.decision.inputs["llm_idea"] = {
           {"id", idea.id}, {"variant", idea.variant}, {"region", region_json(idea.region)}};
       out.decision.rationale = "the LLM (" + goal_.llm_config->model + ") proposed variant " + idea.variant +

@@ -1,0 +1,50 @@
+#pragma once
+// `autotune explain RUN TRIAL`: why a trial was tried, traced back through
+// the decision log the loop writes (orchestrator/decision_log.hpp names its
+// decisions), what it was compared with and what came of it.
+#include <optional>
+#include <string>
+
+#include "store/report.hpp"
+#include "store/store.hpp"
+
+namespace autotune::orchestrator {
+
+using store::Decision;
+using store::Json;
+using store::Run;
+using store::Trial;
+
+struct Explanation {
+  Run run;
+  Trial trial;
+  std::optional<Decision> proposal;  // the decision whose seq proposed the trial
+  // The chain behind the proposal, traced back through the decisions of its
+  // iteration: the analysis of the best so far, the generator's ideas, the
+  // policy's choice of one idea, and the verdict on that idea afterwards.
+  // Each is absent when the run logged no such decision (the baseline, a
+  // replayed target without profiles, a plugin that logs differently).
+  std::optional<Decision> analysis;    // profile_analyzer: the findings
+  std::optional<Decision> generation;  // kernel_generator: the ideas
+  std::optional<Decision> choice;      // orchestrator try:*: the idea picked
+  std::optional<Decision> verdict;     // orchestrator accept/rollback
+  Json idea;                           // the chosen idea as the generator logged it, else null
+  Json findings = Json::array();       // the analyzer's findings the idea answers, with their evidence
+  std::optional<Trial> baseline;
+  // The best measured trial known when this one was proposed: trials proposed
+  // by earlier decisions (or, without decision numbers, committed earlier).
+  std::optional<Trial> best_before;
+  std::optional<Trial> best_now;
+  std::optional<double> speedup_vs_baseline;     // baseline latency / latency
+  std::optional<double> speedup_vs_best_before;  // best-before latency / latency
+  bool became_best = false;                      // measured and faster than everything known before it
+  bool is_run_best = false;                      // it is the run's best trial now
+};
+
+// UserError for an unknown run or trial.
+Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id);
+
+std::string format_explanation(const Explanation& explanation);
+Json explanation_json(const Explanation& explanation);
+
+}  // namespace autotune::orchestrator
