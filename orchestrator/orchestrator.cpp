@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "orchestrator/distributed.hpp"
 #include "orchestrator/llm/llm_policy.hpp"
 #include "orchestrator/run_lease.hpp"
@@ -134,179 +135,402 @@ Orchestrator::Orchestrator(RunContext context, SkillSet skills)
   }
 }
 
-RunSummary Orchestrator::run() {
-  const auto started = Clock::now();
-  const Goal& goal = context_.goal;
-  const skills::VariantCatalog& catalog = context_.catalog;
-  store::Store& store = context_.store;
-  const RunOptions& options = context_.options;
-  const int jobs = options.queue || options.jobs > 0 ? options.jobs : goal.parallel;
-  const std::string goal_yaml = to_yaml(goal);
+namespace {
 
-  // --- the run record (new, or the one being resumed) ---
+// Ideas in a row that settled without measuring anything: each hands its
+// iteration to the next idea, up to this many, so a skill that keeps
+// proposing spent regions under new ids cannot hold the loop in place.
+constexpr int kMaxUnspentIdeasInARow = 8;
+
+// What the phases of one run share: the run record and what the loop has
+// learnt so far.
+struct LoopState {
   store::Run record;
-  int64_t already_logged = 0;
-  std::vector<store::Trial> committed;
   std::optional<RunLease> lease;
-  if (options.resume) {
-    auto existing = store.run(*options.resume);
-    if (!existing)
-      throw UserError("--resume " + std::to_string(*options.resume) + ": no such run in " + store.location());
-    if (existing->goal_yaml != store::redact_url_credentials(goal_yaml))  // stored redacted
-      throw UserError("--resume " + std::to_string(*options.resume) +
-                      ": the run was started from a different goal (" + existing->goal_name +
-                      "); resume it with the same goal file");
-    if (options.seed && *options.seed != existing->seed)
-      throw UserError("--resume " + std::to_string(*options.resume) + ": the run's seed is " +
-                      std::to_string(existing->seed) + ", not " + std::to_string(*options.seed));
-    lease.emplace(store, existing->id);  // before any write: another process may be running it
-    record = *existing;
-    record.status = store::RunStatus::running;
-    store.update_run(record);
-    already_logged = store.last_decision_seq(record.id);
-    committed = store.trials(record.id);
-  } else {
-    record.goal_yaml = goal_yaml;
-    record.goal_name = goal.name;
-    record.kernel = catalog.kernel;
-    record.target = context_.target.description();
-    record.seed = options.seed.value_or(goal.seed);
-    record.simulator_version = context_.simulator_version;
-    record.status = store::RunStatus::running;
-    record.id = store.create_run(record);
-    lease.emplace(store, record.id);
-  }
-  const std::uint64_t seed = record.seed;
-  const Rng rng(seed);
-
-  DecisionLog log(store, record.id, already_logged);
-  std::vector<std::string> warnings;
-  std::mutex warnings_mutex;
-  auto warn = [&](const std::string& line) {
-    {
-      std::lock_guard lock(warnings_mutex);
-      warnings.push_back(line);
-    }
-    if (options.warning) options.warning(line);
-  };
-  log.on_failure(warn);
-  skills::RunnerOptions runner_options;
-  runner_options.jobs = jobs;
-  runner_options.timeout_s = goal.timeout_s;
-  runner_options.use_cache = options.use_cache;
-  runner_options.queue = options.queue;
-  if (options.queue) store.set_measurement_context(measurement_context(goal, record.id));
-  skills::BenchmarkRunner runner(context_.target, store, record.id, runner_options);
-  runner.resume(committed);
-
-  RunSummary summary;
-  summary.run_id = record.id;
-  summary.db = store.location();
-  summary.objective = to_string(goal.objective);
-
-  // --- the loop's state ---
+  int64_t already_logged = 0;           // decisions of a resumed run, replayed not rewritten
+  std::vector<store::Trial> committed;  // trials of a resumed run, served again
   std::optional<store::Trial> baseline_trial, best_trial;
   double baseline_value = 0, best_value = 0;
   std::map<std::string, std::vector<search::Observation>> observations;  // per variant, for warm starts
   std::set<std::string> measured_variants;
   std::set<std::string> tried_ideas;
   Progress progress;
-  progress.run_id = record.id;
-  progress.max_iterations = goal.max_iterations;
-  progress.budget = goal.budget_evaluations;
+  int failed_in_a_row = 0;   // ideas that did not improve the best
+  int unspent_in_a_row = 0;  // ideas that settled without measuring
+  std::vector<std::string> warnings;
+  std::mutex warnings_mutex;  // plugins and workers warn from their threads
+};
 
-  auto current_improvement = [&] { return improvement_of(goal.objective, baseline_value, best_value); };
-  auto goal_met = [&] {
-    return best_trial && baseline_trial && meets_goal(goal, baseline_value, best_value, best_trial->metrics);
-  };
-  auto report = [&](const std::string& phase) {
-    progress.phase = phase;
-    progress.evaluations = int(runner.counters().evaluations);
-    progress.active_workers = runner.counters().active_workers;
-    if (best_trial) progress.best_latency_s = best_trial->metric("latency_s");
-    if (baseline_trial) progress.improvement = current_improvement();
-    if (options.progress) options.progress(progress);
-  };
+// How an iteration ended: the next one follows, or this one is handed to
+// the next idea (nothing was measured), or the loop stops.
+enum class IterationEnd { spent, kept, stop };
 
-  auto measure = [&](const std::vector<skills::Candidate>& candidates, int iteration, int64_t decision_seq) {
-    std::vector<skills::TrialRequest> requests;
-    for (const auto& c : candidates) requests.push_back({c, iteration, decision_seq});
-    const auto started_batch = Clock::now();
-    auto batch = runner.measure(requests, [&](const skills::MeasuredTrial&) { report(progress.phase); });
-    log.append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
-    std::vector<search::Observation> out;
-    for (const auto& measured : batch.result) {
-      const store::Trial& trial = measured.trial;
-      const skills::VariantSpace& variant = catalog.variant(trial.variant);
-      search::Configuration configuration;
-      try {
-        configuration = search::configuration_from_json(*variant.space, trial.params);
-      } catch (const UserError&) {
-        // Outside the goal's space (a start point the goal's space excludes): not a warm-start observation.
+// The analysis, the ideas and the policy's choice of one iteration.
+struct IterationPlan {
+  skills::SkillResult<skills::Analysis> analysis;
+  skills::GenerationRequest generation_request;
+  skills::SkillResult<skills::Generation> generation;
+  PolicyState policy_state;
+  skills::SkillResult<PolicyChoice> choice;
+  int64_t policy_seq = 0;
+};
+
+// One run of the loop, phase by phase: open or resume, baseline, iterate
+// (analyse, generate, choose, explore, verdict), finish.
+class RunLoop {
+ public:
+  RunLoop(RunContext& context, SkillSet& skills)
+      : context_(context),
+        skills_(skills),
+        goal_(context.goal),
+        catalog_(context.catalog),
+        store_(context.store),
+        options_(context.options) {}
+
+  RunSummary run() {
+    open_or_resume();
+    try {
+      if (auto failure = measure_baseline()) return finish(store::RunStatus::failed, *failure);
+      for (int iteration = 1;;) {
+        if (auto reason = stop_before(iteration)) return finish(store::RunStatus::completed, *reason);
+        state_.progress.iteration = iteration;
+        std::string stop_reason;
+        const IterationEnd end = iterate(iteration, stop_reason);
+        if (end == IterationEnd::stop) return finish(store::RunStatus::completed, stop_reason);
+        if (end == IterationEnd::spent) ++iteration;
       }
-      std::optional<double> value;
-      if (is_measured(trial.status)) value = objective_value(goal.objective, trial.metrics);
-      search::Observation observation =
-          value
-              ? search::Observation::success(configuration, *value)
-              : search::Observation::failed(
-                    configuration, trial.error.empty() ? std::string(to_string(trial.status)) : trial.error);
-      if (measured.fresh && !configuration.empty()) observations[trial.variant].push_back(observation);
-      if (value) {
-        measured_variants.insert(trial.variant);
-        // Ties go to the lower trial id, as in `autotune trials --top`.
-        if (!best_trial || *value < best_value || (*value == best_value && trial.id < best_trial->id)) {
-          best_trial = trial;
-          best_value = *value;
-        }
-      }
-      out.push_back(std::move(observation));
+    } catch (const UserError& e) {
+      finish(store::RunStatus::failed, std::string("error: ") + e.what());
+      throw;
     }
-    report(progress.phase);
-    return out;
-  };
+  }
 
-  auto finish = [&](store::RunStatus status, const std::string& reason) {
+ private:
+  // --- open or resume: the run record, its lease, its log and its runner ---
+  void open_or_resume() {
+    const std::string goal_yaml = to_yaml(goal_);
+    store::Run& record = state_.record;
+    if (options_.resume) {
+      const std::string flag = "--resume " + std::to_string(*options_.resume);
+      auto existing = store_.run(*options_.resume);
+      if (!existing) throw UserError(flag + ": no such run in " + store_.location());
+      if (existing->goal_yaml != store::redact_url_credentials(goal_yaml))  // stored redacted
+        throw UserError(flag + ": the run was started from a different goal (" + existing->goal_name +
+                        "); resume it with the same goal file");
+      if (options_.seed && *options_.seed != existing->seed)
+        throw UserError(flag + ": the run's seed is " + std::to_string(existing->seed) + ", not " +
+                        std::to_string(*options_.seed));
+      state_.lease.emplace(store_, existing->id);  // before any write: another process may be running it
+      record = *existing;
+      record.status = store::RunStatus::running;
+      store_.update_run(record);
+      state_.already_logged = store_.last_decision_seq(record.id);
+      state_.committed = store_.trials(record.id);
+    } else {
+      record.goal_yaml = goal_yaml;
+      record.goal_name = goal_.name;
+      record.kernel = catalog_.kernel;
+      record.target = context_.target.description();
+      record.seed = options_.seed.value_or(goal_.seed);
+      record.simulator_version = context_.simulator_version;
+      record.status = store::RunStatus::running;
+      record.id = store_.create_run(record);
+      state_.lease.emplace(store_, record.id);
+    }
+    rng_ = Rng(record.seed);
+    log_.emplace(store_, record.id, state_.already_logged);
+    log_->on_failure([this](const std::string& line) { warn(line); });
+    skills::RunnerOptions runner_options;
+    runner_options.jobs = options_.queue || options_.jobs > 0 ? options_.jobs : goal_.parallel;
+    runner_options.timeout_s = goal_.timeout_s;
+    runner_options.use_cache = options_.use_cache;
+    runner_options.queue = options_.queue;
+    if (options_.queue) store_.set_measurement_context(measurement_context(goal_, record.id));
+    runner_.emplace(context_.target, store_, record.id, runner_options);
+    runner_->resume(state_.committed);
+
+    summary_.run_id = record.id;
+    summary_.db = store_.location();
+    summary_.objective = to_string(goal_.objective);
+    state_.progress.run_id = record.id;
+    state_.progress.max_iterations = goal_.max_iterations;
+    state_.progress.budget = goal_.budget_evaluations;
+  }
+
+  // --- baseline: the goal's starting point; the failure when it fails ---
+  std::optional<std::string> measure_baseline() {
+    state_.progress.iteration = 0;
+    report("baseline");
+    const skills::Candidate& baseline = catalog_.baseline;
+    skills::SkillDecision start;
+    start.action = "baseline";
+    start.inputs = candidate_json(baseline);
+    start.evidence = {{"objective", to_string(goal_.objective)},
+                      {"goal_improvement", goal_.improvement ? Json(*goal_.improvement) : Json(nullptr)},
+                      {"budget_evaluations", goal_.budget_evaluations},
+                      {"max_iterations", goal_.max_iterations},
+                      {"seed", state_.record.seed}};
+    start.rationale = "measure the goal's starting point (" + baseline.key() +
+                      "): every improvement is measured against it";
+    const std::string unusable = context_.target.unusable_reason();
+    if (!unusable.empty()) {
+      start.evidence["unusable"] = unusable;
+      start.rationale += "; the target cannot measure anything (" + unusable +
+                         "), so the baseline is recorded as a failed trial and the run stops";
+    }
+    const int64_t start_seq = log_->append(0, kOrchestrator, start);
+    const auto observed = measure({baseline}, 0, start_seq);
+    if (!observed.front().ok()) {
+      const std::string& failure = observed.front().failure;
+      const std::string reason = failure.substr(0, failure.find('\n'));
+      log_->set_outcome(start_seq, "failed: " + reason);
+      return unusable.empty() ? "the baseline " + baseline.key() + " failed: " + reason
+                              : "nothing to tune: " + unusable;
+    }
+    state_.baseline_trial = state_.best_trial;
+    state_.baseline_value = state_.best_value;
+    log_->set_outcome(
+        start_seq,
+        "baseline " + std::to_string(state_.baseline_trial->metric("latency_s").value_or(0)) + " s");
+    return std::nullopt;
+  }
+
+  // --- before each iteration: the goal, the iteration cap and the budgets ---
+  std::optional<std::string> stop_before(int iteration) {
+    if (goal_met()) return "goal met: " + what_was_met();
+    if (iteration > goal_.max_iterations)
+      return "max_iterations (" + std::to_string(goal_.max_iterations) + ") reached";
+    if (runner_->counters().evaluations >= goal_.budget_evaluations)
+      return "evaluation budget (" + std::to_string(goal_.budget_evaluations) + ") spent";
+    if (seconds_since(started_) >= goal_.budget_wall_time_s)
+      return "wall-time budget (" + std::to_string(int(goal_.budget_wall_time_s)) + " s) spent";
+    return std::nullopt;
+  }
+
+  // Names what was asked: the improvement, the absolute bound, or both.
+  std::string what_was_met() const {
+    std::vector<std::string> met;
+    if (goal_.improvement)
+      met.push_back("improvement " + percent(current_improvement()) + " >= " + percent(*goal_.improvement));
+    if (goal_.absolute) {
+      const Json& m = state_.best_trial->metrics;
+      char text[160];
+      if (goal_.objective == Objective::latency)
+        std::snprintf(text, sizeof text, "latency %.6g s <= %.6g s", m.value("latency_s", 0.0),
+                      *goal_.absolute);
+      else if (goal_.objective == Objective::throughput)
+        std::snprintf(text, sizeof text, "throughput %.4g TFLOP/s >= %.4g TFLOP/s",
+                      m.value("throughput_flops_per_s", 0.0) / 1e12, *goal_.absolute / 1e12);
+      else
+        std::snprintf(text, sizeof text, "MFU %.1f%% >= %.4g%%", m.value("mfu_percent", 0.0),
+                      *goal_.absolute);
+      met.push_back(text);
+    }
+    return join(met, ", ");
+  }
+
+  // --- iterate: analyse the best, generate ideas, choose one, explore it, judge it ---
+  IterationEnd iterate(int iteration, std::string& stop_reason) {
+    IterationPlan plan = plan_iteration(iteration);
+    if (plan.choice.result.stop) {
+      stop_reason = plan.choice.result.stop_reason;
+      log_->set_outcome(plan.policy_seq, "stop");
+      return IterationEnd::stop;
+    }
+    // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own
+    // (docs/llm.md).
+    llm::propose_kernel_source(*skills_.policy, plan.policy_state, *state_.best_trial, *log_, store_,
+                               goal_.timeout_s);
+    const skills::Idea& idea = plan.choice.result.new_idea
+                                   ? *plan.choice.result.new_idea
+                                   : plan.policy_state.ideas.at(plan.choice.result.idea);
+    return explore(iteration, idea, plan);
+  }
+
+  IterationPlan plan_iteration(int iteration) {
+    IterationPlan plan;
+    const store::Trial& best = *state_.best_trial;
+    // Re-profile the best so far and analyse it.
+    report("analyse");
+    skills::AnalysisRequest analysis_request{
+        {best.variant, best.params}, best.metrics, runner_->profile_of(best), context_.target.facts()};
+    auto t0 = Clock::now();
+    plan.analysis = skills_.analyzer->analyze(analysis_request);
+    log_->append(iteration, skills_.analyzer->name(), plan.analysis.decision, elapsed_ms(t0));
+    log_plugin_calls(*log_, iteration, skills_.plugin_calls.get());
+
+    // Ideas from the findings.
+    skills::GenerationRequest& generation_request = plan.generation_request;
+    generation_request.catalog = &catalog_;
+    generation_request.best = {best.variant, best.params};
+    generation_request.best_metrics = best.metrics;
+    generation_request.analysis = plan.analysis.result;
+    generation_request.tried_ideas = state_.tried_ideas;
+    generation_request.measured_variants = state_.measured_variants;
+    for (const auto& [name, list] : state_.observations)
+      generation_request.measured_counts[name] = list.size();
+    t0 = Clock::now();
+    plan.generation = skills_.generator->generate(generation_request);
+    log_->append(iteration, skills_.generator->name(), plan.generation.decision, elapsed_ms(t0));
+    log_plugin_calls(*log_, iteration, skills_.plugin_calls.get());
+
+    // The policy picks one idea (or stops).
+    PolicyState& policy_state = plan.policy_state;
+    policy_state.iteration = iteration;
+    policy_state.max_iterations = goal_.max_iterations;
+    policy_state.evaluations = int(runner_->counters().evaluations);
+    policy_state.budget_evaluations = goal_.budget_evaluations;
+    policy_state.batch_size = goal_.effective_batch_size();
+    policy_state.best = generation_request.best;
+    policy_state.best_value = state_.best_value;
+    policy_state.baseline_value = state_.baseline_value;
+    policy_state.improvement = current_improvement();
+    policy_state.analysis = plan.analysis.result;
+    policy_state.ideas = plan.generation.result.ideas;
+    policy_state.failed_ideas_in_a_row = state_.failed_in_a_row;
+    policy_state.run = state_.record.id;
+    policy_state.tried_ideas = state_.tried_ideas;
+    policy_state.measured_counts = generation_request.measured_counts;
+    plan.choice = skills_.policy->decide(policy_state);
+    auto& choice = plan.choice;
+    if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
+    if (!choice.result.stop) {
+      const skills::Idea& chosen =
+          choice.result.new_idea ? *choice.result.new_idea : policy_state.ideas.at(choice.result.idea);
+      choice.decision.inputs["idea"] = chosen.id;
+    }
+    plan.policy_seq = log_->append(iteration, kOrchestrator, choice.decision);
+    return plan;
+  }
+
+  // The explorer searches the idea's region with its share of the budget.
+  IterationEnd explore(int iteration, const skills::Idea& idea, const IterationPlan& plan) {
+    const skills::VariantSpace& variant = catalog_.variant(idea.variant);
+    skills::ExplorationRequest request;
+    request.variant = &variant;
+    request.probes = idea.probes;
+    if (idea.kind != "structural") {
+      if (idea.region.empty()) {
+        request.region = variant.space;
+      } else if (auto region = variant.region(idea.region)) {
+        request.region = std::make_shared<const search::SearchSpace>(std::move(*region));
+      } else {
+        state_.tried_ideas.insert(idea.id);
+        log_->set_outcome(plan.policy_seq, "region infeasible under the constraints; next idea");
+        return keep_iteration() ? IterationEnd::kept : IterationEnd::spent;  // nothing was measured
+      }
+    }
+    request.strategy_chosen = !idea.strategy.empty();
+    request.strategy = request.strategy_chosen ? idea.strategy : goal_.strategy;
+    request.strategy_options = request.strategy_chosen ? idea.strategy_options : goal_.strategy_options;
+    request.seed = rng_.fork("param_explorer").fork(std::uint64_t(iteration)).seed();
+    request.budget = plan.choice.result.budget;
+    request.batch_size = goal_.effective_batch_size();
+    request.known = state_.observations[variant.name];
+    request.carry_patience = !idea.continuation;
+
+    const auto t0 = Clock::now();
+    auto explorer_plan = skills_.explorer->plan(request);
+    const int64_t plan_seq =
+        log_->append(iteration, skills_.explorer->name(), explorer_plan.decision, elapsed_ms(t0));
+    log_plugin_calls(*log_, iteration, skills_.plugin_calls.get());
+    // Every variant the idea measures: a structural probe may cover several.
+    std::vector<std::string> names{variant.name};
+    for (const auto& probe : idea.probes)
+      if (std::find(names.begin(), names.end(), probe.variant) == names.end()) names.push_back(probe.variant);
+    report("search " + idea.kind + " " + join(names, ", "));
+
+    const double before = state_.best_value;
+    const auto before_key = state_.best_trial->config_hash;
+    const auto exploration = skills_.explorer->explore(
+        request, explorer_plan.result,
+        [&](const std::vector<skills::Candidate>& batch) { return measure(batch, iteration, plan_seq); },
+        [&] {
+          return goal_met() || seconds_since(started_) >= goal_.budget_wall_time_s ||
+                 runner_->counters().evaluations >= goal_.budget_evaluations;
+        });
+    // An idea is done with once its region settled (exhausted, or no
+    // better value for the explorer's patience); one cut short by its
+    // budget share may be continued by a later iteration.
+    if (exploration.settled) state_.tried_ideas.insert(idea.id);
+    const bool improved = state_.best_value < before && state_.best_trial->config_hash != before_key;
+    const std::string result =
+        std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
+        (exploration.settled ? ", settled" : ", may continue") + "); " +
+        (improved ? "improved the best to " + state_.best_trial->variant + " " +
+                        skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.key()
+                  : std::string("no improvement"));
+    log_->set_outcome(plan_seq, result);
+    log_->set_outcome(plan.policy_seq, improved ? "improved" : "no improvement");
+    return verdict(iteration, idea, exploration, before, improved);
+  }
+
+  // --- verdict: accept the idea's best or roll back to the best so far ---
+  IterationEnd verdict(int iteration, const skills::Idea& idea, const skills::Exploration& exploration,
+                       double before, bool improved) {
+    skills::SkillDecision verdict;
+    verdict.action = improved ? kAccept : kRollback;
+    verdict.inputs = {{"idea", idea.id}};
+    verdict.evidence = {{"best_before", before},
+                        {"best_after", state_.best_value},
+                        {"improvement", current_improvement()},
+                        {"evaluations", runner_->counters().evaluations}};
+    // An idea that settled without measuring anything (its region's history
+    // already shows it stopped paying) did not use the iteration: the next
+    // idea gets it (the idea is now tried; kMaxUnspentIdeasInARow bounds it).
+    const bool unspent = exploration.evaluations == 0 && exploration.settled &&
+                         state_.unspent_in_a_row < kMaxUnspentIdeasInARow;
+    verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
+                        : unspent
+                            ? "the idea settled without a measurement (" + exploration.stop_reason +
+                                  "): the iteration goes to the next idea"
+                            : "the idea did not improve the best: keep the best so far and try a different "
+                              "idea (variant or region) next";
+    log_->append(iteration, kOrchestrator, verdict);
+    state_.failed_in_a_row = improved ? 0 : state_.failed_in_a_row + 1;
+    if (unspent) return keep_iteration() ? IterationEnd::kept : IterationEnd::spent;
+    if (exploration.evaluations > 0) state_.unspent_in_a_row = 0;
+    return IterationEnd::spent;
+  }
+
+  // Whether the iteration goes to the next idea (at most kMaxUnspentIdeasInARow in a row).
+  bool keep_iteration() {
+    if (state_.unspent_in_a_row >= kMaxUnspentIdeasInARow) return false;
+    ++state_.unspent_in_a_row;
+    return true;
+  }
+
+  // --- finish: the summary, the last decision and the run record ---
+  RunSummary finish(store::RunStatus status, const std::string& reason) {
+    RunSummary& summary = summary_;
     summary.status = std::string(to_string(status));
     summary.stop_reason = reason;
     summary.goal_met = goal_met();
-    summary.iterations = progress.iteration;
-    const auto& counters = runner.counters();
+    summary.iterations = state_.progress.iteration;
+    const auto& counters = runner_->counters();
     summary.evaluations = int(counters.evaluations);
     summary.cache_hits = int(counters.cache_hits);
     summary.resumed_trials = int(counters.resumed);
     summary.measured = int(counters.measured);
     summary.target_seconds = counters.target_seconds;
     summary.commit_seconds = counters.commit_seconds;
-    // Candidates the target could not measure: the run went on, but say so.
-    const auto counts = store.trial_counts(record.id);
-    if (counts.failed + counts.timeout > 0) {
-      std::string example;
-      for (const auto& trial : store.trials(record.id))
-        if (trial.status == Outcome::failed || trial.status == Outcome::timeout) {
-          example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
-          break;
-        }
-      warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
-           " timed out on the target (" + example + "); see `autotune trials " + std::to_string(record.id) +
-           "`");
-    }
+    warn_about_failed_candidates();
     {
-      std::lock_guard lock(warnings_mutex);
-      summary.warnings = warnings;
+      std::lock_guard lock(state_.warnings_mutex);
+      summary.warnings = state_.warnings;
     }
-    if (baseline_trial) {
-      summary.baseline = {baseline_trial->variant, baseline_trial->params};
-      summary.baseline_metrics = baseline_trial->metrics;
-      summary.baseline_trial = baseline_trial->id;
+    if (state_.baseline_trial) {
+      summary.baseline = {state_.baseline_trial->variant, state_.baseline_trial->params};
+      summary.baseline_metrics = state_.baseline_trial->metrics;
+      summary.baseline_trial = state_.baseline_trial->id;
     }
-    if (best_trial) {
-      summary.best = {best_trial->variant, best_trial->params};
-      summary.best_metrics = best_trial->metrics;
-      summary.best_trial = best_trial->id;
+    if (state_.best_trial) {
+      summary.best = {state_.best_trial->variant, state_.best_trial->params};
+      summary.best_metrics = state_.best_trial->metrics;
+      summary.best_trial = state_.best_trial->id;
       summary.improvement = current_improvement();
     }
-    summary.wall_time_s = seconds_since(started);
+    summary.wall_time_s = seconds_since(started_);
     skills::SkillDecision stop;
     stop.action = status == store::RunStatus::completed ? "finish" : "fail";
     stop.inputs = {{"iterations", summary.iterations}, {"evaluations", summary.evaluations}};
@@ -316,255 +540,121 @@ RunSummary Orchestrator::run() {
                      {"resumed_trials", summary.resumed_trials}};
     stop.rationale = reason;
     stop.outcome = summary.goal_met ? "goal met" : "goal not met";
-    log.append(progress.iteration, kOrchestrator, stop);
+    log_->append(state_.progress.iteration, kOrchestrator, stop);
+    store::Run& record = state_.record;
     record.status = status;
     record.stop_reason = reason;
     record.goal_met = summary.goal_met;
     record.baseline_trial = summary.baseline_trial;
     record.best_trial = summary.best_trial;
     record.summary = summary.to_json();
-    store.update_run(record);
+    store_.update_run(record);
     return summary;
-  };
-
-  try {
-    // --- baseline ---
-    progress.iteration = 0;
-    report("baseline");
-    skills::SkillDecision start;
-    start.action = "baseline";
-    start.inputs = candidate_json(catalog.baseline);
-    start.evidence = {{"objective", to_string(goal.objective)},
-                      {"goal_improvement", goal.improvement ? Json(*goal.improvement) : Json(nullptr)},
-                      {"budget_evaluations", goal.budget_evaluations},
-                      {"max_iterations", goal.max_iterations},
-                      {"seed", seed}};
-    start.rationale = "measure the goal's starting point (" + catalog.baseline.key() +
-                      "): every improvement is measured against it";
-    const std::string unusable = context_.target.unusable_reason();
-    if (!unusable.empty()) {
-      start.evidence["unusable"] = unusable;
-      start.rationale += "; the target cannot measure anything (" + unusable +
-                         "), so the baseline is recorded as a failed trial and the run stops";
-    }
-    const int64_t start_seq = log.append(0, kOrchestrator, start);
-    const auto baseline_observation = measure({catalog.baseline}, 0, start_seq);
-    if (!baseline_observation.front().ok()) {
-      const std::string& failure = baseline_observation.front().failure;
-      const std::string reason = failure.substr(0, failure.find('\n'));
-      log.set_outcome(start_seq, "failed: " + reason);
-      return finish(store::RunStatus::failed,
-                    unusable.empty() ? "the baseline " + catalog.baseline.key() + " failed: " + reason
-                                     : "nothing to tune: " + unusable);
-    }
-    baseline_trial = best_trial;
-    baseline_value = best_value;
-    log.set_outcome(start_seq,
-                    "baseline " + std::to_string(baseline_trial->metric("latency_s").value_or(0)) + " s");
-
-    int failed_in_a_row = 0;
-    // Ideas in a row that settled without measuring anything: each hands its
-    // iteration to the next idea, up to this many, so a skill that keeps
-    // proposing spent regions under new ids cannot hold the loop in place.
-    constexpr int kMaxUnspentIdeasInARow = 8;
-    int unspent_in_a_row = 0;
-    auto keep_iteration = [&](int& iteration) {
-      if (unspent_in_a_row >= kMaxUnspentIdeasInARow) return;
-      ++unspent_in_a_row;
-      --iteration;
-    };
-    std::string stop_reason;
-    for (int iteration = 1;; ++iteration) {
-      if (goal_met()) {
-        // Name what was asked: the improvement, the absolute bound, or both.
-        std::vector<std::string> met;
-        if (goal.improvement)
-          met.push_back("improvement " + percent(current_improvement()) +
-                        " >= " + percent(*goal.improvement));
-        if (goal.absolute) {
-          const Json& m = best_trial->metrics;
-          char text[160];
-          if (goal.objective == Objective::latency)
-            std::snprintf(text, sizeof text, "latency %.6g s <= %.6g s", m.value("latency_s", 0.0),
-                          *goal.absolute);
-          else if (goal.objective == Objective::throughput)
-            std::snprintf(text, sizeof text, "throughput %.4g TFLOP/s >= %.4g TFLOP/s",
-                          m.value("throughput_flops_per_s", 0.0) / 1e12, *goal.absolute / 1e12);
-          else
-            std::snprintf(text, sizeof text, "MFU %.1f%% >= %.4g%%", m.value("mfu_percent", 0.0),
-                          *goal.absolute);
-          met.push_back(text);
-        }
-        stop_reason = "goal met: ";
-        for (std::size_t i = 0; i < met.size(); ++i) stop_reason += (i ? ", " : "") + met[i];
-        break;
-      }
-      if (iteration > goal.max_iterations) {
-        stop_reason = "max_iterations (" + std::to_string(goal.max_iterations) + ") reached";
-        break;
-      }
-      if (runner.counters().evaluations >= goal.budget_evaluations) {
-        stop_reason = "evaluation budget (" + std::to_string(goal.budget_evaluations) + ") spent";
-        break;
-      }
-      if (seconds_since(started) >= goal.budget_wall_time_s) {
-        stop_reason = "wall-time budget (" + std::to_string(int(goal.budget_wall_time_s)) + " s) spent";
-        break;
-      }
-      progress.iteration = iteration;
-
-      // Re-profile the best so far and analyse it.
-      report("analyse");
-      skills::AnalysisRequest analysis_request{{best_trial->variant, best_trial->params},
-                                               best_trial->metrics,
-                                               runner.profile_of(*best_trial),
-                                               context_.target.facts()};
-      auto t0 = Clock::now();
-      auto analysis = skills_.analyzer->analyze(analysis_request);
-      log.append(iteration, skills_.analyzer->name(), analysis.decision, elapsed_ms(t0));
-      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
-
-      // Ideas from the findings.
-      skills::GenerationRequest generation_request;
-      generation_request.catalog = &catalog;
-      generation_request.best = {best_trial->variant, best_trial->params};
-      generation_request.best_metrics = best_trial->metrics;
-      generation_request.analysis = analysis.result;
-      generation_request.tried_ideas = tried_ideas;
-      generation_request.measured_variants = measured_variants;
-      for (const auto& [name, list] : observations) generation_request.measured_counts[name] = list.size();
-      t0 = Clock::now();
-      auto generation = skills_.generator->generate(generation_request);
-      log.append(iteration, skills_.generator->name(), generation.decision, elapsed_ms(t0));
-      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
-
-      // The policy picks one idea (or stops).
-      PolicyState state;
-      state.iteration = iteration;
-      state.max_iterations = goal.max_iterations;
-      state.evaluations = int(runner.counters().evaluations);
-      state.budget_evaluations = goal.budget_evaluations;
-      state.batch_size = goal.effective_batch_size();
-      state.best = generation_request.best;
-      state.best_value = best_value;
-      state.baseline_value = baseline_value;
-      state.improvement = current_improvement();
-      state.analysis = analysis.result;
-      state.ideas = generation.result.ideas;
-      state.failed_ideas_in_a_row = failed_in_a_row;
-      state.run = record.id;
-      state.tried_ideas = tried_ideas;
-      state.measured_counts = generation_request.measured_counts;
-      auto choice = skills_.policy->decide(state);
-      if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
-      const skills::Idea* chosen = nullptr;
-      if (!choice.result.stop) {
-        chosen = choice.result.new_idea ? &*choice.result.new_idea : &state.ideas.at(choice.result.idea);
-        choice.decision.inputs["idea"] = chosen->id;
-      }
-      const int64_t policy_seq = log.append(iteration, kOrchestrator, choice.decision);
-      if (choice.result.stop) {
-        stop_reason = choice.result.stop_reason;
-        log.set_outcome(policy_seq, "stop");
-        break;
-      }
-      // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own
-      // (docs/llm.md).
-      llm::propose_kernel_source(*skills_.policy, state, *best_trial, log, store, goal.timeout_s);
-      const skills::Idea& idea = *chosen;
-      const skills::VariantSpace& variant = catalog.variant(idea.variant);
-
-      skills::ExplorationRequest request;
-      request.variant = &variant;
-      request.probes = idea.probes;
-      if (idea.kind != "structural") {
-        if (idea.region.empty()) {
-          request.region = variant.space;
-        } else if (auto region = variant.region(idea.region)) {
-          request.region = std::make_shared<const search::SearchSpace>(std::move(*region));
-        } else {
-          tried_ideas.insert(idea.id);
-          log.set_outcome(policy_seq, "region infeasible under the constraints; next idea");
-          keep_iteration(iteration);  // nothing was measured: the iteration is not spent
-          continue;
-        }
-      }
-      request.strategy_chosen = !idea.strategy.empty();
-      request.strategy = request.strategy_chosen ? idea.strategy : goal.strategy;
-      request.strategy_options = request.strategy_chosen ? idea.strategy_options : goal.strategy_options;
-      request.seed = rng.fork("param_explorer").fork(std::uint64_t(iteration)).seed();
-      request.budget = choice.result.budget;
-      request.batch_size = goal.effective_batch_size();
-      request.known = observations[variant.name];
-      request.carry_patience = !idea.continuation;
-
-      t0 = Clock::now();
-      auto plan = skills_.explorer->plan(request);
-      const int64_t plan_seq = log.append(iteration, skills_.explorer->name(), plan.decision, elapsed_ms(t0));
-      log_plugin_calls(log, iteration, skills_.plugin_calls.get());
-      {
-        // Every variant the idea measures: a structural probe may cover several.
-        std::vector<std::string> names{variant.name};
-        for (const auto& probe : idea.probes)
-          if (std::find(names.begin(), names.end(), probe.variant) == names.end())
-            names.push_back(probe.variant);
-        std::string label;
-        for (const auto& name : names) label += (label.empty() ? "" : ", ") + name;
-        report("search " + idea.kind + " " + label);
-      }
-      const double before = best_value;
-      const auto before_key = best_trial->config_hash;
-      const auto exploration = skills_.explorer->explore(
-          request, plan.result,
-          [&](const std::vector<skills::Candidate>& batch) { return measure(batch, iteration, plan_seq); },
-          [&] {
-            return goal_met() || seconds_since(started) >= goal.budget_wall_time_s ||
-                   runner.counters().evaluations >= goal.budget_evaluations;
-          });
-      // An idea is done with once its region settled (exhausted, or no
-      // better value for the explorer's patience); one cut short by its
-      // budget share may be continued by a later iteration.
-      if (exploration.settled) tried_ideas.insert(idea.id);
-      const bool improved = best_value < before && best_trial->config_hash != before_key;
-      const std::string result =
-          std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
-          (exploration.settled ? ", settled" : ", may continue") + "); " +
-          (improved ? "improved the best to " + best_trial->variant + " " +
-                          skills::Candidate{best_trial->variant, best_trial->params}.key()
-                    : std::string("no improvement"));
-      log.set_outcome(plan_seq, result);
-      log.set_outcome(policy_seq, improved ? "improved" : "no improvement");
-
-      skills::SkillDecision verdict;
-      verdict.action = improved ? kAccept : kRollback;
-      verdict.inputs = {{"idea", idea.id}};
-      verdict.evidence = {{"best_before", before},
-                          {"best_after", best_value},
-                          {"improvement", current_improvement()},
-                          {"evaluations", runner.counters().evaluations}};
-      const bool unspent =
-          exploration.evaluations == 0 && exploration.settled && unspent_in_a_row < kMaxUnspentIdeasInARow;
-      verdict.rationale = improved ? "the idea improved the best; analyse the new best next"
-                          : unspent
-                              ? "the idea settled without a measurement (" + exploration.stop_reason +
-                                    "): the iteration goes to the next idea"
-                              : "the idea did not improve the best: keep the best so far and try a different "
-                                "idea (variant or region) next";
-      log.append(iteration, kOrchestrator, verdict);
-      failed_in_a_row = improved ? 0 : failed_in_a_row + 1;
-      // An idea that settled without measuring anything (its region's history
-      // already shows it stopped paying) did not use the iteration: the next
-      // idea gets it (the idea is now tried; kMaxUnspentIdeasInARow bounds it).
-      if (unspent)
-        keep_iteration(iteration);
-      else if (exploration.evaluations > 0)
-        unspent_in_a_row = 0;
-    }
-    return finish(store::RunStatus::completed, stop_reason);
-  } catch (const UserError& e) {
-    finish(store::RunStatus::failed, std::string("error: ") + e.what());
-    throw;
   }
-}
+
+  // Candidates the target could not measure: the run went on, but say so.
+  void warn_about_failed_candidates() {
+    const int64_t run = state_.record.id;
+    const auto counts = store_.trial_counts(run);
+    if (counts.failed + counts.timeout == 0) return;
+    std::string example;
+    for (const auto& trial : store_.trials(run))
+      if (trial.status == Outcome::failed || trial.status == Outcome::timeout) {
+        example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
+        break;
+      }
+    warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
+         " timed out on the target (" + example + "); see `autotune trials " + std::to_string(run) + "`");
+  }
+
+  // --- shared by the phases ---
+
+  // Measures a batch through the runner and logs its decision; the best so
+  // far and the warm-start observations follow what was measured.
+  std::vector<search::Observation> measure(const std::vector<skills::Candidate>& candidates, int iteration,
+                                           int64_t decision_seq) {
+    std::vector<skills::TrialRequest> requests;
+    for (const auto& c : candidates) requests.push_back({c, iteration, decision_seq});
+    const auto started_batch = Clock::now();
+    auto batch =
+        runner_->measure(requests, [&](const skills::MeasuredTrial&) { report(state_.progress.phase); });
+    log_->append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
+    std::vector<search::Observation> out;
+    for (const auto& measured : batch.result) out.push_back(observe(measured));
+    report(state_.progress.phase);
+    return out;
+  }
+
+  search::Observation observe(const skills::MeasuredTrial& measured) {
+    const store::Trial& trial = measured.trial;
+    const skills::VariantSpace& variant = catalog_.variant(trial.variant);
+    search::Configuration configuration;
+    try {
+      configuration = search::configuration_from_json(*variant.space, trial.params);
+    } catch (const UserError&) {
+      // Outside the goal's space (a start point the goal's space excludes): not a warm-start observation.
+    }
+    std::optional<double> value;
+    if (is_measured(trial.status)) value = objective_value(goal_.objective, trial.metrics);
+    search::Observation observation =
+        value ? search::Observation::success(configuration, *value)
+              : search::Observation::failed(
+                    configuration, trial.error.empty() ? std::string(to_string(trial.status)) : trial.error);
+    if (measured.fresh && !configuration.empty()) state_.observations[trial.variant].push_back(observation);
+    if (value) {
+      state_.measured_variants.insert(trial.variant);
+      // Ties go to the lower trial id, as in `autotune trials --top`.
+      if (!state_.best_trial || *value < state_.best_value ||
+          (*value == state_.best_value && trial.id < state_.best_trial->id)) {
+        state_.best_trial = trial;
+        state_.best_value = *value;
+      }
+    }
+    return observation;
+  }
+
+  double current_improvement() const {
+    return improvement_of(goal_.objective, state_.baseline_value, state_.best_value);
+  }
+  bool goal_met() const {
+    return state_.best_trial && state_.baseline_trial &&
+           meets_goal(goal_, state_.baseline_value, state_.best_value, state_.best_trial->metrics);
+  }
+
+  void report(const std::string& phase) {
+    Progress& progress = state_.progress;
+    progress.phase = phase;
+    progress.evaluations = int(runner_->counters().evaluations);
+    progress.active_workers = runner_->counters().active_workers;
+    if (state_.best_trial) progress.best_latency_s = state_.best_trial->metric("latency_s");
+    if (state_.baseline_trial) progress.improvement = current_improvement();
+    if (options_.progress) options_.progress(progress);
+  }
+
+  void warn(const std::string& line) {
+    {
+      std::lock_guard lock(state_.warnings_mutex);
+      state_.warnings.push_back(line);
+    }
+    if (options_.warning) options_.warning(line);
+  }
+
+  RunContext& context_;
+  SkillSet& skills_;
+  const Goal& goal_;
+  const skills::VariantCatalog& catalog_;
+  store::Store& store_;
+  const RunOptions& options_;
+  const Clock::time_point started_ = Clock::now();
+  LoopState state_;
+  Rng rng_;
+  std::optional<DecisionLog> log_;
+  std::optional<skills::BenchmarkRunner> runner_;
+  RunSummary summary_;
+};
+
+}  // namespace
+
+RunSummary Orchestrator::run() { return RunLoop(context_, skills_).run(); }
 
 }  // namespace autotune::orchestrator

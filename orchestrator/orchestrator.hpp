@@ -126,7 +126,6 @@ class Orchestrator {
   RunSummary run();
 
  private:
-  struct State;
   RunContext context_;
   SkillSet skills_;
 };
