@@ -10,6 +10,27 @@
 
 namespace autotune::skills {
 
+// The findings' names (Finding::kind) as the decision log, `explain`, the
+// generator's ideas and plugins see them; one rule of the analyzer each.
+namespace finding {
+inline constexpr const char* kAtRoofline = "at_roofline";
+inline constexpr const char* kFixedOverhead = "fixed_overhead";
+inline constexpr const char* kComputeBoundHighMfu = "compute_bound_high_mfu";
+inline constexpr const char* kRepeatedLoads = "repeated_loads";
+inline constexpr const char* kDmaBoundNoOverlap = "dma_bound_no_overlap";
+inline constexpr const char* kSmallTransfers = "small_transfers";
+inline constexpr const char* kSmallInstructions = "small_instructions";
+inline constexpr const char* kDependencyStalls = "dependency_stalls";
+inline constexpr const char* kEngineBound = "engine_bound";
+inline constexpr const char* kCriticalPathEngine = "critical_path_engine";
+inline constexpr const char* kCriticalPathBufferWaits = "critical_path_buffer_waits";
+inline constexpr const char* kCriticalPathDmaWaits = "critical_path_dma_waits";
+inline constexpr const char* kCriticalPathLatency = "critical_path_latency";
+inline constexpr const char* kCriticalPathDmaQueues = "critical_path_dma_queues";
+inline constexpr const char* kCriticalPathFixedCosts = "critical_path_fixed_costs";
+inline constexpr const char* kSbufPressure = "sbuf_pressure";
+}  // namespace finding
+
 struct AnalyzerThresholds {
   double at_roofline_headroom = 1.15;   // latency / roofline bound at or below: at the bound
   double high_mfu_percent = 80;         // compute-bound at this MFU: stop
