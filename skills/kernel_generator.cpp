@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/text.hpp"
+
 namespace autotune::skills {
 
 namespace {
@@ -27,12 +29,6 @@ std::map<std::string, std::vector<search::ParamValue>> fixed_except(
     if (auto v = value_of(best, parameter.name())) region[parameter.name()] = {*v};
   }
   return region;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
 }
 
 const SkillRegistration registration(
@@ -67,13 +63,25 @@ Candidate carry_over(const Candidate& best, const VariantSpace& from, const Vari
   return out;
 }
 
-SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& request) {
-  const VariantCatalog& catalog = *request.catalog;
-  const Candidate& best = request.best;
-  const VariantSpace& current = catalog.variant(best.variant);
+namespace {
+
+using Region = std::map<std::string, std::vector<search::ParamValue>>;
+
+// What the idea makers of one generation share: the request, the best's
+// variant, the ideas so far and what was considered and set aside.
+struct Generating {
+  const GenerationRequest& request;
+  const VariantCatalog& catalog;
+  const Candidate& best;
+  const VariantSpace& current;
   std::vector<Idea> ideas;
   Json considered = Json::array();
-  auto consider = [&](Idea idea) {
+  // Roles whose parameters hold on-chip memory that is short (make_room
+  // findings): a raise that needs more of it also tries them one step down.
+  std::vector<std::string> room_roles;
+  std::string room_reason;
+
+  void consider(Idea idea) {
     for (const auto& other : ideas)
       if (other.id == idea.id) return;  // proposed already, by a stronger finding
     if (request.tried_ideas.count(idea.id)) {
@@ -81,148 +89,302 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
       return;
     }
     ideas.push_back(std::move(idea));
-  };
+  }
+  void set_aside(const Finding& finding, const std::string& outcome) {
+    considered.push_back({{"finding", finding.kind}, {"outcome", outcome}});
+  }
+};
 
-  // Roles whose parameters hold on-chip memory that is short (make_room
-  // findings): a raise that needs more of it also tries them one step down.
-  std::vector<std::string> room_roles;
-  std::string room_reason;
-  for (const auto& finding : request.analysis.findings)
-    if (finding.action == "make_room") {
-      room_roles.insert(room_roles.end(), finding.roles.begin(), finding.roles.end());
-      if (room_reason.empty()) room_reason = finding.summary;
+// make_room: noted; the raises pair with it.
+void make_room(Generating& g, const Finding& finding) {
+  g.set_aside(finding, "each raise also tries " + join(finding.roles, "/") + " one step down");
+}
+
+// The variant has no parameter of the finding's roles to turn: the variants
+// that do have one are the structural answer to it.
+void probe_variants_with_roles(Generating& g, const Finding& finding) {
+  Idea idea;
+  idea.kind = "structural";
+  std::vector<std::string> names;
+  for (const auto& variant : g.catalog.variants) {
+    if (variant.name == g.current.name || g.request.measured_variants.count(variant.name)) continue;
+    bool has_role = false;
+    for (const auto& role : finding.roles) has_role = has_role || !variant.parameters_with_role(role).empty();
+    if (!has_role) continue;
+    idea.probes.push_back(carry_over(g.best, g.current, variant));
+    names.push_back(variant.name);
+  }
+  if (names.empty()) return;
+  idea.variant = names.front();
+  idea.id = "structural:" + join(names, ",");
+  idea.finding = finding.kind;
+  idea.expected_gain = finding.expected_gain;
+  idea.rationale = finding.kind + ": " + finding.summary + " -> " + g.current.name +
+                   " has no parameter of role " + join(finding.roles, "/") +
+                   "; probe the variants that have one (" + join(names, ", ") + ")";
+  g.consider(std::move(idea));
+}
+
+// raise: one step up from the best's value of each parameter playing the
+// finding's roles; vary: every value (a choice of engine or queue has no
+// order to step along).
+void raise_or_vary(Generating& g, const Finding& finding) {
+  const VariantSpace& current = g.current;
+  const bool vary = finding.action == "vary";
+  Region free;
+  std::vector<std::string> names;
+  for (const auto& role : finding.roles)
+    for (const auto& name : current.parameters_with_role(role)) {
+      const auto* parameter = current.parameter(name);
+      const auto now = value_of(g.best, name);
+      if (!parameter || !now) continue;
+      // The current value and the next one up: one step, then the next
+      // analysis of the new best says whether to go further.
+      std::vector<search::ParamValue> upward;
+      bool reached = false;
+      for (const auto& v : parameter->values()) {
+        reached = reached || search::same_value(v, *now);
+        if (vary || (reached && upward.size() < 2)) upward.push_back(v);
+      }
+      if (upward.size() > 1) {
+        free[name] = upward;
+        names.push_back(name);
+      }
     }
+  if (free.empty()) {
+    g.set_aside(finding, "no parameter of role " + join(finding.roles, "/") + " can be " +
+                             (vary ? "varied" : "raised") + " in variant " + current.name);
+    probe_variants_with_roles(g, finding);
+    return;
+  }
+  // Making room: one step down of the memory-holding parameters the raise
+  // does not turn itself, so a deeper pipeline or a larger tile that no
+  // longer fits can trade against them.
+  std::vector<std::string> lowered;
+  if (!vary)
+    for (const auto& role : g.room_roles)
+      for (const auto& name : current.parameters_with_role(role)) {
+        const auto* parameter = current.parameter(name);
+        const auto now = value_of(g.best, name);
+        if (!parameter || !now || free.count(name)) continue;
+        const auto position = parameter->position(*now);
+        if (!position || *position == 0) continue;
+        free[name] = {parameter->values()[*position - 1], *now};
+        lowered.push_back(name);
+      }
+  Idea idea;
+  idea.kind = finding.action;
+  idea.variant = current.name;
+  idea.region = fixed_except(current, g.best, free);
+  // Choices without an order (which engine, which queue) mostly add up: one
+  // value at a time from the best, keeping each parameter's winner, costs the
+  // sum of their domains instead of their product.
+  if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
+  // A placement is chosen once per variant: its parameters mostly add up
+  // (hence coordinate descent), so a new best that differs elsewhere rarely
+  // moves their winners, and a second pass re-measures every losing
+  // placement (on trn1 the transposing DMAs are 100x slower, 6 evaluations
+  // for nothing). The surroundings searched after the findings revisit them
+  // beside the other parameters.
+  idea.id = finding.action + ":" + join(names, ",") + (lowered.empty() ? "" : "-" + join(lowered, ",")) +
+            "@" + (vary ? current.name : g.best.key());
+  idea.finding = finding.kind;
+  idea.expected_gain = finding.expected_gain;
+  idea.rationale = finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
+                   join(names, ", ") + " (role " + join(finding.roles, "/") +
+                   (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
+                         : ") from the best's values, others fixed") +
+                   (lowered.empty() ? ""
+                                    : "; making room, also with " + join(lowered, ", ") + " one step down (" +
+                                          g.room_reason + ")");
+  g.consider(std::move(idea));
+}
 
-  for (const auto& finding : request.analysis.findings) {
-    if (finding.action == "make_room") {
-      considered.push_back(
-          {{"finding", finding.kind},
-           {"outcome", "each raise also tries " + join(finding.roles, "/") + " one step down"}});
+// structural: probe every variant not measured yet, the best's settings
+// carried over.
+void structural(Generating& g, const Finding& finding) {
+  Idea idea;
+  idea.kind = "structural";
+  std::vector<std::string> names;
+  for (const auto& variant : g.catalog.variants) {
+    if (variant.name == g.current.name || g.request.measured_variants.count(variant.name)) continue;
+    idea.probes.push_back(carry_over(g.best, g.current, variant));
+    names.push_back(variant.name);
+  }
+  if (names.empty()) {
+    g.set_aside(finding, "every other variant was measured already");
+    return;
+  }
+  idea.variant = names.front();
+  idea.id = "structural:" + join(names, ",");
+  idea.finding = finding.kind;
+  idea.expected_gain = finding.expected_gain;
+  idea.rationale = finding.kind + ": " + finding.summary +
+                   " -> probe the structural variants not measured yet (" + join(names, ", ") +
+                   ") with the best's settings carried over";
+  g.consider(std::move(idea));
+}
+
+// stop: the policy acts on it; no idea.
+void no_idea(Generating&, const Finding&) {}
+
+// The idea each finding's action asks for; actions not listed are
+// informative (reported, not acted on).
+struct ActionIdeas {
+  const char* action;
+  void (*make)(Generating&, const Finding&);
+};
+constexpr ActionIdeas kActionIdeas[] = {
+    {"make_room", make_room},   {"raise", raise_or_vary}, {"vary", raise_or_vary},
+    {"structural", structural}, {"stop", no_idea},
+};
+
+// One step around the best along each roled parameter (every parameter
+// when the variant declares no roles); `neighbourhood` receives the region.
+std::optional<Idea> neighbourhood_idea(const Generating& g, Region& neighbourhood) {
+  const VariantSpace& current = g.current;
+  bool roles_known = false;
+  for (const auto& [name, role] : current.roles) roles_known = roles_known || !role.empty();
+  Region free;
+  std::vector<std::string> names;
+  for (const auto& parameter : current.parameters) {
+    const auto role = current.roles.find(parameter.name());
+    const auto now = value_of(g.best, parameter.name());
+    if (!now || parameter.size() < 2) continue;
+    if (role == current.roles.end() || role->second.empty()) {
+      if (roles_known) continue;  // roles known: keep the unroled ones fixed
+    }
+    const auto position = parameter.position(*now);
+    if (!position) continue;
+    std::vector<search::ParamValue> around;
+    if (*position > 0) around.push_back(parameter.values()[*position - 1]);
+    around.push_back(*now);
+    if (*position + 1 < parameter.size()) around.push_back(parameter.values()[*position + 1]);
+    free[parameter.name()] = around;
+    names.push_back(parameter.name());
+  }
+  if (free.empty()) return std::nullopt;
+  Idea idea;
+  idea.kind = "explore";
+  idea.variant = current.name;
+  idea.region = fixed_except(current, g.best, free);
+  neighbourhood = free;
+  idea.id = "neighbourhood:" + g.best.key();
+  idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
+  return idea;
+}
+
+// A wider search around the best: two steps along every parameter, roled or
+// not. Worth more than a whole space when the best's neighbourhood has
+// settled, since good configurations cluster around good ones.
+std::optional<Idea> wide_idea(const Generating& g, const Region& neighbourhood) {
+  const VariantSpace& current = g.current;
+  Region free;
+  std::vector<std::string> names;
+  bool wider = false;
+  for (const auto& parameter : current.parameters) {
+    const auto now = value_of(g.best, parameter.name());
+    if (!now || parameter.size() < 2) continue;
+    const auto position = parameter.position(*now);
+    if (!position) continue;
+    const std::size_t lo = *position >= 2 ? *position - 2 : 0;
+    const std::size_t hi = std::min<std::size_t>(parameter.size() - 1, *position + 2);
+    std::vector<search::ParamValue> around(parameter.values().begin() + lo,
+                                           parameter.values().begin() + hi + 1);
+    const auto near = neighbourhood.find(parameter.name());
+    wider = wider || near == neighbourhood.end() || near->second.size() < around.size();
+    free[parameter.name()] = std::move(around);
+    names.push_back(parameter.name());
+  }
+  std::uint64_t size = 1;
+  for (const auto& [name, values] : free) size *= values.size();
+  if (free.empty() || !wider || size >= current.space->size()) return std::nullopt;
+  Idea idea;
+  idea.kind = "explore";
+  idea.variant = current.name;
+  idea.region = fixed_except(current, g.best, free);
+  idea.id = "wide:" + g.best.key();
+  idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" +
+                   std::to_string(size) + " configurations)";
+  return idea;
+}
+
+// The variants in the order their whole spaces are searched: the best's,
+// then the measured ones, then the rest.
+std::vector<const VariantSpace*> space_order(const Generating& g) {
+  std::vector<const VariantSpace*> order{&g.current};
+  for (const auto& variant : g.catalog.variants)
+    if (&variant != &g.current && g.request.measured_variants.count(variant.name)) order.push_back(&variant);
+  for (const auto& variant : g.catalog.variants)
+    if (&variant != &g.current && !g.request.measured_variants.count(variant.name)) order.push_back(&variant);
+  return order;
+}
+
+// The whole space of each variant not measured through yet.
+std::vector<Idea> space_ideas(Generating& g, const std::vector<const VariantSpace*>& order,
+                              bool no_evidence) {
+  std::vector<Idea> out;
+  for (const VariantSpace* variant : order) {
+    const auto measured = g.request.measured_counts.find(variant->name);
+    if (measured != g.request.measured_counts.end() && measured->second >= variant->space->size()) {
+      g.considered.push_back(
+          {{"idea", "space:" + variant->name}, {"outcome", "every configuration measured"}});
       continue;
     }
-    if (finding.action == "raise" || finding.action == "vary") {
-      // raise: one step up from the best's value; vary: every value (a
-      // choice of engine or queue has no order to step along).
-      const bool vary = finding.action == "vary";
-      std::map<std::string, std::vector<search::ParamValue>> free;
-      std::vector<std::string> names;
-      for (const auto& role : finding.roles)
-        for (const auto& name : current.parameters_with_role(role)) {
-          const auto* parameter = current.parameter(name);
-          const auto now = value_of(best, name);
-          if (!parameter || !now) continue;
-          // The current value and the next one up: one step, then the next
-          // analysis of the new best says whether to go further.
-          std::vector<search::ParamValue> upward;
-          bool reached = false;
-          for (const auto& v : parameter->values()) {
-            reached = reached || search::same_value(v, *now);
-            if (vary || (reached && upward.size() < 2)) upward.push_back(v);
-          }
-          if (upward.size() > 1) {
-            free[name] = upward;
-            names.push_back(name);
-          }
-        }
-      if (free.empty()) {
-        considered.push_back({{"finding", finding.kind},
-                              {"outcome", "no parameter of role " + join(finding.roles, "/") + " can be " +
-                                              (vary ? "varied" : "raised") + " in variant " + current.name}});
-        // The variant has nothing to turn: the variants that do have such a
-        // parameter are the structural answer to this finding.
-        Idea idea;
-        idea.kind = "structural";
-        std::vector<std::string> names;
-        for (const auto& variant : catalog.variants) {
-          if (variant.name == current.name || request.measured_variants.count(variant.name)) continue;
-          bool has_role = false;
-          for (const auto& role : finding.roles)
-            has_role = has_role || !variant.parameters_with_role(role).empty();
-          if (!has_role) continue;
-          idea.probes.push_back(carry_over(best, current, variant));
-          names.push_back(variant.name);
-        }
-        if (names.empty()) continue;
-        idea.variant = names.front();
-        idea.id = "structural:" + join(names, ",");
-        idea.finding = finding.kind;
-        idea.expected_gain = finding.expected_gain;
-        idea.rationale = finding.kind + ": " + finding.summary + " -> " + current.name +
-                         " has no parameter of role " + join(finding.roles, "/") +
-                         "; probe the variants that have one (" + join(names, ", ") + ")";
-        consider(std::move(idea));
-        continue;
-      }
-      // Making room: one step down of the memory-holding parameters the
-      // raise does not turn itself, so a deeper pipeline or a larger tile
-      // that no longer fits can trade against them.
-      std::vector<std::string> lowered;
-      if (!vary)
-        for (const auto& role : room_roles)
-          for (const auto& name : current.parameters_with_role(role)) {
-            const auto* parameter = current.parameter(name);
-            const auto now = value_of(best, name);
-            if (!parameter || !now || free.count(name)) continue;
-            const auto position = parameter->position(*now);
-            if (!position || *position == 0) continue;
-            free[name] = {parameter->values()[*position - 1], *now};
-            lowered.push_back(name);
-          }
-      Idea idea;
-      idea.kind = finding.action;
-      idea.variant = current.name;
-      idea.region = fixed_except(current, best, free);
-      // Choices without an order (which engine, which queue) mostly add up:
-      // one value at a time from the best, keeping each parameter's winner,
-      // costs the sum of their domains instead of their product.
-      if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
-      // A placement is chosen once per variant: its parameters mostly add up
-      // (hence coordinate descent), so a new best that differs elsewhere
-      // rarely moves their winners, and a second pass re-measures every
-      // losing placement (on trn1 the transposing DMAs are 100x slower,
-      // 6 evaluations for nothing). The surroundings searched after the
-      // findings revisit them beside the other parameters.
-      idea.id = finding.action + ":" + join(names, ",") + (lowered.empty() ? "" : "-" + join(lowered, ",")) +
-                "@" + (vary ? current.name : best.key());
-      idea.finding = finding.kind;
-      idea.expected_gain = finding.expected_gain;
-      idea.rationale =
-          finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
-          join(names, ", ") + " (role " + join(finding.roles, "/") +
-          (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
-                : ") from the best's values, others fixed") +
-          (lowered.empty()
-               ? ""
-               : "; making room, also with " + join(lowered, ", ") + " one step down (" + room_reason + ")");
-      consider(std::move(idea));
-    } else if (finding.action == "structural") {
-      Idea idea;
-      idea.kind = "structural";
-      std::vector<std::string> names;
-      for (const auto& variant : catalog.variants) {
-        if (variant.name == current.name || request.measured_variants.count(variant.name)) continue;
-        idea.probes.push_back(carry_over(best, current, variant));
-        names.push_back(variant.name);
-      }
-      if (names.empty()) {
-        considered.push_back(
-            {{"finding", finding.kind}, {"outcome", "every other variant was measured already"}});
-        continue;
-      }
-      idea.variant = names.front();
-      idea.id = "structural:" + join(names, ",");
-      idea.finding = finding.kind;
-      idea.expected_gain = finding.expected_gain;
-      idea.rationale = finding.kind + ": " + finding.summary +
-                       " -> probe the structural variants not measured yet (" + join(names, ", ") +
-                       ") with the best's settings carried over";
-      consider(std::move(idea));
-    } else if (finding.action != "stop") {
-      considered.push_back(
-          {{"finding", finding.kind}, {"outcome", "informative; no action (" + finding.action + ")"}});
-    }
+    Idea idea;
+    idea.kind = "explore";
+    idea.variant = variant->name;
+    idea.id = "space:" + variant->name;
+    idea.rationale = std::string(no_evidence ? "no profile evidence points anywhere: " : "") +
+                     "search the whole space of " + variant->name + " (" + variant->space->describe() + ")" +
+                     (no_evidence ? " with the goal's strategy" : "");
+    out.push_back(std::move(idea));
   }
-  std::stable_sort(ideas.begin(), ideas.end(),
+  return out;
+}
+
+// Every idea settled and budget is left: it goes to the most promising space
+// not exhausted yet, the best's variant first. The id carries the
+// measurement count, so the continuation is a new idea each time the space
+// grows.
+void continue_spaces(Generating& g, const std::vector<const VariantSpace*>& order) {
+  for (const VariantSpace* variant : order) {
+    const auto measured = g.request.measured_counts.find(variant->name);
+    const std::uint64_t count = measured == g.request.measured_counts.end() ? 0 : measured->second;
+    if (count >= variant->space->size() || !g.request.tried_ideas.count("space:" + variant->name)) continue;
+    Idea idea;
+    idea.kind = "explore";
+    idea.variant = variant->name;
+    idea.id = "space:" + variant->name + "@" + std::to_string(count);
+    idea.continuation = true;
+    idea.rationale = "every idea settled; the remaining budget goes on searching the space of " +
+                     variant->name + (variant == &g.current ? " (the best's variant)" : "") + ", " +
+                     std::to_string(count) + " of " + std::to_string(variant->space->size()) +
+                     " configurations measured";
+    g.consider(std::move(idea));
+  }
+}
+
+}  // namespace
+
+SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& request) {
+  Generating g{request, *request.catalog, request.best, request.catalog->variant(request.best.variant)};
+  for (const auto& finding : request.analysis.findings)
+    if (finding.action == "make_room") {
+      g.room_roles.insert(g.room_roles.end(), finding.roles.begin(), finding.roles.end());
+      if (g.room_reason.empty()) g.room_reason = finding.summary;
+    }
+
+  // Ideas from the findings, strongest first.
+  for (const auto& finding : request.analysis.findings) {
+    const auto kind = std::find_if(std::begin(kActionIdeas), std::end(kActionIdeas),
+                                   [&](const ActionIdeas& a) { return finding.action == a.action; });
+    if (kind != std::end(kActionIdeas))
+      kind->make(g, finding);
+    else
+      g.set_aside(finding, "informative; no action (" + finding.action + ")");
+  }
+  std::stable_sort(g.ideas.begin(), g.ideas.end(),
                    [](const Idea& a, const Idea& b) { return a.expected_gain > b.expected_gain; });
 
   // Exploration fallbacks, after every finding-driven idea: the best's
@@ -232,133 +394,27 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   // of the whole space beats stepping from best to best (docs/loop.md), so
   // the whole spaces come first.
   const bool no_evidence = request.analysis.findings.empty() && request.analysis.bound == "unknown";
-  std::vector<Idea> local_ideas, global_ideas;
-  std::map<std::string, std::vector<search::ParamValue>> neighbourhood;
-  {
-    bool roles_known = false;
-    for (const auto& [name, role] : current.roles) roles_known = roles_known || !role.empty();
-    std::map<std::string, std::vector<search::ParamValue>> free;
-    std::vector<std::string> names;
-    for (const auto& parameter : current.parameters) {
-      const auto role = current.roles.find(parameter.name());
-      const auto now = value_of(best, parameter.name());
-      if (!now || parameter.size() < 2) continue;
-      if (role == current.roles.end() || role->second.empty()) {
-        if (roles_known) continue;  // roles known: keep the unroled ones fixed
-      }
-      const auto position = parameter.position(*now);
-      if (!position) continue;
-      std::vector<search::ParamValue> around;
-      if (*position > 0) around.push_back(parameter.values()[*position - 1]);
-      around.push_back(*now);
-      if (*position + 1 < parameter.size()) around.push_back(parameter.values()[*position + 1]);
-      free[parameter.name()] = around;
-      names.push_back(parameter.name());
-    }
-    if (!free.empty()) {
-      Idea idea;
-      idea.kind = "explore";
-      idea.variant = current.name;
-      idea.region = fixed_except(current, best, free);
-      neighbourhood = free;
-      idea.id = "neighbourhood:" + best.key();
-      idea.rationale =
-          "no finding left to act on: search one step around the best along " + join(names, ", ");
-      local_ideas.push_back(std::move(idea));
-    }
-  }
-  {
-    // A wider search around the best: two steps along every parameter, roled
-    // or not. Worth more than a whole space when the best's neighbourhood has
-    // settled, since good configurations cluster around good ones.
-    std::map<std::string, std::vector<search::ParamValue>> free;
-    std::vector<std::string> names;
-    bool wider = false;
-    for (const auto& parameter : current.parameters) {
-      const auto now = value_of(best, parameter.name());
-      if (!now || parameter.size() < 2) continue;
-      const auto position = parameter.position(*now);
-      if (!position) continue;
-      const std::size_t lo = *position >= 2 ? *position - 2 : 0;
-      const std::size_t hi = std::min<std::size_t>(parameter.size() - 1, *position + 2);
-      std::vector<search::ParamValue> around(parameter.values().begin() + lo,
-                                             parameter.values().begin() + hi + 1);
-      const auto near = neighbourhood.find(parameter.name());
-      wider = wider || near == neighbourhood.end() || near->second.size() < around.size();
-      free[parameter.name()] = std::move(around);
-      names.push_back(parameter.name());
-    }
-    std::uint64_t size = 1;
-    for (const auto& [name, values] : free) size *= values.size();
-    if (!free.empty() && wider && size < current.space->size()) {
-      Idea idea;
-      idea.kind = "explore";
-      idea.variant = current.name;
-      idea.region = fixed_except(current, best, free);
-      idea.id = "wide:" + best.key();
-      idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" +
-                       std::to_string(size) + " configurations)";
-      local_ideas.push_back(std::move(idea));
-    }
-  }
-  {
-    std::vector<const VariantSpace*> order{&current};
-    for (const auto& variant : catalog.variants)
-      if (&variant != &current && request.measured_variants.count(variant.name)) order.push_back(&variant);
-    for (const auto& variant : catalog.variants)
-      if (&variant != &current && !request.measured_variants.count(variant.name)) order.push_back(&variant);
-    for (const VariantSpace* variant : order) {
-      const auto measured = request.measured_counts.find(variant->name);
-      if (measured != request.measured_counts.end() && measured->second >= variant->space->size()) {
-        considered.push_back(
-            {{"idea", "space:" + variant->name}, {"outcome", "every configuration measured"}});
-        continue;
-      }
-      Idea idea;
-      idea.kind = "explore";
-      idea.variant = variant->name;
-      idea.id = "space:" + variant->name;
-      idea.rationale = std::string(no_evidence ? "no profile evidence points anywhere: " : "") +
-                       "search the whole space of " + variant->name + " (" + variant->space->describe() +
-                       ")" + (no_evidence ? " with the goal's strategy" : "");
-      global_ideas.push_back(std::move(idea));
-    }
-    for (auto* list :
-         no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
-      for (auto& idea : *list) consider(std::move(idea));
-    // Every idea settled and budget is left: it goes to the most promising
-    // space not exhausted yet, the best's variant first. The id carries the
-    // measurement count, so the continuation is a new idea each time the
-    // space grows.
-    if (ideas.empty()) {
-      for (const VariantSpace* variant : order) {
-        const auto measured = request.measured_counts.find(variant->name);
-        const std::uint64_t count = measured == request.measured_counts.end() ? 0 : measured->second;
-        if (count >= variant->space->size() || !request.tried_ideas.count("space:" + variant->name)) continue;
-        Idea idea;
-        idea.kind = "explore";
-        idea.variant = variant->name;
-        idea.id = "space:" + variant->name + "@" + std::to_string(count);
-        idea.continuation = true;
-        idea.rationale = "every idea settled; the remaining budget goes on searching the space of " +
-                         variant->name + (variant == &current ? " (the best's variant)" : "") + ", " +
-                         std::to_string(count) + " of " + std::to_string(variant->space->size()) +
-                         " configurations measured";
-        consider(std::move(idea));
-      }
-    }
-  }
+  std::vector<Idea> local_ideas;
+  Region neighbourhood;
+  if (auto idea = neighbourhood_idea(g, neighbourhood)) local_ideas.push_back(std::move(*idea));
+  if (auto idea = wide_idea(g, neighbourhood)) local_ideas.push_back(std::move(*idea));
+  const auto order = space_order(g);
+  std::vector<Idea> global_ideas = space_ideas(g, order, no_evidence);
+  for (auto* list :
+       no_evidence ? std::array{&global_ideas, &local_ideas} : std::array{&local_ideas, &global_ideas})
+    for (auto& idea : *list) g.consider(std::move(idea));
+  if (g.ideas.empty()) continue_spaces(g, order);
 
   SkillResult<Generation> out;
-  out.result.ideas = ideas;
+  out.result.ideas = g.ideas;
   auto& decision = out.decision;
-  decision.action = ideas.empty() ? kNothingLeft : std::string(kProposePrefix) + ideas.front().kind;
-  decision.inputs = {{"best", best.key()}, {"findings", request.analysis.findings.size()}};
+  decision.action = g.ideas.empty() ? kNothingLeft : std::string(kProposePrefix) + g.ideas.front().kind;
+  decision.inputs = {{"best", request.best.key()}, {"findings", request.analysis.findings.size()}};
   Json proposed = Json::array();
-  for (const auto& idea : ideas) proposed.push_back(idea);
+  for (const auto& idea : g.ideas) proposed.push_back(idea);
   decision.evidence = {{"bound", request.analysis.bound}, {"ideas", proposed}};
-  decision.alternatives = considered;
-  decision.rationale = ideas.empty() ? "every idea was tried" : ideas.front().rationale;
+  decision.alternatives = g.considered;
+  decision.rationale = g.ideas.empty() ? "every idea was tried" : g.ideas.front().rationale;
   return out;
 }
 
