@@ -112,304 +112,361 @@ Json BenchmarkRunner::profile_of(const store::Trial& trial) {
   return nullptr;
 }
 
-SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vector<TrialRequest>& requests,
-                                                                 const ResultCallback& on_result) {
-  const std::size_t n = requests.size();
-  std::vector<std::optional<MeasuredTrial>> results(n);
-  std::vector<std::optional<std::size_t>> duplicate_of(n);
-  std::map<std::string, std::size_t> first_in_batch;
-  std::vector<std::size_t> pending;                  // indices waiting for a commit
-  std::vector<std::optional<int64_t>> queue_ids(n);  // with a queue: each queued candidate's row
-  auto last_flush = Clock::now();
-  Json statuses = Json::object();
-  int64_t reused = 0, resumed = 0, cache_hits = 0, measured = 0;
-  const int64_t batch_number = ++batches_;
+// One measure() call: each candidate is served (measured earlier in this
+// run or this batch, committed before a resume, in the cache) or measured on
+// the pool or through the queue; results are committed in proposal order.
+class BenchmarkRunner::Batch {
+ public:
+  Batch(BenchmarkRunner& runner, const std::vector<TrialRequest>& requests, const ResultCallback& on_result)
+      : runner_(runner),
+        requests_(requests),
+        on_result_(on_result),
+        n_(requests.size()),
+        results_(n_),
+        duplicate_of_(n_),
+        queue_ids_(n_),
+        number_(++runner.batches_) {
+    shared_->done.resize(n_);
+    shared_->started.resize(n_);
+  }
 
-  auto make_trial = [&](const TrialRequest& request) {
+  SkillResult<std::vector<MeasuredTrial>> run() {
+    for (std::size_t i = 0; i < n_; ++i) serve_or_start(i);
+    if (runner_.options_.queue && !running_.empty()) queue_running();
+    collect();
+    flush(n_);
+    {
+      std::lock_guard lock(shared_->mutex);
+      shared_->stop_claiming = true;
+      runner_.counters_.target_seconds += shared_->target_seconds;
+      shared_->target_seconds = 0;
+    }
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!duplicate_of_[i]) continue;
+      results_[i] = *results_[*duplicate_of_[i]];
+      results_[i]->fresh = false;
+      ++reused_;
+    }
+    return decide();
+  }
+
+ private:
+  store::Trial make_trial(const TrialRequest& request) const {
     store::Trial trial;
-    trial.run = run_;
+    trial.run = runner_.run_;
     trial.iteration = request.iteration;
     trial.decision_seq = request.decision_seq;
     trial.variant = request.candidate.variant;
     trial.params = request.candidate.params;
     trial.config_hash = config_hash(request.candidate);
-    trial.cache_key = cache_key(request.candidate);
-    trial.batch = batch_number;
+    trial.cache_key = runner_.cache_key(request.candidate);
+    trial.batch = number_;
     return trial;
-  };
+  }
+
+  // Serves candidate i if it can be, else starts measuring it (on the pool,
+  // or marks it for the queue).
+  void serve_or_start(std::size_t i) {
+    const TrialRequest& request = requests_[i];
+    const std::string hash = config_hash(request.candidate);
+    if (auto it = runner_.measured_.find(hash); it != runner_.measured_.end()) {
+      results_[i] = it->second;
+      results_[i]->fresh = false;
+      ++reused_;
+      settle(i);
+      return;
+    }
+    if (auto it = first_in_batch_.find(hash); it != first_in_batch_.end()) {
+      duplicate_of_[i] = it->second;
+      return;
+    }
+    first_in_batch_[hash] = i;
+    if (auto it = runner_.resumable_.find(hash); it != runner_.resumable_.end()) {
+      MeasuredTrial result{it->second, runner_.profile_of(it->second), true};
+      runner_.resumable_.erase(it);
+      runner_.measured_[hash] = result;
+      results_[i] = result;
+      ++resumed_;
+      ++runner_.counters_.resumed;
+      ++runner_.counters_.evaluations;
+      settle(i);
+      return;
+    }
+    store::Trial trial = make_trial(request);
+    if (runner_.options_.use_cache && serve_from_cache(i, trial)) return;
+    results_[i] = MeasuredTrial{trial, nullptr, true};
+    running_.push_back(i);
+    if (!runner_.options_.queue) start_on_pool(i);  // queued candidates go all at once (queue_running)
+  }
+
+  bool serve_from_cache(std::size_t i, store::Trial& trial) {
+    auto cached = runner_.store_.cached_trial(trial.cache_key);
+    if (!cached) return false;
+    trial.status = cached->status == Outcome::ok ? Outcome::cached : cached->status;
+    trial.cache_hit = true;
+    trial.metrics = cached->metrics;
+    trial.repeats = cached->repeats;
+    trial.error = cached->error;
+    trial.verification = cached->verification;
+    trial.verification["cached_from_trial"] = cached->id;
+    Json profile = nullptr;
+    if (auto stored = runner_.store_.profile(cached->id)) profile = stored->summary;
+    results_[i] = MeasuredTrial{trial, profile, true};
+    pending_.push_back(i);
+    ++cache_hits_;
+    ++runner_.counters_.cache_hits;
+    ++runner_.counters_.evaluations;
+    settle(i);
+    return true;
+  }
+
+  void start_on_pool(std::size_t i) {
+    const MeasureOptions measure_options{runner_.options_.timeout_s};
+    MeasurementTarget& target = runner_.target_;
+    boost::asio::post(*runner_.pool_,
+                      [shared = shared_, i, candidate = requests_[i].candidate, measure_options, &target] {
+                        const auto start = Clock::now();
+                        {
+                          std::lock_guard lock(shared->mutex);
+                          shared->started[i] = start;
+                        }
+                        Measurement m;
+                        try {
+                          m = target.measure(candidate, measure_options);
+                        } catch (const std::exception& e) {
+                          m.status = Outcome::failed;
+                          m.error = std::string("target raised: ") + e.what();
+                        }
+                        const double took = seconds_since(start);
+                        if (m.duration_ms == 0) m.duration_ms = took * 1000;
+                        std::lock_guard lock(shared->mutex);
+                        shared->done[i] = std::move(m);
+                        shared->target_seconds += took;
+                        shared->wake.notify_all();
+                      });
+  }
+
+  // With a queue: every candidate to measure is queued in one transaction,
+  // then this runner's jobs claim them alongside the workers.
+  void queue_running() {
+    std::vector<std::pair<std::string, Json>> items;
+    for (std::size_t i : running_)
+      items.emplace_back(results_[i]->trial.config_hash, candidate_to_json(requests_[i].candidate));
+    const auto rows = runner_.store_.enqueue_measurements(runner_.run_, items);
+    std::map<int64_t, std::size_t> index_of_row;
+    for (std::size_t k = 0; k < running_.size(); ++k) {
+      const std::size_t i = running_[k];
+      queue_ids_[i] = rows[k].id;
+      index_of_row[rows[k].id] = i;
+      // Measured for an earlier life of this run: its result is waiting.
+      if (rows[k].state == store::QueueState::done || rows[k].state == store::QueueState::committed)
+        shared_->done[i] = measurement_from_json(rows[k].result);
+    }
+    for (int job = 0; job < runner_.options_.jobs; ++job)
+      boost::asio::post(*runner_.pool_, [shared = shared_, index_of_row, runner = &runner_] {
+        runner->claim_until_stopped(*shared, index_of_row);
+      });
+  }
+
+  // Waits for the running candidates (a candidate past the timeout is a
+  // timeout), records each result and commits as the options say.
+  void collect() {
+    const RunnerOptions& options = runner_.options_;
+    std::set<std::size_t> open(running_.begin(), running_.end());
+    auto last_poll = Clock::now() - std::chrono::seconds(1);
+    auto last_heartbeat = Clock::now() - std::chrono::seconds(10);
+    while (!open.empty()) {
+      if (options.queue) runner_.poll_queue(open, queue_ids_, *shared_, last_poll, last_heartbeat);
+      std::vector<std::pair<std::size_t, Measurement>> finished;
+      {
+        std::unique_lock lock(shared_->mutex);
+        shared_->wake.wait_for(lock, std::chrono::milliseconds(20));
+        const auto now = Clock::now();
+        for (std::size_t i : open) {
+          if (shared_->done[i]) {
+            finished.emplace_back(i, std::move(*shared_->done[i]));
+          } else if (shared_->started[i] &&
+                     std::chrono::duration<double>(now - *shared_->started[i]).count() > options.timeout_s) {
+            Measurement m;
+            m.status = Outcome::timeout;
+            m.error = "exceeded the per-candidate timeout of " + std::to_string(options.timeout_s) + " s";
+            m.duration_ms = options.timeout_s * 1000;
+            finished.emplace_back(i, std::move(m));
+          }
+        }
+      }
+      for (auto& [i, m] : finished) {
+        open.erase(i);
+        record(i, m);
+      }
+      if (int(pending_.size()) >= options.commit_every ||
+          seconds_since(last_flush_) >= options.commit_interval_s)
+        flush(open.empty() ? n_ : *open.begin());
+    }
+  }
+
+  void record(std::size_t i, const Measurement& m) {
+    store::Trial& trial = results_[i]->trial;
+    trial.status = m.status;
+    trial.metrics = m.metrics;
+    trial.repeats = m.repeats;
+    trial.verification = m.verification;
+    trial.error = m.error;
+    trial.duration_ms = m.duration_ms;
+    results_[i]->profile = m.status == Outcome::ok ? m.profile : Json(nullptr);
+    pending_.push_back(i);
+    ++measured_;
+    ++runner_.counters_.measured;
+    ++runner_.counters_.evaluations;
+    settle(i);
+  }
 
   // Trials are committed in proposal order, so that their ids do not depend
   // on which worker finished first: a flush commits the finished trials
   // proposed before every one still running (`first_running`), and keeps the
   // others pending.
-  auto flush = [&](std::size_t first_running) {
-    std::sort(pending.begin(), pending.end());
-    const auto ready_end = std::lower_bound(pending.begin(), pending.end(), first_running);
-    if (ready_end == pending.begin()) return;
-    const std::vector<std::size_t> ready(pending.begin(), ready_end);
-    pending.erase(pending.begin(), ready_end);
+  void flush(std::size_t first_running) {
+    std::sort(pending_.begin(), pending_.end());
+    const auto ready_end = std::lower_bound(pending_.begin(), pending_.end(), first_running);
+    if (ready_end == pending_.begin()) return;
+    const std::vector<std::size_t> ready(pending_.begin(), ready_end);
+    pending_.erase(pending_.begin(), ready_end);
     const auto start = Clock::now();
     std::vector<store::Trial> batch;
-    for (std::size_t i : ready) batch.push_back(results[i]->trial);
-    store_.commit_trials(batch);
+    for (std::size_t i : ready) batch.push_back(results_[i]->trial);
+    runner_.store_.commit_trials(batch);
     std::vector<int64_t> queued_rows;
     for (std::size_t i : ready)
-      if (queue_ids[i]) queued_rows.push_back(*queue_ids[i]);
-    store_.mark_measurements_committed(queued_rows);
+      if (queue_ids_[i]) queued_rows.push_back(*queue_ids_[i]);
+    runner_.store_.mark_measurements_committed(queued_rows);
     for (std::size_t k = 0; k < ready.size(); ++k) {
-      auto& result = *results[ready[k]];
+      auto& result = *results_[ready[k]];
       result.trial = batch[k];
       if (!result.profile.is_null()) {
-        store_.save_profile({result.trial.id, result.profile, std::nullopt, ""});
-        profiles_[result.trial.id] = result.profile;
+        runner_.store_.save_profile({result.trial.id, result.profile, std::nullopt, ""});
+        runner_.profiles_[result.trial.id] = result.profile;
       }
-      measured_[result.trial.config_hash] = result;
+      runner_.measured_[result.trial.config_hash] = result;
     }
-    counters_.commits += 1;
-    counters_.commit_seconds += seconds_since(start);
-    last_flush = Clock::now();
-  };
-
-  auto settle = [&](std::size_t i) {
-    statuses[std::string(to_string(results[i]->trial.status))] =
-        statuses.value(std::string(to_string(results[i]->trial.status)), 0) + 1;
-    if (on_result) on_result(*results[i]);
-  };
-
-  auto shared = std::make_shared<Shared>();
-  shared->done.resize(n);
-  shared->started.resize(n);
-  std::vector<std::size_t> running;
-
-  for (std::size_t i = 0; i < n; ++i) {
-    const TrialRequest& request = requests[i];
-    const std::string hash = config_hash(request.candidate);
-    if (auto it = measured_.find(hash); it != measured_.end()) {
-      results[i] = it->second;
-      results[i]->fresh = false;
-      ++reused;
-      settle(i);
-      continue;
-    }
-    if (auto it = first_in_batch.find(hash); it != first_in_batch.end()) {
-      duplicate_of[i] = it->second;
-      continue;
-    }
-    first_in_batch[hash] = i;
-    if (auto it = resumable_.find(hash); it != resumable_.end()) {
-      MeasuredTrial result{it->second, profile_of(it->second), true};
-      resumable_.erase(it);
-      measured_[hash] = result;
-      results[i] = result;
-      ++resumed;
-      ++counters_.resumed;
-      ++counters_.evaluations;
-      settle(i);
-      continue;
-    }
-    store::Trial trial = make_trial(request);
-    if (options_.use_cache) {
-      if (auto cached = store_.cached_trial(trial.cache_key)) {
-        trial.status = cached->status == Outcome::ok ? Outcome::cached : cached->status;
-        trial.cache_hit = true;
-        trial.metrics = cached->metrics;
-        trial.repeats = cached->repeats;
-        trial.error = cached->error;
-        trial.verification = cached->verification;
-        trial.verification["cached_from_trial"] = cached->id;
-        Json profile = nullptr;
-        if (auto stored = store_.profile(cached->id)) profile = stored->summary;
-        results[i] = MeasuredTrial{trial, profile, true};
-        pending.push_back(i);
-        ++cache_hits;
-        ++counters_.cache_hits;
-        ++counters_.evaluations;
-        settle(i);
-        continue;
-      }
-    }
-    results[i] = MeasuredTrial{trial, nullptr, true};
-    running.push_back(i);
-    if (options_.queue) continue;  // queued below, all at once
-    const MeasureOptions measure_options{options_.timeout_s};
-    boost::asio::post(*pool_, [shared, i, candidate = request.candidate, measure_options, this] {
-      const auto start = Clock::now();
-      {
-        std::lock_guard lock(shared->mutex);
-        shared->started[i] = start;
-      }
-      Measurement m;
-      try {
-        m = target_.measure(candidate, measure_options);
-      } catch (const std::exception& e) {
-        m.status = Outcome::failed;
-        m.error = std::string("target raised: ") + e.what();
-      }
-      const double took = seconds_since(start);
-      if (m.duration_ms == 0) m.duration_ms = took * 1000;
-      std::lock_guard lock(shared->mutex);
-      shared->done[i] = std::move(m);
-      shared->target_seconds += took;
-      shared->wake.notify_all();
-    });
+    runner_.counters_.commits += 1;
+    runner_.counters_.commit_seconds += seconds_since(start);
+    last_flush_ = Clock::now();
   }
 
-  // With a queue: every candidate to measure is queued in one transaction,
-  // then this runner's jobs claim them alongside the workers.
-  std::map<int64_t, std::size_t> index_of_row;
-  if (options_.queue && !running.empty()) {
-    std::vector<std::pair<std::string, Json>> items;
-    for (std::size_t i : running)
-      items.emplace_back(results[i]->trial.config_hash, candidate_to_json(requests[i].candidate));
-    const auto rows = store_.enqueue_measurements(run_, items);
-    for (std::size_t k = 0; k < running.size(); ++k) {
-      const std::size_t i = running[k];
-      queue_ids[i] = rows[k].id;
-      index_of_row[rows[k].id] = i;
-      // Measured for an earlier life of this run: its result is waiting.
-      if (rows[k].state == store::QueueState::done || rows[k].state == store::QueueState::committed)
-        shared->done[i] = measurement_from_json(rows[k].result);
-    }
-    for (int job = 0; job < options_.jobs; ++job) {
-      boost::asio::post(*pool_, [shared, index_of_row, this] {
-        for (;;) {
-          {
-            std::lock_guard lock(shared->mutex);
-            if (shared->stop_claiming) return;
-          }
-          std::optional<store::QueuedMeasurement> item;
-          try {
-            item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
-          } catch (const std::exception& e) {
-            log::warn(std::string("claiming a queued candidate failed: ") + e.what());
-          }
-          if (!item) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            continue;
-          }
-          const auto start = Clock::now();
-          Measurement m =
-              measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
-          const double took = seconds_since(start);
-          bool stored = false;
-          try {
-            stored = store_.complete_measurement(item->id, claimer_, to_json(m));
-          } catch (const std::exception& e) {
-            log::warn(std::string("storing a queued measurement failed: ") + e.what());
-          }
-          std::lock_guard lock(shared->mutex);
-          shared->target_seconds += took;
-          const auto it = index_of_row.find(item->id);
-          if (stored && it != index_of_row.end() && !shared->done[it->second]) {
-            shared->done[it->second] = std::move(m);
-            shared->wake.notify_all();
-          }
-        }
-      });
-    }
+  void settle(std::size_t i) {
+    const std::string status(to_string(results_[i]->trial.status));
+    statuses_[status] = statuses_.value(status, 0) + 1;
+    if (on_result_) on_result_(*results_[i]);
   }
 
-  std::set<std::size_t> open(running.begin(), running.end());
-  auto last_poll = Clock::now() - std::chrono::seconds(1);
-  auto last_heartbeat = Clock::now() - std::chrono::seconds(10);
-  while (!open.empty()) {
-    if (options_.queue) poll_queue(open, queue_ids, *shared, last_poll, last_heartbeat);
-    std::vector<std::pair<std::size_t, Measurement>> finished;
+  // The runner's decision record for the batch.
+  SkillResult<std::vector<MeasuredTrial>> decide() {
+    SkillResult<std::vector<MeasuredTrial>> out;
+    std::optional<double> best;
+    for (auto& r : results_) {
+      AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
+      if (is_measured(r->trial.status)) {
+        const auto latency = r->trial.metric("latency_s");
+        if (latency && (!best || *latency < *best)) best = latency;
+      }
+      out.result.push_back(std::move(*r));
+    }
+    const RunnerOptions& options = runner_.options_;
+    MeasurementTarget& target = runner_.target_;
+    auto& decision = out.decision;
+    decision.action = "measure";
+    decision.inputs = {{"candidates", n_},
+                       {"jobs", options.jobs},
+                       {"timeout_s", options.timeout_s},
+                       {"target", target.description()}};
+    decision.evidence = {{"measured", measured_},
+                         {"cache_hits", cache_hits_},
+                         {"resumed", resumed_},
+                         {"reused_in_run", reused_},
+                         {"statuses", statuses_}};
+    if (best) decision.evidence["best_latency_s"] = *best;
+    // Candidates the target found to trace the very program of one it
+    // measured already (a parameter that changes nothing here), or the same
+    // instructions with the same dependencies on buffers allocated
+    // differently: not simulated again.
+    int same_program = 0;
+    for (const auto& r : out.result)
+      if (r.fresh && r.trial.verification.is_object() &&
+          (r.trial.verification.contains("same_program_as") ||
+           r.trial.verification.contains("same_schedule_as")))
+        ++same_program;
+    decision.evidence["same_program"] = same_program;
+    decision.rationale =
+        "measured " + std::to_string(measured_) + " on " + target.kind() + ", " +
+        std::to_string(cache_hits_) + " from the cache, " + std::to_string(resumed_) +
+        " from committed trials, " + std::to_string(reused_) + " already measured in this run" +
+        (same_program > 0 ? "; " + std::to_string(same_program) +
+                                " traced the same program as a candidate measured before, so "
+                                "its measurement was reused"
+                          : "");
+    decision.outcome = statuses_.dump();
+    return out;
+  }
+
+  BenchmarkRunner& runner_;
+  const std::vector<TrialRequest>& requests_;
+  const ResultCallback& on_result_;
+  const std::size_t n_;
+  std::vector<std::optional<MeasuredTrial>> results_;
+  std::vector<std::optional<std::size_t>> duplicate_of_;
+  std::map<std::string, std::size_t> first_in_batch_;
+  std::vector<std::size_t> pending_;               // indices waiting for a commit
+  std::vector<std::optional<int64_t>> queue_ids_;  // with a queue: each queued candidate's row
+  std::vector<std::size_t> running_;               // indices being measured
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  Clock::time_point last_flush_ = Clock::now();
+  Json statuses_ = Json::object();
+  int64_t reused_ = 0, resumed_ = 0, cache_hits_ = 0, measured_ = 0;
+  const int64_t number_;
+};
+
+// A job of this runner on the queue: claims queued candidates of this run
+// (any process's), measures them and stores the results, until the batch
+// stops claiming.
+void BenchmarkRunner::claim_until_stopped(Shared& shared,
+                                          const std::map<int64_t, std::size_t>& index_of_row) {
+  for (;;) {
     {
-      std::unique_lock lock(shared->mutex);
-      shared->wake.wait_for(lock, std::chrono::milliseconds(20));
-      const auto now = Clock::now();
-      for (std::size_t i : open) {
-        if (shared->done[i]) {
-          finished.emplace_back(i, std::move(*shared->done[i]));
-        } else if (shared->started[i] &&
-                   std::chrono::duration<double>(now - *shared->started[i]).count() > options_.timeout_s) {
-          Measurement m;
-          m.status = Outcome::timeout;
-          m.error = "exceeded the per-candidate timeout of " + std::to_string(options_.timeout_s) + " s";
-          m.duration_ms = options_.timeout_s * 1000;
-          finished.emplace_back(i, std::move(m));
-        }
-      }
+      std::lock_guard lock(shared.mutex);
+      if (shared.stop_claiming) return;
     }
-    for (auto& [i, m] : finished) {
-      open.erase(i);
-      store::Trial& trial = results[i]->trial;
-      trial.status = m.status;
-      trial.metrics = m.metrics;
-      trial.repeats = m.repeats;
-      trial.verification = m.verification;
-      trial.error = m.error;
-      trial.duration_ms = m.duration_ms;
-      results[i]->profile = m.status == Outcome::ok ? m.profile : Json(nullptr);
-      pending.push_back(i);
-      ++measured;
-      ++counters_.measured;
-      ++counters_.evaluations;
-      settle(i);
+    std::optional<store::QueuedMeasurement> item;
+    try {
+      item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
+    } catch (const std::exception& e) {
+      log::warn(std::string("claiming a queued candidate failed: ") + e.what());
     }
-    if (int(pending.size()) >= options_.commit_every ||
-        seconds_since(last_flush) >= options_.commit_interval_s)
-      flush(open.empty() ? n : *open.begin());
+    if (!item) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const auto start = Clock::now();
+    Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
+    const double took = seconds_since(start);
+    bool stored = false;
+    try {
+      stored = store_.complete_measurement(item->id, claimer_, to_json(m));
+    } catch (const std::exception& e) {
+      log::warn(std::string("storing a queued measurement failed: ") + e.what());
+    }
+    std::lock_guard lock(shared.mutex);
+    shared.target_seconds += took;
+    const auto it = index_of_row.find(item->id);
+    if (stored && it != index_of_row.end() && !shared.done[it->second]) {
+      shared.done[it->second] = std::move(m);
+      shared.wake.notify_all();
+    }
   }
-  flush(n);
-  {
-    std::lock_guard lock(shared->mutex);
-    shared->stop_claiming = true;
-    counters_.target_seconds += shared->target_seconds;
-    shared->target_seconds = 0;
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!duplicate_of[i]) continue;
-    results[i] = *results[*duplicate_of[i]];
-    results[i]->fresh = false;
-    ++reused;
-  }
+}
 
-  SkillResult<std::vector<MeasuredTrial>> out;
-  std::optional<double> best;
-  std::string best_key;
-  for (auto& r : results) {
-    AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
-    if (is_measured(r->trial.status)) {
-      const auto latency = r->trial.metric("latency_s");
-      if (latency && (!best || *latency < *best))
-        best = latency, best_key = r->trial.variant + r->trial.params.dump();
-    }
-    out.result.push_back(std::move(*r));
-  }
-  auto& decision = out.decision;
-  decision.action = "measure";
-  decision.inputs = {{"candidates", n},
-                     {"jobs", options_.jobs},
-                     {"timeout_s", options_.timeout_s},
-                     {"target", target_.description()}};
-  decision.evidence = {{"measured", measured},
-                       {"cache_hits", cache_hits},
-                       {"resumed", resumed},
-                       {"reused_in_run", reused},
-                       {"statuses", statuses}};
-  if (best) decision.evidence["best_latency_s"] = *best;
-  // Candidates the target found to trace the very program of one it measured
-  // already (a parameter that changes nothing here), or the same instructions
-  // with the same dependencies on buffers allocated differently: not
-  // simulated again.
-  int same_program = 0;
-  for (const auto& r : out.result)
-    if (r.fresh && r.trial.verification.is_object() &&
-        (r.trial.verification.contains("same_program_as") ||
-         r.trial.verification.contains("same_schedule_as")))
-      ++same_program;
-  decision.evidence["same_program"] = same_program;
-  decision.rationale = "measured " + std::to_string(measured) + " on " + target_.kind() + ", " +
-                       std::to_string(cache_hits) + " from the cache, " + std::to_string(resumed) +
-                       " from committed trials, " + std::to_string(reused) + " already measured in this run" +
-                       (same_program > 0 ? "; " + std::to_string(same_program) +
-                                               " traced the same program as a candidate measured before, so "
-                                               "its measurement was reused"
-                                         : "");
-  decision.outcome = statuses.dump();
-  return out;
+SkillResult<std::vector<MeasuredTrial>> BenchmarkRunner::measure(const std::vector<TrialRequest>& requests,
+                                                                 const ResultCallback& on_result) {
+  return Batch(*this, requests, on_result).run();
 }
 
 }  // namespace autotune::skills

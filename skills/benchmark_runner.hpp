@@ -108,6 +108,10 @@ class BenchmarkRunner {
 
  private:
   struct Shared;
+  class Batch;
+  // With a queue: one of this runner's jobs, claiming and measuring queued
+  // candidates of the run until the batch stops claiming.
+  void claim_until_stopped(Shared& shared, const std::map<int64_t, std::size_t>& index_of_row);
   // With a queue: picks up results other processes stored for `open`
   // candidates (every 200 ms) and heartbeats this runner's claims.
   void poll_queue(const std::set<std::size_t>& open, const std::vector<std::optional<int64_t>>& queue_ids,
