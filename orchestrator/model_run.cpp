@@ -112,6 +112,130 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
+// Worth of tuning each kernel: the share of the forward it could remove at
+// most (its time share times its distance to its roofline bound). The first
+// kernel neither settled nor at its bound is chosen (`groups` are sorted by
+// worth here); `candidates` records the strongest few for the decision.
+const KernelGroup* choose_kernel(const model::ForwardTiming& current, const std::set<std::string>& settled,
+                                 std::vector<KernelGroup>& groups, Json& candidates) {
+  groups = kernel_groups(current);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const KernelGroup& a, const KernelGroup& b) { return a.worth > b.worth; });
+  const KernelGroup* chosen = nullptr;
+  for (const auto& g : groups) {
+    const auto& first = current.operators[g.members.front()];
+    std::string why;
+    if (settled.count(g.key))
+      why = "settled: its last loop found nothing faster";
+    else if (first.latency_s <= kAtRoofline * first.roofline_s)
+      why = "at its roofline bound";
+    if (candidates.size() < 8)
+      candidates.push_back({{"kernel", g.key},
+                            {"operators", operator_names(current, g)},
+                            {"share_percent", std::round(g.share * 1000) / 10},
+                            {"headroom_percent", std::round(g.headroom * 1000) / 10},
+                            {"worth_percent", std::round(g.worth * 1000) / 10},
+                            {"skipped", why}});
+    if (!chosen && why.empty()) chosen = &g;
+  }
+  return chosen;
+}
+
+// The kernel goal that tunes `lead`'s kernel from its current configuration
+// with a slice of the model's budget, stopping only near its roofline bound.
+Goal kernel_goal_for(const ModelGoal& goal, const model::OperatorTiming& lead, int slice, int iteration,
+                     double elapsed_s) {
+  Goal kernel_goal;
+  kernel_goal.file = goal.file;
+  kernel_goal.name = goal.name + "/" + lead.op.name;
+  kernel_goal.family = lead.op.family;
+  kernel_goal.shape = lead.op.shape;
+  kernel_goal.dtype = std::string(sim::dtype_name(goal.model.dtype));
+  kernel_goal.target.kind = "sim";
+  kernel_goal.target.name = goal.target;
+  kernel_goal.objective = Objective::latency;
+  kernel_goal.absolute = kAtRoofline * lead.roofline_s;
+  kernel_goal.max_iterations = goal.kernel_iterations;
+  kernel_goal.budget_evaluations = slice;
+  kernel_goal.budget_wall_time_s = std::max(1.0, goal.budget_wall_time_s - elapsed_s);
+  kernel_goal.strategy = goal.strategy;
+  kernel_goal.batch_size = goal.batch_size;
+  kernel_goal.start_variant = lead.config.variant;
+  kernel_goal.start_params = Json::object();
+  for (const auto& [k, v] : lead.config.params) kernel_goal.start_params[k] = v;
+  kernel_goal.parallel = goal.parallel;
+  kernel_goal.seed = goal.seed + std::uint64_t(iteration);
+  return kernel_goal;
+}
+
+// A kernel run's best, if faster, becomes the configuration of every
+// operator sharing that kernel; otherwise the kernel is settled. Returns the
+// outcome in words.
+std::string adopt_kernel_run(const RunSummary& kernel_run, const KernelGroup& chosen,
+                             const model::OperatorTiming& lead, model::ForwardTiming& current,
+                             std::set<std::string>& settled) {
+  const double before = lead.latency_s;
+  const double after =
+      kernel_run.best_metrics.is_object() ? kernel_run.best_metrics.value("latency_s", before) : before;
+  if (!kernel_run.best_trial || !(after < before)) {
+    settled.insert(chosen.key);
+    return lead.op.name + ": nothing faster than " + std::to_string(before * 1e3) + " ms in run " +
+           std::to_string(kernel_run.run_id) + " (" + kernel_run.stop_reason + ")";
+  }
+  model::ChosenConfig config;
+  config.variant = kernel_run.best.variant;
+  const auto& variant = kernels::family_registry().get(lead.op.family).variant(config.variant);
+  kernels::ParamValues given;
+  for (const auto& [k, v] : kernel_run.best.params.items())
+    if (variant.find_param(k) && v.is_number_integer()) given[k] = v.get<std::int64_t>();
+  config.params = kernels::resolve_params(variant, given);
+  config.source = "tuned";
+  config.run = kernel_run.run_id;
+  config.trial = kernel_run.best_trial;
+  config.recorded_latency_s = after;
+  const std::string name = lead.op.name;  // `lead` is one of the operators rewritten below
+  const double old_forward = current.latency_s;
+  for (auto i : chosen.members) {
+    current.operators[i].config = config;
+    current.operators[i].latency_s = after;
+  }
+  resum(current);
+  return name + ": " + std::to_string(before * 1e3) + " ms -> " + std::to_string(after * 1e3) + " ms (run " +
+         std::to_string(kernel_run.run_id) + "); forward " + std::to_string(old_forward * 1e3) + " ms -> " +
+         std::to_string(current.latency_s * 1e3) + " ms";
+}
+
+// The tuned forward, timed afresh with the run's choices and checked end to
+// end; the finish decision.
+void finish_forward(const ModelGoal& goal, const sim::TargetSpec& target, const model::ForwardTiming& current,
+                    const std::string& stop, ModelRunSummary& summary, DecisionLog& log) {
+  model::ForwardOptions tuned_options;
+  tuned_options.jobs = goal.parallel;
+  for (const auto& t : current.operators) tuned_options.configs[t.op.name] = t.config;
+  tuned_options.baseline = true;  // operators the run did not tune keep their baseline
+  summary.tuned = model::time_forward(goal.model, target, nullptr, tuned_options);
+  summary.best_latency_s = summary.tuned.latency_s;
+  summary.improvement = 1.0 - summary.best_latency_s / summary.baseline_latency_s;
+  summary.goal_met = summary.tuned.all_ok && summary.improvement >= goal.improvement;
+  if (goal.verify && summary.tuned.all_ok) {
+    summary.check = model::verify_chain(goal.model, summary.tuned, target, goal.seed);
+    if (!summary.check->passed) summary.goal_met = false;
+  }
+  skills::SkillDecision d;
+  d.action = "finish";
+  d.evidence = forward_evidence(summary.tuned);
+  d.evidence["improvement"] = summary.improvement;
+  d.evidence["speedup"] = summary.baseline_latency_s / summary.best_latency_s;
+  d.evidence["mfu_percent"] = summary.tuned.mfu_percent;
+  if (summary.check)
+    d.evidence["end_to_end"] = {{"mse", summary.check->mse},
+                                {"cosine_similarity", summary.check->cosine_similarity},
+                                {"passed", summary.check->passed}};
+  d.rationale = stop;
+  d.outcome = summary.goal_met ? "goal met" : "goal not met";
+  log.append(summary.iterations, "model_orchestrator", d);
+}
+
 }  // namespace
 
 bool is_model_goal(const std::filesystem::path& path) {
@@ -301,29 +425,9 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
         stop = "wall-time budget reached";
         break;
       }
-      // Worth of tuning each kernel: the share of the forward it could remove
-      // at most (its time share times its distance to its roofline bound).
-      auto groups = kernel_groups(current);
-      std::stable_sort(groups.begin(), groups.end(),
-                       [](const KernelGroup& a, const KernelGroup& b) { return a.worth > b.worth; });
+      std::vector<KernelGroup> groups;
       Json candidates = Json::array();
-      const KernelGroup* chosen = nullptr;
-      for (const auto& g : groups) {
-        const auto& first = current.operators[g.members.front()];
-        std::string why;
-        if (settled.count(g.key))
-          why = "settled: its last loop found nothing faster";
-        else if (first.latency_s <= kAtRoofline * first.roofline_s)
-          why = "at its roofline bound";
-        if (candidates.size() < 8)
-          candidates.push_back({{"kernel", g.key},
-                                {"operators", operator_names(current, g)},
-                                {"share_percent", std::round(g.share * 1000) / 10},
-                                {"headroom_percent", std::round(g.headroom * 1000) / 10},
-                                {"worth_percent", std::round(g.worth * 1000) / 10},
-                                {"skipped", why}});
-        if (!chosen && why.empty()) chosen = &g;
-      }
+      const KernelGroup* chosen = choose_kernel(current, settled, groups, candidates);
       if (!chosen) {
         stop = "every kernel is settled or at its roofline bound";
         break;
@@ -346,26 +450,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       report(iteration, "tune " + lead.op.name, current.latency_s);
 
       // The kernel's loop, from the operator's current configuration.
-      Goal kernel_goal;
-      kernel_goal.file = goal.file;
-      kernel_goal.name = goal.name + "/" + lead.op.name;
-      kernel_goal.family = lead.op.family;
-      kernel_goal.shape = lead.op.shape;
-      kernel_goal.dtype = std::string(sim::dtype_name(goal.model.dtype));
-      kernel_goal.target.kind = "sim";
-      kernel_goal.target.name = goal.target;
-      kernel_goal.objective = Objective::latency;
-      kernel_goal.absolute = kAtRoofline * lead.roofline_s;  // stop only near the bound
-      kernel_goal.max_iterations = goal.kernel_iterations;
-      kernel_goal.budget_evaluations = slice;
-      kernel_goal.budget_wall_time_s = std::max(1.0, goal.budget_wall_time_s - elapsed());
-      kernel_goal.strategy = goal.strategy;
-      kernel_goal.batch_size = goal.batch_size;
-      kernel_goal.start_variant = lead.config.variant;
-      kernel_goal.start_params = Json::object();
-      for (const auto& [k, v] : lead.config.params) kernel_goal.start_params[k] = v;
-      kernel_goal.parallel = goal.parallel;
-      kernel_goal.seed = goal.seed + std::uint64_t(iteration);
+      Goal kernel_goal = kernel_goal_for(goal, lead, slice, iteration, elapsed());
       RunSetup setup = prepare_run(kernel_goal);
       RunOptions run_options;
       run_options.progress = [&](const Progress& p) {
@@ -378,37 +463,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       summary.evaluations += kernel_run.evaluations;
       summary.iterations = iteration;
 
-      const double before = lead.latency_s;
-      const double after =
-          kernel_run.best_metrics.is_object() ? kernel_run.best_metrics.value("latency_s", before) : before;
-      std::string outcome;
-      if (kernel_run.best_trial && after < before) {
-        model::ChosenConfig config;
-        config.variant = kernel_run.best.variant;
-        const auto& variant = kernels::family_registry().get(lead.op.family).variant(config.variant);
-        kernels::ParamValues given;
-        for (const auto& [k, v] : kernel_run.best.params.items())
-          if (variant.find_param(k) && v.is_number_integer()) given[k] = v.get<std::int64_t>();
-        config.params = kernels::resolve_params(variant, given);
-        config.source = "tuned";
-        config.run = kernel_run.run_id;
-        config.trial = kernel_run.best_trial;
-        config.recorded_latency_s = after;
-        const double old_forward = current.latency_s;
-        for (auto i : chosen->members) {
-          current.operators[i].config = config;
-          current.operators[i].latency_s = after;
-        }
-        resum(current);
-        outcome = lead.op.name + ": " + std::to_string(before * 1e3) + " ms -> " +
-                  std::to_string(after * 1e3) + " ms (run " + std::to_string(kernel_run.run_id) +
-                  "); forward " + std::to_string(old_forward * 1e3) + " ms -> " +
-                  std::to_string(current.latency_s * 1e3) + " ms";
-      } else {
-        settled.insert(chosen->key);
-        outcome = lead.op.name + ": nothing faster than " + std::to_string(before * 1e3) + " ms in run " +
-                  std::to_string(kernel_run.run_id) + " (" + kernel_run.stop_reason + ")";
-      }
+      const std::string outcome = adopt_kernel_run(kernel_run, *chosen, lead, current, settled);
       log.set_outcome(choice_seq, outcome);
       report(iteration, "tuned " + lead.op.name, current.latency_s);
       if (iteration == goal.max_iterations &&
@@ -416,34 +471,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
         summary.goal_met = true, stop = "goal met";
     }
 
-    // The tuned forward, timed afresh with the run's choices, and checked end to end.
-    model::ForwardOptions tuned_options;
-    tuned_options.jobs = goal.parallel;
-    for (const auto& t : current.operators) tuned_options.configs[t.op.name] = t.config;
-    tuned_options.baseline = true;  // operators the run did not tune keep their baseline
-    summary.tuned = model::time_forward(goal.model, target, nullptr, tuned_options);
-    summary.best_latency_s = summary.tuned.latency_s;
-    summary.improvement = 1.0 - summary.best_latency_s / summary.baseline_latency_s;
-    summary.goal_met = summary.tuned.all_ok && summary.improvement >= goal.improvement;
-    if (goal.verify && summary.tuned.all_ok) {
-      summary.check = model::verify_chain(goal.model, summary.tuned, target, goal.seed);
-      if (!summary.check->passed) summary.goal_met = false;
-    }
-    {
-      skills::SkillDecision d;
-      d.action = "finish";
-      d.evidence = forward_evidence(summary.tuned);
-      d.evidence["improvement"] = summary.improvement;
-      d.evidence["speedup"] = summary.baseline_latency_s / summary.best_latency_s;
-      d.evidence["mfu_percent"] = summary.tuned.mfu_percent;
-      if (summary.check)
-        d.evidence["end_to_end"] = {{"mse", summary.check->mse},
-                                    {"cosine_similarity", summary.check->cosine_similarity},
-                                    {"passed", summary.check->passed}};
-      d.rationale = stop;
-      d.outcome = summary.goal_met ? "goal met" : "goal not met";
-      log.append(summary.iterations, "model_orchestrator", d);
-    }
+    finish_forward(goal, target, current, stop, summary, log);
     summary.stop_reason = stop;
     summary.status = "completed";
   } catch (const UserError&) {

@@ -13,12 +13,20 @@
 
 namespace autotune::orchestrator {
 
-SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
-                      skills::MeasurementTarget& target, store::Store& store,
-                      const std::string& simulator_version, const SweepOptions& options, int top_k) {
-  const auto started = std::chrono::steady_clock::now();
-  // Every configuration is listed before the first is measured: refuse a
-  // space too large to list (and far beyond any budget) before any work.
+namespace {
+
+// The sweep's run record: new, or the one being resumed with what it has.
+struct SweepRecord {
+  store::Run record;
+  std::optional<RunLease> lease;
+  int64_t already_logged = 0;
+  std::vector<store::Trial> committed;
+};
+
+// Every configuration is listed before the first is measured: refuse a space
+// too large to list (and far beyond any budget) before any work. Returns the
+// space's size.
+std::uint64_t check_sweep_size(const skills::VariantCatalog& catalog, const SweepOptions& options) {
   std::uint64_t total = 0;
   for (const auto& variant : catalog.variants) total += variant.space->size();
   const std::uint64_t listed = options.limit ? std::min(*options.limit, total) : total;
@@ -27,29 +35,30 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
         "sweep: " + std::string(options.limit ? "--limit " + std::to_string(*options.limit) + ": " : "") +
         "the space has " + std::to_string(total) + " configurations; a sweep measures at most " +
         std::to_string(kMaxSweepConfigurations) + " (sample them with --limit N)");
-  SweepResult result;
-  store::Run record;
-  int64_t already_logged = 0;
-  std::vector<store::Trial> committed;
-  std::optional<RunLease> lease;
+  return total;
+}
+
+void open_or_resume(SweepRecord& out, const Goal& goal, const skills::VariantCatalog& catalog,
+                    skills::MeasurementTarget& target, store::Store& store,
+                    const std::string& simulator_version, const SweepOptions& options) {
+  store::Run& record = out.record;
   if (options.resume) {
+    const std::string flag = "--resume " + std::to_string(*options.resume);
     const auto existing = store.run(*options.resume);
-    if (!existing)
-      throw UserError("--resume " + std::to_string(*options.resume) + ": no run with that id in " +
-                      store.location());
+    if (!existing) throw UserError(flag + ": no run with that id in " + store.location());
     if (existing->goal_name != goal.name + " (sweep)")
-      throw UserError("--resume " + std::to_string(*options.resume) + ": run " +
-                      std::to_string(existing->id) + " is '" + existing->goal_name + "', not a sweep of '" +
-                      goal.name + "'; resume it with the goal file it was started from");
+      throw UserError(flag + ": run " + std::to_string(existing->id) + " is '" + existing->goal_name +
+                      "', not a sweep of '" + goal.name +
+                      "'; resume it with the goal file it was started from");
     if (existing->simulator_version != simulator_version)
-      throw UserError("--resume " + std::to_string(*options.resume) + ": the run was measured with " +
-                      existing->simulator_version + ", this build is " + simulator_version);
-    lease.emplace(store, existing->id);  // before any write: another process may be running it
+      throw UserError(flag + ": the run was measured with " + existing->simulator_version +
+                      ", this build is " + simulator_version);
+    out.lease.emplace(store, existing->id);  // before any write: another process may be running it
     record = *existing;
     record.status = store::RunStatus::running;
     store.update_run(record);
-    already_logged = store.last_decision_seq(record.id);
-    committed = store.trials(record.id);
+    out.already_logged = store.last_decision_seq(record.id);
+    out.committed = store.trials(record.id);
   } else {
     record.goal_yaml = to_yaml(goal);
     record.goal_name = goal.name + " (sweep)";
@@ -58,16 +67,19 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     record.seed = goal.seed;
     record.simulator_version = simulator_version;
     record.id = store.create_run(record);
-    lease.emplace(store, record.id);
+    out.lease.emplace(store, record.id);
   }
-  result.run_id = record.id;
-  if (options.started) options.started(record.id);
+}
 
-  // Every configuration of every variant, or with a limit a seeded uniform
-  // sample of them (in index order), so that a limited sweep sees every
-  // variant in proportion rather than the first ones only.
+// Every configuration of every variant, or with a limit a seeded uniform
+// sample of them (in index order), so that a limited sweep sees every
+// variant in proportion rather than the first ones only; without the goal's
+// start point, which the sweep measures first.
+std::vector<skills::Candidate> sweep_candidates(const Goal& goal, const skills::VariantCatalog& catalog,
+                                                const SweepOptions& options, std::uint64_t total) {
+  const bool sampled = options.limit && *options.limit < total;
   std::vector<std::uint64_t> chosen;  // global indices, ascending
-  if (options.limit && *options.limit < total) {
+  if (sampled) {
     // Floyd's algorithm: limit - 1 distinct indices of [0, total); the
     // start point makes the limit.
     Rng rng = Rng(goal.seed).fork("sweep sample");
@@ -90,33 +102,74 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
       global -= variant.space->size();
     }
   };
-  if (options.limit && *options.limit < total)
+  if (sampled)
     for (auto index : chosen) add_index(index);
   else
     for (std::uint64_t i = 0; i < total; ++i) add_index(i);
-  // The goal's start point is the sweep's baseline: measured first, on its
-  // own, whatever the job count, so every ratio the sweep shows is against it.
   const skills::Candidate& start = catalog.baseline;
   all.erase(std::remove_if(all.begin(), all.end(),
                            [&](const skills::Candidate& c) { return c.key() == start.key(); }),
             all.end());
-  result.configurations = all.size() + 1;
+  return all;
+}
 
-  DecisionLog log(store, record.id, already_logged);
+skills::SkillDecision sweep_plan(const skills::VariantCatalog& catalog, const SweepOptions& options,
+                                 std::uint64_t total, std::uint64_t configurations) {
   skills::SkillDecision plan;
   plan.action = "sweep";
   plan.proposer = "user";
   Json sizes = Json::object();
   for (const auto& variant : catalog.variants) sizes[variant.name] = variant.space->size();
   plan.inputs = {{"variants", sizes}, {"jobs", options.jobs}};
-  plan.evidence = {{"configurations", result.configurations}, {"space", total}, {"baseline", start.key()}};
+  plan.evidence = {
+      {"configurations", configurations}, {"space", total}, {"baseline", catalog.baseline.key()}};
   plan.rationale =
       options.limit && *options.limit < total
           ? "a seeded uniform sample of " + std::to_string(*options.limit) + " of the " +
                 std::to_string(total) + " valid configurations, the goal's start point first"
           : "exhaustive evaluation of every valid configuration of the goal's space(s), the goal's "
             "start point first";
-  const int64_t seq = log.append(0, kOrchestrator, plan);
+  return plan;
+}
+
+// The `top_k` best measured trials; ties go to the lower trial id, as in
+// `autotune trials --top`.
+std::vector<store::Trial> top_trials(const Goal& goal, const std::vector<store::Trial>& trials, int top_k) {
+  std::vector<store::Trial> ranked;
+  for (const auto& trial : trials)
+    if (is_measured(trial.status) && objective_value(goal.objective, trial.metrics)) ranked.push_back(trial);
+  std::sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
+    const double va = *objective_value(goal.objective, a.metrics),
+                 vb = *objective_value(goal.objective, b.metrics);
+    return va < vb || (va == vb && a.id < b.id);
+  });
+  if (int(ranked.size()) > top_k) ranked.resize(std::size_t(top_k));
+  return ranked;
+}
+
+}  // namespace
+
+SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
+                      skills::MeasurementTarget& target, store::Store& store,
+                      const std::string& simulator_version, const SweepOptions& options, int top_k) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::uint64_t total = check_sweep_size(catalog, options);
+  SweepResult result;
+  SweepRecord opened;
+  open_or_resume(opened, goal, catalog, target, store, simulator_version, options);
+  store::Run& record = opened.record;
+  result.run_id = record.id;
+  if (options.started) options.started(record.id);
+
+  const std::vector<skills::Candidate> all = sweep_candidates(goal, catalog, options, total);
+  // The goal's start point is the sweep's baseline: measured first, on its
+  // own, whatever the job count, so every ratio the sweep shows is against it.
+  const skills::Candidate& start = catalog.baseline;
+  result.configurations = all.size() + 1;
+
+  DecisionLog log(store, record.id, opened.already_logged);
+  const int64_t seq =
+      log.append(0, kOrchestrator, sweep_plan(catalog, options, total, result.configurations));
 
   skills::RunnerOptions runner_options;
   runner_options.jobs = options.jobs;
@@ -128,7 +181,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   runner_options.queue = options.queue;
   if (options.queue) store.set_measurement_context(measurement_context(goal, record.id));
   skills::BenchmarkRunner runner(target, store, record.id, runner_options);
-  runner.resume(committed);
+  runner.resume(opened.committed);
 
   std::uint64_t done = 0;
   auto measured_one = [&](const skills::MeasuredTrial&) {
@@ -138,16 +191,14 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                        runner.counters().active_workers);
   };
-  {
-    auto baseline = runner.measure({{start, 0, seq}}, measured_one);
-    log.append(0, skills::kBenchmarkRunner, baseline.decision);
-    for (auto& measured : baseline.result) {
-      if (is_measured(measured.trial.status)) {
-        record.baseline_trial = measured.trial.id;
-        store.update_run(record);
-      }
-      result.trials.push_back(std::move(measured.trial));
+  auto baseline = runner.measure({{start, 0, seq}}, measured_one);
+  log.append(0, skills::kBenchmarkRunner, baseline.decision);
+  for (auto& measured : baseline.result) {
+    if (is_measured(measured.trial.status)) {
+      record.baseline_trial = measured.trial.id;
+      store.update_run(record);
     }
+    result.trials.push_back(std::move(measured.trial));
   }
   // With a queue, larger chunks keep remote workers busy across a chunk's end.
   const std::size_t chunk = std::size_t(std::max(options.queue ? 512 : 64, 16 * options.jobs));
@@ -160,23 +211,13 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
     for (auto& measured : batch.result) result.trials.push_back(std::move(measured.trial));
   }
 
-  std::vector<store::Trial> ranked;
-  for (const auto& trial : result.trials)
-    if (is_measured(trial.status) && objective_value(goal.objective, trial.metrics)) ranked.push_back(trial);
-  // Ties go to the lower trial id, as in `autotune trials --top`.
-  std::sort(ranked.begin(), ranked.end(), [&](const store::Trial& a, const store::Trial& b) {
-    const double va = *objective_value(goal.objective, a.metrics),
-                 vb = *objective_value(goal.objective, b.metrics);
-    return va < vb || (va == vb && a.id < b.id);
-  });
-  if (int(ranked.size()) > top_k) ranked.resize(std::size_t(top_k));
-  result.top = ranked;
+  result.top = top_trials(goal, result.trials, top_k);
   result.counters = runner.counters();
   result.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   record.status = store::RunStatus::completed;
   record.stop_reason = "sweep finished: " + std::to_string(result.configurations) + " configurations";
-  if (!ranked.empty()) record.best_trial = ranked.front().id;
+  if (!result.top.empty()) record.best_trial = result.top.front().id;
   record.summary = {{"mode", "sweep"},
                     {"configurations", result.configurations},
                     {"measured", result.counters.measured},
