@@ -1,6 +1,8 @@
 #include "sim/validate.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "sim/access.hpp"
 #include "sim/simulator.hpp"
@@ -94,15 +96,119 @@ std::string region_text(const Program& program, const View& v) {
          "]";
 }
 
-}  // namespace
+// A broken rule: its name and the message after the kernel line.
+struct Violation {
+  std::string rule;
+  std::string message;
+};
+using MaybeViolation = std::optional<Violation>;
 
-ValidationResult validate_program(const Program& program, const TargetSpec& target) {
-  ValidationResult result;
-  const auto& buffers = program.buffers();
-  const auto& instructions = program.instructions();
+// An on-chip buffer's placement against the target's partitions, SBUF and
+// PSUM (peaks as computed for the whole program, for the message).
+MaybeViolation check_placement(const Buffer& b, const TargetSpec& target, const ValidationResult& peaks) {
+  if (b.space == MemorySpace::hbm) return std::nullopt;
+  const std::int64_t end = b.byte_offset + b.bytes_per_partition();
+  if (b.partition_offset + b.rows > target.partitions)
+    return Violation{"partition_overflow", "tile '" + b.name + "' spans " + std::to_string(b.rows) +
+                                               " partitions from partition " +
+                                               std::to_string(b.partition_offset) + "; the target has " +
+                                               std::to_string(target.partitions)};
+  if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition)
+    return Violation{
+        "sbuf_overflow",
+        "SBUF overflow: the kernel needs " + std::to_string(peaks.sbuf_peak_bytes_per_partition) +
+            " bytes per partition (peak), the target has " + std::to_string(target.sbuf_bytes_per_partition) +
+            " usable; tile '" + b.name + "' ends at byte " + std::to_string(end)};
+  if (b.space == MemorySpace::psum && end > target.psum_bank_bytes * target.psum_banks)
+    return Violation{"psum_overflow",
+                     "PSUM overflow: the kernel needs " + std::to_string(peaks.psum_peak_banks) +
+                         " banks of " + std::to_string(target.psum_bank_bytes) +
+                         " bytes (peak), the target has " + std::to_string(target.psum_banks) + "; tile '" +
+                         b.name + "' ends at byte " + std::to_string(end)};
+  return std::nullopt;
+}
 
-  // Address high-water marks. The kernel API allocates first-fit, so the
-  // highest end address of any on-chip buffer is the footprint that must fit.
+// Each opcode runs on its engine.
+MaybeViolation check_engine(const Instruction& in) {
+  const bool on_tensor = in.opcode == Opcode::matmul || in.opcode == Opcode::transpose;
+  const bool engine_ok = in.opcode == Opcode::dma_copy     ? in.engine == Engine::dma
+                         : on_tensor                       ? in.engine == Engine::tensor
+                         : in.opcode == Opcode::activation ? in.engine == Engine::scalar
+                         : (in.opcode == Opcode::iota || in.opcode == Opcode::affine_select)
+                             ? in.engine == Engine::gpsimd
+                             : (in.engine != Engine::tensor && in.engine != Engine::dma);
+  if (engine_ok) return std::nullopt;
+  return Violation{"engine_opcode", std::string(opcode_name(in.opcode)) + " cannot run on the " +
+                                        std::string(engine_name(in.engine)) + " engine"};
+}
+
+// The tensor engine's limits: operand sizes, dtypes, and an output within
+// one PSUM bank.
+MaybeViolation check_tensor_instruction(const Program& program, const Instruction& in,
+                                        const TargetSpec& target) {
+  const std::string opcode(opcode_name(in.opcode));
+  const View& stationary = in.src[0];
+  const int k = stationary.rows();
+  const int m = stationary.cols();  // matmul: M; transpose: output partitions
+  if (k > target.max_contraction)
+    return Violation{"matmul_contraction", opcode + " contracts over " + std::to_string(k) +
+                                               " partitions; at most " +
+                                               std::to_string(target.max_contraction)};
+  if (m > target.max_stationary_free)
+    return Violation{"matmul_stationary_free", opcode + " stationary operand has " + std::to_string(m) +
+                                                   " free elements (output partitions); at most " +
+                                                   std::to_string(target.max_stationary_free)};
+  if (in.opcode == Opcode::matmul) {
+    const int n = in.src[1].cols();
+    if (n > target.max_moving_free)
+      return Violation{"matmul_moving_free", "matmul moving operand has " + std::to_string(n) +
+                                                 " free elements; at most " +
+                                                 std::to_string(target.max_moving_free)};
+    const Dtype result = program.buffer(in.dst.buffer).dtype;
+    if (result != Dtype::fp32)
+      return Violation{"matmul_psum_dtype", "matmul writes fp32 PSUM; result tile '" +
+                                                program.buffer(in.dst.buffer).name + "' is " +
+                                                std::string(dtype_name(result))};
+    const Dtype stationary_dtype = program.buffer(in.src[0].buffer).dtype;
+    const Dtype moving_dtype = program.buffer(in.src[1].buffer).dtype;
+    if (stationary_dtype != moving_dtype)
+      return Violation{"matmul_dtype_mismatch", "matmul operands differ in dtype (stationary " +
+                                                    std::string(dtype_name(stationary_dtype)) + ", moving " +
+                                                    std::string(dtype_name(moving_dtype)) + ")"};
+  }
+  const Buffer& dst = program.buffer(in.dst.buffer);
+  const int elem = dtype_bytes(dst.dtype);
+  const std::int64_t begin = dst.byte_offset + std::int64_t(in.dst.col_begin) * elem;
+  const std::int64_t end = dst.byte_offset + std::int64_t(in.dst.col_end) * elem;
+  if (end - begin > target.psum_bank_bytes ||
+      begin / target.psum_bank_bytes != (end - 1) / target.psum_bank_bytes)
+    return Violation{"psum_bank_overflow", opcode + " output " + region_text(program, in.dst) +
+                                               " spans bytes [" + std::to_string(begin) + ", " +
+                                               std::to_string(end) + ") of PSUM; it must fit one bank of " +
+                                               std::to_string(target.psum_bank_bytes) +
+                                               " bytes per partition"};
+  return std::nullopt;
+}
+
+// Reads of elements no earlier instruction wrote.
+MaybeViolation check_reads(const Program& program, const Instruction& in, const AccessList& accesses,
+                           const std::vector<WrittenCoverage>& written) {
+  for (int a = 0; a < accesses.count; ++a) {
+    if (accesses.items[a].write) continue;
+    const View& v = *accesses.items[a].view;
+    if (written[v.buffer].covers(Rect{v.row_begin, v.row_end, v.col_begin, v.col_end})) continue;
+    const bool accumulating = in.opcode == Opcode::matmul && &v == &in.dst;
+    return Violation{"read_unwritten",
+                     std::string(opcode_name(in.opcode)) + (accumulating ? " accumulates into " : " reads ") +
+                         region_text(program, v) + ", which no earlier instruction wrote" +
+                         (accumulating ? " (start the accumulation with accumulate = false)" : "")};
+  }
+  return std::nullopt;
+}
+
+// Address high-water marks. The kernel API allocates first-fit, so the
+// highest end address of any on-chip buffer is the footprint that must fit.
+void measure_peaks(const std::vector<Buffer>& buffers, const TargetSpec& target, ValidationResult& result) {
   for (const Buffer& b : buffers) {
     if (b.space == MemorySpace::sbuf)
       result.sbuf_peak_bytes_per_partition =
@@ -113,6 +219,15 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
   }
   result.psum_peak_banks = static_cast<int>(
       (result.psum_peak_bytes_per_partition + target.psum_bank_bytes - 1) / target.psum_bank_bytes);
+}
+
+}  // namespace
+
+ValidationResult validate_program(const Program& program, const TargetSpec& target) {
+  ValidationResult result;
+  const auto& buffers = program.buffers();
+  const auto& instructions = program.instructions();
+  measure_peaks(buffers, target, result);
 
   auto fail = [&](std::string rule, std::uint32_t location, const std::string& message) {
     result.valid = false;
@@ -121,7 +236,6 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     result.error = location_text(program, location) + ": " + message;
     return result;
   };
-
   if (!program.trace_errors().empty()) {
     const auto& e = program.trace_errors().front();
     return fail(e.rule, e.location, e.message);
@@ -131,116 +245,25 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
   for (std::size_t b = 0; b < buffers.size(); ++b)
     if (buffers[b].space == MemorySpace::hbm && buffers[b].role == Buffer::Role::input)
       written[b].full = true;
-
-  const std::int64_t psum_capacity = target.psum_bank_bytes * target.psum_banks;
   // Placement of an on-chip buffer, checked at the first instruction that
   // uses it (that is the kernel line to blame).
   std::vector<bool> placed(buffers.size(), false);
-  auto check_placement = [&](BufferId id, std::uint32_t loc) -> bool {
-    if (placed[id]) return true;
+  auto first_use = [&](BufferId id) -> MaybeViolation {
+    if (placed[id]) return std::nullopt;
     placed[id] = true;
-    const Buffer& b = buffers[id];
-    if (b.space == MemorySpace::hbm) return true;
-    const std::int64_t end = b.byte_offset + b.bytes_per_partition();
-    if (b.partition_offset + b.rows > target.partitions) {
-      fail("partition_overflow", loc,
-           "tile '" + b.name + "' spans " + std::to_string(b.rows) + " partitions from partition " +
-               std::to_string(b.partition_offset) + "; the target has " + std::to_string(target.partitions));
-      return false;
-    }
-    if (b.space == MemorySpace::sbuf && end > target.sbuf_bytes_per_partition) {
-      fail("sbuf_overflow", loc,
-           "SBUF overflow: the kernel needs " + std::to_string(result.sbuf_peak_bytes_per_partition) +
-               " bytes per partition (peak), the target has " +
-               std::to_string(target.sbuf_bytes_per_partition) + " usable; tile '" + b.name +
-               "' ends at byte " + std::to_string(end));
-      return false;
-    }
-    if (b.space == MemorySpace::psum && end > psum_capacity) {
-      fail("psum_overflow", loc,
-           "PSUM overflow: the kernel needs " + std::to_string(result.psum_peak_banks) + " banks of " +
-               std::to_string(target.psum_bank_bytes) + " bytes (peak), the target has " +
-               std::to_string(target.psum_banks) + "; tile '" + b.name + "' ends at byte " +
-               std::to_string(end));
-      return false;
-    }
-    return true;
+    return check_placement(buffers[id], target, result);
   };
 
-  for (std::size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction& in = instructions[i];
-    const std::uint32_t loc = in.location;
+  for (const Instruction& in : instructions) {
     const AccessList accesses = instruction_accesses(in);
-    for (int a = 0; a < accesses.count; ++a)
-      if (!check_placement(accesses.items[a].view->buffer, loc)) return result;
-
-    // Engine and opcode.
-    const bool on_tensor = in.opcode == Opcode::matmul || in.opcode == Opcode::transpose;
-    const bool engine_ok = in.opcode == Opcode::dma_copy     ? in.engine == Engine::dma
-                           : on_tensor                       ? in.engine == Engine::tensor
-                           : in.opcode == Opcode::activation ? in.engine == Engine::scalar
-                           : (in.opcode == Opcode::iota || in.opcode == Opcode::affine_select)
-                               ? in.engine == Engine::gpsimd
-                               : (in.engine != Engine::tensor && in.engine != Engine::dma);
-    if (!engine_ok)
-      return fail("engine_opcode", loc,
-                  std::string(opcode_name(in.opcode)) + " cannot run on the " +
-                      std::string(engine_name(in.engine)) + " engine");
-
-    if (on_tensor) {
-      const View& stationary = in.src[0];
-      const int k = stationary.rows();
-      const int m = stationary.cols();  // matmul: M; transpose: output partitions
-      if (k > target.max_contraction)
-        return fail("matmul_contraction", loc,
-                    std::string(opcode_name(in.opcode)) + " contracts over " + std::to_string(k) +
-                        " partitions; at most " + std::to_string(target.max_contraction));
-      if (m > target.max_stationary_free)
-        return fail("matmul_stationary_free", loc,
-                    std::string(opcode_name(in.opcode)) + " stationary operand has " + std::to_string(m) +
-                        " free elements (output partitions); at most " +
-                        std::to_string(target.max_stationary_free));
-      if (in.opcode == Opcode::matmul) {
-        const int n = in.src[1].cols();
-        if (n > target.max_moving_free)
-          return fail("matmul_moving_free", loc,
-                      "matmul moving operand has " + std::to_string(n) + " free elements; at most " +
-                          std::to_string(target.max_moving_free));
-        if (program.buffer(in.dst.buffer).dtype != Dtype::fp32)
-          return fail("matmul_psum_dtype", loc,
-                      "matmul writes fp32 PSUM; result tile '" + program.buffer(in.dst.buffer).name +
-                          "' is " + std::string(dtype_name(program.buffer(in.dst.buffer).dtype)));
-        if (program.buffer(in.src[0].buffer).dtype != program.buffer(in.src[1].buffer).dtype)
-          return fail("matmul_dtype_mismatch", loc,
-                      "matmul operands differ in dtype (stationary " +
-                          std::string(dtype_name(program.buffer(in.src[0].buffer).dtype)) + ", moving " +
-                          std::string(dtype_name(program.buffer(in.src[1].buffer).dtype)) + ")");
-      }
-      const Buffer& dst = program.buffer(in.dst.buffer);
-      const int elem = dtype_bytes(dst.dtype);
-      const std::int64_t begin = dst.byte_offset + std::int64_t(in.dst.col_begin) * elem;
-      const std::int64_t end = dst.byte_offset + std::int64_t(in.dst.col_end) * elem;
-      if (end - begin > target.psum_bank_bytes ||
-          begin / target.psum_bank_bytes != (end - 1) / target.psum_bank_bytes)
-        return fail("psum_bank_overflow", loc,
-                    std::string(opcode_name(in.opcode)) + " output " + region_text(program, in.dst) +
-                        " spans bytes [" + std::to_string(begin) + ", " + std::to_string(end) +
-                        ") of PSUM; it must fit one bank of " + std::to_string(target.psum_bank_bytes) +
-                        " bytes per partition");
-    }
-
-    // Reads of unwritten elements, then this instruction's writes.
-    for (int a = 0; a < accesses.count; ++a) {
-      if (accesses.items[a].write) continue;
-      const View& v = *accesses.items[a].view;
-      if (!written[v.buffer].covers(Rect{v.row_begin, v.row_end, v.col_begin, v.col_end})) {
-        const bool accumulating = in.opcode == Opcode::matmul && &v == &in.dst;
-        return fail("read_unwritten", loc,
-                    std::string(opcode_name(in.opcode)) + (accumulating ? " accumulates into " : " reads ") +
-                        region_text(program, v) + ", which no earlier instruction wrote" +
-                        (accumulating ? " (start the accumulation with accumulate = false)" : ""));
-      }
-    }
+    MaybeViolation violation;
+    for (int a = 0; a < accesses.count && !violation; ++a)
+      violation = first_use(accesses.items[a].view->buffer);
+    if (!violation) violation = check_engine(in);
+    if (!violation && (in.opcode == Opcode::matmul || in.opcode == Opcode::transpose))
+      violation = check_tensor_instruction(program, in, target);
+    if (!violation) violation = check_reads(program, in, accesses, written);
+    if (violation) return fail(violation->rule, in.location, violation->message);
     for (int a = 0; a < accesses.count; ++a) {
       if (!accesses.items[a].write) continue;
       const View& v = *accesses.items[a].view;
@@ -252,7 +275,8 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
   for (BufferId id = 0; id < buffers.size(); ++id) {
     if (placed[id] || instructions.empty()) continue;
     const std::size_t at = std::min<std::size_t>(buffers[id].first_instruction, instructions.size() - 1);
-    if (!check_placement(id, instructions[at].location)) return result;
+    if (auto violation = first_use(id))
+      return fail(violation->rule, instructions[at].location, violation->message);
   }
   return result;
 }
