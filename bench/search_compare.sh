@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Side-by-side scores of the search strategies on the recorded GPU spaces
-# (../shared/data/tuning), against Optuna's TPE: each strategy runs each space
-# for its B(0.95) budget capped at 300, REPEATS times (seeds 1..REPEATS); the
-# traces are kept in OUT_DIR and scored by `autotune search-bench --score`.
+# Side-by-side scores of the search strategies on recorded GPU spaces against
+# Optuna's TPE: each strategy runs each space for its B(0.95) budget capped at
+# 300, REPEATS times (seeds 1..REPEATS); the traces are kept in OUT_DIR and
+# scored by `autotune search-bench --score`.
 #
 #   bench/search_compare.sh [REPEATS=10]
+#   bench/search_compare.sh --leave-one-out [REPEATS=10]
 #   env: AUTOTUNE_BIN (default build/autotune), OUT_DIR (default build/search-compare),
-#        STRATEGIES (default "bayes genetic annealing random"), DATA (default ../shared/data/tuning)
+#        STRATEGIES (default "bayes genetic annealing random"),
+#        DATA (default ../shared/data/tuning: every Kernel Tuner cachefile under it is a space)
+#
+# --leave-one-out scores generalization rather than fit (bench/search_loo.py):
+# each strategy's option sets (CANDIDATES, default bench/search_candidates.json)
+# are chosen on all spaces but one and scored on that one, in turn; it prints
+# the held-out mean, the worst space and the spread over repeats beside the
+# in-sample mean, and TPE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--leave-one-out" ]]; then
+  exec python3 bench/search_loo.py --repeats "${2:-10}" --data "${DATA:-../shared/data/tuning}" \
+    --candidates "${CANDIDATES:-bench/search_candidates.json}" --out "${OUT_DIR:-build/search-loo}" --tpe
+fi
 repeats=${1:-10}
 bin=${AUTOTUNE_BIN:-build/autotune}
 out=${OUT_DIR:-build/search-compare}
 data=${DATA:-../shared/data/tuning}
 strategies=${STRATEGIES:-bayes genetic annealing random}
 mkdir -p "$out"
-files=("$data"/convolution/RTX_3090.json "$data"/convolution/RTX_Titan.json "$data"/convolution_hip/A4000.json
-       "$data"/convolution_hip/W6600.json "$data"/dedispersion/A4000.json "$data"/pnpoly/RTX_3090.json)
+mapfile -t files < <(grep -rl --include='*.json' '"tune_params_keys"' "$data" | sort)
+if (( ${#files[@]} == 0 )); then echo "search_compare: no Kernel Tuner cachefile under $data" >&2; exit 2; fi
 
 for strategy in $strategies; do
   if [[ ! -s "$out/$strategy.json" ]]; then

@@ -3,10 +3,12 @@
 //
 //   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto [--repeats R]
 //                         [--seed S] [--batch K] [--options JSON] [--json OUT]
-//   autotune search-bench CACHEFILE... --score TRACES.json
+//   autotune search-bench CACHEFILE... --score TRACES.json [--json SCORES.json]
 //
 // Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
 // objective of every evaluation in order, null for a failed configuration.
+// Scores with --json: {"<space>": {"score", "low_budget", "high_budget",
+// "median_fraction_of_optimum", "per_repeat": [each repeat's own score]}}.
 // Repeat r uses seed S + r. `--budget auto` runs each file for its B(0.95)
 // capped at 300, the largest budget its score looks at.
 #include <fstream>
@@ -117,13 +119,30 @@ int run_search_bench(const SearchBenchArguments& args) {
     }
     if (!document.is_object())
       throw UserError(args.score_file + ": expected {\"<space>\": [[values...], ...]}");
+    nlohmann::json score_json = nlohmann::json::object();
     for (const auto& target : targets) {
       if (!document.contains(target.name()))
         throw UserError(args.score_file + ": no traces for '" + target.name() + "'");
       const auto traces =
           traces_from_json(document.at(target.name()), args.score_file + ": " + target.name());
+      const search::SpaceScoring scoring(target.valid_values());
       names.push_back(target.name());
-      scores.push_back(search::SpaceScoring(target.valid_values()).score(traces));
+      scores.push_back(scoring.score(traces));
+      // Each repeat scored on its own: the spread a mean over repeats hides.
+      nlohmann::json per_repeat = nlohmann::json::array();
+      for (const auto& trace : traces) per_repeat.push_back(scoring.score({trace}).score);
+      const auto& score = scores.back();
+      score_json[target.name()] = {{"score", score.score},
+                                   {"low_budget", score.low_budget},
+                                   {"high_budget", score.high_budget},
+                                   {"median_fraction_of_optimum", score.median_fraction_of_optimum},
+                                   {"per_repeat", per_repeat}};
+    }
+    if (!args.json_out.empty()) {
+      std::ofstream out(args.json_out);
+      if (!out) throw UserError(args.json_out + ": cannot write");
+      out << score_json.dump(1) << "\n";
+      return 0;
     }
     print_scores(names, scores, "traces " + args.score_file);
     return 0;
@@ -191,7 +210,9 @@ const CommandRegistration registration(
       app.add_option("--seed", args->seed, "First seed (default 1)")->check(check_uint64);
       app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
       app.add_option("--options", args->options, "Strategy options as a JSON object");
-      app.add_option("--json", args->json_out, "Write the traces to this file instead of printing scores");
+      app.add_option("--json", args->json_out,
+                     "Write the traces (or, with --score, the scores per space and per repeat) to this file "
+                     "instead of printing scores");
       app.add_option("--score", args->score_file,
                      "Score a trace file (same format as --json) instead of running");
       return [args] { return run_search_bench(*args); };
