@@ -142,13 +142,9 @@ namespace {
 // proposing spent regions under new ids cannot hold the loop in place.
 constexpr int kMaxUnspentIdeasInARow = 8;
 
-// What the phases of one run share: the run record and what the loop has
-// learnt so far.
-struct LoopState {
-  store::Run record;
-  std::optional<RunLease> lease;
-  int64_t already_logged = 0;           // decisions of a resumed run, replayed not rewritten
-  std::vector<store::Trial> committed;  // trials of a resumed run, served again
+// What the phases of one run share: the run record (OpenedRun) and what the
+// loop has learnt so far.
+struct LoopState : OpenedRun {
   std::optional<store::Trial> baseline_trial, best_trial;
   double baseline_value = 0, best_value = 0;
   std::map<std::string, std::vector<search::Observation>> observations;  // per variant, for warm starts
@@ -220,12 +216,7 @@ class RunLoop {
       if (options_.seed && *options_.seed != existing->seed)
         throw UserError(flag + ": the run's seed is " + std::to_string(existing->seed) + ", not " +
                         std::to_string(*options_.seed));
-      state_.lease.emplace(store_, existing->id);  // before any write: another process may be running it
-      record = *existing;
-      record.status = store::RunStatus::running;
-      store_.update_run(record);
-      state_.already_logged = store_.last_decision_seq(record.id);
-      state_.committed = store_.trials(record.id);
+      state_.reopen(store_, *existing);
     } else {
       record.goal_yaml = goal_yaml;
       record.goal_name = goal_.name;
@@ -234,8 +225,7 @@ class RunLoop {
       record.seed = options_.seed.value_or(goal_.seed);
       record.simulator_version = context_.simulator_version;
       record.status = store::RunStatus::running;
-      record.id = store_.create_run(record);
-      state_.lease.emplace(store_, record.id);
+      state_.open_new(store_);
     }
     rng_ = Rng(record.seed);
     log_.emplace(store_, record.id, state_.already_logged);

@@ -46,4 +46,18 @@ RunLease::~RunLease() {
   }
 }
 
+void OpenedRun::open_new(store::Store& store) {
+  record.id = store.create_run(record);
+  lease.emplace(store, record.id);
+}
+
+void OpenedRun::reopen(store::Store& store, const store::Run& existing) {
+  lease.emplace(store, existing.id);
+  record = existing;
+  record.status = store::RunStatus::running;
+  store.update_run(record);
+  already_logged = store.last_decision_seq(record.id);
+  committed = store.trials(record.id);
+}
+
 }  // namespace autotune::orchestrator

@@ -8,8 +8,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/store.hpp"
 
@@ -34,6 +36,21 @@ class RunLease {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread heartbeat_;
+};
+
+// The run record a process works on, with its lease: a new one, or one
+// reopened to resume it with what it already stored.
+struct OpenedRun {
+  store::Run record;
+  std::optional<RunLease> lease;
+  int64_t already_logged = 0;           // decisions already stored: replayed, not written again
+  std::vector<store::Trial> committed;  // trials already stored: served again
+
+  // Stores `record` as a new run and takes its lease.
+  void open_new(store::Store& store);
+  // Takes the lease of `existing` before any write (another process may be
+  // running it), marks it running and reads what it stored.
+  void reopen(store::Store& store, const store::Run& existing);
 };
 
 }  // namespace autotune::orchestrator

@@ -15,14 +15,6 @@ namespace autotune::orchestrator {
 
 namespace {
 
-// The sweep's run record: new, or the one being resumed with what it has.
-struct SweepRecord {
-  store::Run record;
-  std::optional<RunLease> lease;
-  int64_t already_logged = 0;
-  std::vector<store::Trial> committed;
-};
-
 // Every configuration is listed before the first is measured: refuse a space
 // too large to list (and far beyond any budget) before any work. Returns the
 // space's size.
@@ -38,7 +30,7 @@ std::uint64_t check_sweep_size(const skills::VariantCatalog& catalog, const Swee
   return total;
 }
 
-void open_or_resume(SweepRecord& out, const Goal& goal, const skills::VariantCatalog& catalog,
+void open_or_resume(OpenedRun& out, const Goal& goal, const skills::VariantCatalog& catalog,
                     skills::MeasurementTarget& target, store::Store& store,
                     const std::string& simulator_version, const SweepOptions& options) {
   store::Run& record = out.record;
@@ -53,12 +45,7 @@ void open_or_resume(SweepRecord& out, const Goal& goal, const skills::VariantCat
     if (existing->simulator_version != simulator_version)
       throw UserError(flag + ": the run was measured with " + existing->simulator_version +
                       ", this build is " + simulator_version);
-    out.lease.emplace(store, existing->id);  // before any write: another process may be running it
-    record = *existing;
-    record.status = store::RunStatus::running;
-    store.update_run(record);
-    out.already_logged = store.last_decision_seq(record.id);
-    out.committed = store.trials(record.id);
+    out.reopen(store, *existing);
   } else {
     record.goal_yaml = to_yaml(goal);
     record.goal_name = goal.name + " (sweep)";
@@ -66,8 +53,7 @@ void open_or_resume(SweepRecord& out, const Goal& goal, const skills::VariantCat
     record.target = target.description();
     record.seed = goal.seed;
     record.simulator_version = simulator_version;
-    record.id = store.create_run(record);
-    out.lease.emplace(store, record.id);
+    out.open_new(store);
   }
 }
 
@@ -155,7 +141,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   const auto started = std::chrono::steady_clock::now();
   const std::uint64_t total = check_sweep_size(catalog, options);
   SweepResult result;
-  SweepRecord opened;
+  OpenedRun opened;
   open_or_resume(opened, goal, catalog, target, store, simulator_version, options);
   store::Run& record = opened.record;
   result.run_id = record.id;
