@@ -119,6 +119,7 @@ def main():
     rows = {}
     per_space = {}
     held_entries = {}
+    chosen_options = {}
     for strategy, option_sets in strategies.items():
         candidates = {}
         for options in option_sets:
@@ -144,6 +145,8 @@ def main():
         }
         per_space[strategy] = {s: e["score"] for s, (_, e) in held.items()}
         held_entries[strategy] = {s: e for s, (_, e) in held.items()}
+        options_of = {candidate_id(o): json.dumps(o, sort_keys=True) for o in option_sets}
+        chosen_options[strategy] = {s: options_of[c] for s, (c, _) in held.items()}
 
     if args.tpe:
         def make_tpe(path):
@@ -170,6 +173,12 @@ def main():
     print(f"{'held-out score':<28}" + "".join(f"{n:>11}" for n in names))
     for s in spaces:
         print(f"{s:<28}" + "".join(f"{per_space[n].get(s, float('nan')):>11.3f}" for n in names))
+    print()
+    print("option set chosen on the other spaces, per held-out space:")
+    for n, chosen in chosen_options.items():
+        if len(set(chosen.values())) == 1 and len(strategies[n]) == 1:
+            continue
+        print(f"  {n:<10} " + "; ".join(f"{s} {o}" for s, o in chosen.items()))
     print()
     print("above random search? (random scores 0 in expectation; 'clearly' = more than 2 standard errors")
     print("of the repeats above 0 on every held-out space)")
