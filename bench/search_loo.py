@@ -73,12 +73,16 @@ def scores_of(args, files, name, make_traces):
         return json.load(f)
 
 
+def best_candidate(candidates, spaces):
+    """The candidate with the best mean score on `spaces`; ties go to the defaults, then to the first."""
+    return max(candidates, key=lambda c: (statistics.mean(candidates[c][s]["score"] for s in spaces), c == "default"))
+
+
 def leave_one_out(candidates, spaces):
     """candidates: {id: {space: score entry}}. Returns the held-out entry chosen for each space."""
     chosen = {}
     for held_out in spaces:
-        others = [s for s in spaces if s != held_out]
-        best = max(candidates, key=lambda c: (statistics.mean(candidates[c][s]["score"] for s in others), c == "default"))
+        best = best_candidate(candidates, [s for s in spaces if s != held_out])
         chosen[held_out] = (best, candidates[best][held_out])
     return chosen
 
@@ -133,7 +137,7 @@ def main():
 
             candidates[cid] = scores_of(args, files, name, make)
         spaces = sorted(next(iter(candidates.values())))
-        in_sample_id = max(candidates, key=lambda c: (statistics.mean(candidates[c][s]["score"] for s in spaces), c == "default"))
+        in_sample_id = best_candidate(candidates, spaces)
         held = leave_one_out(candidates, spaces)
         entries = [entry for _, entry in held.values()]
         rows[strategy] = {

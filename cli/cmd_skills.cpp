@@ -1,6 +1,5 @@
 // autotune skills [GOAL.yaml] [--json]: the registered built-in skills and, given a
 // goal, the plugin skills it declares (validated as `run` validates them).
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -19,11 +18,10 @@ struct BuiltinSkill {
   const skills::SkillInfo* info;
 };
 
-// The registered built-in skills in loop order.
 std::vector<BuiltinSkill> builtin_skills() {
   std::vector<BuiltinSkill> out;
-  for (const auto& [name, info] : skills::skill_registry().entries()) out.push_back({name, &info});
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.info->step < b.info->step; });
+  for (const auto& name : skills::skills_in_loop_order())
+    out.push_back({name, &skills::skill_registry().get(name)});
   return out;
 }
 

@@ -94,11 +94,10 @@ const CommandRegistration registration{
           std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
           return 0;
         }
-        std::cout << "target kinds (target: {kind: ...})\n";
+        std::printf("target kinds (target: {kind: ...})\n");
         for (const auto& [name, kind] : orchestrator::target_kind_registry().entries())
-          std::cout << "  " << name << std::string(name.size() < 9 ? 9 - name.size() : 1, ' ')
-                    << kind.description << "\n";
-        std::cout << "\nsimulated targets (kind sim)\n";
+          std::printf("  %-8s %s\n", name.c_str(), kind.description.c_str());
+        std::printf("\nsimulated targets (kind sim)\n");
         if (names.empty()) {
           std::cout << "no targets found (set AUTOTUNE_CONFIG_DIR to the directory holding targets/)\n";
           return 0;

@@ -169,6 +169,11 @@ struct IterationPlan {
   PolicyState policy_state;
   skills::SkillResult<PolicyChoice> choice;
   int64_t policy_seq = 0;
+
+  // The idea the policy picked: one of the generator's, or its own.
+  const skills::Idea& chosen() const {
+    return choice.result.new_idea ? *choice.result.new_idea : policy_state.ideas.at(choice.result.idea);
+  }
 };
 
 // One run of the loop, phase by phase: open or resume, baseline, iterate
@@ -331,10 +336,7 @@ class RunLoop {
     // (docs/llm.md).
     llm::propose_kernel_source(*skills_.policy, plan.policy_state, *state_.best_trial, *log_, store_,
                                goal_.timeout_s);
-    const skills::Idea& idea = plan.choice.result.new_idea
-                                   ? *plan.choice.result.new_idea
-                                   : plan.policy_state.ideas.at(plan.choice.result.idea);
-    return explore(iteration, idea, plan);
+    return explore(iteration, plan.chosen(), plan);
   }
 
   IterationPlan plan_iteration(int iteration) {
@@ -384,11 +386,7 @@ class RunLoop {
     plan.choice = skills_.policy->decide(policy_state);
     auto& choice = plan.choice;
     if (choice.decision.proposer.empty()) choice.decision.proposer = skills_.policy->name();
-    if (!choice.result.stop) {
-      const skills::Idea& chosen =
-          choice.result.new_idea ? *choice.result.new_idea : policy_state.ideas.at(choice.result.idea);
-      choice.decision.inputs["idea"] = chosen.id;
-    }
+    if (!choice.result.stop) choice.decision.inputs["idea"] = plan.chosen().id;
     plan.policy_seq = log_->append(iteration, kOrchestrator, choice.decision);
     return plan;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "core/text.hpp"
 
@@ -100,29 +101,40 @@ void make_room(Generating& g, const Finding& finding) {
   g.set_aside(finding, "each raise also tries " + join(finding.roles, "/") + " one step down");
 }
 
-// The variant has no parameter of the finding's roles to turn: the variants
-// that do have one are the structural answer to it.
-void probe_variants_with_roles(Generating& g, const Finding& finding) {
+// A structural idea for `finding`: probe the variants not measured yet (only
+// those with a parameter of the finding's roles when `with_roles`), the
+// best's settings carried over. Nothing when there is none; `names` receives
+// the variants probed.
+std::optional<Idea> probe_variants(const Generating& g, const Finding& finding, bool with_roles,
+                                   std::vector<std::string>& names) {
   Idea idea;
   idea.kind = "structural";
-  std::vector<std::string> names;
   for (const auto& variant : g.catalog.variants) {
     if (variant.name == g.current.name || g.request.measured_variants.count(variant.name)) continue;
-    bool has_role = false;
+    bool has_role = !with_roles;
     for (const auto& role : finding.roles) has_role = has_role || !variant.parameters_with_role(role).empty();
     if (!has_role) continue;
     idea.probes.push_back(carry_over(g.best, g.current, variant));
     names.push_back(variant.name);
   }
-  if (names.empty()) return;
+  if (names.empty()) return std::nullopt;
   idea.variant = names.front();
   idea.id = "structural:" + join(names, ",");
   idea.finding = finding.kind;
   idea.expected_gain = finding.expected_gain;
-  idea.rationale = finding.kind + ": " + finding.summary + " -> " + g.current.name +
-                   " has no parameter of role " + join(finding.roles, "/") +
-                   "; probe the variants that have one (" + join(names, ", ") + ")";
-  g.consider(std::move(idea));
+  return idea;
+}
+
+// The variant has no parameter of the finding's roles to turn: the variants
+// that do have one are the structural answer to it.
+void probe_variants_with_roles(Generating& g, const Finding& finding) {
+  std::vector<std::string> names;
+  auto idea = probe_variants(g, finding, true, names);
+  if (!idea) return;
+  idea->rationale = finding.kind + ": " + finding.summary + " -> " + g.current.name +
+                    " has no parameter of role " + join(finding.roles, "/") +
+                    "; probe the variants that have one (" + join(names, ", ") + ")";
+  g.consider(std::move(*idea));
 }
 
 // raise: one step up from the best's value of each parameter playing the
@@ -203,26 +215,16 @@ void raise_or_vary(Generating& g, const Finding& finding) {
 // structural: probe every variant not measured yet, the best's settings
 // carried over.
 void structural(Generating& g, const Finding& finding) {
-  Idea idea;
-  idea.kind = "structural";
   std::vector<std::string> names;
-  for (const auto& variant : g.catalog.variants) {
-    if (variant.name == g.current.name || g.request.measured_variants.count(variant.name)) continue;
-    idea.probes.push_back(carry_over(g.best, g.current, variant));
-    names.push_back(variant.name);
-  }
-  if (names.empty()) {
+  auto idea = probe_variants(g, finding, false, names);
+  if (!idea) {
     g.set_aside(finding, "every other variant was measured already");
     return;
   }
-  idea.variant = names.front();
-  idea.id = "structural:" + join(names, ",");
-  idea.finding = finding.kind;
-  idea.expected_gain = finding.expected_gain;
-  idea.rationale = finding.kind + ": " + finding.summary +
-                   " -> probe the structural variants not measured yet (" + join(names, ", ") +
-                   ") with the best's settings carried over";
-  g.consider(std::move(idea));
+  idea->rationale = finding.kind + ": " + finding.summary +
+                    " -> probe the structural variants not measured yet (" + join(names, ", ") +
+                    ") with the best's settings carried over";
+  g.consider(std::move(*idea));
 }
 
 // stop: the policy acts on it; no idea.

@@ -50,6 +50,7 @@ struct Reading {
   double dma_active = 0;
   double overlap = 0;
   std::optional<double> mfu;
+  std::optional<double> launch;  // the target's kernel launch floor
 
   std::optional<double> active_percent(const std::string& key) const {
     const auto value = number(profile, key);
@@ -110,8 +111,8 @@ Reading read_profile(const AnalysisRequest& request, const AnalyzerThresholds& t
   evidence["dma_compute_overlap_percent"] = r.overlap;
   if (r.mfu) evidence["mfu_estimated_percent"] = *r.mfu;
 
-  const auto launch = number(r.facts, "kernel_launch_s");
-  if (r.latency && launch && *r.latency <= *launch * t.fixed_overhead_factor)
+  r.launch = number(r.facts, "kernel_launch_s");
+  if (r.latency && r.launch && *r.latency <= *r.launch * t.fixed_overhead_factor)
     r.bound = "fixed_overhead";
   else if (r.busiest_compute >= t.busy_percent && r.busiest_compute >= r.dma_active)
     r.bound = "compute";
@@ -194,7 +195,7 @@ MaybeFinding at_roofline(const Reading& r, const Thresholds& t, Json&) {
 // Within reach of the launch floor: what is left is fixed cost.
 MaybeFinding fixed_overhead(const Reading& r, const Thresholds& t, Json&) {
   if (r.bound != "fixed_overhead") return std::nullopt;
-  const double launch = *number(r.facts, "kernel_launch_s");
+  const double launch = *r.launch;
   return Finding{finding::kFixedOverhead,
                  format("latency %.3g s is within %.2fx of the kernel launch floor %.3g s", *r.latency,
                         t.fixed_overhead_factor, launch),

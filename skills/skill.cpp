@@ -1,10 +1,21 @@
 #include "skills/skill.hpp"
 
+#include <algorithm>
+
 namespace autotune::skills {
 
 Registry<SkillInfo>& skill_registry() {
   static Registry<SkillInfo> registry("skill");
   return registry;
+}
+
+std::vector<std::string> skills_in_loop_order() {
+  std::vector<std::pair<int, std::string>> steps;
+  for (const auto& [name, info] : skill_registry().entries()) steps.emplace_back(info.step, name);
+  std::sort(steps.begin(), steps.end());
+  std::vector<std::string> names;
+  for (auto& step : steps) names.push_back(std::move(step.second));
+  return names;
 }
 
 void to_json(Json& out, const Finding& finding) {

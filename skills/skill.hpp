@@ -70,6 +70,8 @@ struct SkillInfo {
   std::string plugin_refusal;  // non-empty: plugins cannot take this role, and what to use instead
 };
 Registry<SkillInfo>& skill_registry();
+// The registered skills' names in the loop's order (SkillInfo::step).
+std::vector<std::string> skills_in_loop_order();
 
 struct SkillRegistration : Registration<SkillInfo> {
   SkillRegistration(const std::string& name, SkillInfo info)

@@ -36,14 +36,7 @@ PluginFailure failure_of(JsonLinesFailure failure) {
 
 }  // namespace
 
-std::vector<std::string> plugin_roles() {
-  std::vector<std::pair<int, std::string>> steps;
-  for (const auto& [name, info] : skill_registry().entries()) steps.emplace_back(info.step, name);
-  std::sort(steps.begin(), steps.end());
-  std::vector<std::string> roles;
-  for (auto& step : steps) roles.push_back(std::move(step.second));
-  return roles;
-}
+std::vector<std::string> plugin_roles() { return skills_in_loop_order(); }
 
 std::string to_string(PluginFailure failure) {
   switch (failure) {
