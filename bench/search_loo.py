@@ -14,7 +14,8 @@ scored on the held-out one: that is the strategy's leave-one-out score on it, wh
 that space can inflate. The in-sample column chooses one candidate on all spaces, as a developer tuning
 defaults on the spaces they have would. The spread is the standard deviation, over repeats, of the
 held-out mean (each repeat scored on its own). Random search scores 0 in expectation by the score's
-definition; a held-out score is clearly above it when it exceeds two standard errors of its repeats.
+definition; a held-out score is clearly above it when it exceeds two standard errors (bootstrap over the
+repeats) of the score.
 
 With --tpe, Optuna's TPE (Debian's python3-optuna, bench/search_tpe.py) is scored on the same spaces
 (it has no candidates: its defaults are not ours to choose).
@@ -95,7 +96,11 @@ def spread(entries):
 
 
 def standard_error(entry):
-    """Of a space's score, from its repeats scored one by one."""
+    """Of a space's score over repeats: the bootstrap one search-bench computes (the score takes a median
+    over repeats, so the spread of repeats scored one by one, heavy-tailed at small budgets, overstates
+    its noise); from the repeats scored one by one for older score files."""
+    if "bootstrap_se" in entry:
+        return entry["bootstrap_se"]
     values = entry["per_repeat"]
     return statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else float("inf")
 
@@ -185,7 +190,7 @@ def main():
         print(f"  {n:<10} " + "; ".join(f"{s} {o}" for s, o in chosen.items()))
     print()
     print("above random search? (random scores 0 in expectation; 'clearly' = more than 2 standard errors")
-    print("of the repeats above 0 on every held-out space)")
+    print("above 0 on every held-out space, the standard error bootstrapped over the repeats)")
     for n in names:
         weak = [f"{s} {e['score']:.3f} +- {standard_error(e):.3f}" for s, e in held_entries[n].items()
                 if e["score"] <= 2 * standard_error(e)]

@@ -8,7 +8,8 @@
 // Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
 // objective of every evaluation in order, null for a failed configuration.
 // Scores with --json: {"<space>": {"score", "low_budget", "high_budget",
-// "median_fraction_of_optimum", "per_repeat": [each repeat's own score]}}.
+// "median_fraction_of_optimum", "per_repeat": [each repeat's own score],
+// "bootstrap_se": the score's standard error over repeats}}.
 // Repeat r uses seed S + r. `--budget auto` runs each file for its B(0.95)
 // capped at 300, the largest budget its score looks at.
 #include <fstream>
@@ -136,7 +137,8 @@ int run_search_bench(const SearchBenchArguments& args) {
                                    {"low_budget", score.low_budget},
                                    {"high_budget", score.high_budget},
                                    {"median_fraction_of_optimum", score.median_fraction_of_optimum},
-                                   {"per_repeat", per_repeat}};
+                                   {"per_repeat", per_repeat},
+                                   {"bootstrap_se", scoring.bootstrap_standard_error(traces)}};
     }
     if (!args.json_out.empty()) {
       std::ofstream out(args.json_out);

@@ -2,8 +2,10 @@
 //
 //  - Objective model: GP (Matérn 5/2, ARD, gaussian_process.hpp) on the
 //    successful observations, inputs encoded per parameter kind
-//    (SearchSpace::encode), targets log-transformed when all values observed
-//    are positive, then standardised. Hyperparameters are refitted when the
+//    (SearchSpace::encode) plus, with `alignment`, one feature per integer
+//    knob whose alignment (the power of two dividing its value) varies
+//    irregularly over its domain, targets log-transformed when all values
+//    observed are positive, then standardised. Hyperparameters are refitted when the
 //    data grew by `refit_growth` (relative) since the last fit; in between the
 //    GP is only refactorised.
 //  - Failures: a failed configuration joins the GP data at the worst
@@ -16,11 +18,17 @@
 //    over all observations with the GP's length scales (p0: observed success
 //    rate, c: prior weight 0.5). The acquisition is EI(x) * p(x), so the
 //    region of a failure is avoided, and a failure costs one evaluation.
-//  - Acquisition: expected improvement (xi in standardised units) maximised
-//    over the unseen configurations: all of them when at most
-//    `exhaustive_limit` remain, otherwise `candidates` uniform random ones
-//    plus greedy neighbour-move hill climbs from the `local_starts` best of
-//    them and from the best observations.
+//  - Acquisition: maximised over the unseen configurations: all of them when
+//    at most `exhaustive_limit` remain, otherwise `candidates` uniform random
+//    ones plus greedy neighbour-move hill climbs (on expected improvement)
+//    from the `local_starts` best of them and from the best observations.
+//    `acquisition: ei` is expected improvement (xi in standardised units);
+//    `hedge` (the default) is GP-Hedge over EI, probability of improvement
+//    and a lower confidence bound: each nominates its best configuration,
+//    one nominee is measured, drawn with probabilities exp(gain), and every
+//    acquisition's gain grows by minus the refitted model's mean at its
+//    nominee. Which acquisition suits a space is not known beforehand; the
+//    portfolio learns it on the space itself.
 //  - Initial design: `initial` configurations chosen greedily to maximise
 //    the minimum encoded distance to everything chosen so far (maximin) from
 //    a random pool, the first one random.
@@ -31,8 +39,14 @@
 //
 // Options: initial (6), exhaustive_limit (2000), candidates (500),
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
-// fit_iterations (30), refit_growth (0.1), impute_failures (true).
+// fit_iterations (30), refit_growth (0.1), impute_failures (true),
+// acquisition ("hedge"), alignment (true).
+//
+// The defaults were chosen on the six recorded spaces of ../shared/data/tuning
+// and checked on recorded spaces they were not chosen on (docs/search.md,
+// "Generalization").
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -57,7 +71,48 @@ struct BayesOptions {
   int fit_iterations = 30;
   double refit_growth = 0.1;
   bool impute_failures = true;
+  bool hedge = true;      // a portfolio of acquisitions (GP-Hedge) instead of EI alone
+  bool alignment = true;  // an alignment feature per integer knob (below)
 };
+
+// Alignment of an integer knob: how many times 2 divides its value. Block and
+// tile sizes often matter through it (a block of 32 or 128 fills whole warps or
+// wavefronts, 48 or 112 does not), which no smooth function of the value's
+// rank can express. A knob gets the feature, scaled to [0, 1] over its domain,
+// when its values are positive integers whose alignment does not simply grow
+// with the value (for powers of two it would repeat the rank).
+std::vector<std::vector<double>> alignment_features(const SearchSpace& space) {
+  std::vector<std::vector<double>> out(space.parameters().size());
+  for (std::size_t p = 0; p < space.parameters().size(); ++p) {
+    const auto& spec = space.parameters()[p];
+    if (spec.is_categorical() || spec.size() < 3) continue;
+    std::vector<double> twos;
+    for (const auto& value : spec.values()) {
+      const auto* integer = std::get_if<std::int64_t>(&value);
+      if (integer == nullptr || *integer <= 0) {
+        twos.clear();
+        break;
+      }
+      twos.push_back(static_cast<double>(std::countr_zero(static_cast<std::uint64_t>(*integer))));
+    }
+    if (twos.empty() || std::is_sorted(twos.begin(), twos.end())) continue;
+    const double top = *std::max_element(twos.begin(), twos.end());
+    if (top <= 0) continue;
+    for (double& t : twos) t /= top;
+    out[p] = std::move(twos);
+  }
+  return out;
+}
+
+// The acquisitions of the portfolio, as columns of acquisitions().
+enum Acquisition : int {
+  kExpectedImprovement,
+  kProbabilityOfImprovement,
+  kLowerConfidenceBound,
+  kAcquisitions
+};
+constexpr double kConfidenceWidth = 2.0;  // LCB = mean - 2 sigma
+constexpr double kHedgeRate = 1.0;        // softmax temperature over the gains
 
 constexpr double kFeasibilityPriorWeight = 0.5;
 
@@ -69,7 +124,11 @@ class BayesStrategy final : public IndexedStrategy {
   BayesStrategy(const SearchSpace& space, std::uint64_t seed, BayesOptions options)
       : IndexedStrategy(space, seed, "bayes"),
         options_(options),
-        gp_(std::max(1, space.encoded_dimension())) {}
+        alignment_(options.alignment ? alignment_features(space)
+                                     : std::vector<std::vector<double>>(space.parameters().size())),
+        aligned_count_(static_cast<int>(
+            std::count_if(alignment_.begin(), alignment_.end(), [](const auto& f) { return !f.empty(); }))),
+        gp_(feature_dimension()) {}
 
  private:
   std::vector<std::uint64_t> propose(std::size_t k) override {
@@ -91,16 +150,24 @@ class BayesStrategy final : public IndexedStrategy {
   }
 
   Eigen::MatrixXd encode(const std::vector<std::uint64_t>& indices) const {
-    Eigen::MatrixXd out(static_cast<Eigen::Index>(indices.size()), std::max(1, space_.encoded_dimension()));
+    const int base = space_.encoded_dimension();
+    Eigen::MatrixXd out(static_cast<Eigen::Index>(indices.size()), feature_dimension());
     out.setZero();
-    if (space_.encoded_dimension() == 0) return out;
-    Eigen::VectorXd row(space_.encoded_dimension());
+    if (base == 0) return out;
+    Eigen::VectorXd row(base);
     for (std::size_t i = 0; i < indices.size(); ++i) {
       space_.encode_index(indices[i], row);
-      out.row(static_cast<Eigen::Index>(i)) = row.transpose();
+      out.row(static_cast<Eigen::Index>(i)).head(base) = row.transpose();
+      if (aligned_count_ == 0) continue;
+      const Positions positions = space_.positions_at(indices[i]);
+      int column = base;
+      for (std::size_t p = 0; p < alignment_.size(); ++p)
+        if (!alignment_[p].empty()) out(static_cast<Eigen::Index>(i), column++) = alignment_[p][positions[p]];
     }
     return out;
   }
+
+  int feature_dimension() const { return std::max(1, space_.encoded_dimension() + aligned_count_); }
 
   // Distinct unseen indices not in `exclude`, uniformly at random.
   std::vector<std::uint64_t> random_candidates(std::size_t count,
@@ -123,14 +190,14 @@ class BayesStrategy final : public IndexedStrategy {
     existing.insert(existing.end(), pending_.begin(), pending_.end());
     std::vector<std::uint64_t> pool = random_candidates(std::max<std::size_t>(64, 16 * k), {});
     if (pool.empty()) return {};
-    const Eigen::MatrixXd pool_x = encode(pool);
+    const Eigen::MatrixXd pool_x = encode(pool).leftCols(std::max(1, space_.encoded_dimension()));
     Eigen::VectorXd nearest =
         Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
     const auto account = [&](const Eigen::VectorXd& point) {
       nearest = nearest.cwiseMin((pool_x.rowwise() - point.transpose()).rowwise().squaredNorm());
     };
     if (!existing.empty()) {
-      const Eigen::MatrixXd existing_x = encode(existing);
+      const Eigen::MatrixXd existing_x = encode(existing).leftCols(std::max(1, space_.encoded_dimension()));
       for (Eigen::Index i = 0; i < existing_x.rows(); ++i) account(existing_x.row(i).transpose());
     }
     std::vector<std::uint64_t> out;
@@ -234,24 +301,54 @@ class BayesStrategy final : public IndexedStrategy {
     gp_.factorize();
   }
 
-  Eigen::VectorXd acquisition(const Eigen::MatrixXd& x, const Model& m) const {
+  // One column per Acquisition, each larger-is-better and multiplied by the
+  // feasibility estimate (LCB through exp(-LCB), so the product ranks like
+  // -LCB + log p).
+  Eigen::MatrixXd acquisitions(const Eigen::MatrixXd& x, const Model& m) const {
     Eigen::VectorXd mean, variance;
     gp_.predict(x, mean, variance);
-    Eigen::VectorXd out(x.rows());
+    Eigen::MatrixXd out(x.rows(), static_cast<Eigen::Index>(kAcquisitions));
     for (Eigen::Index i = 0; i < x.rows(); ++i) {
       const double sigma = std::sqrt(variance[i]);
       const double gain = m.best - mean[i] - options_.xi;
       const double z = gain / sigma;
-      out[i] = std::max(0.0, gain * normal_cdf(z) + sigma * normal_pdf(z));
+      out(i, kExpectedImprovement) = std::max(0.0, gain * normal_cdf(z) + sigma * normal_pdf(z));
+      out(i, kProbabilityOfImprovement) = normal_cdf(z);
+      out(i, kLowerConfidenceBound) = std::exp(std::min(50.0, -(mean[i] - kConfidenceWidth * sigma)));
     }
     if (m.has_failures) {
       const Eigen::MatrixXd k_all = gp_.correlation(x, m.all_x);
       const Eigen::MatrixXd k_ok = gp_.correlation(x, m.ok_x);
       const double c = kFeasibilityPriorWeight;
       for (Eigen::Index i = 0; i < x.rows(); ++i)
-        out[i] *= (c * m.success_rate + k_ok.row(i).sum()) / (c + k_all.row(i).sum());
+        out.row(i) *= (c * m.success_rate + k_ok.row(i).sum()) / (c + k_all.row(i).sum());
     }
     return out;
+  }
+
+  Eigen::VectorXd acquisition(const Eigen::MatrixXd& x, const Model& m) const {
+    return acquisitions(x, m).col(kExpectedImprovement);
+  }
+
+  // GP-Hedge (Hoffman et al., 2011): each acquisition's gain grows by how
+  // good the model now believes the configuration it nominated last time is.
+  void credit_nominees() {
+    if (nominees_.rows() == 0) return;
+    Eigen::VectorXd mean, variance;
+    gp_.predict(nominees_, mean, variance);
+    for (Eigen::Index row = 0; row < nominees_.rows(); ++row) gains_[row % kAcquisitions] -= mean[row];
+    nominees_.resize(0, nominees_.cols());
+  }
+
+  int draw_acquisition() {
+    const double top = gains_.maxCoeff();
+    Eigen::ArrayXd weight = (kHedgeRate * (gains_.array() - top)).exp();
+    double r = rng_.uniform(0.0, weight.sum());
+    for (int a = 0; a < kAcquisitions; ++a) {
+      r -= weight[a];
+      if (r <= 0) return a;
+    }
+    return kAcquisitions - 1;
   }
 
   std::vector<std::uint64_t> model_based(std::size_t k) {
@@ -271,21 +368,35 @@ class BayesStrategy final : public IndexedStrategy {
     }
     if (candidates.empty()) return {};
     Eigen::MatrixXd x = encode(candidates);
-    Eigen::VectorXd score = acquisition(x, m);
-    if (unseen > options_.exhaustive_limit) refine_locally(candidates, x, score, m);
+    if (options_.hedge) credit_nominees();
+    Eigen::VectorXd expected_improvement = acquisition(x, m);
+    if (unseen > options_.exhaustive_limit) refine_locally(candidates, x, expected_improvement, m);
+    Eigen::MatrixXd scores = options_.hedge ? acquisitions(x, m) : Eigen::MatrixXd(expected_improvement);
 
     std::vector<std::uint64_t> chosen;
     std::vector<bool> taken(candidates.size(), false);
+    const auto best_untaken = [&](int column) {
+      Eigen::Index pick = -1;
+      for (Eigen::Index i = 0; i < scores.rows(); ++i)
+        if (!taken[i] && (pick < 0 || scores(i, column) > scores(pick, column))) pick = i;
+      return pick;
+    };
     while (chosen.size() < k && chosen.size() < candidates.size()) {
       Eigen::Index pick = -1;
-      for (Eigen::Index i = 0; i < score.size(); ++i)
-        if (!taken[i] && (pick < 0 || score[i] > score[pick])) pick = i;
+      if (options_.hedge) {
+        const Eigen::Index rows = nominees_.rows();
+        nominees_.conservativeResize(rows + kAcquisitions, x.cols());
+        for (int a = 0; a < kAcquisitions; ++a) nominees_.row(rows + a) = x.row(best_untaken(a));
+        pick = best_untaken(draw_acquisition());
+      } else {
+        pick = best_untaken(0);
+      }
       if (pick < 0) break;
       taken[pick] = true;
       chosen.push_back(candidates[pick]);
       if (chosen.size() < k) {
         believe(x.row(pick), m);
-        score = acquisition(x, m);
+        scores = options_.hedge ? acquisitions(x, m) : Eigen::MatrixXd(acquisition(x, m));
       }
     }
     return chosen;
@@ -368,11 +479,15 @@ class BayesStrategy final : public IndexedStrategy {
   }
 
   BayesOptions options_;
+  std::vector<std::vector<double>> alignment_;  // per parameter: its feature per position, or empty
+  int aligned_count_ = 0;
   GaussianProcess gp_;
   std::size_t last_fit_size_ = 0;
   std::unordered_set<std::uint64_t> pending_;
   Eigen::MatrixXd data_x_;
   Eigen::VectorXd data_y_;
+  Eigen::VectorXd gains_ = Eigen::VectorXd::Zero(kAcquisitions);
+  Eigen::MatrixXd nominees_;  // rows: the nominees of each acquisition, kAcquisitions per pick
 };
 
 const StrategyRegistration registration(
@@ -390,6 +505,12 @@ const StrategyRegistration registration(
       o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
       o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
       o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
+      const auto acquisition = options.get<std::string>("acquisition", "hedge", "\"ei\" or \"hedge\"");
+      if (acquisition != "ei" && acquisition != "hedge")
+        throw UserError("strategy 'bayes': option 'acquisition': '" + acquisition +
+                        "' is not accepted; accepted: ei, hedge");
+      o.hedge = acquisition == "hedge";
+      o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
       if (batch != "believer" && batch != "liar")
         throw UserError("strategy 'bayes': option 'batch': '" + batch +
                         "' is not accepted; accepted: believer, liar");

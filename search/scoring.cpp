@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 
 namespace autotune::search {
 
@@ -81,6 +82,26 @@ SpaceScore SpaceScoring::score(const std::vector<Trace>& traces) const {
   }
   out.median_fraction_of_optimum = median_of(fractions);
   return out;
+}
+
+double SpaceScoring::bootstrap_standard_error(const std::vector<Trace>& traces, std::size_t resamples,
+                                              std::uint64_t seed) const {
+  if (traces.size() < 2 || resamples < 2) return 0;
+  Rng rng(seed);
+  std::vector<double> scores;
+  std::vector<Trace> resample(traces.size());
+  for (std::size_t r = 0; r < resamples; ++r) {
+    for (auto& trace : resample)
+      trace =
+          traces[static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(traces.size()) - 1))];
+    scores.push_back(score(resample).score);
+  }
+  double mean = 0;
+  for (double s : scores) mean += s;
+  mean /= static_cast<double>(scores.size());
+  double squares = 0;
+  for (double s : scores) squares += (s - mean) * (s - mean);
+  return std::sqrt(squares / static_cast<double>(scores.size() - 1));
 }
 
 double mean_score(const std::vector<SpaceScore>& scores) {

@@ -13,6 +13,7 @@
 // Before its first valid value a run's best is w_0 (the worst valid value); a
 // trace shorter than M keeps its last best.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -43,6 +44,13 @@ class SpaceScoring {
   // Median over traces of the best value after `evaluations`.
   double median_best(const std::vector<Trace>& traces, std::size_t evaluations) const;
   SpaceScore score(const std::vector<Trace>& traces) const;
+  // The standard error of score(traces) over repeats: the standard deviation
+  // of the score of `resamples` bootstrap resamples of the traces (drawn with
+  // replacement, seeded). The score takes a median over repeats, so the
+  // spread of repeats scored one by one (heavy-tailed at small budgets, where
+  // one bad run scores far below -1) overstates its noise.
+  double bootstrap_standard_error(const std::vector<Trace>& traces, std::size_t resamples = 200,
+                                  std::uint64_t seed = 1) const;
 
  private:
   std::vector<double> sorted_;  // worst first

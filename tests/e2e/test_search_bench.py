@@ -33,6 +33,7 @@ def scores_per_repeat(tmp):
     check(len(entry["per_repeat"]) == 4, f"one score per repeat: {entry}")
     check(all(isinstance(v, float) for v in entry["per_repeat"]), f"scores are numbers: {entry}")
     check(entry["low_budget"] <= entry["high_budget"], f"budget window: {entry}")
+    check(0 <= entry["bootstrap_se"] < 10, f"the score's bootstrap standard error: {entry}")
     # The printed score is the same figure.
     printed = subprocess.run([BIN, "search-bench", cachefile, "--score", traces], capture_output=True, text=True,
                              timeout=300).stdout

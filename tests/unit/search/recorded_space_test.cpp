@@ -74,13 +74,13 @@ TEST_CASE("a missing or malformed cachefile is one clear error") {
       doctest::Contains("no value list for 'a'"), UserError);
   CHECK_THROWS_WITH_AS(
       RecordedSpace::load(write_temp("bad3.json",
-                                    "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
-                                    "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
+                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2]}, "
+                                     "\"cache\": {\"3\": {\"a\": 3, \"time\": 1.0}}}")),
       doctest::Contains("a = 3 is not in tune_params"), UserError);
   CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp("bad4.json",
-                                                     "{\"tune_params_keys\": [\"a\"], \"tune_params\": "
-                                                     "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, "
-                                                     "\"time\": 1e999}}}")),
+                                                      "{\"tune_params_keys\": [\"a\"], \"tune_params\": "
+                                                      "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, "
+                                                      "\"time\": 1e999}}}")),
                        doctest::Contains("invalid JSON"), UserError);
   const auto ok = RecordedSpace::load(
       write_temp("ok.json",
@@ -109,4 +109,17 @@ TEST_CASE("scoring follows the README definitions") {
   CHECK(score.median_fraction_of_optimum == 1.0);
   const std::vector<Trace> failing{{std::nullopt, std::nullopt}};
   CHECK(scoring.median_best(failing, 2) == 10);  // nothing valid yet: the worst value
+}
+
+TEST_CASE("the score's bootstrap standard error: none when every repeat agrees, some when they differ") {
+  std::vector<double> values;
+  for (int v = 1; v <= 100; ++v) values.push_back(v);
+  const SpaceScoring scoring(values);
+  const std::vector<Trace> alike{{1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}};
+  CHECK(scoring.bootstrap_standard_error(alike) == doctest::Approx(0.0));
+  const std::vector<Trace> differing{{1.0}, {90.0}, {2.0}, {80.0}, {1.0}, {70.0}};
+  const double spread = scoring.bootstrap_standard_error(differing);
+  CHECK(spread > 0.05);
+  CHECK(spread == scoring.bootstrap_standard_error(differing));  // seeded
+  CHECK(scoring.bootstrap_standard_error({{1.0}}) == 0);         // one repeat: no spread to resample
 }

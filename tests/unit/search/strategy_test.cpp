@@ -163,6 +163,9 @@ TEST_CASE("unknown strategies and options are one clear error") {
                        doctest::Contains("unknown option 'inital'"), UserError);
   CHECK_THROWS_AS(make_strategy("grid", space, 1, {{"order", "zigzag"}}), UserError);
   CHECK_THROWS_AS(make_strategy("bayes", space, 1, {{"batch", "optimist"}}), UserError);
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"acquisition", "ucb"}}),
+                       doctest::Contains("accepted: ei, hedge"), UserError);
+  CHECK_NOTHROW(make_strategy("bayes", space, 1, {{"acquisition", "ei"}, {"alignment", false}}));
 }
 
 TEST_CASE(
