@@ -31,7 +31,8 @@
 //    portfolio learns it on the space itself.
 //  - Initial design: `initial` configurations chosen greedily to maximise
 //    the minimum encoded distance to everything chosen so far (maximin) from
-//    a random pool, the first one random.
+//    a random pool of at least 64, the first one random. The alignment features do not
+//    enter it (spreading over them too made the recorded spaces' scores worse).
 //  - Batches (and configurations still being measured): each chosen
 //    configuration joins the data with a believed value, the GP mean
 //    (`batch: "believer"`, kriging believer) or the best value seen
