@@ -63,8 +63,11 @@ def main():
                 for value in document["tune_params"][parameter]:
                     cache = {k: r for k, r in document["cache"].items() if r.get(parameter) == value}
                     times = valid_times(cache)
-                    if len(times) >= args.min_size and args.min_budget <= budget_95(times) <= args.max_budget:
-                        qualifying.append((value, cache, budget_95(times), len(times)))
+                    if len(times) < args.min_size:
+                        continue
+                    budget = budget_95(times)
+                    if args.min_budget <= budget <= args.max_budget:
+                        qualifying.append((value, cache, budget, len(times)))
                 if len(qualifying) == 0:
                     continue
                 value, cache, budget, size = rng.choice(qualifying)

@@ -150,16 +150,18 @@ class BayesStrategy final : public IndexedStrategy {
     for (const auto& o : batch) pending_.erase(o.index);
   }
 
-  Eigen::MatrixXd encode(const std::vector<std::uint64_t>& indices) const {
+  // The GP's inputs; without `with_alignment`, the space's encoding alone.
+  Eigen::MatrixXd encode(const std::vector<std::uint64_t>& indices, bool with_alignment = true) const {
     const int base = space_.encoded_dimension();
-    Eigen::MatrixXd out(static_cast<Eigen::Index>(indices.size()), feature_dimension());
+    const int aligned = with_alignment ? aligned_count_ : 0;
+    Eigen::MatrixXd out(static_cast<Eigen::Index>(indices.size()), std::max(1, base + aligned));
     out.setZero();
     if (base == 0) return out;
     Eigen::VectorXd row(base);
     for (std::size_t i = 0; i < indices.size(); ++i) {
       space_.encode_index(indices[i], row);
       out.row(static_cast<Eigen::Index>(i)).head(base) = row.transpose();
-      if (aligned_count_ == 0) continue;
+      if (aligned == 0) continue;
       const Positions positions = space_.positions_at(indices[i]);
       int column = base;
       for (std::size_t p = 0; p < alignment_.size(); ++p)
@@ -191,14 +193,14 @@ class BayesStrategy final : public IndexedStrategy {
     existing.insert(existing.end(), pending_.begin(), pending_.end());
     std::vector<std::uint64_t> pool = random_candidates(std::max<std::size_t>(64, 16 * k), {});
     if (pool.empty()) return {};
-    const Eigen::MatrixXd pool_x = encode(pool).leftCols(std::max(1, space_.encoded_dimension()));
+    const Eigen::MatrixXd pool_x = encode(pool, false);
     Eigen::VectorXd nearest =
         Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
     const auto account = [&](const Eigen::VectorXd& point) {
       nearest = nearest.cwiseMin((pool_x.rowwise() - point.transpose()).rowwise().squaredNorm());
     };
     if (!existing.empty()) {
-      const Eigen::MatrixXd existing_x = encode(existing).leftCols(std::max(1, space_.encoded_dimension()));
+      const Eigen::MatrixXd existing_x = encode(existing, false);
       for (Eigen::Index i = 0; i < existing_x.rows(); ++i) account(existing_x.row(i).transpose());
     }
     std::vector<std::uint64_t> out;
@@ -370,9 +372,18 @@ class BayesStrategy final : public IndexedStrategy {
     if (candidates.empty()) return {};
     Eigen::MatrixXd x = encode(candidates);
     if (options_.hedge) credit_nominees();
-    Eigen::VectorXd expected_improvement = acquisition(x, m);
-    if (unseen > options_.exhaustive_limit) refine_locally(candidates, x, expected_improvement, m);
-    Eigen::MatrixXd scores = options_.hedge ? acquisitions(x, m) : Eigen::MatrixXd(expected_improvement);
+    // One GP prediction per candidate: the climbs work on the EI column, and
+    // only the configurations they add are scored again.
+    Eigen::MatrixXd scores = acquisitions(x, m);
+    if (unseen > options_.exhaustive_limit) {
+      Eigen::VectorXd expected_improvement = scores.col(kExpectedImprovement);
+      const Eigen::Index before = x.rows();
+      refine_locally(candidates, x, expected_improvement, m);
+      if (x.rows() > before) {
+        scores.conservativeResize(x.rows(), Eigen::NoChange);
+        scores.bottomRows(x.rows() - before) = acquisitions(x.bottomRows(x.rows() - before), m);
+      }
+    }
 
     std::vector<std::uint64_t> chosen;
     std::vector<bool> taken(candidates.size(), false);
@@ -390,14 +401,14 @@ class BayesStrategy final : public IndexedStrategy {
         for (int a = 0; a < kAcquisitions; ++a) nominees_.row(rows + a) = x.row(best_untaken(a));
         pick = best_untaken(draw_acquisition());
       } else {
-        pick = best_untaken(0);
+        pick = best_untaken(kExpectedImprovement);
       }
       if (pick < 0) break;
       taken[pick] = true;
       chosen.push_back(candidates[pick]);
       if (chosen.size() < k) {
         believe(x.row(pick), m);
-        scores = options_.hedge ? acquisitions(x, m) : Eigen::MatrixXd(acquisition(x, m));
+        scores = acquisitions(x, m);
       }
     }
     return chosen;
