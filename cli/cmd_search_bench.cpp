@@ -2,16 +2,23 @@
 // tuning spaces (Kernel Tuner cachefiles) and write or score the traces.
 //
 //   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto [--repeats R]
-//                         [--seed S] [--batch K] [--options JSON] [--json OUT]
+//                         [--seed S] [--batch K] [--options JSON] [--transfer N] [--json OUT]
 //   autotune search-bench CACHEFILE... --score TRACES.json [--json SCORES.json]
 //
 // Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
 // objective of every evaluation in order, null for a failed configuration.
 // Scores with --json: {"<space>": {"score", "low_budget", "high_budget",
 // "median_fraction_of_optimum", "per_repeat": [each repeat's own score],
-// "bootstrap_se": the score's standard error over repeats}}.
+// "bootstrap_se": the score's standard error over repeats, "curve": P(M) for
+// M = 1 .. the window's end or the longest trace, whichever is later}}.
 // Repeat r uses seed S + r. `--budget auto` runs each file for its B(0.95)
 // capped at 300, the largest budget its score looks at.
+// With `--transfer N`, every run first learns (Strategy::learn_from) from runs
+// on the related spaces among the files given (the same kernel and parameters:
+// RecordedSpace::same_kernel_as): one run of N evaluations of bayes with its
+// defaults on each, seed S + r + 1000000 in repeat r, as a store would hold
+// from earlier tunings on other devices. A file's own recording never informs
+// its runs.
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -37,7 +44,10 @@ struct SearchBenchArguments {
   std::string options = "{}";
   std::string json_out;
   std::string score_file;
+  std::size_t transfer = 0;  // evaluations of each related run; 0: no transfer
 };
+
+constexpr std::uint64_t kRelatedSeedOffset = 1000000;
 
 std::size_t parse_budget(const std::string& text, const search::SpaceScoring& scoring) {
   if (text == "auto") return scoring.capped_budget(0.95);
@@ -133,12 +143,20 @@ int run_search_bench(const SearchBenchArguments& args) {
       nlohmann::json per_repeat = nlohmann::json::array();
       for (const auto& trace : traces) per_repeat.push_back(scoring.score({trace}).score);
       const auto& score = scores.back();
+      // P(M) from the first evaluation to the window's end or the longest
+      // trace, whichever is later: what compares spaces of different budgets
+      // at equal evaluations.
+      std::size_t last = score.high_budget;
+      for (const auto& trace : traces) last = std::max(last, trace.size());
+      nlohmann::json curve = nlohmann::json::array();
+      for (std::size_t m = 1; m <= last; ++m) curve.push_back(scoring.performance(traces, m));
       score_json[target.name()] = {{"score", score.score},
                                    {"low_budget", score.low_budget},
                                    {"high_budget", score.high_budget},
                                    {"median_fraction_of_optimum", score.median_fraction_of_optimum},
                                    {"per_repeat", per_repeat},
-                                   {"bootstrap_se", scoring.bootstrap_standard_error(traces)}};
+                                   {"bootstrap_se", scoring.bootstrap_standard_error(traces)},
+                                   {"curve", curve}};
     }
     if (!args.json_out.empty()) {
       std::ofstream out(args.json_out);
@@ -168,8 +186,26 @@ int run_search_bench(const SearchBenchArguments& args) {
   for (const auto& target : targets) parse_budget(args.budget, search::SpaceScoring(target.valid_values()));
   search::make_strategy(args.strategy, targets.front().space(), args.seed, options);
 
+  // Related runs per file and repeat, made once and shared by the files they inform.
+  std::map<std::pair<std::size_t, int>, std::vector<search::Observation>> related_run_cache;
+  const auto related_runs = [&](std::size_t target, int repeat) {
+    std::vector<std::vector<search::Observation>> runs;
+    if (args.transfer == 0) return runs;
+    for (std::size_t other = 0; other < targets.size(); ++other) {
+      if (other == target || !targets[other].same_kernel_as(targets[target])) continue;
+      auto [cached, fresh] = related_run_cache.try_emplace({other, repeat});
+      if (fresh)
+        cached->second = search::replay_run(
+            targets[other], "bayes", args.seed + static_cast<std::uint64_t>(repeat) + kRelatedSeedOffset,
+            args.transfer);
+      runs.push_back(cached->second);
+    }
+    return runs;
+  };
+
   nlohmann::json traces_json = nlohmann::json::object();
-  for (const auto& target : targets) {
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    const auto& target = targets[t];
     const search::SpaceScoring scoring(target.valid_values());
     const std::size_t budget = parse_budget(args.budget, scoring);
     std::vector<search::Trace> traces;
@@ -178,7 +214,7 @@ int run_search_bench(const SearchBenchArguments& args) {
       log::info("search-bench: " + target.name() + " repeat " + std::to_string(r + 1) + "/" +
                 std::to_string(args.repeats) + ", budget " + std::to_string(budget));
       traces.push_back(search::replay_trace(target, args.strategy, args.seed + static_cast<std::uint64_t>(r),
-                                            budget, options, args.batch));
+                                            budget, options, args.batch, related_runs(t, r)));
       nlohmann::json run = nlohmann::json::array();
       for (const auto& v : traces.back()) run.push_back(v ? nlohmann::json(*v) : nlohmann::json());
       runs.push_back(std::move(run));
@@ -212,6 +248,9 @@ const CommandRegistration registration(
       app.add_option("--seed", args->seed, "First seed (default 1)")->check(check_uint64);
       app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
       app.add_option("--options", args->options, "Strategy options as a JSON object");
+      app.add_option("--transfer", args->transfer,
+                     "Learn from a bayes run of N evaluations on each related file (same kernel and "
+                     "parameters) before each run (default 0: none)");
       app.add_option("--json", args->json_out,
                      "Write the traces (or, with --score, the scores per space and per repeat) to this file "
                      "instead of printing scores");

@@ -33,6 +33,12 @@
 //    the minimum encoded distance to everything chosen so far (maximin) from
 //    a random pool of at least 64, the first one random. The alignment features do not
 //    enter it (spreading over them too made the recorded spaces' scores worse).
+//  - Related runs (learn_from: the same kernel on another device or shape):
+//    the first `transfer_points` points of the initial design are their best
+//    configurations that lie in this space, each run's best first, then each
+//    run's second best, and so on; maximin places the rest around them. Half
+//    the design, by default: the related runs' best configurations are
+//    usually good here too, but a device unlike theirs needs the spread.
 //  - Batches (and configurations still being measured): each chosen
 //    configuration joins the data with a believed value, the GP mean
 //    (`batch: "believer"`, kriging believer) or the best value seen
@@ -41,7 +47,7 @@
 // Options: initial (6), exhaustive_limit (2000), candidates (500),
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
-// acquisition ("hedge"), alignment (true).
+// acquisition ("hedge"), alignment (true), transfer_points (3).
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
@@ -72,8 +78,9 @@ struct BayesOptions {
   int fit_iterations = 30;
   double refit_growth = 0.1;
   bool impute_failures = true;
-  bool hedge = true;      // a portfolio of acquisitions (GP-Hedge) instead of EI alone
-  bool alignment = true;  // an alignment feature per integer knob (below)
+  bool hedge = true;        // a portfolio of acquisitions (GP-Hedge) instead of EI alone
+  bool alignment = true;    // an alignment feature per integer knob (below)
+  int transfer_points = 3;  // how many of the initial design may come from related runs
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -146,6 +153,34 @@ class BayesStrategy final : public IndexedStrategy {
     return chosen;
   }
 
+  // The related runs' configurations that lie in this space, ranked within
+  // their run and interleaved: every run's best, then every run's second
+  // best, and so on. The initial design starts with them.
+  void learn_from(const std::vector<std::vector<Observation>>& related_runs) override {
+    std::vector<std::vector<std::uint64_t>> ranked;
+    for (const auto& run : related_runs) {
+      std::vector<std::pair<double, std::uint64_t>> valid;
+      for (const auto& o : run)
+        if (o.value)
+          if (const auto index = space_.index_of(o.configuration)) valid.push_back({*o.value, *index});
+      std::stable_sort(valid.begin(), valid.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      ranked.emplace_back();
+      for (const auto& v : valid) ranked.back().push_back(v.second);
+    }
+    transferred_.clear();
+    std::unordered_set<std::uint64_t> listed;
+    for (std::size_t rank = 0;; ++rank) {
+      bool any = false;
+      for (const auto& run : ranked) {
+        if (rank >= run.size()) continue;
+        any = true;
+        if (listed.insert(run[rank]).second) transferred_.push_back(run[rank]);
+      }
+      if (!any) break;
+    }
+  }
+
   void observed(const std::vector<IndexedObservation>& batch) override {
     for (const auto& o : batch) pending_.erase(o.index);
   }
@@ -191,8 +226,20 @@ class BayesStrategy final : public IndexedStrategy {
     std::vector<std::uint64_t> existing;
     for (const auto& o : history()) existing.push_back(o.index);
     existing.insert(existing.end(), pending_.begin(), pending_.end());
-    std::vector<std::uint64_t> pool = random_candidates(std::max<std::size_t>(64, 16 * k), {});
-    if (pool.empty()) return {};
+    // The related runs' best first (learn_from), then maximin.
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t index : transferred_) {
+      if (out.size() >= k ||
+          existing.size() + out.size() >= static_cast<std::size_t>(options_.transfer_points))
+        break;
+      if (!seen(index) && !pending_.count(index) && std::find(out.begin(), out.end(), index) == out.end())
+        out.push_back(index);
+    }
+    existing.insert(existing.end(), out.begin(), out.end());
+    if (out.size() >= k) return out;
+    std::vector<std::uint64_t> pool =
+        random_candidates(std::max<std::size_t>(64, 16 * k), {out.begin(), out.end()});
+    if (pool.empty()) return out;
     const Eigen::MatrixXd pool_x = encode(pool, false);
     Eigen::VectorXd nearest =
         Eigen::VectorXd::Constant(pool_x.rows(), std::numeric_limits<double>::infinity());
@@ -203,9 +250,8 @@ class BayesStrategy final : public IndexedStrategy {
       const Eigen::MatrixXd existing_x = encode(existing, false);
       for (Eigen::Index i = 0; i < existing_x.rows(); ++i) account(existing_x.row(i).transpose());
     }
-    std::vector<std::uint64_t> out;
     std::vector<bool> used(pool.size(), false);
-    while (out.size() < k && out.size() < pool.size()) {
+    for (std::size_t picked = 0; out.size() < k && picked < pool.size(); ++picked) {
       Eigen::Index pick = 0;
       if (existing.empty() && out.empty()) {
         pick = 0;  // the pool is random: its first member is a random start
@@ -496,6 +542,7 @@ class BayesStrategy final : public IndexedStrategy {
   GaussianProcess gp_;
   std::size_t last_fit_size_ = 0;
   std::unordered_set<std::uint64_t> pending_;
+  std::vector<std::uint64_t> transferred_;  // learn_from's ranking, best first
   Eigen::MatrixXd data_x_;
   Eigen::VectorXd data_y_;
   Eigen::VectorXd gains_ = Eigen::VectorXd::Zero(kAcquisitions);
@@ -523,16 +570,16 @@ const StrategyRegistration registration(
                         "' is not accepted; accepted: ei, hedge");
       o.hedge = acquisition == "hedge";
       o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
+      o.transfer_points = options.get<int>("transfer_points", o.transfer_points, "an integer >= 0");
       if (batch != "believer" && batch != "liar")
         throw UserError("strategy 'bayes': option 'batch': '" + batch +
                         "' is not accepted; accepted: believer, liar");
       o.believer = batch == "believer";
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
-          o.fit_iterations < 1 || !(o.refit_growth >= 0))
+          o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0)
         throw UserError(
             "strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= "
-            "0, "
-            "local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0");
+            "0, local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0, transfer_points >= 0");
       return std::make_unique<BayesStrategy>(space, seed, o);
     });
 

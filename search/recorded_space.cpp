@@ -141,6 +141,15 @@ std::optional<Observation> RecordedSpace::observe(const Configuration& configura
   return std::nullopt;
 }
 
+bool RecordedSpace::same_kernel_as(const RecordedSpace& other) const {
+  const auto& mine = space().parameters();
+  const auto& theirs = other.space().parameters();
+  if (kernel_name_ != other.kernel_name_ || mine.size() != theirs.size()) return false;
+  for (std::size_t p = 0; p < mine.size(); ++p)
+    if (mine[p].name() != theirs[p].name()) return false;
+  return true;
+}
+
 std::vector<double> RecordedSpace::valid_values() const {
   std::vector<double> out;
   for (double v : value_by_index_)

@@ -53,6 +53,10 @@ class RecordedSpace {
   // The observation a strategy is told (nothing when outside the space).
   std::optional<Observation> observe(const Configuration& configuration) const;
 
+  // A recording of the same kernel (kernel_name) with the same parameters,
+  // in the same order: another device or problem size.
+  bool same_kernel_as(const RecordedSpace& other) const;
+
   // Recorded values of the configurations that did not fail.
   std::vector<double> valid_values() const;
   double optimum() const;

@@ -57,6 +57,13 @@ double SpaceScoring::median_best(const std::vector<Trace>& traces, std::size_t e
   return median_of(bests);
 }
 
+double SpaceScoring::performance(const std::vector<Trace>& traces, std::size_t evaluations) const {
+  const double random = random_expected_best(evaluations);
+  const double strategy = median_best(traces, evaluations);
+  const double denominator = optimum() - random;
+  return denominator == 0 ? (strategy <= optimum() ? 1.0 : 0.0) : (strategy - random) / denominator;
+}
+
 SpaceScore SpaceScoring::score(const std::vector<Trace>& traces) const {
   if (traces.empty()) throw UserError("cannot score: no run");
   SpaceScore out;
@@ -64,11 +71,7 @@ SpaceScore SpaceScoring::score(const std::vector<Trace>& traces) const {
   out.high_budget = std::max(out.low_budget, capped_budget(0.95));
   double sum = 0;
   for (std::size_t m = out.low_budget; m <= out.high_budget; ++m) {
-    const double random = random_expected_best(m);
-    const double strategy = median_best(traces, m);
-    const double denominator = optimum() - random;
-    const double p =
-        denominator == 0 ? (strategy <= optimum() ? 1.0 : 0.0) : (strategy - random) / denominator;
+    const double p = performance(traces, m);
     out.performance.push_back(p);
     sum += p;
   }

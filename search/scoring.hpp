@@ -43,6 +43,9 @@ class SpaceScoring {
   double random_expected_best(std::size_t evaluations) const;
   // Median over traces of the best value after `evaluations`.
   double median_best(const std::vector<Trace>& traces, std::size_t evaluations) const;
+  // P(M) of the header for M = `evaluations` (defined for any M >= 1, inside
+  // the score's window or not).
+  double performance(const std::vector<Trace>& traces, std::size_t evaluations) const;
   SpaceScore score(const std::vector<Trace>& traces) const;
   // The standard error of score(traces) over repeats: the standard deviation
   // of the score of `resamples` bootstrap resamples of the traces (drawn with

@@ -33,14 +33,25 @@ SearchRecord run_search(Strategy& strategy, const Evaluator& evaluate, const Sto
   return record;
 }
 
-Trace replay_trace(const RecordedSpace& target, const std::string& strategy_name, std::uint64_t seed,
-                   std::size_t budget, const nlohmann::json& options, std::size_t batch_size) {
+std::vector<Observation> replay_run(const RecordedSpace& target, const std::string& strategy_name,
+                                    std::uint64_t seed, std::size_t budget, const nlohmann::json& options,
+                                    std::size_t batch_size,
+                                    const std::vector<std::vector<Observation>>& related_runs) {
   auto strategy = make_strategy(strategy_name, target.space(), seed, options);
-  const auto record = run_search(
-      *strategy, [&](const Configuration& c) { return target.observe(c); },
-      StopCondition::evaluations(budget), batch_size);
+  if (!related_runs.empty()) strategy->learn_from(related_runs);
+  return run_search(
+             *strategy, [&](const Configuration& c) { return target.observe(c); },
+             StopCondition::evaluations(budget), batch_size)
+      .observations;
+}
+
+Trace replay_trace(const RecordedSpace& target, const std::string& strategy_name, std::uint64_t seed,
+                   std::size_t budget, const nlohmann::json& options, std::size_t batch_size,
+                   const std::vector<std::vector<Observation>>& related_runs) {
   Trace trace;
-  for (const auto& observation : record.observations) trace.push_back(observation.value);
+  for (const auto& observation :
+       replay_run(target, strategy_name, seed, budget, options, batch_size, related_runs))
+    trace.push_back(observation.value);
   return trace;
 }
 

@@ -25,9 +25,16 @@ struct SearchRecord {
 SearchRecord run_search(Strategy& strategy, const Evaluator& evaluate, const StopCondition& stop,
                         std::size_t batch_size = 1);
 
-// One benchmark run against a replayed space: the values of each evaluation
-// in order (nothing for a failure), `budget` evaluations at most.
+// One benchmark run against a replayed space, `budget` evaluations at most,
+// after the strategy learnt from `related_runs` (learn_from; none by default).
+std::vector<Observation> replay_run(const RecordedSpace& target, const std::string& strategy,
+                                    std::uint64_t seed, std::size_t budget,
+                                    const nlohmann::json& options = {}, std::size_t batch_size = 1,
+                                    const std::vector<std::vector<Observation>>& related_runs = {});
+// The same run as its trace: the values of each evaluation in order (nothing
+// for a failure).
 Trace replay_trace(const RecordedSpace& target, const std::string& strategy, std::uint64_t seed,
-                   std::size_t budget, const nlohmann::json& options = {}, std::size_t batch_size = 1);
+                   std::size_t budget, const nlohmann::json& options = {}, std::size_t batch_size = 1,
+                   const std::vector<std::vector<Observation>>& related_runs = {});
 
 }  // namespace autotune::search

@@ -18,6 +18,10 @@
 //    from a cache or a previous run); observations outside the space are
 //    ignored. A failure costs that configuration once; the strategy should
 //    steer away from its region.
+//  - learn_from() (optional, before the first ask) hands over runs on related
+//    spaces: the same kernel and parameters on another device or shape. They
+//    are hints for where to look, not measurements of this space: nothing in
+//    them counts as seen, and a strategy may ignore them (the default).
 //  - Deterministic: the same seed, space, options and sequence of calls give
 //    the same proposals.
 //  - The space must outlive the strategy.
@@ -55,6 +59,8 @@ class Strategy {
   virtual void tell(const std::vector<Observation>& observations) = 0;
   virtual bool done() const = 0;
   virtual std::string name() const = 0;
+  // Each inner list: one run on a related space, in any order.
+  virtual void learn_from(const std::vector<std::vector<Observation>>& related_runs) {}
 };
 
 // Options of a strategy: a JSON object read key by key; keys never read are

@@ -1,4 +1,5 @@
-"""search-bench scores per space and per repeat (`--score T --json S`), and the leave-one-space-out
+"""search-bench scores per space and per repeat (`--score T --json S`), with P(M) at every evaluation
+count (bench/budget_curve.py compares suites with it), and the leave-one-space-out
 protocol of bench/search_loo.py: a candidate is chosen on the other spaces only, so its held-out score
 is what it does on a space its choice never saw; the tool runs on any folder of cachefiles."""
 import importlib.util
@@ -34,6 +35,16 @@ def scores_per_repeat(tmp):
     check(all(isinstance(v, float) for v in entry["per_repeat"]), f"scores are numbers: {entry}")
     check(entry["low_budget"] <= entry["high_budget"], f"budget window: {entry}")
     check(0 <= entry["bootstrap_se"] < 10, f"the score's bootstrap standard error: {entry}")
+    # The curve: P(M) at every evaluation count the traces reach; over the window its mean is the score.
+    curve = entry["curve"]
+    check(len(curve) == max(30, entry["high_budget"]), f"P(M) for M = 1..the window's end: {len(curve)}")
+    window = curve[entry["low_budget"] - 1:entry["high_budget"]]
+    check(abs(sum(window) / len(window) - entry["score"]) < 1e-9, f"the window's mean is the score: {entry}")
+    table = subprocess.run([sys.executable, os.path.join(SOURCE, "bench", "budget_curve.py"), f"random={scores}",
+                            "--at", "1,10"], capture_output=True, text=True, timeout=60)
+    check(table.returncode == 0, f"budget_curve: {table.stderr}")
+    row = next(line for line in table.stdout.splitlines() if line.startswith("| random"))
+    check(f"| {curve[9]:.3f} (1) |" in row and f"{entry['score']:.3f}" in row, f"P(10) and the score: {row!r}")
     # The printed score is the same figure.
     printed = subprocess.run([BIN, "search-bench", cachefile, "--score", traces], capture_output=True, text=True,
                              timeout=300).stdout

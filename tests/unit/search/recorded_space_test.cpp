@@ -63,6 +63,14 @@ TEST_CASE("replay: configurations absent from the cache are outside the space") 
   CHECK((failure.status == Outcome::ok || failure.failure.find("FailedConfig") != std::string::npos));
 }
 
+TEST_CASE("related recordings: the same kernel with the same parameters, on another device") {
+  const auto rtx_3090 = RecordedSpace::load(kData + "convolution/RTX_3090.json");
+  CHECK(rtx_3090.same_kernel_as(RecordedSpace::load(kData + "convolution/RTX_Titan.json")));
+  // The HIP convolution shares the kernel's name but has two more parameters.
+  CHECK_FALSE(rtx_3090.same_kernel_as(RecordedSpace::load(kData + "convolution_hip/A4000.json")));
+  CHECK_FALSE(rtx_3090.same_kernel_as(RecordedSpace::load(kData + "pnpoly/RTX_3090.json")));
+}
+
 TEST_CASE("a missing or malformed cachefile is one clear error") {
   CHECK_THROWS_WITH_AS(RecordedSpace::load("/nonexistent/cache.json"),
                        doctest::Contains("cachefile not found"), UserError);
@@ -109,6 +117,22 @@ TEST_CASE("scoring follows the README definitions") {
   CHECK(score.median_fraction_of_optimum == 1.0);
   const std::vector<Trace> failing{{std::nullopt, std::nullopt}};
   CHECK(scoring.median_best(failing, 2) == 10);  // nothing valid yet: the worst value
+}
+
+TEST_CASE("P(M) is defined at every evaluation count, and the score is its mean over the window") {
+  std::vector<double> values;
+  for (int v = 1; v <= 10; ++v) values.push_back(v);
+  const SpaceScoring scoring(values);
+  // f_rand(1) = 4, f_rand(3) = w_round(33/4) = w_8 = 2; the traces' median best is 3 after one
+  // evaluation and 1 (the optimum) from the third on.
+  const std::vector<Trace> traces{{3.0, 5.0, 1.0}, {3.0, 2.0, 1.0}, {6.0, 9.0, 1.0}};
+  CHECK(scoring.performance(traces, 1) == doctest::Approx((3.0 - 4.0) / (1.0 - 4.0)));
+  CHECK(scoring.performance(traces, 3) == doctest::Approx(1.0));
+  CHECK(scoring.performance(traces, 40) == doctest::Approx(1.0));  // past the traces: their last best
+  const auto score = scoring.score(traces);
+  double sum = 0;
+  for (std::size_t m = score.low_budget; m <= score.high_budget; ++m) sum += scoring.performance(traces, m);
+  CHECK(score.score == doctest::Approx(sum / static_cast<double>(score.high_budget - score.low_budget + 1)));
 }
 
 TEST_CASE("the score's bootstrap standard error: none when every repeat agrees, some when they differ") {
