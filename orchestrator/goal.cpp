@@ -393,7 +393,8 @@ Goal load_goal(const std::filesystem::path& path) {
       for (const auto& key : space->keys()) goal.space.emplace_back(key, read_domain(*space, key));
     }
     goal.constraints = search->optional<std::vector<std::string>>("constraints", {}, "a list of expressions");
-    search->finish({"strategy", "options", "batch_size", "space", "constraints"});
+    goal.transfer = search->optional<bool>("transfer", false);
+    search->finish({"strategy", "options", "batch_size", "space", "constraints", "transfer"});
   }
   if (auto start = top.maybe_child("start")) {
     goal.start_variant = start->optional<std::string>("variant", "");
@@ -486,6 +487,8 @@ std::string to_yaml(const Goal& goal) {
   out << YAML::Key << "options" << YAML::Value;
   emit_json(out, goal.strategy_options);
   out << YAML::Key << "batch_size" << YAML::Value << goal.effective_batch_size();
+  // Written only when set, so goals resolved before the key existed read the same.
+  if (goal.transfer) out << YAML::Key << "transfer" << YAML::Value << true;
   out << YAML::Key << "space" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, values] : goal.space) {
     out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;

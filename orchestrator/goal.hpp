@@ -78,6 +78,9 @@ struct Goal {
   std::string strategy = "bayes";
   Json strategy_options = Json::object();
   int batch_size = 0;  // 0: the number of parallel workers
+  // Learn from earlier runs of the same kernel in the store: the strategy
+  // starts from their best configurations (Strategy::learn_from).
+  bool transfer = false;
   // Per parameter, the values the goal allows (in the order written); absent
   // parameters keep the family's domain.
   std::vector<std::pair<std::string, std::vector<search::ParamValue>>> space;

@@ -148,6 +148,8 @@ struct LoopState : OpenedRun {
   std::optional<store::Trial> baseline_trial, best_trial;
   double baseline_value = 0, best_value = 0;
   std::map<std::string, std::vector<search::Observation>> observations;  // per variant, for warm starts
+  // Per variant, its measurements in earlier runs of the kernel (goal's search.transfer).
+  std::map<std::string, std::vector<skills::ExplorationRequest::RelatedRun>> related;
   std::set<std::string> measured_variants;
   std::set<std::string> tried_ideas;
   Progress progress;
@@ -244,12 +246,40 @@ class RunLoop {
     runner_.emplace(context_.target, store_, record.id, runner_options);
     runner_->resume(state_.committed);
 
+    if (goal_.transfer) load_related_runs();
+
     summary_.run_id = record.id;
     summary_.db = store_.location();
     summary_.objective = to_string(goal_.objective);
     state_.progress.run_id = record.id;
     state_.progress.max_iterations = goal_.max_iterations;
     state_.progress.budget = goal_.budget_evaluations;
+  }
+
+  // The measurements of earlier runs of the same kernel, per variant, read in
+  // this goal's space and objective (those outside it are left out). Only
+  // runs older than this one: a resumed run learns from what it started with.
+  void load_related_runs() {
+    for (const auto& run : store_.runs()) {
+      if (run.id >= state_.record.id || run.kernel != catalog_.kernel) continue;
+      std::map<std::string, std::vector<search::Observation>> by_variant;
+      for (const auto& trial : store_.trials(run.id)) {
+        const skills::VariantSpace* variant = catalog_.find(trial.variant);
+        if (variant == nullptr) continue;
+        search::Configuration configuration;
+        try {
+          configuration = search::configuration_from_json(*variant->space, trial.params);
+        } catch (const UserError&) {
+          continue;
+        }
+        const auto value =
+            is_measured(trial.status) ? objective_value(goal_.objective, trial.metrics) : std::nullopt;
+        by_variant[trial.variant].push_back(value ? search::Observation::success(configuration, *value)
+                                                  : search::Observation::failed(configuration, trial.error));
+      }
+      for (auto& [variant, observations] : by_variant)
+        state_.related[variant].push_back({run.id, std::move(observations)});
+    }
   }
 
   // --- baseline: the goal's starting point; the failure when it fails ---
@@ -415,6 +445,8 @@ class RunLoop {
     request.budget = plan.choice.result.budget;
     request.batch_size = goal_.effective_batch_size();
     request.known = state_.observations[variant.name];
+    if (auto related = state_.related.find(variant.name); related != state_.related.end())
+      request.related = related->second;
     request.carry_patience = !idea.continuation;
 
     const auto t0 = Clock::now();

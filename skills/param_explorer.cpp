@@ -69,12 +69,20 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                      {"known", request.known.size()},
                      {"budget_offered", request.budget},
                      {"batch_size", request.batch_size}};
+  std::size_t related_observations = 0;
+  Json related_runs = Json::array();
+  for (const auto& related : request.related) {
+    related_runs.push_back(related.run);
+    related_observations += related.observations.size();
+  }
+  if (!request.related.empty()) decision.inputs["related_runs"] = related_runs;
   decision.evidence = {{"unmeasured_in_region", fresh},
                        {"probes", request.probes.size()},
                        {"probes_measured_before", request.probes.size() - probes.size()},
                        {"budget_offered", request.budget},
                        {"proposing", plan.budget}};
   if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
+  if (!request.related.empty()) decision.evidence["related_observations"] = related_observations;
   decision.alternatives =
       Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
                    {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
@@ -96,6 +104,9 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   else
     decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what +
                          ", more than the budget of " + offered + ": search with " + request.strategy;
+  if (!enumerable && !request.related.empty())
+    decision.rationale += ", learning from " + std::to_string(related_observations) +
+                          " measurements of the variant in earlier run(s) " + related_runs.dump();
   return out;
 }
 
@@ -137,6 +148,13 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
   for (const auto& o : probe_observations)
     if (request.region->contains(o.configuration)) known.push_back(o);
   if (!known.empty()) strategy->tell(known);
+  std::vector<std::vector<search::Observation>> related_runs;
+  for (const auto& related : request.related) {
+    related_runs.emplace_back();
+    for (const auto& o : related.observations)
+      if (request.region->contains(o.configuration)) related_runs.back().push_back(o);
+  }
+  if (!related_runs.empty()) strategy->learn_from(related_runs);
 
   // A region that stopped paying: after `patience` evaluations in a row
   // without a better value the rest of the budget is worth more elsewhere.

@@ -183,6 +183,14 @@ struct ExplorationRequest {
   int batch_size = 1;  // candidates per ask
   // Earlier measurements of this variant (warm start; never re-proposed).
   std::vector<search::Observation> known;
+  // The variant's measurements in earlier runs of the same kernel (the goal's
+  // search.transfer), one entry per run: hints for where to start
+  // (Strategy::learn_from), not measurements of this run.
+  struct RelatedRun {
+    int64_t run = 0;
+    std::vector<search::Observation> observations;
+  };
+  std::vector<RelatedRun> related;
   // Whether the earlier measurements without improvement count towards the
   // explorer's patience (false for a continuation: a fresh stretch).
   bool carry_patience = true;

@@ -14,6 +14,7 @@ CASES = {
     "infeasible.yaml": ("search.constraints:", "infeasible"),
     "bad_objective.yaml": (":3: objective:", "speed"),
     "unknown_strategy.yaml": (":4: search.strategy:", "hillclimb"),
+    "bad_transfer.yaml": (":5: search.transfer:", "'sometimes' is not true or false"),
     "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
     "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
     # Sizes are checked before a domain is expanded or a constrained space enumerated.

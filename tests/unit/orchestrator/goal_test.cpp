@@ -58,6 +58,20 @@ TEST_CASE("example goals load, resolve and round-trip their resolved YAML") {
   }
 }
 
+TEST_CASE("search.transfer: off unless asked; the resolved YAML names it only when on") {
+  const testing::TempDir dir;
+  const std::string kernel = "name: t\nkernel: {family: exp, shape: [250, 512], dtype: fp32}\n";
+  const Goal plain = load_goal(dir.write("plain.yaml", kernel + "search: {strategy: bayes}\n"));
+  CHECK_FALSE(plain.transfer);
+  CHECK(to_yaml(plain).find("transfer") == std::string::npos);  // goals stored before the key read the same
+  const Goal learning =
+      load_goal(dir.write("learning.yaml", kernel + "search: {strategy: bayes, transfer: true}\n"));
+  CHECK(learning.transfer);
+  const std::string yaml = to_yaml(learning);
+  CHECK(yaml.find("transfer: true") != std::string::npos);
+  CHECK(load_goal(dir.write("again.yaml", yaml)).transfer);
+}
+
 TEST_CASE("the GEMM article goal searches its three knobs from the tiled step") {
   auto prepared = load_and_prepare(source("configs/goals/gemm-article.yaml"));
   const auto& tiled = prepared.setup.catalog.variant("tiled");
@@ -84,6 +98,7 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"infeasible.yaml", ": search.constraints:", "infeasible"},
       {"bad_objective.yaml", ":3: objective:", "speed"},
       {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
+      {"bad_transfer.yaml", ":5: search.transfer:", "'sometimes' is not true or false"},
       {"missing_cachefile.yaml", ":4: target.cachefile:", "not found"},
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
       {"unknown_role.yaml", ":4: roles.tile_size:", "'tyle' is not a role; accepted: tile, unroll"},
