@@ -160,6 +160,7 @@ Goal kernel_goal_for(const ModelGoal& goal, const model::OperatorTiming& lead, i
   kernel_goal.budget_wall_time_s = std::max(1.0, goal.budget_wall_time_s - elapsed_s);
   kernel_goal.strategy = goal.strategy;
   kernel_goal.batch_size = goal.batch_size;
+  kernel_goal.transfer = goal.transfer;
   kernel_goal.start_variant = lead.config.variant;
   kernel_goal.start_params = Json::object();
   for (const auto& [k, v] : lead.config.params) kernel_goal.start_params[k] = v;
@@ -313,7 +314,8 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
       const YAML::Node node = search->raw("batch_size");
       search->fail("batch_size", "must be at least 1 (0: the number of parallel workers)", &node);
     }
-    search->finish({"strategy", "batch_size"});
+    goal.transfer = search->optional<bool>("transfer", false);
+    search->finish({"strategy", "batch_size", "transfer"});
   }
   goal.parallel = top.optional<int>("parallel", goal.parallel);
   if (goal.parallel < 1 || goal.parallel > kMaxParallel) {

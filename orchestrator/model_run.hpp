@@ -43,6 +43,9 @@ struct ModelGoal {
   double budget_wall_time_s = 900;
   std::string strategy = "bayes";
   int batch_size = 0;
+  // Each kernel run learns from the earlier runs of its kernel in the
+  // database (Goal::transfer): the model's other shapes of the same family.
+  bool transfer = false;
   int parallel = 2;
   std::uint64_t seed = 0;
   bool verify = true;  // the end-to-end check at the end

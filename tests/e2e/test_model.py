@@ -69,6 +69,7 @@ goal: {{improvement: 0.9}}
 max_iterations: 3
 per_kernel: {{iterations: 2, evaluations: 4}}
 budget: {{evaluations: 12, wall_time_s: 300}}
+search: {{transfer: true}}
 parallel: 2
 seed: 1
 """)
@@ -90,8 +91,10 @@ seed: 1
               f"the choice is not the worthiest kernel: {choices[0][0]} vs {first['candidates'][0]}")
         check("of the forward" in choices[0][2], f"rationale: {choices[0][2]}")
         for kernel_run in summary["kernel_runs"]:
-            rows = query(db, "SELECT status FROM runs WHERE id = ?", (kernel_run,))
+            rows = query(db, "SELECT status, goal_yaml FROM runs WHERE id = ?", (kernel_run,))
             check(rows and rows[0][0] == "completed", f"kernel run {kernel_run}: {rows}")
+            # search.transfer reaches every kernel run: each learns from the earlier runs of its kernel.
+            check("transfer: true" in rows[0][1], f"kernel run {kernel_run} does not learn from earlier runs")
 
         # Bad input: one line naming file:line: key, exit 2, before anything is simulated.
         bad = write_goal(tmp, "bad-model.yaml", open(MODEL).read().replace("layers: 28", "layers: 0"))
