@@ -19,13 +19,13 @@ Use Debian's interpreter, which has optuna:  /usr/bin/python3 bench/search_tpe.p
 """
 import argparse
 import json
-import math
 import multiprocessing
 import os
-import statistics
 import sys
 
 import optuna
+
+from tuning_budget import random_search_budget
 
 
 def load(path):
@@ -39,15 +39,6 @@ def load(path):
         value = record[objective]
         table[config] = value if isinstance(value, (int, float)) else None
     return load_name(path), keys, doc["tune_params"], table
-
-
-def budget_095(values, cap=300):
-    w = sorted(values, reverse=True)
-    n = len(w)
-    f_opt, f_med = w[-1], statistics.median(w)
-    threshold = f_opt + (f_med - f_opt) * (1 - 0.95)
-    i = next((i for i, v in enumerate(w) if v <= threshold), n - 1)
-    return max(1, min(cap, math.ceil(i / (n + 1 - i))))
 
 
 def run(keys, tune_params, table, budget, seed, penalty):
@@ -104,7 +95,7 @@ def main():
     for path in args.cachefiles:
         name, keys, tune_params, table = load(path)
         valid = [v for v in table.values() if v is not None]
-        budget = budget_095(valid) if args.budget == "auto" else int(args.budget)
+        budget = random_search_budget(valid) if args.budget == "auto" else int(args.budget)
         names.append(name)
         tasks += [(path, budget, args.seed + r) for r in range(args.repeats)]
         print(f"search_tpe: {name}: {args.repeats} runs of {budget} evaluations", file=sys.stderr)

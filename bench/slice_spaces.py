@@ -14,21 +14,11 @@ bench/search_compare.sh (DATA=OUT_DIR) take them as they are.
 """
 import argparse
 import json
-import math
 import os
 import random
 import sys
 
-
-def budget_95(times):
-    """B(0.95): the evaluations random search needs, in expectation, to come 95% of the way from the
-    median to the optimum."""
-    worst_first = sorted(times, reverse=True)
-    n = len(worst_first)
-    optimum, median = worst_first[-1], sorted(times)[n // 2]
-    threshold = optimum + (median - optimum) * 0.05
-    i = next(i for i, t in enumerate(worst_first) if t <= threshold)
-    return math.ceil(i / (n + 1 - i))
+from tuning_budget import random_search_budget
 
 
 def valid_times(cache):
@@ -65,17 +55,17 @@ def main():
                     times = valid_times(cache)
                     if len(times) < args.min_size:
                         continue
-                    budget = budget_95(times)
-                    if args.min_budget <= budget <= args.max_budget:
-                        qualifying.append((value, cache, budget, len(times)))
+                    b95 = random_search_budget(times, cap=None)
+                    if args.min_budget <= b95 <= args.max_budget:
+                        qualifying.append((value, cache, b95, len(times)))
                 if len(qualifying) == 0:
                     continue
-                value, cache, budget, size = rng.choice(qualifying)
+                value, cache, b95, size = rng.choice(qualifying)
                 sliced = dict(document, cache=cache, tune_params=dict(document["tune_params"], **{parameter: [value]}))
                 os.makedirs(os.path.join(args.out, label), exist_ok=True)
                 with open(os.path.join(args.out, label, f"{parameter}_{value}.json"), "w") as f:
                     json.dump(sliced, f)
-                print(f"{label}/{parameter}_{value}: {size} valid configurations, B(0.95) = {budget}")
+                print(f"{label}/{parameter}_{value}: {size} valid configurations, B(0.95) = {b95}")
                 written += 1
     if written == 0:
         sys.exit(f"slice_spaces: no slice of a cachefile under {args.source} qualifies")

@@ -149,7 +149,10 @@ int run_search_bench(const SearchBenchArguments& args) {
       std::size_t last = score.high_budget;
       for (const auto& trace : traces) last = std::max(last, trace.size());
       nlohmann::json curve = nlohmann::json::array();
-      for (std::size_t m = 1; m <= last; ++m) curve.push_back(scoring.performance(traces, m));
+      for (std::size_t m = 1; m <= last; ++m)
+        curve.push_back(m >= score.low_budget && m <= score.high_budget
+                            ? score.performance[m - score.low_budget]  // computed by score()
+                            : scoring.performance(traces, m));
       score_json[target.name()] = {{"score", score.score},
                                    {"low_budget", score.low_budget},
                                    {"high_budget", score.high_budget},

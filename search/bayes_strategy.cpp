@@ -232,8 +232,7 @@ class BayesStrategy final : public IndexedStrategy {
       if (out.size() >= k ||
           existing.size() + out.size() >= static_cast<std::size_t>(options_.transfer_points))
         break;
-      if (!seen(index) && !pending_.count(index) && std::find(out.begin(), out.end(), index) == out.end())
-        out.push_back(index);
+      if (!seen(index)) out.push_back(index);  // pending ones are seen; the list has no repeats
     }
     existing.insert(existing.end(), out.begin(), out.end());
     if (out.size() >= k) return out;
