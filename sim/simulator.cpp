@@ -130,6 +130,8 @@ class Scheduler {
       }
     }
     queues_.resize(static_cast<std::size_t>(t_.dma_queues));
+    dge_.resize(static_cast<std::size_t>(std::max(t_.dge_instances, 0)));
+    if (t_.vector_scalar_psum_bank_conflicts) psum_bank_ports_.resize(static_cast<std::size_t>(t_.psum_banks));
     location_busy_ns_.assign(program.locations().size(), 0.0);
     location_count_.assign(program.locations().size(), 0);
     std::size_t per_engine[kEngineCount] = {};
@@ -254,8 +256,13 @@ class Scheduler {
   };
   void derive_dependencies();
   double compute_cycles(const Instruction& in) const;
+  // The vector engine's performance-mode multiplier for `in` (1 outside the
+  // documented cases and on other engines).
+  double vector_mode_speedup(const Instruction& in) const;
   void schedule(InstructionId id, const Instruction& in);
   double schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry);
+  // Whether a transposing copy goes through the target's hardware transposer.
+  bool uses_transposer(const Instruction& in) const;
 
   const Program& program_;
   const TargetSpec& t_;
@@ -267,9 +274,14 @@ class Scheduler {
   std::vector<DependencyTracker> hbm_;
   std::vector<ResourceCalendar> queues_;
   ResourceCalendar all_queues_;
+  std::vector<ResourceCalendar> dge_;  // descriptor generators
+  std::int64_t dge_instructions_ = 0;
+  double dge_busy_ns_ = 0;
   bool queues_in_sync_ = true;
   int queue_cursor_ = 0;
   ResourceCalendar sbuf_port_, psum_port_;
+  std::vector<ResourceCalendar> psum_bank_ports_;
+  std::vector<ResourceCalendar*> held_;  // the resources the instruction being placed holds
 
   // The dependency graph: successors of instruction i are
   // successors_[successor_begin_[i] .. successor_begin_[i + 1]); its
@@ -313,23 +325,41 @@ class Scheduler {
   std::vector<DmaSlice> slices_;
 };
 
+double Scheduler::vector_mode_speedup(const Instruction& in) const {
+  if (in.engine != Engine::vector) return 1;
+  const bool copy_or_scalar =
+      in.opcode == Opcode::tensor_copy || (in.opcode == Opcode::tensor_scalar && !in.accumulate_dst);
+  if (!copy_or_scalar && in.opcode != Opcode::tensor_tensor) return 1;
+  // Every tensor operand 2-byte; count those in PSUM.
+  int in_psum = 0;
+  auto operand = [&](const View& view) {
+    const Buffer& b = program_.buffer(view.buffer);
+    if (b.space == MemorySpace::psum) ++in_psum;
+    return dtype_bytes(b.dtype) == 2;
+  };
+  bool all_16bit = operand(in.dst);
+  for (int s = 0; s < in.src_count; ++s) all_16bit = operand(in.src[s]) && all_16bit;
+  if (!all_16bit) return 1;
+  if (in.opcode == Opcode::tensor_tensor) {
+    // Both inputs in SBUF; the output may be anywhere.
+    const bool inputs_in_sbuf = program_.buffer(in.src[0].buffer).space == MemorySpace::sbuf &&
+                                program_.buffer(in.src[1].buffer).space == MemorySpace::sbuf;
+    return inputs_in_sbuf ? t_.vector_mode_tensor_tensor_sbuf : 1;
+  }
+  if (in_psum == 0) return t_.vector_mode_copy_scalar_sbuf;
+  return in_psum == 1 ? t_.vector_mode_copy_scalar_psum : 1;
+}
+
 double Scheduler::compute_cycles(const Instruction& in) const {
   const double min_cycles = t_.instruction_min_cycles;
   const View& src = in.src_count > 0 ? in.src[0] : in.dst;
-  // Elements per partition, divided by the engine's per-lane rate for the
-  // widest dtype involved.
-  Dtype widest = program_.buffer(in.dst.buffer).dtype;
   bool psum_input = false;
-  for (int s = 0; s < in.src_count; ++s) {
-    const Buffer& b = program_.buffer(in.src[s].buffer);
-    if (dtype_bytes(b.dtype) > dtype_bytes(widest)) widest = b.dtype;
-    psum_input = psum_input || b.space == MemorySpace::psum;
-  }
+  for (int s = 0; s < in.src_count; ++s)
+    psum_input = psum_input || program_.buffer(in.src[s].buffer).space == MemorySpace::psum;
   double per_cycle = 1;
   switch (in.engine) {
     case Engine::vector:
-      per_cycle =
-          dtype_bytes(widest) == 2 ? t_.vector_elements_per_cycle_16bit : t_.vector_elements_per_cycle_fp32;
+      per_cycle = t_.vector_elements_per_cycle * vector_mode_speedup(in);
       break;
     case Engine::scalar:
       per_cycle = t_.scalar_elements_per_cycle;
@@ -383,6 +413,16 @@ double Scheduler::compute_cycles(const Instruction& in) const {
   return min_cycles;
 }
 
+bool Scheduler::uses_transposer(const Instruction& in) const {
+  const View& src = in.src[0];
+  const Buffer& sb = program_.buffer(src.buffer);
+  const Buffer& db = program_.buffer(in.dst.buffer);
+  const int element = t_.dma_transpose_element_bytes;
+  return element > 0 && db.space == MemorySpace::sbuf && dtype_bytes(sb.dtype) == element &&
+         dtype_bytes(db.dtype) == element && src.rows() % t_.dma_transpose_block_rows == 0 &&
+         src.cols() <= t_.dma_transpose_block_cols;
+}
+
 double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry) {
   const View& src = in.src[0];
   const Buffer& sb = program_.buffer(src.buffer);
@@ -396,34 +436,54 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   // element by element.
   const std::int64_t run = std::min(src.contiguous_elements(sb.cols), in.dst.contiguous_elements(db.cols));
   std::int64_t chunk_bytes = run * elem_bytes, chunks = elements / run;
+  const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
+  double efficiency_cap = 1;
+  bool descriptor_generation = false;
   if (in.transpose) {
-    // A hardware transposer takes whole blocks of its element size (trn2:
-    // 16 partitions x 128 two-byte elements); without one, or for another
-    // element size, the copy moves one element per chunk.
-    const bool transposer = t_.dma_transpose_element_bytes > 0 &&
-                            dtype_bytes(sb.dtype) == t_.dma_transpose_element_bytes &&
-                            dtype_bytes(db.dtype) == t_.dma_transpose_element_bytes;
-    if (transposer) {
-      const std::int64_t block_rows = std::min<std::int64_t>(src.rows(), t_.dma_transpose_block_rows);
+    // The hardware transposer takes whole blocks (trn2: 16 partitions x up
+    // to 128 two-byte elements) of a source whose shape meets its rules, at
+    // no more than the documented share of the queues' bandwidth, after a
+    // descriptor generator has issued it; any other transposing copy moves
+    // one element per chunk.
+    if (uses_transposer(in)) {
+      const std::int64_t block_rows = t_.dma_transpose_block_rows;
       const std::int64_t block_cols = std::min<std::int64_t>(src.cols(), t_.dma_transpose_block_cols);
-      chunks = ((src.rows() + block_rows - 1) / block_rows) * ((src.cols() + block_cols - 1) / block_cols);
+      chunks = (src.rows() / block_rows) * ((src.cols() + block_cols - 1) / block_cols);
       chunk_bytes = std::max<std::int64_t>(1, bytes / chunks);
+      efficiency_cap = sb.space == MemorySpace::hbm ? t_.dma_transpose_hbm_efficiency
+                                                    : t_.dma_transpose_sbuf_efficiency;
+      descriptor_generation = t_.dge_instances > 0;
     } else {
       chunk_bytes = elem_bytes;
       chunks = elements;
     }
   }
-  const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
   double bytes_per_ns = t_.dma_queue_bytes_per_s * 1e-9;
   // The HBM ceiling, shared by all queues when they all stream.
   if (touches_hbm) bytes_per_ns = std::min(bytes_per_ns, t_.hbm_bytes_per_s * 1e-9 / t_.dma_queues);
-  const double efficiency = double(chunk_bytes) / (double(chunk_bytes) + t_.dma_efficiency_half_bytes);
-  const double work_ns = double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
+  const double curve = double(chunk_bytes) / (double(chunk_bytes) + t_.dma_efficiency_half_bytes);
+  const double efficiency = std::min(efficiency_cap, curve);
+  const double work_ns = efficiency < curve
+                             ? double(bytes) / (bytes_per_ns * efficiency)
+                             : double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
   const std::int64_t split_limit =
       std::max<std::int64_t>(chunks, static_cast<std::int64_t>(double(bytes) / t_.dma_min_bytes_per_queue));
   const int parts = static_cast<int>(std::clamp<std::int64_t>(split_limit, 1, t_.dma_queues));
   const double part_ns = work_ns / parts;
 
+  double dge_start = INFINITY;
+  if (descriptor_generation) {
+    // The generator free first; the data moves once its descriptors exist.
+    const double dge_ns = t_.dge_instruction_s * 1e9;
+    std::size_t best = 0;
+    for (std::size_t k = 0; k < dge_.size(); ++k)
+      if (dge_[k].earliest(ready, dge_ns) < dge_[best].earliest(ready, dge_ns)) best = k;
+    dge_start = dge_[best].earliest(ready, dge_ns);
+    dge_[best].reserve(dge_start, dge_start + dge_ns);
+    ready = dge_start + dge_ns;
+    ++dge_instructions_;
+    dge_busy_ns_ += dge_ns;
+  }
   double first_start = INFINITY, data_end = 0;
   if (parts == t_.dma_queues && queues_in_sync_) {
     // Every transfer so far used all queues alike, so their calendars are
@@ -450,6 +510,7 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
       if (record_) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
     }
   }
+  first_start = std::min(first_start, dge_start);
   entry.dma_queue = queue_cursor_;
   entry.dma_queue_count = parts;
   queue_cursor_ = (queue_cursor_ + parts) % t_.dma_queues;
@@ -570,21 +631,38 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
       }
       last_stationary_ = st;
     }
-    const bool sbuf_port = t_.vector_gpsimd_share_sbuf_port && touches_sbuf &&
-                           (in.engine == Engine::vector || in.engine == Engine::gpsimd);
-    const bool psum_port = t_.vector_scalar_share_psum_port && touches_psum &&
-                           (in.engine == Engine::vector || in.engine == Engine::scalar);
-    if (sbuf_port || psum_port) {
+    // Shared ports and buses: trn1's SBUF port (vector, GpSimd) and PSUM port
+    // (vector, scalar); trn2's bus between the vector performance modes and
+    // GpSimd, and its PSUM banks (vector and scalar collide on a bank).
+    const bool vector = in.engine == Engine::vector, gpsimd = in.engine == Engine::gpsimd;
+    const bool sbuf_port =
+        touches_sbuf && ((t_.vector_gpsimd_share_sbuf_port && (vector || gpsimd)) ||
+                         (t_.vector_mode_shares_gpsimd_sbuf_bus && (gpsimd || (vector && vector_mode_speedup(in) > 1))));
+    const bool psum_port = t_.vector_scalar_share_psum_port && touches_psum && (vector || in.engine == Engine::scalar);
+    held_.clear();
+    if (sbuf_port) held_.push_back(&sbuf_port_);
+    if (psum_port) held_.push_back(&psum_port_);
+    if (t_.vector_scalar_psum_bank_conflicts && touches_psum && (vector || in.engine == Engine::scalar))
+      for (int a = 0; a < accesses.count; ++a) {
+        const View& v = *accesses.items[a].view;
+        const Buffer& b = program_.buffer(v.buffer);
+        if (b.space != MemorySpace::psum) continue;
+        const std::int64_t eb = dtype_bytes(b.dtype);
+        const std::int64_t first = (b.byte_offset + v.col_begin * eb) / t_.psum_bank_bytes;
+        const std::int64_t last = (b.byte_offset + v.col_end * eb - 1) / t_.psum_bank_bytes;
+        for (std::int64_t bank = first; bank <= last && bank < std::int64_t(psum_bank_ports_.size()); ++bank)
+          if (std::find(held_.begin(), held_.end(), &psum_bank_ports_[std::size_t(bank)]) == held_.end())
+            held_.push_back(&psum_bank_ports_[std::size_t(bank)]);
+      }
+    if (!held_.empty()) {
+      // The earliest start at which every held resource is free for the whole duration.
       for (;;) {
         double s = start;
-        if (sbuf_port) s = sbuf_port_.earliest(s, duration);
-        if (psum_port) s = psum_port_.earliest(s, duration);
-        if (sbuf_port) s = sbuf_port_.earliest(s, duration);
+        for (ResourceCalendar* r : held_) s = r->earliest(s, duration);
         if (s == start) break;
         start = s;
       }
-      if (sbuf_port) sbuf_port_.reserve(start, start + duration);
-      if (psum_port) psum_port_.reserve(start, start + duration);
+      for (ResourceCalendar* r : held_) r->reserve(start, start + duration);
     }
     end = start + duration;
     if (in.engine == Engine::tensor) {
@@ -673,6 +751,8 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   s["dma_transfer_average_bytes"] = count_[dma] ? double(dma_bytes_) / double(count_[dma]) : 0.0;
   s["dma_small_transfer_count"] = small_dma_;
   s["dma_transposed_transfer_count"] = transposed_dma_;
+  s["dma_descriptor_generation_count"] = dge_instructions_;
+  s["dma_descriptor_generation_time"] = dge_busy_ns_ * 1e-9;
   s["dma_average_efficiency_percent"] =
       dma_bytes_ ? 100.0 * dma_efficiency_weighted_ / double(dma_bytes_) : 0.0;
   s["dma_compute_overlap_percent"] = percent(dma_compute_overlap);

@@ -16,7 +16,10 @@ double TargetSpec::elements_per_s(Engine engine, Dtype dtype) const {
   double per_cycle = 1;
   switch (engine) {
     case Engine::vector:
-      per_cycle = dtype_bytes(dtype) == 2 ? vector_elements_per_cycle_16bit : vector_elements_per_cycle_fp32;
+      per_cycle = vector_elements_per_cycle;
+      if (dtype_bytes(dtype) == 2)
+        per_cycle *= std::max({vector_mode_copy_scalar_sbuf, vector_mode_copy_scalar_psum,
+                               vector_mode_tensor_tensor_sbuf});
       break;
     case Engine::scalar:
       per_cycle = scalar_elements_per_cycle;
@@ -77,6 +80,12 @@ double positive(ConfigReader& reader, const std::string& key) {
 double non_negative(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a number >= 0");
   if (!(value >= 0)) reader.fail(key, "must be >= 0, got " + std::to_string(value), nullptr);
+  return value;
+}
+
+double fraction(ConfigReader& reader, const std::string& key) {
+  const double value = reader.required<double>(key, "a number in (0, 1]");
+  if (!(value > 0 && value <= 1)) reader.fail(key, "must be in (0, 1], got " + std::to_string(value), nullptr);
   return value;
 }
 
@@ -141,11 +150,16 @@ TargetSpec load_target_file(const fs::path& path) {
   }
   {
     ConfigReader lanes = root.child("elements_per_lane_cycle");
-    t.vector_elements_per_cycle_fp32 = positive(lanes, "vector_fp32");
-    t.vector_elements_per_cycle_16bit = positive(lanes, "vector_16bit");
+    t.vector_elements_per_cycle = positive(lanes, "vector");
     t.scalar_elements_per_cycle = positive(lanes, "scalar");
     t.gpsimd_elements_per_cycle = positive(lanes, "gpsimd");
-    lanes.finish({"vector_fp32", "vector_16bit", "scalar", "gpsimd"});
+    lanes.finish({"vector", "scalar", "gpsimd"});
+  }
+  if (auto modes = root.maybe_child("vector_performance_mode")) {
+    t.vector_mode_copy_scalar_sbuf = positive(*modes, "copy_scalar_sbuf_16bit");
+    t.vector_mode_copy_scalar_psum = positive(*modes, "copy_scalar_psum_16bit");
+    t.vector_mode_tensor_tensor_sbuf = positive(*modes, "tensor_tensor_sbuf_16bit");
+    modes->finish({"copy_scalar_sbuf_16bit", "copy_scalar_psum_16bit", "tensor_tensor_sbuf_16bit"});
   }
   {
     ConfigReader memory = root.child("memory");
@@ -192,10 +206,18 @@ TargetSpec load_target_file(const fs::path& path) {
       t.dma_transpose_element_bytes = positive_int(*transposer, "element_bytes");
       t.dma_transpose_block_rows = positive_int(*transposer, "block_rows");
       t.dma_transpose_block_cols = positive_int(*transposer, "block_cols");
-      transposer->finish({"element_bytes", "block_rows", "block_cols"});
+      t.dma_transpose_hbm_efficiency = fraction(*transposer, "hbm_to_sbuf_efficiency");
+      t.dma_transpose_sbuf_efficiency = fraction(*transposer, "sbuf_to_sbuf_efficiency");
+      transposer->finish({"element_bytes", "block_rows", "block_cols", "hbm_to_sbuf_efficiency",
+                          "sbuf_to_sbuf_efficiency"});
+    }
+    if (auto dge = dma.maybe_child("descriptor_generation")) {
+      t.dge_instances = positive_int(*dge, "instances");
+      t.dge_instruction_s = non_negative(*dge, "instruction_ns") * 1e-9;
+      dge->finish({"instances", "instruction_ns"});
     }
     dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes",
-                "min_bytes_per_queue", "small_transfer_bytes", "transpose"});
+                "min_bytes_per_queue", "small_transfer_bytes", "transpose", "descriptor_generation"});
   }
   t.hbm_bytes_per_s = positive(root, "hbm_bytes_per_ns") * 1e9;
   t.launch_overhead_s = non_negative(root, "launch_overhead_us") * 1e-6;
@@ -203,9 +225,13 @@ TargetSpec load_target_file(const fs::path& path) {
     ConfigReader ports = root.child("shared_ports");
     t.vector_gpsimd_share_sbuf_port = ports.required<bool>("vector_gpsimd_sbuf");
     t.vector_scalar_share_psum_port = ports.required<bool>("vector_scalar_psum");
-    ports.finish({"vector_gpsimd_sbuf", "vector_scalar_psum"});
+    t.vector_mode_shares_gpsimd_sbuf_bus = ports.optional<bool>("vector_mode_gpsimd_sbuf_bus", false);
+    t.vector_scalar_psum_bank_conflicts = ports.optional<bool>("vector_scalar_psum_bank", false);
+    ports.finish({"vector_gpsimd_sbuf", "vector_scalar_psum", "vector_mode_gpsimd_sbuf_bus",
+                  "vector_scalar_psum_bank"});
   }
-  root.finish({"name", "description", "clocks_ghz", "elements_per_lane_cycle", "memory", "tensor_engine",
+  root.finish({"name", "description", "clocks_ghz", "elements_per_lane_cycle", "vector_performance_mode",
+               "memory", "tensor_engine",
                "instruction_cycles", "dma", "hbm_bytes_per_ns", "launch_overhead_us", "shared_ports"});
   return t;
 }

@@ -29,9 +29,18 @@ struct TargetSpec {
   double clock_hz[kEngineCount] = {};
   double cycle_count_clock_hz = 0;  // the clock neuroncore_cycle_count counts
   // Elements per partition lane and cycle for the vector, scalar and GpSimd
-  // engines (trn2's vector engine processes 2 fp32 / 4 bf16 per lane).
-  double vector_elements_per_cycle_fp32 = 1, vector_elements_per_cycle_16bit = 1;
+  // engines outside any performance mode.
+  double vector_elements_per_cycle = 1;
   double scalar_elements_per_cycle = 1, gpsimd_elements_per_cycle = 1;
+  // The vector engine's performance modes (NeuronCore-v3): throughput
+  // multipliers over vector_elements_per_cycle, each granted only in the
+  // documented case (1: no such mode):
+  //  - tensor_copy / tensor_scalar with every operand 2-byte and in SBUF;
+  //  - the same with one operand in PSUM;
+  //  - tensor_tensor with both inputs in SBUF and every operand 2-byte.
+  double vector_mode_copy_scalar_sbuf = 1;
+  double vector_mode_copy_scalar_psum = 1;
+  double vector_mode_tensor_tensor_sbuf = 1;
 
   // Memory.
   int partitions = 128;
@@ -64,13 +73,22 @@ struct TargetSpec {
   double dma_efficiency_half_bytes = 768;  // b / (b + this)
   double dma_min_bytes_per_queue = 2048;   // a transfer is split over queues no finer than this
   std::int64_t dma_small_transfer_bytes = 512;
-  // A hardware transposer in the DMA path (trn2's descriptor-generation
-  // engine): a transposing copy of elements of exactly this many bytes moves
-  // blocks of `rows` source partitions x `cols` elements as one chunk each
-  // instead of element by element. 0: no transposer (every transposing copy
-  // is element-wise).
+  // A hardware transposer in the DMA path (trn2's hardware-DGE transpose,
+  // nki.isa.dma_transpose): a transposing copy into SBUF of elements of
+  // exactly this many bytes, from a source of a multiple of `block_rows`
+  // partitions and at most `block_cols` elements per partition, moves blocks
+  // of block_rows x block_cols as one chunk each instead of element by
+  // element, at no more than `hbm_efficiency` (from HBM) or `sbuf_efficiency`
+  // (SBUF to SBUF) of the queues' bandwidth. Other transposing copies are
+  // element-wise. 0: no transposer.
   int dma_transpose_element_bytes = 0;
   int dma_transpose_block_rows = 0, dma_transpose_block_cols = 0;
+  double dma_transpose_hbm_efficiency = 1, dma_transpose_sbuf_efficiency = 1;
+  // Descriptor generation (hardware DGE): every transfer through the
+  // transposer first takes one of `dge_instances` generators for
+  // `dge_instruction_s`. 0 instances: not modelled.
+  int dge_instances = 0;
+  double dge_instruction_s = 0;
   double hbm_bytes_per_s = 0;
 
   double launch_overhead_s = 0;
@@ -78,11 +96,18 @@ struct TargetSpec {
   // Shared ports (trn1): these engines cannot access the memory at the same time.
   bool vector_gpsimd_share_sbuf_port = false;
   bool vector_scalar_share_psum_port = false;
+  // trn2: the vector engine's performance modes use a bus shared with GpSimd's
+  // SBUF accesses (arbitrated: one at a time); the vector and scalar engines
+  // access PSUM in parallel unless they touch the same bank.
+  bool vector_mode_shares_gpsimd_sbuf_bus = false;
+  bool vector_scalar_psum_bank_conflicts = false;
 
   double clock(Engine engine) const { return clock_hz[static_cast<int>(engine)]; }
   // Peak tensor-engine FLOP/s for matmul operands of `dtype`.
   double peak_flops(Dtype dtype) const { return dtype == Dtype::fp32 ? peak_flops_fp32 : peak_flops_16bit; }
-  // Elementwise throughput (elements/s over all partitions) of a non-tensor engine.
+  // Peak elementwise throughput (elements/s over all partitions) of a
+  // non-tensor engine for operands of `dtype`: the best performance mode it
+  // may reach (an upper bound, for rooflines).
   double elements_per_s(Engine engine, Dtype dtype) const;
   // Named figures usable in search-space constraints: sbuf_bytes_per_partition,
   // psum_bank_bytes, psum_banks, partitions, max_moving_free,

@@ -142,6 +142,17 @@ MaybeViolation check_engine(const Instruction& in) {
                                         std::string(engine_name(in.engine)) + " engine"};
 }
 
+// A transposing DMA writes SBUF: the DMA engines transpose from HBM into SBUF
+// or from SBUF to SBUF (Trainium2 architecture guide, "DMA Transpose"; trn1's
+// transposing load, load_transpose2d, also lands in SBUF).
+MaybeViolation check_dma_transpose(const Program& program, const Instruction& in) {
+  const Buffer& dst = program.buffer(in.dst.buffer);
+  if (dst.space == MemorySpace::sbuf) return std::nullopt;
+  return Violation{"dma_transpose_destination", "a transposing dma_copy writes SBUF; its destination '" +
+                                                    dst.name + "' is in " +
+                                                    std::string(memory_space_name(dst.space))};
+}
+
 // The tensor engine's limits: operand sizes, dtypes, and an output within
 // one PSUM bank.
 MaybeViolation check_tensor_instruction(const Program& program, const Instruction& in,
@@ -260,6 +271,7 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     for (int a = 0; a < accesses.count && !violation; ++a)
       violation = first_use(accesses.items[a].view->buffer);
     if (!violation) violation = check_engine(in);
+    if (!violation && in.opcode == Opcode::dma_copy && in.transpose) violation = check_dma_transpose(program, in);
     if (!violation && (in.opcode == Opcode::matmul || in.opcode == Opcode::transpose))
       violation = check_tensor_instruction(program, in, target);
     if (!violation) violation = check_reads(program, in, accesses, written);

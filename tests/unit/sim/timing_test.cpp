@@ -1,6 +1,8 @@
 // Timing properties that must hold by mechanism (never wall-clock timing).
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "sim/simulator.hpp"
 #include "tests/unit/sim/program_builder.hpp"
 
@@ -342,23 +344,28 @@ TEST_CASE("overlap figures: DMA/compute overlap and engine overlap match a hand-
         doctest::Approx(100.0 * (L.end_s - L.start_s) / total));
 }
 
-TEST_CASE("trn1's shared PSUM port serialises vector and scalar reads of PSUM") {
-  ProgramBuilder b;
-  auto st = b.sbuf("st", 128, 128, Dtype::bf16);
-  auto p = b.psum("p", 128, 512);
-  auto d1 = b.sbuf("d1", 128, 256, Dtype::fp32, 4096);
-  auto d2 = b.sbuf("d2", 128, 256, Dtype::fp32, 8192);
-  b.memset(b.all(st), 1.0f);
-  b.matmul(b.part(p, 0, 128, 0, 128), b.all(st), b.all(st), false);
-  b.matmul(b.part(p, 0, 128, 128, 256), b.all(st), b.all(st), false);
-  auto v = b.copy(b.all(d1), b.part(p, 0, 128, 0, 256), Engine::vector);
-  auto s = b.copy(b.all(d2), b.part(p, 0, 128, 0, 256), Engine::scalar);
-  const auto on_trn1 = timing(b.program, trn1());
-  const auto on_trn2 = timing(b.program, trn2());
-  const bool serial1 = entry(on_trn1, s).start_s >= entry(on_trn1, v).end_s ||
-                       entry(on_trn1, v).start_s >= entry(on_trn1, s).end_s;
-  CHECK(serial1);
-  CHECK(entry(on_trn2, s).start_s < entry(on_trn2, v).end_s);
+TEST_CASE("trn1's shared PSUM port serialises vector and scalar reads of PSUM; trn2 only within a bank") {
+  // Two matmuls fill banks 0 and 1; the vector and scalar engines then read
+  // either the same bank or one bank each.
+  auto run = [](bool same_bank, const TargetSpec& t) {
+    ProgramBuilder b;
+    auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+    auto p = b.psum("p", 128, 1024);
+    auto d1 = b.sbuf("d1", 128, 256, Dtype::fp32, 4096);
+    auto d2 = b.sbuf("d2", 128, 256, Dtype::fp32, 8192);
+    b.memset(b.all(st), 1.0f);
+    b.matmul(b.part(p, 0, 128, 0, 256), b.all(st), b.part(st, 0, 128, 0, 128), false);
+    b.matmul(b.part(p, 0, 128, 512, 768), b.all(st), b.part(st, 0, 128, 0, 128), false);
+    auto v = b.copy(b.all(d1), b.part(p, 0, 128, 0, 256), Engine::vector);
+    const int other = same_bank ? 0 : 512;
+    auto s = b.copy(b.all(d2), b.part(p, 0, 128, other, other + 256), Engine::scalar);
+    const auto r = timing(b.program, t);
+    return entry(r, s).start_s >= entry(r, v).end_s || entry(r, v).start_s >= entry(r, s).end_s;
+  };
+  CHECK(run(true, trn1()));
+  CHECK(run(false, trn1()));
+  CHECK(run(true, trn2()));
+  CHECK_FALSE(run(false, trn2()));
 }
 
 TEST_CASE("small transfers use fewer queues and leave the others free") {
@@ -417,4 +424,129 @@ TEST_CASE("a load that is ready early is not held behind an earlier-issued store
   const InstructionId store0 = 2, load1 = 3;
   CHECK(entry(r, load1).start_s < entry(r, store0).start_s);
   CHECK(r.summary["dma_compute_overlap_percent"].get<double>() > 0.0);
+}
+
+namespace {
+// Busy time of one vector-engine instruction `make` emits, on trn2.
+double vector_busy(const std::function<InstructionId(ProgramBuilder&)>& make) {
+  ProgramBuilder b;
+  const InstructionId id = make(b);
+  const auto r = timing(b.program, trn2());
+  return entry(r, id).end_s - entry(r, id).start_s;
+}
+}  // namespace
+
+TEST_CASE("trn2's vector performance modes: 4x and 2x only in the documented cases, 1x elsewhere") {
+  const TargetSpec& t = trn2();
+  const int n = 2048;
+  const double cycle = 1.0 / t.clock(Engine::vector), startup = t.access_startup_cycles * cycle;
+  auto copy = [&](Dtype src_dtype, Dtype dst_dtype, bool src_in_psum) {
+    const int cols = src_in_psum ? 512 : n;  // a PSUM source within one bank
+    return vector_busy([&](ProgramBuilder& b) {
+      auto d = b.sbuf("d", 128, cols, dst_dtype, 0);
+      const auto s = src_in_psum ? b.psum("s", 128, cols, 0, src_dtype) : b.sbuf("s", 128, cols, src_dtype, 16384);
+      b.memset(b.all(s), 1.0f, Engine::scalar);
+      return b.copy(b.all(d), b.all(s));
+    });
+  };
+  // 16-bit, all in SBUF: 4x; fp32 anywhere: the base rate of one element per lane and cycle.
+  CHECK(copy(Dtype::bf16, Dtype::bf16, false) == doctest::Approx((n / 4.0) * cycle + startup));
+  CHECK(copy(Dtype::fp32, Dtype::fp32, false) == doctest::Approx(n * cycle + startup));
+  CHECK(copy(Dtype::fp32, Dtype::bf16, false) == doctest::Approx(n * cycle + startup));
+  // 16-bit with the source in PSUM: 2x.
+  CHECK(copy(Dtype::bf16, Dtype::bf16, true) == doctest::Approx((512 / 2.0) * cycle + startup));
+  // tensor_tensor on 16-bit SBUF operands: 2x of its 2N; a reduction: never faster.
+  const double tt16 = vector_busy([&](ProgramBuilder& b) {
+    auto a = b.sbuf("a", 128, n, Dtype::bf16, 0);
+    auto c = b.sbuf("c", 128, n, Dtype::bf16, 8192);
+    auto d = b.sbuf("d", 128, n, Dtype::bf16, 16384);
+    b.memset(b.all(a), 1.0f, Engine::scalar);
+    b.memset(b.all(c), 1.0f, Engine::scalar);
+    return b.tensor_tensor(b.all(d), b.all(a), b.all(c), AluOp::add);
+  });
+  CHECK(tt16 == doctest::Approx(t.tensor_tensor_cycles_per_element * n / 2.0 * cycle + startup));
+  // The roofline's peak is the best mode.
+  CHECK(t.elements_per_s(Engine::vector, Dtype::bf16) == doctest::Approx(4 * 128 * t.clock(Engine::vector)));
+  CHECK(t.elements_per_s(Engine::vector, Dtype::fp32) == doctest::Approx(128 * t.clock(Engine::vector)));
+}
+
+TEST_CASE("trn2's vector performance modes share a bus with GpSimd; the base rate does not") {
+  auto overlap = [](Dtype dtype) {
+    ProgramBuilder b;
+    auto a = b.sbuf("a", 128, 2048, dtype, 0);
+    auto c = b.sbuf("c", 128, 2048, dtype, 8192);
+    auto g = b.sbuf("g", 128, 8192, Dtype::fp32, 16384);  // long enough to span the copy
+    b.memset(b.all(a), 1.0f, Engine::scalar);
+    auto v = b.copy(b.all(c), b.all(a), Engine::vector);
+    auto s = b.memset(b.all(g), 2.0f, Engine::gpsimd);
+    const auto r = timing(b.program, trn2());
+    return entry(r, s).start_s < entry(r, v).end_s && entry(r, v).start_s < entry(r, s).end_s;
+  };
+  CHECK_FALSE(overlap(Dtype::bf16));
+  CHECK(overlap(Dtype::fp32));
+}
+
+TEST_CASE("trn2's DMA transposer: at most 50% of the queues SBUF to SBUF, 90% from HBM") {
+  const TargetSpec& t = trn2();
+  auto data_time = [&](bool from_hbm) {
+    ProgramBuilder b;
+    auto x = b.input("x", 128, 128, Dtype::bf16);
+    auto s = b.sbuf("s", 128, 128, Dtype::bf16);
+    auto d = b.sbuf("d", 128, 128, Dtype::bf16, 4096);
+    if (!from_hbm) b.dma(b.all(s), b.all(x));
+    const auto id = b.dma(b.all(d), from_hbm ? b.all(x) : b.all(s), true);
+    const auto r = timing(b.program, t);
+    // Minus the descriptor generation and the fixed cost: the data part.
+    return entry(r, id).end_s - entry(r, id).start_s - t.dge_instruction_s - t.dma_fixed_cost_s;
+  };
+  const double bytes = 128.0 * 128 * 2;
+  const double queues = t.dma_queue_bytes_per_s * t.dma_queues;
+  CHECK(data_time(false) == doctest::Approx(bytes / (0.5 * queues)));
+  CHECK(data_time(true) >= bytes / (0.9 * std::min(queues, t.hbm_bytes_per_s)) * (1 - 1e-9));
+}
+
+TEST_CASE("trn2's transposes wait for one of two descriptor generators, 600 ns each") {
+  const TargetSpec& t = trn2();
+  REQUIRE(t.dge_instances == 2);
+  REQUIRE(t.dge_instruction_s == doctest::Approx(600e-9));
+  const int count = 64;
+  ProgramBuilder b;
+  auto s = b.sbuf("s", 16, 128 * count, Dtype::bf16);
+  auto d = b.sbuf("d", 128, 16 * count, Dtype::bf16, 128 * count * 2);
+  b.memset(b.all(s), 1.0f);
+  for (int i = 0; i < count; ++i)
+    b.dma(b.part(d, 0, 128, 16 * i, 16 * i + 16), b.part(s, 0, 16, 128 * i, 128 * i + 128), true);
+  const auto r = timing(b.program, t);
+  CHECK(r.summary["dma_descriptor_generation_count"].get<int>() == count);
+  // 64 small transposes: bound by the generators, not by the queues.
+  CHECK(r.summary["kernel_time"].get<double>() >= count * t.dge_instruction_s / 2);
+  // trn1 has no generator and counts none.
+  CHECK(timing(b.program, trn1()).summary["dma_descriptor_generation_count"].get<int>() == 0);
+}
+
+TEST_CASE("a transpose outside the transposer's shape rules is element-wise; into HBM it is invalid") {
+  auto transpose = [](int rows, int cols) {
+    ProgramBuilder b;
+    auto s = b.sbuf("s", rows, cols, Dtype::bf16);
+    auto d = b.sbuf("d", cols, rows, Dtype::bf16, 4096);
+    b.memset(b.all(s), 1.0f);
+    b.dma(b.all(d), b.all(s), true);
+    return timing(b.program, trn2());
+  };
+  // 128 rows x 128: blocks of 16 x 128; 120 rows: not a multiple of 16, element by element.
+  const auto blocked = transpose(128, 128), ragged = transpose(120, 128);
+  CHECK(blocked.summary["dma_descriptor_generation_count"].get<int>() == 1);
+  CHECK(ragged.summary["dma_descriptor_generation_count"].get<int>() == 0);
+  CHECK(ragged.summary["kernel_time"].get<double>() > 5 * blocked.summary["kernel_time"].get<double>());
+
+  ProgramBuilder b;
+  auto s = b.sbuf("s", 128, 128, Dtype::bf16);
+  auto out = b.output("out", 128, 128, Dtype::bf16);
+  b.memset(b.all(s), 1.0f);
+  b.dma(b.all(out), b.all(s), true);
+  SimOptions options;
+  options.functional = false;
+  const auto r = simulate(b.program, trn2(), options);
+  CHECK_FALSE(r.valid);
+  CHECK(r.rule == "dma_transpose_destination");
 }
