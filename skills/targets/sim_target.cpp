@@ -11,6 +11,7 @@
 #include "kernels/evaluate.hpp"
 #include "kernels/external/evaluation_report.hpp"
 #include "sim/simulator.hpp"
+#include "sim/target_constants.hpp"
 #include "skills/targets/evaluation_measurement.hpp"
 
 namespace autotune::skills {
@@ -18,6 +19,7 @@ namespace autotune::skills {
 struct SimTarget::Impl {
   const kernels::FamilySpec* family = nullptr;
   sim::TargetSpec target;
+  std::string target_hash;  // sim::target_content_hash: a recalibrated file is another target
   sim::Dtype dtype = sim::Dtype::fp32;
   double roofline_s = 0;
   double flops = 0;
@@ -78,6 +80,7 @@ std::optional<Measurement> SimTarget::Impl::same_schedule(const sim::Program& tr
 SimTarget::SimTarget(SimTargetConfig config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
   impl_->family = &kernels::family_registry().get(config_.family);
   impl_->target = sim::load_target(config_.target);
+  impl_->target_hash = sim::target_content_hash(impl_->target);
   const auto dtype = sim::parse_dtype(config_.dtype);
   if (!dtype) throw UserError("unknown dtype '" + config_.dtype + "'");
   impl_->dtype = *dtype;
@@ -94,9 +97,8 @@ std::string SimTarget::description() const { return config_.target + " (simulate
 std::string SimTarget::cache_identity() const {
   std::string shape;
   for (const auto& [k, v] : config_.shape) shape += k + "=" + std::to_string(v) + ",";
-  return "sim:" + config_.target + ":" +
-         stable_hash(impl_->target.source_file.empty() ? config_.target : config_.target) + ":" +
-         config_.family + ":" + shape + ":" + config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
+  return "sim:" + config_.target + ":" + impl_->target_hash + ":" + config_.family + ":" + shape + ":" +
+         config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
          ":tol=" + (config_.tolerance ? std::to_string(*config_.tolerance) : "family") +
          ":vseed=" + std::to_string(config_.verification_seed);
 }

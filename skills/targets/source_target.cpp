@@ -6,17 +6,20 @@
 #include "core/error.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
+#include "sim/target_constants.hpp"
 #include "skills/targets/evaluation_measurement.hpp"
 
 namespace autotune::skills {
 
 struct SourceTarget::Impl {
   sim::TargetSpec target;
+  std::string target_hash;  // sim::target_content_hash: a recalibrated file is another target
 };
 
 SourceTarget::SourceTarget(SourceTargetConfig config)
     : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
   impl_->target = sim::load_target(config_.target);
+  impl_->target_hash = sim::target_content_hash(impl_->target);
   kernel_ = kernels::external::compile_and_describe(config_.source.string(), config_.compile, config_.worker);
   init();
 }
@@ -24,6 +27,7 @@ SourceTarget::SourceTarget(SourceTargetConfig config)
 SourceTarget::SourceTarget(SourceTargetConfig config, kernels::external::SourceKernel kernel)
     : config_(std::move(config)), kernel_(std::move(kernel)), impl_(std::make_unique<Impl>()) {
   impl_->target = sim::load_target(config_.target);
+  impl_->target_hash = sim::target_content_hash(impl_->target);
   init();
 }
 
@@ -75,8 +79,8 @@ std::string SourceTarget::description() const {
 std::string SourceTarget::cache_identity() const {
   std::string shape;
   for (const auto& [k, v] : config_.shape) shape += k + "=" + std::to_string(v) + ",";
-  return "source:" + config_.target + ":" + kernel_.source_hash + ":" + shape + ":" + config_.dtype + ":" +
-         std::string(sim::kSimulatorVersion) +
+  return "source:" + config_.target + ":" + impl_->target_hash + ":" + kernel_.source_hash + ":" + shape +
+         ":" + config_.dtype + ":" + std::string(sim::kSimulatorVersion) +
          ":tol=" + (config_.tolerance ? std::to_string(*config_.tolerance) : "family") +
          ":vseed=" + std::to_string(config_.verification_seed);
 }
