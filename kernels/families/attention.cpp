@@ -1,13 +1,16 @@
 // The `attention` family: causal grouped-query attention (Qwen3-0.6B shapes),
 // a naive baseline that materialises the score matrix (spilling it to HBM
 // where a head's does not fit SBUF) and a flash variant with an online
-// softmax. The templates are in attention.hpp.
+// softmax. The templates are in attention.hpp; flash_banked's in
+// attention_banked.hpp; cte (the NKI library's attention_cte structure) in
+// attention_cte.hpp.
 #include "kernels/families/attention.hpp"
 
 #include <cmath>
 #include <limits>
 
 #include "kernels/families/attention_banked.hpp"
+#include "kernels/families/attention_cte.hpp"
 #include "kernels/families/family_support.hpp"
 
 namespace autotune::kernels {
@@ -230,6 +233,50 @@ VariantSpec flash_banked_variant() {
   return v;
 }
 
+CteAttentionParams to_cte_params(const ParamValues& params) {
+  return CteAttentionParams{.kv_tile = int_param(params, "kv_tile"),
+                            .q_grps_per_load = int_param(params, "q_grps_per_load"),
+                            .pipeline_depth = int_param(params, "pipeline_depth")};
+}
+
+VariantSpec cte_variant() {
+  VariantSpec v;
+  v.name = "cte";
+  v.description =
+      "the NKI library's context-encoding kernel (attention_cte, no launch grid): heads one after another, "
+      "K/V of a head whole in SBUF (in 8K sections above 10K keys), 128-row query groups software-pipelined "
+      "three deep, scores per 512-key PSUM bank scaled and max-reduced out of PSUM, exp with its row sum per "
+      "512 keys, P^T by transposing DMAs, P V per 128 keys accumulated per kv_tile keys";
+  const CteAttentionParams defaults;
+  v.params = {
+      param("kv_tile",
+            "keys per large tile: P V accumulates that many keys in one PSUM bank before it is added into "
+            "SBUF, and P V of a group interleaves with the scores of the group two ahead at that step",
+            {512, 1024, 2048}, defaults.kv_tile, ParamRole::tile),
+      param("q_grps_per_load", "128-row query groups per Q^T load (one DMA of 128 x this many columns)",
+            {1, 2, 4, 8, 16}, defaults.q_grps_per_load, ParamRole::tile),
+      param("pipeline_depth",
+            "rotating slots of every per-group buffer (scores, P^T, statistics, accumulators); the group "
+            "pipeline's skew stays the library's (Q and scores two groups ahead, exp one)",
+            {2, 3, 4}, defaults.pipeline_depth, ParamRole::pipeline_depth),
+  };
+  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    const AttentionShape attention_shape = to_attention_shape(shape);
+    const CteAttentionParams cte = to_cte_params(params);
+    dispatch_dtype(dtype, [&]<Dtype D>() { attention_cte<D>(kernel, attention_shape, cte); });
+  };
+  // Two large tiles, the second ragged (a ragged 512-key tile and 128-key
+  // block crossing the diagonal), a ragged last query group, and at least
+  // two Q loads, the last one ragged.
+  v.verification_shape = [](const Shape& full, const ParamValues& params) {
+    return verification_heads(full, std::max(params.at("kv_tile"), 128 * params.at("q_grps_per_load")) + 200);
+  };
+  v.header = "kernels/families/attention_cte.hpp";
+  v.template_name = "autotune::kernels::attention_cte";
+  v.params_struct = "autotune::kernels::CteAttentionParams";
+  return v;
+}
+
 FamilySpec attention_family() {
   FamilySpec f;
   f.name = "attention";
@@ -261,7 +308,7 @@ FamilySpec attention_family() {
          return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")};
        }},
   };
-  f.variants = {naive_variant(), flash_variant(), flash_banked_variant()};
+  f.variants = {naive_variant(), flash_variant(), flash_banked_variant(), cte_variant()};
   f.baseline_variant = "naive";
   f.default_variant = "flash_banked";
   f.check_shape = check_attention_shape;
