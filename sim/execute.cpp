@@ -53,9 +53,17 @@ void run(const Instruction& in, HostMemory& m) {
   const int rows = dst.rows(), cols = dst.cols();
   switch (in.opcode) {
     case Opcode::dma_copy:
-      for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c)
-          m.set(dst, r, c, in.transpose ? m.get(in.src[0], c, r) : m.get(in.src[0], r, c));
+      if (in.transpose) {
+        // Block j of P = dst rows source columns lands in dst columns
+        // [j * R, (j + 1) * R), R = source rows (one block: dst = src^T).
+        const int block_rows = in.src[0].rows();
+        for (int r = 0; r < rows; ++r)
+          for (int c = 0; c < cols; ++c)
+            m.set(dst, r, c, m.get(in.src[0], c % block_rows, (c / block_rows) * rows + r));
+      } else {
+        for (int r = 0; r < rows; ++r)
+          for (int c = 0; c < cols; ++c) m.set(dst, r, c, m.get(in.src[0], r, c));
+      }
       break;
     case Opcode::matmul: {
       const View& st = in.src[0];

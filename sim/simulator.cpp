@@ -420,7 +420,7 @@ bool Scheduler::uses_transposer(const Instruction& in) const {
   const int element = t_.dma_transpose_element_bytes;
   return element > 0 && db.space == MemorySpace::sbuf && dtype_bytes(sb.dtype) == element &&
          dtype_bytes(db.dtype) == element && src.rows() % t_.dma_transpose_block_rows == 0 &&
-         src.cols() <= t_.dma_transpose_block_cols;
+         in.dst.rows() <= t_.dma_transpose_block_cols;
 }
 
 double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double ready, TimelineEntry& entry) {
@@ -438,7 +438,7 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   std::int64_t chunk_bytes = run * elem_bytes, chunks = elements / run;
   const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
   double efficiency_cap = 1;
-  bool descriptor_generation = false;
+  std::int64_t descriptor_instructions = 0;
   if (in.transpose) {
     // The hardware transposer takes whole blocks (trn2: 16 partitions x up
     // to 128 two-byte elements) of a source whose shape meets its rules, at
@@ -446,13 +446,19 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
     // descriptor generator has issued it; any other transposing copy moves
     // one element per chunk.
     if (uses_transposer(in)) {
+      // Blocks of block_rows source partitions x (destination partitions)
+      // elements; a transfer of n [R, P] blocks is one DGE instruction per
+      // dge_source_partitions source partitions from SBUF, one from HBM (a
+      // strided 3-d pattern covers every row).
       const std::int64_t block_rows = t_.dma_transpose_block_rows;
-      const std::int64_t block_cols = std::min<std::int64_t>(src.cols(), t_.dma_transpose_block_cols);
+      const std::int64_t block_cols = in.dst.rows();
       chunks = (src.rows() / block_rows) * ((src.cols() + block_cols - 1) / block_cols);
       chunk_bytes = std::max<std::int64_t>(1, bytes / chunks);
-      efficiency_cap = sb.space == MemorySpace::hbm ? t_.dma_transpose_hbm_efficiency
-                                                    : t_.dma_transpose_sbuf_efficiency;
-      descriptor_generation = t_.dge_instances > 0;
+      const bool from_hbm = sb.space == MemorySpace::hbm;
+      efficiency_cap = from_hbm ? t_.dma_transpose_hbm_efficiency : t_.dma_transpose_sbuf_efficiency;
+      if (t_.dge_instances > 0)
+        descriptor_instructions =
+            from_hbm ? 1 : (src.rows() + t_.dge_source_partitions - 1) / t_.dge_source_partitions;
     } else {
       chunk_bytes = elem_bytes;
       chunks = elements;
@@ -472,17 +478,23 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   const double part_ns = work_ns / parts;
 
   double dge_start = INFINITY;
-  if (descriptor_generation) {
-    // The generator free first; the data moves once its descriptors exist.
+  if (descriptor_instructions > 0) {
+    // Each DGE instruction on the generator free first; the data moves once
+    // every descriptor exists.
     const double dge_ns = t_.dge_instruction_s * 1e9;
-    std::size_t best = 0;
-    for (std::size_t k = 0; k < dge_.size(); ++k)
-      if (dge_[k].earliest(ready, dge_ns) < dge_[best].earliest(ready, dge_ns)) best = k;
-    dge_start = dge_[best].earliest(ready, dge_ns);
-    dge_[best].reserve(dge_start, dge_start + dge_ns);
-    ready = dge_start + dge_ns;
-    ++dge_instructions_;
-    dge_busy_ns_ += dge_ns;
+    double generated = ready;
+    for (std::int64_t k = 0; k < descriptor_instructions; ++k) {
+      std::size_t best = 0;
+      for (std::size_t g = 1; g < dge_.size(); ++g)
+        if (dge_[g].earliest(ready, dge_ns) < dge_[best].earliest(ready, dge_ns)) best = g;
+      const double start = dge_[best].earliest(ready, dge_ns);
+      dge_[best].reserve(start, start + dge_ns);
+      dge_start = std::min(dge_start, start);
+      generated = std::max(generated, start + dge_ns);
+    }
+    ready = generated;
+    dge_instructions_ += descriptor_instructions;
+    dge_busy_ns_ += double(descriptor_instructions) * dge_ns;
   }
   double first_start = INFINITY, data_end = 0;
   if (parts == t_.dma_queues && queues_in_sync_) {

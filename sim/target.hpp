@@ -86,9 +86,12 @@ struct TargetSpec {
   double dma_transpose_hbm_efficiency = 1, dma_transpose_sbuf_efficiency = 1;
   // Descriptor generation (hardware DGE): every transfer through the
   // transposer first takes one of `dge_instances` generators for
-  // `dge_instruction_s`. 0 instances: not modelled.
+  // `dge_instruction_s` per DGE instruction: one per
+  // `dge_source_partitions` source partitions from SBUF, one from HBM.
+  // 0 instances: not modelled.
   int dge_instances = 0;
   double dge_instruction_s = 0;
+  int dge_source_partitions = 16;
   double hbm_bytes_per_s = 0;
 
   double launch_overhead_s = 0;

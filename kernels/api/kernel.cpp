@@ -203,8 +203,11 @@ void Kernel::dma_copy(const Tensor& dst, const Tensor& src, bool transpose, Wher
   if (!check(dst, {MemorySpace::hbm, MemorySpace::sbuf}, "dma_copy destination", loc) ||
       !check(src, {MemorySpace::hbm, MemorySpace::sbuf}, "dma_copy source", loc))
     return;
-  const bool shapes_match = transpose ? (dst.rows() == src.cols() && dst.cols() == src.rows())
-                                      : (dst.rows() == src.rows() && dst.cols() == src.cols());
+  // A transposing copy takes src [R, n * P] to dst [P, n * R], block by block.
+  const bool shapes_match =
+      transpose ? (dst.rows() > 0 && src.cols() % dst.rows() == 0 &&
+                   dst.cols() == src.cols() / dst.rows() * src.rows())
+                : (dst.rows() == src.rows() && dst.cols() == src.cols());
   if (!shapes_match) {
     trace_error(
         "shape_mismatch",

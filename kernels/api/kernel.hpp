@@ -132,7 +132,10 @@ class Kernel {
 
   // --- instructions ---------------------------------------------------------
   // DMA between HBM and SBUF (either direction) or SBUF to SBUF. With
-  // `transpose`, dst[c, r] = src[r, c] (an element-wise strided transfer).
+  // `transpose`, dst[c, r] = src[r, c]; more generally src [R, n * P] goes to
+  // dst [P, n * R], each [R, P] block j of the source transposed into dst
+  // columns [j * R, (j + 1) * R) (NKI's 4-d dma_transpose, one instruction for
+  // n blocks). Transposes land in SBUF.
   void dma_copy(const Tensor& dst, const Tensor& src, bool transpose = false, Where where = Where::current());
   // dst[M, N] (+)= stationary[K, M]^T . moving[K, N]; dst in PSUM (fp32).
   // accumulate = false starts a new accumulation group.

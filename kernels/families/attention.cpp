@@ -207,8 +207,8 @@ VariantSpec flash_banked_variant() {
       param("pipeline_depth", "steps in flight (rotating probability, K/V and statistics buffers)",
             {1, 2, 3, 4, 5, 6}, defaults.pipeline_depth, ParamRole::pipeline_depth),
       param("dma_transpose",
-            "of every four 128-key blocks of P^T, how many are made by transposing DMAs (SBUF to SBUF); the "
-            "others by tensor-engine transposes",
+            "quarters of each step's 128-key blocks of P^T made by transposing DMAs (SBUF to SBUF, the full "
+            "blocks in one transfer); the others by tensor-engine transposes",
             {0, 1, 2, 3, 4}, defaults.dma_transpose, ParamRole::placement),
       param("stats_on_gpsimd", "1: the small per-row softmax and accumulator updates on GpSimd; 0: vector",
             {0, 1}, defaults.stats_on_gpsimd, ParamRole::placement),

@@ -25,10 +25,10 @@
 //            sum; the rescale factor alpha = exp(scale (m_old - m_new));
 //   stats  : the small per-row updates (-scale m, l = l alpha + sum, the
 //            final acc / l) on the engine the `stats_on_gpsimd` knob names;
-//   P^T    : per 128-key block, a transposing DMA (SBUF to SBUF) or a tensor
-//            engine transpose evacuated by the vector or the scalar engine
-//            (`dma_transpose` of every four blocks go by DMA;
-//            `evacuate_on_scalar`).
+//   P^T    : per 128-key block, a tensor engine transpose evacuated by the
+//            vector or the scalar engine (`evacuate_on_scalar`), or, for the
+//            step's last `dma_transpose` quarters of its blocks, transposing
+//            DMAs (SBUF to SBUF), all full blocks in one transfer.
 // With a lookahead L = pipeline_depth - 1 the softmax half of step j + L is
 // emitted between the parts of step j's output half, as in attention_flash.
 #include <algorithm>
@@ -47,7 +47,7 @@ struct BankedAttentionParams {
   int kv_tile = 2048;          // keys per step (C): C / 512 PSUM banks of scores
   int q_tiles = 4;             // 128-row query tiles per query head that share each K/V load
   int pipeline_depth = 2;      // steps in flight
-  int dma_transpose = 0;       // of every four 128-key blocks of P^T, how many by transposing DMA (0-4)
+  int dma_transpose = 0;       // quarters of each step's 128-key blocks of P^T by transposing DMA (0-4)
   int stats_on_gpsimd = 0;     // 1: the small per-row updates on GpSimd; 0: on the vector engine
   int evacuate_on_scalar = 0;  // tensor-engine transposes: 1: P^T leaves PSUM by the scalar engine; 0: vector
 };
@@ -190,19 +190,26 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
   auto transpose_probs = [&](Step& s) {
     const int rows = s.tile->rows;
     s.probs_t = pt_pool.next();
-    // Of every four 128-key blocks, the first `4 - dma_transpose` go through
-    // the tensor engine (four per PSUM bank, one evacuation per bank, the
-    // ragged last block on its own), the others through transposing DMAs.
-    for (const TileSpan group4 : tiles(tile_count(s.cols, kKeyBlock), kBlocksPerBank)) {
-      const int on_pe = std::min(group4.size, kBlocksPerBank - params.dma_transpose);
-      for (int j = on_pe; j < group4.size; ++j) {
-        const int k0 = (group4.begin + j) * kKeyBlock;
-        const int krows = std::min(kKeyBlock, s.cols - k0);
-        const int col0 = (group4.begin + j) * rows;
-        kernel.dma_copy(s.probs_t.slice(0, krows, col0, col0 + rows), s.probs.slice(0, rows, k0, k0 + krows),
-                        /*transpose=*/true);
-      }
-      if (on_pe == 0) continue;
+    // The step's last `dma_transpose` quarters of its 128-key blocks go
+    // through transposing DMAs: the full blocks in one transfer (the
+    // descriptor generators' cost is per 16 partitions, whatever the keys),
+    // a ragged last block on its own. The others go through the tensor
+    // engine, four per PSUM bank, one evacuation per bank, the ragged last
+    // block on its own.
+    const int blocks = tile_count(s.cols, kKeyBlock);
+    const int on_dma = blocks * params.dma_transpose / kBlocksPerBank;
+    const int first_dma = blocks - on_dma;
+    const int full_end = s.cols % kKeyBlock == 0 ? blocks : blocks - 1;  // blocks before it are full
+    if (full_end > first_dma)
+      kernel.dma_copy(s.probs_t.slice(0, kKeyBlock, first_dma * rows, full_end * rows),
+                      s.probs.slice(0, rows, first_dma * kKeyBlock, full_end * kKeyBlock), /*transpose=*/true);
+    if (on_dma > 0 && full_end < blocks) {
+      const int k0 = full_end * kKeyBlock;
+      kernel.dma_copy(s.probs_t.slice(0, s.cols - k0, full_end * rows, blocks * rows),
+                      s.probs.slice(0, rows, k0, s.cols), /*transpose=*/true);
+    }
+    for (const TileSpan group4 : tiles(first_dma, kBlocksPerBank)) {
+      const int on_pe = group4.size;
       const Tensor pt_ps = pt_psum->next();
       int full = 0;
       for (int j = 0; j < on_pe; ++j) {

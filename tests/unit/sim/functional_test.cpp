@@ -49,6 +49,18 @@ TEST_CASE("dma copies, transposes, and rounds to the destination dtype") {
   CHECK(out[1][0] == 1.0f);  // 1 + 2^-9 rounds to 1 in bf16 (8 significant bits)
 }
 
+TEST_CASE("a transposing copy of several blocks transposes each into its own columns") {
+  // x [2, 3 * 2]: three [2, 2] blocks; the result [2, 3 * 2] holds block j^T in columns 2j, 2j + 1.
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 6);
+  auto o = b.output("o", 2, 6);
+  auto t = b.sbuf("t", 2, 6);
+  b.dma(b.all(t), b.all(x), true);
+  b.dma(b.all(o), b.all(t));
+  const auto out = run(b.program, {{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15}});
+  CHECK(out[0] == std::vector<float>{0, 10, 2, 12, 4, 14, 1, 11, 3, 13, 5, 15});
+}
+
 TEST_CASE("matmul sums K products, accumulates in fp32 PSUM") {
   ProgramBuilder b;
   // stationary [K=2, M=2], moving [K=2, N=3]
