@@ -84,29 +84,6 @@ std::string kernel_text(const kernels::Measurement& m) {
   return text;
 }
 
-// Prints rows of cells in columns as wide as their widest cell; columns
-// listed in `right` are right-aligned (numbers).
-void print_columns(FILE* out, const std::vector<std::vector<std::string>>& cells,
-                   const std::set<std::size_t>& right) {
-  std::vector<std::size_t> width;
-  for (const auto& row : cells)
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
-    }
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      const bool last = c + 1 == row.size();
-      line += right.count(c) ? pad + row[c] : row[c] + (last ? "" : pad);
-      if (!last) line += "  ";
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::fprintf(out, "%s\n", line.c_str());
-  }
-}
-
 std::string number(const char* format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
@@ -131,7 +108,7 @@ void print_table(FILE* out, const std::vector<kernels::CalibrationRow>& rows) {
     line.push_back(!row.valid ? row.error : row.in_band() ? "" : "outside 0.8-1.25");
     cells.push_back(line);
   }
-  print_columns(out, cells, {4, 5, 6});
+  std::fputs(kernels::table_text(cells, {4, 5, 6}).c_str(), out);
 }
 
 void print_agreement(FILE* out, const std::vector<kernels::CalibrationRow>& rows) {
@@ -249,7 +226,7 @@ int run(const Options& o) {
       }
       cells.push_back(line);
     }
-    print_columns(text, cells, {4, 5, 6, 7, 8});
+    std::fputs(kernels::table_text(cells, {4, 5, 6, 7, 8}).c_str(), text);
     std::fprintf(text, "\nafter the fit, Kendall's tau per source:");
     for (const auto& s : kernels::agreement_by_source(after))
       std::fprintf(text, " %s %.2f;", s.source.c_str(), s.tau);

@@ -473,6 +473,29 @@ nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
   return out;
 }
 
+std::string table_text(const std::vector<std::vector<std::string>>& cells,
+                       const std::vector<std::size_t>& right_aligned) {
+  std::vector<std::size_t> width;
+  for (const auto& row : cells)
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::string out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      const bool right = std::find(right_aligned.begin(), right_aligned.end(), c) != right_aligned.end();
+      line += right ? pad + row[c] : row[c] + pad;
+      if (c + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::string critical_path_headline(const nlohmann::json& summary) {
   if (!summary.is_object() || !summary.contains("critical_path")) return "no critical path in the profile";
   const nlohmann::json& path = summary["critical_path"];

@@ -122,6 +122,11 @@ std::vector<SourceAgreement> agreement_by_source(const std::vector<CalibrationRo
 // per-source tau, band and whether every row is in it.
 nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows);
 
+// Rows of cells as text in columns as wide as their widest cell, two spaces
+// apart; columns listed in `right_aligned` (numbers) are aligned right.
+std::string table_text(const std::vector<std::vector<std::string>>& cells,
+                       const std::vector<std::size_t>& right_aligned = {});
+
 // "the path is 71% dma busy, 18% dma_fixed wait; top line: dma_copy at
 // attention_cte.hpp:212 (31%)": the head of a profile summary's critical path.
 std::string critical_path_headline(const nlohmann::json& summary);
