@@ -12,7 +12,7 @@ def tuned_kernel(q_t, k_t, v):
     The structure of hand-written NKI attention: key tiles of KV_TILE keys whose scores span KV_TILE / 512 PSUM
     banks (row max read per bank), steps trimmed to whole 128-key blocks up to the diagonal, a block of Q_TILES
     query tiles per head of the group kept in SBUF while K and V stream through once per block, P^T per 128 keys
-    by transposing DMAs (DMA_TRANSPOSE of every four blocks) or on the tensor engine (evacuated by the scalar
+    by transposing DMAs (the last DMA_TRANSPOSE quarters of each step's blocks) or on the tensor engine (evacuated by the scalar
     engine when EVACUATE_ON_SCALAR), the small per-row updates on GpSimd when STATS_ON_GPSIMD, PIPELINE_DEPTH
     steps in flight (_StepPipeline)."""
     d = v.shape[1]
@@ -101,19 +101,24 @@ def tuned_kernel(q_t, k_t, v):
         dst[...] = nisa.activation(op=nl.copy, data=src) if EVACUATE_ON_SCALAR else nisa.tensor_copy(src)
 
     def transpose_probs(s):
-        """P^T per 128 keys: of every four blocks, the first 4 - DMA_TRANSPOSE on the tensor engine (into one
-        PSUM bank, evacuated together), the others by transposing DMAs (SBUF to SBUF)."""
+        """P^T per 128 keys: the step's last DMA_TRANSPOSE quarters of its blocks by transposing DMAs (SBUF to
+        SBUF; the full blocks in one 3-d dma_transpose, [rows, n, 128] -> [128, n, rows], a ragged last block on
+        its own), the others on the tensor engine, four per PSUM bank, evacuated together."""
         rows = s.tile.rows
         s.probs_t = pt_pool.next()
-        for group4 in _tiles(-(-s.cols // KEY_BLOCK), BLOCKS_PER_BANK):
-            on_pe = min(group4.size, BLOCKS_PER_BANK - DMA_TRANSPOSE)
-            for j in range(on_pe, group4.size):
-                k0 = (group4.begin + j) * KEY_BLOCK
-                krows = min(KEY_BLOCK, s.cols - k0)
-                col0 = (group4.begin + j) * rows
-                s.probs_t[0:krows, col0:col0 + rows] = nisa.dma_transpose(s.probs[:, k0:k0 + krows])
-            if on_pe == 0:
-                continue
+        blocks = -(-s.cols // KEY_BLOCK)
+        on_dma = blocks * DMA_TRANSPOSE // BLOCKS_PER_BANK
+        first_dma = blocks - on_dma
+        full_end = blocks if s.cols % KEY_BLOCK == 0 else blocks - 1
+        if full_end > first_dma:
+            n = full_end - first_dma
+            src = s.probs[:, first_dma * KEY_BLOCK:full_end * KEY_BLOCK].reshape((rows, n, KEY_BLOCK))
+            s.probs_t[:, first_dma * rows:full_end * rows] = nisa.dma_transpose(src).reshape((KEY_BLOCK, n * rows))
+        if on_dma > 0 and full_end < blocks:
+            k0 = full_end * KEY_BLOCK
+            s.probs_t[0:s.cols - k0, full_end * rows:blocks * rows] = nisa.dma_transpose(s.probs[:, k0:s.cols])
+        for group4 in _tiles(first_dma, BLOCKS_PER_BANK):
+            on_pe = group4.size
             pt_ps = pt_psum.next()
             full = 0  # leading blocks of a full 128 keys
             for j in range(on_pe):
