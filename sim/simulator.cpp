@@ -394,6 +394,10 @@ double Scheduler::compute_cycles(const Instruction& in) const {
       // With a reduction of the result (nki.isa.tensor_scalar_reduce): one more minimum.
       return std::max(min_cycles, n) + (in.accumulate_dst ? min_cycles : 0.0);
     case Opcode::activation:
+      // With a row sum (nki.isa.activation_reduce): the hardware runs a
+      // second instruction, ActReadAccumulator, "roughly 64 ScalarE cycles"
+      // (Trainium architecture guide), to write the sum out.
+      return std::max(min_cycles, n) + (in.accumulate_dst ? min_cycles : 0.0);
     case Opcode::tensor_copy:
     case Opcode::memset:
       return std::max(min_cycles, n);

@@ -577,3 +577,18 @@ TEST_CASE("one transposing copy of many blocks needs as many DGE instructions as
   CHECK(many.summary["kernel_time"].get<double>() >= 8 * blocks * t.dge_instruction_s / 2);
   CHECK(one.summary["kernel_time"].get<double>() < many.summary["kernel_time"].get<double>() / 2);
 }
+
+TEST_CASE("an activation with a row sum pays the accumulator read, about 64 scalar cycles") {
+  auto busy = [](bool row_sum) {
+    ProgramBuilder b;
+    auto x = b.sbuf("x", 128, 1024);
+    auto y = b.sbuf("y", 128, 1024, Dtype::fp32, 4096);
+    auto sum = b.sbuf("sum", 128, 1, Dtype::fp32, 8192);
+    b.memset(b.all(x), 1.0f);
+    const auto id = b.activation(b.all(y), b.all(x), ActivationFunction::exp, 1.0f, ScalarOperand{},
+                                 row_sum ? std::optional<View>(b.all(sum)) : std::nullopt);
+    const auto r = timing(b.program);
+    return entry(r, id).end_s - entry(r, id).start_s;
+  };
+  CHECK(busy(true) - busy(false) == doctest::Approx(64 / trn1().clock(Engine::scalar)));
+}
