@@ -232,7 +232,7 @@ int run_calibrate(const CalibrateOptions& o) {
     std::printf("%-26s %10.4g %10.4g  %-7s [%g, %g]%s\n", v.name.c_str(), v.before, v.after, v.unit.c_str(),
                 v.low, v.high,
                 !v.sensitive ? "  no row depends on it: unchanged"
-                : v.at_bound ? "  at its bound: the rows ask for more than is plausible"
+                : v.at_bound ? "  at its bound: the rows ask for a value outside the plausible range"
                              : "");
   std::vector<std::vector<std::string>> cells = {{"row", "kernel", "shape", "measured ms", "before ms",
                                                   "after ms", "ratio before", "after", "fitted on"}};
@@ -255,6 +255,7 @@ int run_calibrate(const CalibrateOptions& o) {
   std::printf("\n%s", kernels::table_text(cells, {3, 4, 5, 6, 7}).c_str());
   std::printf("\nrms log(simulated / measured) on the rows fitted on: %.4f -> %.4f\n", fit.rms_log_before,
               fit.rms_log_after);
+  std::fflush(stdout);  // the warnings (stderr) follow the table
   for (const auto& r : reports)
     if (r.valid && !r.in_band())
       std::fprintf(

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -139,4 +140,15 @@ TEST_CASE("target_content_hash: one constant changed changes it, comments do not
   CHECK(sim::target_content_hash(changed) != hash);
   CHECK(sim::target_content_hash(sim::load_target_file(target_file("trn2"))) != hash);
   fs::remove_all(fitted.parent_path());
+}
+
+TEST_CASE("fitted constants: docs/calibration.md lists each with its key, unit and bounds") {
+  const std::string docs = read(fs::path(AUTOTUNE_SOURCE_DIR) / "docs" / "calibration.md");
+  for (const auto& c : sim::fitted_constants()) {
+    CAPTURE(c.name);
+    char bounds[64];
+    std::snprintf(bounds, sizeof bounds, "%g-%g", c.low, c.high);
+    CHECK(docs.find("| `" + std::string(c.name) + "` | `" + std::string(c.key) + "` | " +
+                    std::string(c.unit) + " | " + bounds + " |") != std::string::npos);
+  }
 }
