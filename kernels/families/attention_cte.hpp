@@ -32,7 +32,9 @@
 //    (the exponentials' bias).
 //  - P = exp(S - max) per 512-key tile on the scalar engine, with the tile's
 //    row sum in the same instruction; then P^T by transposing DMAs, SBUF to
-//    SBUF, 128 keys at a time (no tensor-engine transposes).
+//    SBUF: one per 512-key tile for its whole 128-key blocks (side by side in
+//    the destination), one more for a ragged last block (no tensor-engine
+//    transposes).
 //  - O = P V per 128-key block (blocks above the diagonal skipped),
 //    accumulated in one PSUM bank per `kv_tile` keys (four banks rotate),
 //    then copied (first tile) or added (later tiles) into an fp32 SBUF
@@ -76,14 +78,16 @@ namespace cte_detail {
 inline constexpr int kGroup = kPartitions;  // query rows per group (_Q_GRP_SZ)
 inline constexpr int kKTile = 512;          // keys per score tile: one PSUM bank of fp32 (_K_TILE_SZ)
 inline constexpr int kVTile = kPartitions;  // keys per V tile and per P V matmul (_V_TILE_SZ)
-inline constexpr int kScoreBanks = 4;       // PSUM banks the score tiles rotate over
-inline constexpr int kPvBanks = 4;          // PSUM banks the P V accumulations rotate over
-inline constexpr int kMaskScratch = 2;      // slots of the diagonal tiles' copy and masked copy
+inline constexpr int kBlocksPerTile = kKTile / kVTile;  // 128-key blocks of P^T per score tile
+inline constexpr int kScoreBanks = 4;                   // PSUM banks the score tiles rotate over
+inline constexpr int kPvBanks = 4;                      // PSUM banks the P V accumulations rotate over
+inline constexpr int kMaskScratch = 2;                  // slots of the diagonal tiles' copy and masked copy
 
 }  // namespace cte_detail
 
 template <Dtype dtype>
 void attention_cte(Kernel& kernel, const AttentionShape& shape, const CteAttentionParams& params) {
+  using cte_detail::kBlocksPerTile;
   using cte_detail::kGroup;
   using cte_detail::kKTile;
   using cte_detail::kVTile;
@@ -256,9 +260,17 @@ void attention_cte(Kernel& kernel, const AttentionShape& shape, const CteAttenti
           const Tensor tile_sum = slot(partial_sum, gi).slice(0, rows, t, t + 1);
           kernel.activation(p, slot(scores, gi).slice(0, rows, c0, c0 + n), ActivationFunction::exp,
                             running_max(gi, rows), 1.0f, &tile_sum);
-          for (const TileSpan b : tiles(n, kVTile))
-            kernel.dma_copy(slot(probs_t, gi).slice(0, b.size, c0 + b.begin, c0 + b.begin + rows),
-                            probs.slice(0, rows, c0 + b.begin, c0 + b.end()), /*transpose=*/true);
+          // The 128-key blocks of the tile in one transposing DMA (block b lands in columns
+          // c0 + b * rows), the ragged last block in another, as the library splits them.
+          const int full = n / kVTile, rest = n % kVTile;
+          const Tensor pt = slot(probs_t, gi);
+          if (full > 0)
+            kernel.dma_copy(pt.slice(0, kVTile, c0, c0 + full * rows),
+                            probs.slice(0, rows, c0, c0 + full * kVTile),
+                            /*transpose=*/true);
+          if (rest > 0)
+            kernel.dma_copy(pt.slice(0, rest, c0 + full * rows, c0 + (full + 1) * rows),
+                            probs.slice(0, rows, c0 + full * kVTile, c0 + n), /*transpose=*/true);
         }
       };
       // P V of group gi over the 128-key blocks of large tile L, into the SBUF accumulator.
@@ -270,7 +282,9 @@ void attention_cte(Kernel& kernel, const AttentionShape& shape, const CteAttenti
           const int v = L * (kv_tile / kVTile) + j, k0 = sec0 + v * kVTile;
           if (v >= v_tiles || k0 >= sec_end || !has_compute(gi, k0)) continue;
           const int n = std::min(kVTile, sec_end - k0);
-          kernel.matmul(ps, slot(probs_t, gi).slice(0, n, v * kVTile, v * kVTile + rows),
+          // Block v of P^T: tile v / 4, block v % 4 of that tile.
+          const int col = v / kBlocksPerTile * kKTile + v % kBlocksPerTile * rows;
+          kernel.matmul(ps, slot(probs_t, gi).slice(0, n, col, col + rows),
                         v_sb.slice(0, n, v * d, v * d + d), any);
           any = true;
         }
