@@ -44,7 +44,7 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   if (family == "transpose" && (variant == "naive" || variant == "pe" || variant == "dma"))
     return NkiRecipe{{"transpose_" + variant}, {{"BATCH", std::to_string(shape.at("batch"))}}};
   if (key == "rope/naive" || key == "rope/wide") return NkiRecipe{{"rope_" + variant}, {}};
-  if (key == "attention/flash" || key == "attention/flash_banked")
+  if (key == "attention/flash" || key == "attention/flash_banked" || key == "attention/cte")
     return NkiRecipe{{"attention_common", "attention_" + variant}, {}};
   if (key == "attention/naive")
     return NkiRecipe{{"attention_common", "attention_naive"},

@@ -56,6 +56,10 @@ CASES = [
      {"kv_tile": 512, "q_tile": 128, "pipeline_depth": 1}),
     ("attention", "flash_banked", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_tiles": 4, "dma_transpose": 0, "pipeline_depth": 3}),
+    ("attention", "cte", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32",
+     {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
+    ("attention", "cte", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
+     {"kv_tile": 1024, "q_grps_per_load": 4}),
 ]
 
 # Shapes run besides the verification shape: naive attention's scores leave SBUF for HBM past about 1.6K
