@@ -90,10 +90,14 @@ FitResult fit_constants(const std::vector<TracedMeasurement>& rows, const sim::T
   std::vector<Axis> axes;
   std::vector<const sim::FittedConstant*> chosen;
   if (options.constants.empty()) {
-    for (const auto& c : sim::fitted_constants()) chosen.push_back(&c);
+    for (const auto& c : sim::fitted_constants())
+      if (c.applies_to(start)) chosen.push_back(&c);
   } else {
     for (const auto& name : options.constants) {
       const sim::FittedConstant* c = &sim::fitted_constant(name);
+      if (!c->applies_to(start))
+        throw UserError("fitted constant '" + std::string(c->name) + "' does not apply to target '" + start.name +
+                        "' (it has no " + std::string(c->key) + ")");
       if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
     }
   }

@@ -275,7 +275,7 @@ class Scheduler {
   std::vector<ResourceCalendar> queues_;
   ResourceCalendar all_queues_;
   std::vector<ResourceCalendar> dge_;  // descriptor generators
-  std::int64_t dge_instructions_ = 0;
+  double dge_instructions_ = 0;
   double dge_busy_ns_ = 0;
   bool queues_in_sync_ = true;
   int queue_cursor_ = 0;
@@ -442,7 +442,7 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   std::int64_t chunk_bytes = run * elem_bytes, chunks = elements / run;
   const bool touches_hbm = sb.space == MemorySpace::hbm || db.space == MemorySpace::hbm;
   double efficiency_cap = 1;
-  std::int64_t descriptor_instructions = 0;
+  double descriptor_instructions = 0;
   if (in.transpose) {
     // The hardware transposer takes whole blocks (trn2: 16 partitions x up
     // to 128 two-byte elements) of a source whose shape meets its rules, at
@@ -461,8 +461,7 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
       const bool from_hbm = sb.space == MemorySpace::hbm;
       efficiency_cap = from_hbm ? t_.dma_transpose_hbm_efficiency : t_.dma_transpose_sbuf_efficiency;
       if (t_.dge_instances > 0)
-        descriptor_instructions =
-            from_hbm ? 1 : (src.rows() + t_.dge_source_partitions - 1) / t_.dge_source_partitions;
+        descriptor_instructions = from_hbm ? 1.0 : std::max(1.0, double(src.rows()) / t_.dge_source_partitions);
     } else {
       chunk_bytes = elem_bytes;
       chunks = elements;
@@ -483,22 +482,32 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
 
   double dge_start = INFINITY;
   if (descriptor_instructions > 0) {
-    // Each DGE instruction on the generator free first; the data moves once
-    // every descriptor exists.
-    const double dge_ns = t_.dge_instruction_s * 1e9;
+    // The transfer's DGE instructions, split evenly over the generators when
+    // there are enough of them to go round (else on the one free first), each
+    // share at its generator's earliest gap; the data moves once every
+    // descriptor exists. The count may be fractional: the partitions per
+    // instruction is an estimate the calibration may fit.
+    const double total_ns = descriptor_instructions * t_.dge_instruction_s * 1e9;
+    const int shares = descriptor_instructions >= double(dge_.size()) ? int(dge_.size()) : 1;
+    const double share_ns = total_ns / shares;
     double generated = ready;
-    for (std::int64_t k = 0; k < descriptor_instructions; ++k) {
-      std::size_t best = 0;
-      for (std::size_t g = 1; g < dge_.size(); ++g)
-        if (dge_[g].earliest(ready, dge_ns) < dge_[best].earliest(ready, dge_ns)) best = g;
-      const double start = dge_[best].earliest(ready, dge_ns);
-      dge_[best].reserve(start, start + dge_ns);
-      dge_start = std::min(dge_start, start);
-      generated = std::max(generated, start + dge_ns);
+    std::vector<bool> used(dge_.size(), false);
+    for (int k = 0; k < shares; ++k) {
+      std::size_t best = dge_.size();
+      double best_start = INFINITY;
+      for (std::size_t g = 0; g < dge_.size(); ++g) {
+        if (used[g]) continue;
+        const double start = dge_[g].earliest(ready, share_ns);
+        if (start < best_start) best = g, best_start = start;
+      }
+      used[best] = true;
+      dge_[best].reserve(best_start, best_start + share_ns);
+      dge_start = std::min(dge_start, best_start);
+      generated = std::max(generated, best_start + share_ns);
     }
     ready = generated;
     dge_instructions_ += descriptor_instructions;
-    dge_busy_ns_ += double(descriptor_instructions) * dge_ns;
+    dge_busy_ns_ += total_ns;
   }
   double first_start = INFINITY, data_end = 0;
   if (parts == t_.dma_queues && queues_in_sync_) {
@@ -767,7 +776,7 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   s["dma_transfer_average_bytes"] = count_[dma] ? double(dma_bytes_) / double(count_[dma]) : 0.0;
   s["dma_small_transfer_count"] = small_dma_;
   s["dma_transposed_transfer_count"] = transposed_dma_;
-  s["dma_descriptor_generation_count"] = dge_instructions_;
+  s["dma_descriptor_generation_count"] = std::llround(dge_instructions_);
   s["dma_descriptor_generation_time"] = dge_busy_ns_ * 1e-9;
   s["dma_average_efficiency_percent"] =
       dma_bytes_ ? 100.0 * dma_efficiency_weighted_ / double(dma_bytes_) : 0.0;

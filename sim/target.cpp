@@ -214,7 +214,7 @@ TargetSpec load_target_file(const fs::path& path) {
     if (auto dge = dma.maybe_child("descriptor_generation")) {
       t.dge_instances = positive_int(*dge, "instances");
       t.dge_instruction_s = non_negative(*dge, "instruction_ns") * 1e-9;
-      t.dge_source_partitions = positive_int(*dge, "sbuf_partitions_per_instruction");
+      t.dge_source_partitions = positive(*dge, "sbuf_partitions_per_instruction");
       dge->finish({"instances", "instruction_ns", "sbuf_partitions_per_instruction"});
     }
     dma.finish({"queues", "queue_bytes_per_ns", "fixed_cost_us", "efficiency_half_bytes",

@@ -87,11 +87,11 @@ struct TargetSpec {
   // Descriptor generation (hardware DGE): every transfer through the
   // transposer first takes one of `dge_instances` generators for
   // `dge_instruction_s` per DGE instruction: one per
-  // `dge_source_partitions` source partitions from SBUF, one from HBM.
-  // 0 instances: not modelled.
+  // `dge_source_partitions` source partitions from SBUF (at least one), one
+  // from HBM. 0 instances: not modelled.
   int dge_instances = 0;
   double dge_instruction_s = 0;
-  int dge_source_partitions = 16;
+  double dge_source_partitions = 16;
   double hbm_bytes_per_s = 0;
 
   double launch_overhead_s = 0;

@@ -33,7 +33,12 @@ const std::vector<FittedConstant>& fitted_constants() {
   //  - launch floor: NEURONCORE.md estimates 10-15 us; the per-call device
   //    floor measured on trn2 through torch-xla is 0.0495 ms
   //    (bbioren/hf-kernels-neuron, results/README.md), which also holds
-  //    runtime work around the kernel; 0-60 us.
+  //    runtime work around the kernel; 0-60 us;
+  //  - SBUF partitions per DGE instruction of a transposing DMA (trn2): the
+  //    API's hardware-DGE transpose reads 16 source partitions per
+  //    instruction; how the compiler lowers a larger SBUF source is not
+  //    documented; 16 (one instruction per 16 partitions) to 128 (one per
+  //    transfer).
   static const std::vector<FittedConstant> constants = {
       {"access_startup", "instruction_cycles.access_startup", "cycles", 0, 200,
        "SBUF/PSUM access start-up added to every compute instruction",
@@ -54,6 +59,11 @@ const std::vector<FittedConstant>& fitted_constants() {
       {"launch_overhead", "launch_overhead_us", "us", 0, 60, "fixed floor per kernel launch",
        [](const TargetSpec& t) { return t.launch_overhead_s * 1e6; },
        [](TargetSpec& t, double v) { t.launch_overhead_s = v * 1e-6; }},
+      {"dge_partitions_per_instruction", "dma.descriptor_generation.sbuf_partitions_per_instruction",
+       "partitions", 16, 128, "SBUF source partitions one DGE instruction of a transposing DMA covers",
+       [](const TargetSpec& t) { return t.dge_source_partitions; },
+       [](TargetSpec& t, double v) { t.dge_source_partitions = v; },
+       [](const TargetSpec& t) { return t.dge_instances > 0; }},
   };
   return constants;
 }
@@ -76,7 +86,8 @@ const FittedConstant& fitted_constant(std::string_view name) {
 
 std::map<std::string, double> fitted_values(const TargetSpec& target) {
   std::map<std::string, double> out;
-  for (const auto& c : fitted_constants()) out[std::string(c.name)] = c.get(target);
+  for (const auto& c : fitted_constants())
+    if (c.applies_to(target)) out[std::string(c.name)] = c.get(target);
   return out;
 }
 

@@ -27,6 +27,10 @@ struct FittedConstant {
   std::string_view what;     // one line: what the constant is
   double (*get)(const TargetSpec&) = nullptr;  // in `unit`
   void (*set)(TargetSpec&, double) = nullptr;  // from `unit`
+  // Whether `target` has the mechanism the constant belongs to (nullptr:
+  // every target); a target without it has no such key to fit or write.
+  bool (*applies)(const TargetSpec&) = nullptr;
+  bool applies_to(const TargetSpec& target) const { return applies == nullptr || applies(target); }
 };
 
 // Every fitted constant, in target-file order.
@@ -38,7 +42,8 @@ const FittedConstant& fitted_constant(std::string_view name);
 // "access_startup, cross_engine_dependency, ...", for errors and --help.
 std::string fitted_constant_names();
 
-// Name -> value (in the constant's unit) of every fitted constant of `target`.
+// Name -> value (in the constant's unit) of every fitted constant that
+// applies to `target`.
 std::map<std::string, double> fitted_values(const TargetSpec& target);
 // Sets each named constant (UserError on an unknown name).
 void set_fitted_values(TargetSpec& target, const std::map<std::string, double>& values);

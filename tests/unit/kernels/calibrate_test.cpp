@@ -1,8 +1,9 @@
 // Fitting the fitted constants to measurements (kernels/calibration_fit.hpp)
 // and reading measurement files (kernels/calibration.hpp).
 //
-// The round trip: a target file with three fitted constants changed (DMA fixed
-// cost x1.6, access start-up x0.6, launch floor x1.5) "measures" nine small
+// The round trip: a target file with four fitted constants changed (DMA fixed
+// cost x1.6, access start-up x0.6, launch floor x1.5, SBUF partitions per DGE
+// instruction x2.5) "measures" ten small
 // kernels of six families; fitting every constant from the original target
 // must find each changed value, and keep each unchanged one, within 5%. The
 // rows are chosen so that each constant moves some row's time (checked first,
@@ -80,6 +81,9 @@ std::vector<kernels::Measurement> round_trip_rows() {
           "bf16"),
       row("rmsnorm", "naive", {}, {{"rows", 256}, {"cols", 1024}}, "fp32"),
       row("rope", "naive", {}, {{"seq", 256}, {"heads", 4}, {"head_dim", 128}}, "bf16"),
+      // P^T by transposing DMAs from SBUF: the descriptor generators' share.
+      row("attention", "flash_banked", {{"kv_tile", 512}, {"q_tiles", 1}, {"dma_transpose", 4}},
+          {{"seq", 1024}, {"q_heads", 2}, {"kv_heads", 1}, {"head_dim", 128}}, "bf16"),
   };
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].line = static_cast<int>(i + 1);
   return rows;
@@ -107,11 +111,13 @@ TEST_CASE("calibrate: constants changed in a target file are fitted back within 
   truth["dma_fixed_cost"] *= 1.6;
   truth["access_startup"] *= 0.6;
   truth["launch_overhead"] *= 1.5;
+  truth["dge_partitions_per_instruction"] *= 2.5;
   const fs::path changed_file = dir / "changed-trn2.yaml";
   sim::write_fitted_target(original.source_file,
                            {{"dma_fixed_cost", truth["dma_fixed_cost"]},
                             {"access_startup", truth["access_startup"]},
-                            {"launch_overhead", truth["launch_overhead"]}},
+                            {"launch_overhead", truth["launch_overhead"]},
+                            {"dge_partitions_per_instruction", truth["dge_partitions_per_instruction"]}},
                            changed_file, "the round-trip test's hardware");
   const sim::TargetSpec changed = sim::load_target_file(changed_file);
   for (const auto& [name, value] : truth)

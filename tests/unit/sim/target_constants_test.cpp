@@ -55,6 +55,11 @@ TEST_CASE("fitted constants: each names a key of the target files, reads its val
     for (const auto& c : sim::fitted_constants()) {
       CAPTURE(name);
       CAPTURE(c.name);
+      if (!c.applies_to(target)) {
+        // A mechanism the target lacks (trn1 has no descriptor generators): no key, not fitted.
+        CHECK(sim::fitted_values(target).count(std::string(c.name)) == 0);
+        continue;
+      }
       const std::string key(c.key);
       const std::string leaf = key.substr(key.rfind('.') + 1);
       CHECK(text.find(leaf + ":") != std::string::npos);
