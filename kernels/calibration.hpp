@@ -39,6 +39,10 @@ struct Measurement {
   std::string target;  // the target it was measured on (a target name: trn1, trn2)
   double measured_ms = 0;
   bool fit = true;  // whether fitted constants are fitted on it
+  // Whether the measured time holds the per-call launch floor ("launch":
+  // false: a marginal time per call, compared with the simulated time
+  // without the target's launch_overhead).
+  bool includes_launch = true;
   std::string note;
 
   std::string where() const;       // "file:line"

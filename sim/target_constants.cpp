@@ -27,7 +27,8 @@ const std::vector<FittedConstant>& fitted_constants() {
   //  - cross-engine dependency: ~100 cycles of semaphore wait [perf]; 0-400;
   //  - DMA efficiency half-point: the DMA guide's curve (near peak at >= 2 KiB
   //    per partition, overhead-bound under 256 B) puts it in the hundreds of
-  //    bytes; 64-8192 B;
+  //    bytes; at least 256 B, so that a 256 B chunk is at most half efficient
+  //    (the documentation's "overhead-bound"), at most 8192 B;
   //  - DMA fixed cost: descriptor and completion, ~1.3 us [perf]; a hardware
   //    DGE instruction alone is ~0.6 us (NKI DGE deep dive); 0.2-4 us;
   //  - launch floor: NEURONCORE.md estimates 10-15 us; the per-call device
@@ -52,7 +53,7 @@ const std::vector<FittedConstant>& fitted_constants() {
        "DMA transfer latency: descriptor and completion semaphore",
        [](const TargetSpec& t) { return t.dma_fixed_cost_s * 1e6; },
        [](TargetSpec& t, double v) { t.dma_fixed_cost_s = v * 1e-6; }},
-      {"dma_efficiency_half_bytes", "dma.efficiency_half_bytes", "B", 64, 8192,
+      {"dma_efficiency_half_bytes", "dma.efficiency_half_bytes", "B", 256, 8192,
        "contiguous chunk size at which a DMA queue reaches half its bandwidth",
        [](const TargetSpec& t) { return t.dma_efficiency_half_bytes; },
        [](TargetSpec& t, double v) { t.dma_efficiency_half_bytes = v; }},
