@@ -1,6 +1,7 @@
 // Attention with the shapes of Qwen3-0.6B (head_dim 128, 16 query heads, 8 kv
 // heads, causal, bf16) on one simulated NeuronCore, trn1 and trn2: the naive
-// baseline (score matrix through HBM), flash attention at its tuned point and
+// baseline (score matrix through HBM), flash attention at its tuned point,
+// cte (the NKI library's attention_cte) at the library's defaults and
 // flash_banked at the configuration the loop converges to per target, at
 // sequence lengths 1K..32K.
 //
@@ -8,6 +9,7 @@
 //                         [--banked kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,
 //                                   evacuate_on_scalar]
 //                         [--sweep] [--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]
+//                         [--no-cte]
 //
 // Prints per target and length: simulated latency, MFU, HBM bytes, engine
 // activity and the wall time and instruction count of each simulation
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> targets = {"trn1", "trn2"};
   ParamValues flash{{"kv_tile", 512}, {"q_tile", 128}, {"pipeline_depth", 2}, {"unroll_factor", 1}};
   std::optional<ParamValues> banked;
-  bool sweep = false, with_naive = true;
+  bool sweep = false, with_naive = true, with_cte = true;
   std::int64_t max_seq = 32768, head_dim = 128, kv_heads = 8;
   const FamilySpec& family = family_registry().get("attention");
   for (int i = 1; i < argc; ++i) {
@@ -126,6 +128,8 @@ int main(int argc, char** argv) {
       sweep = true;
     } else if (!std::strcmp(argv[i], "--no-naive")) {
       with_naive = false;
+    } else if (!std::strcmp(argv[i], "--no-cte")) {
+      with_cte = false;
     } else if (!std::strcmp(argv[i], "--max-seq") && i + 1 < argc) {
       max_seq = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--head-dim") && i + 1 < argc) {
@@ -135,12 +139,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--target T] [--flash kv,q,depth,unroll] [--banked kv,q,depth,t,g,e] [--sweep] "
-                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]\n",
+                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive] [--no-cte]\n",
                    argv[0]);
       return 2;
     }
   }
   const ParamValues naive = defaults_of(family.variant("naive"));
+  const ParamValues cte_params = defaults_of(family.variant("cte"));
   Shape shape = family.default_shape;
   shape["head_dim"] = head_dim;
   shape["kv_heads"] = kv_heads;
@@ -158,24 +163,40 @@ int main(int argc, char** argv) {
       std::optional<Timed> n;
       if (with_naive) n = time_variant(family, "naive", shape, naive, target);
       const Timed f = time_variant(family, "flash", shape, flash, target);
+      std::optional<Timed> c;
+      if (with_cte) c = time_variant(family, "cte", shape, cte_params, target);
       const Timed b = time_variant(family, "flash_banked", shape, banked_params, target);
       if (n) print_row("naive", *n);
       print_row("flash", f);
+      if (c) print_row("cte", *c);
       print_row("flash_banked", b);
-      auto mfu = [](const std::optional<Timed>& t) {
-        return t && t->result.valid ? summary_number(t->result, "mfu_estimated_percent") : 0.0;
+      auto cell = [](const std::optional<Timed>& t) {
+        char text[64];
+        if (!t)
+          std::snprintf(text, sizeof text, "not timed");
+        else if (!t->result.valid)
+          std::snprintf(text, sizeof text, "invalid");
+        else
+          std::snprintf(text, sizeof text, "%.2f ms, %.1f%%", t->result.total_time_s * 1e3,
+                        summary_number(t->result, "mfu_estimated_percent"));
+        return std::string(text);
       };
-      char row[256];
-      std::snprintf(row, sizeof row,
-                    "| %s | %lldK | %.2f ms, %.1f%% | %.2f ms, %.1f%% | %.2f ms, %.1f%% | %.1fx |\n",
-                    target.name.c_str(), (long long)(seq / 1024), n ? n->result.total_time_s * 1e3 : 0.0,
-                    mfu(n), f.result.total_time_s * 1e3, mfu(f), b.result.total_time_s * 1e3, mfu(b),
-                    n && b.result.valid ? n->result.total_time_s / b.result.total_time_s : 0.0);
+      auto ratio = [&b](const std::optional<Timed>& t) {
+        char text[32] = "";
+        if (t && t->result.valid && b.result.valid)
+          std::snprintf(text, sizeof text, "%.1fx", t->result.total_time_s / b.result.total_time_s);
+        return std::string(text);
+      };
+      char row[512];
+      std::snprintf(row, sizeof row, "| %s | %lldK | %s | %s | %s | %s | %s | %s |\n", target.name.c_str(),
+                    (long long)(seq / 1024), cell(n).c_str(), cell(f).c_str(), cell(c).c_str(),
+                    cell(b).c_str(), ratio(n).c_str(), ratio(c).c_str());
       table += row;
     }
   }
   std::printf(
-      "\n| target | seq | naive | flash | flash_banked | banked / naive |\n|---|---|---|---|---|---|\n%s",
+      "\n| target | seq | naive | flash | cte | flash_banked | naive / banked | cte / banked |\n"
+      "|---|---|---|---|---|---|---|---|\n%s",
       table.c_str());
   const sim::TargetSpec target = sim::load_target(targets.front());
   if (sweep) {
