@@ -40,6 +40,8 @@ std::string_view path_wait_name(PathWait wait) {
       return "port";
     case PathWait::stationary_load:
       return "stationary_load";
+    case PathWait::dma_descriptor:
+      return "dma_descriptor";
   }
   return "?";
 }
@@ -170,7 +172,15 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
                    static_cast<std::uint64_t>(kind),
                latency + (at.start - bound) + own);
     }
-    wait[static_cast<int>(resource_wait(engine))] += at.start - bound;
+    // A transfer's wait for its descriptors (generators busy, then the
+    // generation itself) comes before its wait for a queue.
+    double resource = at.start - bound;
+    if (engine == Engine::dma && !record.descriptors_ready.empty() && record.descriptors_ready[i] > bound) {
+      const double descriptors = std::min(resource, record.descriptors_ready[i] - bound);
+      wait[static_cast<int>(PathWait::dma_descriptor)] += descriptors;
+      resource -= descriptors;
+    }
+    wait[static_cast<int>(resource_wait(engine))] += resource;
     const double gap = at.start - (next == kNoInstruction ? 0.0 : record.timing[next].finish);
     waiting[e] += gap + fixed;
     reached[static_cast<int>(step)] += gap + own;

@@ -68,8 +68,9 @@ enum class PathWait : std::uint8_t {
   dma_queue,        // a transfer waiting for a free DMA queue
   port,             // a vector/scalar/GpSimd instruction waiting for a shared SBUF or PSUM port
   stationary_load,  // the tensor engine loading a stationary operand that arrived late
+  dma_descriptor,   // a transposing transfer waiting for its descriptors (descriptor generators)
 };
-inline constexpr int kPathWaits = 6;
+inline constexpr int kPathWaits = 7;
 std::string_view path_wait_name(PathWait wait);
 
 // An instruction kind at a source line: what links and lines are grouped by.
@@ -155,6 +156,9 @@ struct ScheduleRecord {
   // theirs in the fixed cost).
   std::array<double, kEngineCount> semaphore_ns{};
   double dma_fixed_ns = 0;                        // every transfer ends this long after its data
+  // Per instruction, when its descriptors were generated (transfers through
+  // a descriptor generator); empty when the target has none.
+  std::span<const double> descriptors_ready;
   std::array<double, kEngineCount> startup_ns{};  // per-instruction access start-up per engine
 };
 

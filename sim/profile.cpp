@@ -85,6 +85,7 @@ std::string format_critical_path(const nlohmann::json& path) {
                                        {"buffer", "buffer reuse"},
                                        {"dma_fixed", "DMA fixed cost"},
                                        {"dma_queue", "DMA queue"},
+                                       {"dma_descriptor", "DMA descriptor generation"},
                                        {"stationary_load", "stationary load"}})
       << "\n";
   if (path.contains("reached_by_percent"))

@@ -131,6 +131,7 @@ class Scheduler {
     }
     queues_.resize(static_cast<std::size_t>(t_.dma_queues));
     dge_.resize(static_cast<std::size_t>(std::max(t_.dge_instances, 0)));
+    if (!dge_.empty()) descriptors_ready_.assign(program.size(), 0.0);
     if (t_.vector_scalar_psum_bank_conflicts) psum_bank_ports_.resize(static_cast<std::size_t>(t_.psum_banks));
     location_busy_ns_.assign(program.locations().size(), 0.0);
     location_count_.assign(program.locations().size(), 0);
@@ -275,6 +276,7 @@ class Scheduler {
   std::vector<ResourceCalendar> queues_;
   ResourceCalendar all_queues_;
   std::vector<ResourceCalendar> dge_;  // descriptor generators
+  std::vector<double> descriptors_ready_;  // per instruction, when its descriptors exist (with generators)
   double dge_instructions_ = 0;
   double dge_busy_ns_ = 0;
   bool queues_in_sync_ = true;
@@ -480,7 +482,6 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   const int parts = static_cast<int>(std::clamp<std::int64_t>(split_limit, 1, t_.dma_queues));
   const double part_ns = work_ns / parts;
 
-  double dge_start = INFINITY;
   if (descriptor_instructions > 0) {
     // The transfer's DGE instructions, split evenly over the generators when
     // there are enough of them to go round (else on the one free first), each
@@ -502,10 +503,10 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
       }
       used[best] = true;
       dge_[best].reserve(best_start, best_start + share_ns);
-      dge_start = std::min(dge_start, best_start);
       generated = std::max(generated, best_start + share_ns);
     }
     ready = generated;
+    if (!descriptors_ready_.empty()) descriptors_ready_[id] = generated;
     dge_instructions_ += descriptor_instructions;
     dge_busy_ns_ += total_ns;
   }
@@ -535,7 +536,6 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
       if (record_) slices_.push_back({id, q, start * 1e-9, (start + part_ns) * 1e-9});
     }
   }
-  first_start = std::min(first_start, dge_start);
   entry.dma_queue = queue_cursor_;
   entry.dma_queue_count = parts;
   queue_cursor_ = (queue_cursor_ + parts) % t_.dma_queues;
@@ -633,7 +633,8 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
   if (in.engine == Engine::dma) {
     end = schedule_dma(id, in, ready, entry);
     start = entry.start_s;
-    stall_ns_[e] += start - ready;  // waiting for a queue
+    // Waiting for a queue, once the descriptors exist.
+    stall_ns_[e] += start - (descriptors_ready_.empty() ? ready : std::max(ready, descriptors_ready_[id]));
     entry.dependency_wait_s = 0;
   } else {
     const double duration = (compute_cycles(in) + t_.access_startup_cycles) * cycle_ns_[e];
@@ -800,6 +801,7 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   record.engine_position = engine_position_;
   record.last = last_;
   record.dma_fixed_ns = t_.dma_fixed_cost_s * 1e9;
+  record.descriptors_ready = descriptors_ready_;
   for (int e = 0; e < kComputeEngines; ++e) record.startup_ns[e] = t_.access_startup_cycles * cycle_ns_[e];
   result.critical_path = find_critical_path(program_, record);
   s["critical_path"] = critical_path_json(result.critical_path, program_);

@@ -66,7 +66,7 @@ struct Reading {
 struct CriticalPath {
   std::string top_engine;
   double top_share = 0, tensor_share = 0, transposes = 0;
-  double dma_busy = 0, dma_fixed = 0, dma_queue = 0;
+  double dma_busy = 0, dma_fixed = 0, dma_queue = 0, dma_descriptors = 0;
   double semaphores = 0, startup = 0, via_buffer = 0, buffer_waits = 0;
   double busy_total = 0;    // every engine and the DMA
   std::string top_link;     // the heaviest link in words
@@ -141,6 +141,7 @@ std::optional<CriticalPath> read_critical_path(const Json& profile, Json& eviden
   c.dma_busy = share(busy, "dma");
   c.dma_fixed = share(waits, "dma_fixed");
   c.dma_queue = share(waits, "dma_queue");
+  c.dma_descriptors = share(waits, "dma_descriptor");
   c.buffer_waits = share(waits, "buffer");
   c.semaphores = share(waits, "semaphore") + c.buffer_waits;
   c.startup = share(path, "startup_percent");
@@ -468,6 +469,22 @@ MaybeFinding critical_path_dma_queues(const CriticalPath& c, const Thresholds& t
       0.5 * c.dma_queue / 100.0};
 }
 
+// Transposing transfers waiting for the descriptor generators, whose cost is
+// per DGE instruction, not per byte: fewer, larger transposing transfers
+// (tile, block), or transposes elsewhere (placement), pay it less often.
+MaybeFinding critical_path_dma_descriptors(const CriticalPath& c, const Thresholds& t) {
+  if (c.dma_descriptors < t.critical_path_descriptor_percent) return std::nullopt;
+  return Finding{finding::kCriticalPathDmaDescriptors,
+                 format("the critical path waits %.0f%% of its length for DMA descriptor generation "
+                        "(transposing transfers)",
+                        c.dma_descriptors),
+                 {{"wait_dma_descriptor_percent", rounded(c.dma_descriptors)},
+                  {"dma_busy_percent", rounded(c.dma_busy)}},
+                 "vary",
+                 {kRolePlacement, kRoleTile},
+                 0.5 * c.dma_descriptors / 100.0};
+}
+
 // Costs paid per instruction or per hand-off rather than per element:
 // cross-engine semaphores, transfers' fixed costs, compute instructions'
 // access start-up. Fewer, larger instructions pay them less often.
@@ -520,7 +537,8 @@ constexpr ProfileRule kProfileRules[] = {
 // Rules over the critical path, when the profile has one.
 constexpr PathRule kPathRules[] = {critical_path_engine,     critical_path_buffer_waits,
                                    critical_path_dma_waits,  critical_path_latency,
-                                   critical_path_dma_queues, critical_path_fixed_costs};
+                                   critical_path_dma_queues, critical_path_dma_descriptors,
+                                   critical_path_fixed_costs};
 // Rules after the critical path's.
 constexpr ProfileRule kLateProfileRules[] = {sbuf_pressure};
 

@@ -27,6 +27,7 @@ inline constexpr const char* kCriticalPathBufferWaits = "critical_path_buffer_wa
 inline constexpr const char* kCriticalPathDmaWaits = "critical_path_dma_waits";
 inline constexpr const char* kCriticalPathLatency = "critical_path_latency";
 inline constexpr const char* kCriticalPathDmaQueues = "critical_path_dma_queues";
+inline constexpr const char* kCriticalPathDmaDescriptors = "critical_path_dma_descriptors";
 inline constexpr const char* kCriticalPathFixedCosts = "critical_path_fixed_costs";
 inline constexpr const char* kSbufPressure = "sbuf_pressure";
 }  // namespace finding
@@ -49,6 +50,7 @@ struct AnalyzerThresholds {
   double critical_path_buffer_percent = 25;      // reached through the reuse of a buffer (WAR/WAW)
   double critical_path_dma_percent = 30;         // DMA transfers (data and fixed cost)
   double critical_path_queue_percent = 15;       // waits for a free DMA queue
+  double critical_path_descriptor_percent = 15;  // transposing transfers waiting for descriptor generation
   double critical_path_fixed_cost_percent = 25;  // semaphores, DMA fixed costs, instruction start-up
   double critical_path_wait_percent = 35;        // no engine and no transfer busy: the chain waits
 };

@@ -517,6 +517,28 @@ const Finding* find(const std::vector<Finding>& findings, const std::string& kin
 
 }  // namespace
 
+TEST_CASE("analyzer: transposing transfers waiting for descriptor generation ask to vary placement and tile") {
+  ProfileAnalyzer analyzer;
+  nlohmann::json waits = kNoWaits;
+  waits["dma_descriptor"] = 40;
+  nlohmann::json path =
+      path_of({{"tensor", 10}, {"vector", 20}, {"scalar", 10}, {"gpsimd", 0}, {"dma", 20}}, waits, kInOrder);
+  auto findings = analyzer.analyze(path_request(path)).result.findings;
+  const Finding* descriptors = find(findings, "critical_path_dma_descriptors");
+  REQUIRE(descriptors != nullptr);
+  CHECK(descriptors->action == "vary");
+  CHECK(descriptors->roles == std::vector<std::string>{kRolePlacement, kRoleTile});
+  CHECK(descriptors->summary.find("40% of its length for DMA descriptor generation") != std::string::npos);
+  CHECK(descriptors->expected_gain == doctest::Approx(0.5 * 0.40));
+  // The same wait for a free queue is another finding.
+  waits["dma_descriptor"] = 0;
+  waits["dma_queue"] = 40;
+  path["wait_percent"] = waits;
+  findings = analyzer.analyze(path_request(path)).result.findings;
+  CHECK(find(findings, "critical_path_dma_descriptors") == nullptr);
+  CHECK(find(findings, "critical_path_dma_queues") != nullptr);
+}
+
 TEST_CASE("analyzer: a critical path carried by a non-tensor engine asks to vary the placement parameters") {
   ProfileAnalyzer analyzer;
   nlohmann::json waits = kNoWaits;
