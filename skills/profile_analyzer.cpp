@@ -411,20 +411,26 @@ MaybeFinding critical_path_buffer_waits(const CriticalPath& c, const Thresholds&
       0.5 * std::min(c.via_buffer, 100.0 - c.via_buffer) / 100.0};
 }
 
-// The path runs through DMA transfers (their data and fixed cost): more
-// transfers in flight overlap them with the rest of the path, and larger
-// ones pay the fixed cost less often.
+// The path runs through DMA transfers (their data, fixed cost and descriptor
+// generation: latencies every transfer pays): more transfers in flight
+// overlap them with the rest of the path, and larger ones pay the per-transfer
+// costs less often.
 MaybeFinding critical_path_dma_waits(const CriticalPath& c, const Thresholds& t) {
-  const double dma_share = c.dma_busy + c.dma_fixed;
+  const double dma_share = c.dma_busy + c.dma_fixed + c.dma_descriptors;
   if (dma_share < t.critical_path_dma_percent) return std::nullopt;
   const double overlappable = std::min(dma_share, std::max(0.0, 100.0 - dma_share - c.dma_queue));
   return Finding{
       finding::kCriticalPathDmaWaits,
-      with_link(format("DMA transfers are %.0f%% of the critical path (%.0f%% of it their fixed cost)",
-                       dma_share, c.dma_fixed),
+      with_link(c.dma_descriptors >= 0.5
+                    ? format("DMA transfers are %.0f%% of the critical path (%.0f%% of it their fixed cost, "
+                             "%.0f%% descriptor generation)",
+                             dma_share, c.dma_fixed, c.dma_descriptors)
+                    : format("DMA transfers are %.0f%% of the critical path (%.0f%% of it their fixed cost)",
+                             dma_share, c.dma_fixed),
                 c.top_link),
       {{"dma_busy_percent", rounded(c.dma_busy)},
        {"wait_dma_fixed_percent", rounded(c.dma_fixed)},
+       {"wait_dma_descriptor_percent", rounded(c.dma_descriptors)},
        {"wait_dma_queue_percent", rounded(c.dma_queue)},
        {"top_link", c.top_link}},
       "raise",

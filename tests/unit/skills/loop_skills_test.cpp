@@ -530,6 +530,12 @@ TEST_CASE("analyzer: transposing transfers waiting for descriptor generation ask
   CHECK(descriptors->roles == std::vector<std::string>{kRolePlacement, kRoleTile});
   CHECK(descriptors->summary.find("40% of its length for DMA descriptor generation") != std::string::npos);
   CHECK(descriptors->expected_gain == doctest::Approx(0.5 * 0.40));
+  // Descriptor generation is part of the transfers' latency on the path: with
+  // the DMA's own 20% it passes the 30% at which more transfers in flight pay.
+  const Finding* transfers = find(findings, "critical_path_dma_waits");
+  REQUIRE(transfers != nullptr);
+  CHECK(transfers->summary.find("DMA transfers are 60% of the critical path") != std::string::npos);
+  CHECK(transfers->summary.find("40% descriptor generation") != std::string::npos);
   // The same wait for a free queue is another finding.
   waits["dma_descriptor"] = 0;
   waits["dma_queue"] = 40;
