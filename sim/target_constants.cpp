@@ -11,6 +11,7 @@
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/text.hpp"
 
 namespace autotune::sim {
@@ -205,17 +206,6 @@ void canonical_text(const YAML::Node& node, std::string& out) {
   }
 }
 
-std::string fnv1a_hex(const std::string& text) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
-  return buffer;
-}
-
 }  // namespace
 
 void write_fitted_target(const fs::path& source, const std::map<std::string, double>& values,
@@ -304,7 +294,7 @@ std::string target_content_hash(const TargetSpec& target) {
     std::snprintf(buffer, sizeof buffer, ";%s=%.17g", std::string(c.name).c_str(), c.get(target));
     canonical += buffer;
   }
-  return fnv1a_hex(canonical);
+  return stable_hash_hex(canonical);
 }
 
 }  // namespace autotune::sim

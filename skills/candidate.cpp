@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/hash.hpp"
 #include "core/text.hpp"
 
 namespace autotune::skills {
@@ -15,15 +16,6 @@ std::string Candidate::key() const {
   return variant + "{" + assignments + "}";
 }
 
-std::string stable_hash(const std::string& text) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
-  return buffer;
-}
+std::string stable_hash(const std::string& text) { return stable_hash_hex(text); }
 
 }  // namespace autotune::skills

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
@@ -33,17 +34,6 @@ constexpr std::size_t kCompilerOutputLines = 20;
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::string(value) : std::string();
-}
-
-std::string fnv1a_hex(const std::string& text) {
-  std::uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
-  return out;
 }
 
 fs::path this_executable() {
@@ -289,7 +279,7 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   }
   std::string flags_text;
   for (const auto& f : flags) flags_text += f + " ";
-  result.source_hash = fnv1a_hex(text + "\n|" + compiler + "|" + flags_text + "|" + api_identity(api));
+  result.source_hash = stable_hash_hex(text + "\n|" + compiler + "|" + flags_text + "|" + api_identity(api));
   if (!looks_like_path) {
     result.source_path = cache_dir / (result.source_hash + ".cc");
     if (!fs::exists(result.source_path)) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 
+#include "core/hash.hpp"
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
@@ -144,14 +145,7 @@ std::string prompt_hash(const std::string& model, double temperature,
       {"model", model}, {"temperature", temperature}, {"messages", nlohmann::json::array()}};
   for (const auto& m : messages) canonical["messages"].push_back({{"role", m.role}, {"content", m.content}});
   const std::string text = canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return hex;
+  return stable_hash_hex(text);
 }
 
 LlmClient::LlmClient(LlmConfig config) : config_(std::move(config)) { initialise_curl_once(); }
