@@ -78,12 +78,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::string kernel_text(const kernels::Measurement& m) {
-  std::string text = m.family + "/" + m.variant;
-  for (const auto& [name, value] : m.params) text += " " + name + "=" + std::to_string(value);
-  return text;
-}
-
 std::string number(const char* format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
@@ -95,7 +89,7 @@ void print_table(FILE* out, const std::vector<kernels::CalibrationRow>& rows) {
       {"source", "kernel", "shape", "target", "measured ms", "simulated ms", "ratio", "fitted on", ""}};
   for (const auto& row : rows) {
     const auto& m = row.measurement;
-    std::vector<std::string> line = {m.source, kernel_text(m), m.shape_text() + " " + m.dtype, m.target,
+    std::vector<std::string> line = {m.source, m.kernel_text(), m.shape_text() + " " + m.dtype, m.target,
                                      number("%.4g", m.measured_ms)};
     if (row.valid) {
       line.push_back(number("%.4g", row.simulated_ms));
@@ -213,7 +207,7 @@ int run(const Options& o) {
     int outside = 0;
     for (std::size_t i = 0; i < after.size(); ++i) {
       const auto& m = after[i].measurement;
-      std::vector<std::string> line = {m.source, kernel_text(m), m.shape_text() + " " + m.dtype, m.target,
+      std::vector<std::string> line = {m.source, m.kernel_text(), m.shape_text() + " " + m.dtype, m.target,
                                        number("%.4g", m.measured_ms)};
       if (!before[i].valid || !after[i].valid) {
         line.push_back((before[i].valid ? after[i] : before[i]).error);

@@ -51,12 +51,6 @@ std::vector<std::string> split_names(const std::string& text) {
   return out;
 }
 
-std::string kernel_text(const kernels::Measurement& m) {
-  std::string text = m.family + "/" + m.variant;
-  for (const auto& [name, value] : m.params) text += " " + name + "=" + std::to_string(value);
-  return text;
-}
-
 std::string format(const char* pattern, double value) {
   char text[64];
   std::snprintf(text, sizeof text, pattern, value);
@@ -240,7 +234,7 @@ int run_calibrate(const CalibrateOptions& o) {
   for (const auto& r : reports) {
     const auto& m = *r.measurement;
     std::vector<std::string> line = {fs::path(m.file).filename().string() + ":" + std::to_string(m.line),
-                                     kernel_text(m), m.shape_text() + " " + m.dtype,
+                                     m.kernel_text(), m.shape_text() + " " + m.dtype,
                                      format("%.4g", m.measured_ms)};
     if (!r.valid) {
       line.push_back("left out: " + r.error);
@@ -263,7 +257,7 @@ int run_calibrate(const CalibrateOptions& o) {
           "autotune: warning: %s (%s): %s after the fit, outside %.2f-%.2f: a missing mechanism, not a "
           "constant: the profile's critical path says %s\n",
           r.measurement->where().c_str(),
-          (kernel_text(*r.measurement) + " " + r.measurement->shape_text()).c_str(),
+          (r.measurement->kernel_text() + " " + r.measurement->shape_text()).c_str(),
           ("ratio " + format("%.2f", r.ratio_after())).c_str(), kernels::kCalibrationLow,
           kernels::kCalibrationHigh, r.critical_path.c_str());
   std::printf("%s within %.2f-%.2f after the fit\n",

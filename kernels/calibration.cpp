@@ -212,6 +212,12 @@ std::vector<Measurement> read_csv(std::istream& in, const std::string& file, boo
 
 std::string Measurement::where() const { return file + ":" + std::to_string(line); }
 
+std::string Measurement::kernel_text() const {
+  std::string text = family + "/" + variant;
+  for (const auto& [name, value] : params) text += " " + name + "=" + std::to_string(value);
+  return text;
+}
+
 std::string Measurement::shape_text() const {
   std::vector<std::string> order;
   if (family_registry().contains(family)) order = family_registry().get(family).shape_args;

@@ -47,6 +47,7 @@ struct Measurement {
 
   std::string where() const;       // "file:line"
   std::string shape_text() const;  // "M=4096,N=8192,K=8192" in the family's argument order when known
+  std::string kernel_text() const;  // "gemm/blocked_mnk tile_m=128 ...": family/variant and the given params
   nlohmann::json to_json() const;  // the row as the JSON-lines format writes it
 };
 

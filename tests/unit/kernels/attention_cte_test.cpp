@@ -14,6 +14,7 @@
 #include "core/rng.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
+#include "tests/unit/kernels/checked_run.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
 
@@ -42,36 +43,15 @@ ParamValues cte_params(int kv_tile, int q_grps_per_load, int pipeline_depth) {
   return {{"kv_tile", kv_tile}, {"q_grps_per_load", q_grps_per_load}, {"pipeline_depth", pipeline_depth}};
 }
 
-struct Checked {
-  sim::SimResult sim;
-  Verification verification;
-};
+using testing::CheckedRun;
 
-// Simulates `program` functionally on fresh inputs rounded to `dtype` and
-// compares its output with the family's double reference for `shape`.
-Checked run_checked(const sim::Program& program, const sim::TargetSpec& target, const Shape& shape,
-                    Dtype dtype, std::uint64_t seed = 1) {
-  Rng rng(seed);
-  sim::HostIo io;
-  HostTensors host_inputs;
-  for (const TensorSpec& spec : family().inputs) {
-    const auto [rows, cols] = spec.dims(shape);
-    std::vector<float> values(static_cast<std::size_t>(rows * cols));
-    for (float& x : values)
-      x = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
-    host_inputs.emplace_back(values.begin(), values.end());
-    io.inputs.push_back(std::move(values));
-  }
-  Checked out;
-  out.sim = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
-  if (out.sim.valid)
-    out.verification = compare_outputs(family().reference(shape, host_inputs), io.outputs,
-                                       family().tolerance.at(dtype), family().min_cosine_similarity);
-  return out;
+CheckedRun run_checked(const sim::Program& program, const sim::TargetSpec& target, const Shape& shape,
+                       Dtype dtype, std::uint64_t seed = 1) {
+  return testing::run_checked(family(), program, target, shape, dtype, seed);
 }
 
 // The registered variant with these parameters.
-Checked run_variant(const char* target_name, const Shape& shape, const ParamValues& params, Dtype dtype) {
+CheckedRun run_variant(const char* target_name, const Shape& shape, const ParamValues& params, Dtype dtype) {
   const sim::TargetSpec target = sim::load_target(target_name);
   const sim::Program program = trace_program(family(), family().variant("cte"), shape, dtype, params, target);
   return run_checked(program, target, shape, dtype);
@@ -80,7 +60,7 @@ Checked run_variant(const char* target_name, const Shape& shape, const ParamValu
 // The template itself, for the library constants the variant does not expose
 // (the K/V section threshold and length), at a size a functional simulation
 // can afford.
-Checked run_template(const char* target_name, const Shape& shape, const CteAttentionParams& params) {
+CheckedRun run_template(const char* target_name, const Shape& shape, const CteAttentionParams& params) {
   const sim::TargetSpec target = sim::load_target(target_name);
   sim::Program program;
   {
@@ -90,7 +70,7 @@ Checked run_template(const char* target_name, const Shape& shape, const CteAtten
   return run_checked(program, target, shape, Dtype::bf16);
 }
 
-void check_matches(const Checked& c) {
+void check_matches(const CheckedRun& c) {
   REQUIRE_MESSAGE(c.sim.valid, c.sim.error);
   INFO("max rel " << c.verification.max_rel_error << " mse " << c.verification.mse << " cos "
                   << c.verification.cosine_similarity);

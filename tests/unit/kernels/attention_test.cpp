@@ -11,6 +11,7 @@
 #include "core/rng.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
+#include "tests/unit/kernels/checked_run.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
 
@@ -26,10 +27,7 @@ ParamValues with_defaults(const VariantSpec& variant, ParamValues params) {
   return params;
 }
 
-struct CheckedRun {
-  sim::SimResult sim;
-  Verification verification;
-};
+using testing::CheckedRun;
 
 // Simulates `variant` functionally on exactly `shape` (fresh random inputs
 // rounded to the dtype) and compares its output with the double reference.
@@ -39,23 +37,7 @@ CheckedRun run_checked_on(const sim::TargetSpec& target, const std::string& vari
   const VariantSpec& variant = family.variant(variant_name);
   params = with_defaults(variant, params);
   const sim::Program program = trace_program(family, variant, shape, dtype, params, target);
-  Rng rng(seed);
-  sim::HostIo io;
-  HostTensors host_inputs;
-  for (const TensorSpec& spec : family.inputs) {
-    const auto [rows, cols] = spec.dims(shape);
-    std::vector<float> values(static_cast<std::size_t>(rows * cols));
-    for (float& x : values)
-      x = sim::round_to_dtype(static_cast<float>(rng.uniform(spec.low, spec.high)), dtype);
-    host_inputs.emplace_back(values.begin(), values.end());
-    io.inputs.push_back(std::move(values));
-  }
-  CheckedRun out;
-  out.sim = sim::simulate(program, target, sim::SimOptions{true, false}, &io);
-  if (out.sim.valid)
-    out.verification =
-        compare_outputs(family.reference(shape, host_inputs), io.outputs, family.tolerance.at(dtype));
-  return out;
+  return testing::run_checked(family, program, target, shape, dtype, seed);
 }
 
 CheckedRun run_checked(const std::string& variant_name, const Shape& shape, ParamValues params,
