@@ -1,7 +1,9 @@
 #include "kernels/calibration.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -358,22 +360,19 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t)>& job
     for (std::size_t i = 0; i < count; ++i) job(i);
     return;
   }
-  std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < count; i = next++) {
-        try {
-          job(i);
-        } catch (...) {
-          std::lock_guard lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
-        }
+  boost::asio::thread_pool pool(threads);
+  for (std::size_t i = 0; i < count; ++i)
+    boost::asio::post(pool, [&, i] {
+      try {
+        job(i);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
       }
     });
-  for (auto& thread : pool) thread.join();
+  pool.join();
   if (failure) std::rethrow_exception(failure);
 }
 

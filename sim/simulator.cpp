@@ -256,7 +256,8 @@ class Scheduler {
     bool stationary;  // the dependency is on the matmul's stationary operand
   };
   void derive_dependencies();
-  double compute_cycles(const Instruction& in) const;
+  // `vector_speedup`: vector_mode_speedup(in), computed once by the caller.
+  double compute_cycles(const Instruction& in, double vector_speedup) const;
   // The vector engine's performance-mode multiplier for `in` (1 outside the
   // documented cases and on other engines).
   double vector_mode_speedup(const Instruction& in) const;
@@ -352,7 +353,7 @@ double Scheduler::vector_mode_speedup(const Instruction& in) const {
   return in_psum == 1 ? t_.vector_mode_copy_scalar_psum : 1;
 }
 
-double Scheduler::compute_cycles(const Instruction& in) const {
+double Scheduler::compute_cycles(const Instruction& in, double vector_speedup) const {
   const double min_cycles = t_.instruction_min_cycles;
   const View& src = in.src_count > 0 ? in.src[0] : in.dst;
   bool psum_input = false;
@@ -361,7 +362,7 @@ double Scheduler::compute_cycles(const Instruction& in) const {
   double per_cycle = 1;
   switch (in.engine) {
     case Engine::vector:
-      per_cycle = t_.vector_elements_per_cycle * vector_mode_speedup(in);
+      per_cycle = t_.vector_elements_per_cycle * vector_speedup;
       break;
     case Engine::scalar:
       per_cycle = t_.scalar_elements_per_cycle;
@@ -637,7 +638,8 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     stall_ns_[e] += start - (descriptors_ready_.empty() ? ready : std::max(ready, descriptors_ready_[id]));
     entry.dependency_wait_s = 0;
   } else {
-    const double duration = (compute_cycles(in) + t_.access_startup_cycles) * cycle_ns_[e];
+    const double vector_speedup = vector_mode_speedup(in);
+    const double duration = (compute_cycles(in, vector_speedup) + t_.access_startup_cycles) * cycle_ns_[e];
     start = std::max(engine_free_[e], ready);
     if (in.engine == Engine::tensor) {
       // Loading a new stationary operand takes a fraction of a matmul of its
@@ -663,7 +665,7 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     const bool vector = in.engine == Engine::vector, gpsimd = in.engine == Engine::gpsimd;
     const bool sbuf_port =
         touches_sbuf && ((t_.vector_gpsimd_share_sbuf_port && (vector || gpsimd)) ||
-                         (t_.vector_mode_shares_gpsimd_sbuf_bus && (gpsimd || (vector && vector_mode_speedup(in) > 1))));
+                         (t_.vector_mode_shares_gpsimd_sbuf_bus && (gpsimd || vector_speedup > 1)));
     const bool psum_port = t_.vector_scalar_share_psum_port && touches_psum && (vector || in.engine == Engine::scalar);
     held_.clear();
     if (sbuf_port) held_.push_back(&sbuf_port_);

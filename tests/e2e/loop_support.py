@@ -57,5 +57,14 @@ def check(condition, message):
         fail(message)
 
 
+def one_error_line(proc, *needles):
+    """Misuse: exit status 2 and exactly one `autotune: error: ` line holding every needle."""
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode == 2, f"exit {proc.returncode} (2 expected): {proc.stderr}")
+    check(len(lines) == 1 and lines[0].startswith("autotune: error: "), f"one error line expected: {proc.stderr!r}")
+    for needle in needles:
+        check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="autotune-e2e-")

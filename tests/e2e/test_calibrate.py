@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 
-from loop_support import BIN, SOURCE, check, query, tempdir, write_goal
+from loop_support import BIN, SOURCE, check, one_error_line, query, tempdir, write_goal
 
 TRN2 = os.path.join(SOURCE, "configs", "targets", "trn2.yaml")
 # The round trip starts from these values of trn2's fitted constants (their values before trn2 was fitted on
@@ -49,14 +49,6 @@ def value_of(text, key):
 
 def with_value(text, key, value):
     return re.sub(r"(^\s*" + key + r":\s*)([0-9.]+)", lambda m: m.group(1) + repr(value), text, count=1, flags=re.M)
-
-
-def one_error_line(proc, *needles):
-    lines = proc.stderr.strip().splitlines()
-    check(proc.returncode == 2, f"exit {proc.returncode} (2 expected): {proc.stderr}")
-    check(len(lines) == 1 and lines[0].startswith("autotune: error: "), f"one error line expected: {proc.stderr!r}")
-    for needle in needles:
-        check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
 
 
 def main():

@@ -4,21 +4,13 @@ import json
 import os
 import subprocess
 
-from loop_support import BIN, SOURCE, check, query, tempdir, write_goal
+from loop_support import BIN, SOURCE, check, one_error_line, query, tempdir, write_goal
 
 
 def run(*args):
     env = dict(os.environ)
     env.pop("AUTOTUNE_DB", None)
     return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, env=env)
-
-
-def one_error_line(proc, *needles):
-    lines = proc.stderr.strip().splitlines()
-    check(proc.returncode == 2, f"exit {proc.returncode} (2 expected): {proc.stderr}")
-    check(len(lines) == 1 and lines[0].startswith("autotune: error: "), f"one error line expected: {proc.stderr!r}")
-    for needle in needles:
-        check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
 
 
 def main():
