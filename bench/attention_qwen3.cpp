@@ -9,17 +9,20 @@
 //                         [--banked kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,
 //                                   evacuate_on_scalar]
 //                         [--sweep] [--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]
-//                         [--no-cte]
+//                         [--no-cte] [--json OUT|-]
 //
 // Prints per target and length: simulated latency, MFU, HBM bytes, engine
 // activity and the wall time and instruction count of each simulation
 // (timing-only mode, as a tuning run times the full shape), then one table
 // of latency and MFU. --sweep also times every flash configuration at the
-// longest length on the first target.
+// longest length on the first target. --json writes every timed row (target,
+// seq, variant, params, valid, error, latency_s, mfu_percent) as one array;
+// with `-` it goes to stdout and the text to stderr.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,13 +69,16 @@ ParamValues defaults_of(const VariantSpec& v) {
   return p;
 }
 
+FILE* text_out = stdout;  // stderr when --json - takes stdout
+
 void print_row(const char* label, const Timed& t) {
   if (!t.result.valid) {
-    std::printf("  %-34s invalid: %s\n", label, t.result.error.c_str());
+    std::fprintf(text_out, "  %-34s invalid: %s\n", label, t.result.error.c_str());
     return;
   }
   const double hbm = summary_number(t.result, "hbm_read_bytes") + summary_number(t.result, "hbm_write_bytes");
-  std::printf(
+  std::fprintf(
+      text_out,
       "  %-34s %10.3f ms  MFU %5.1f%%  HBM %9.1f MB  PE %5.1f%%  ACT %5.1f%%  DVE %5.1f%%  DMA %5.1f%%  "
       "[%zu instr, trace %.2f s, sim %.2f s]\n",
       label, t.result.total_time_s * 1e3, summary_number(t.result, "mfu_estimated_percent"), hbm / 1e6,
@@ -102,6 +108,7 @@ int main(int argc, char** argv) {
   ParamValues flash{{"kv_tile", 512}, {"q_tile", 128}, {"pipeline_depth", 2}, {"unroll_factor", 1}};
   std::optional<ParamValues> banked;
   bool sweep = false, with_naive = true, with_cte = true;
+  std::string json_path;
   std::int64_t max_seq = 32768, head_dim = 128, kv_heads = 8;
   const FamilySpec& family = family_registry().get("attention");
   for (int i = 1; i < argc; ++i) {
@@ -130,6 +137,9 @@ int main(int argc, char** argv) {
       with_naive = false;
     } else if (!std::strcmp(argv[i], "--no-cte")) {
       with_cte = false;
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      json_path = argv[++i];
+      if (json_path == "-") text_out = stderr;
     } else if (!std::strcmp(argv[i], "--max-seq") && i + 1 < argc) {
       max_seq = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--head-dim") && i + 1 < argc) {
@@ -139,7 +149,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--target T] [--flash kv,q,depth,unroll] [--banked kv,q,depth,t,g,e] [--sweep] "
-                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive] [--no-cte]\n",
+                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive] [--no-cte] [--json OUT|-]\n",
                    argv[0]);
       return 2;
     }
@@ -150,16 +160,33 @@ int main(int argc, char** argv) {
   shape["head_dim"] = head_dim;
   shape["kv_heads"] = kv_heads;
   std::string table;
+  nlohmann::json rows = nlohmann::json::array();
+  auto record = [&rows](const std::string& target, std::int64_t seq, const char* variant,
+                        const ParamValues& params, const std::optional<Timed>& t) {
+    if (!t) return;
+    nlohmann::json row{{"target", target},
+                       {"seq", seq},
+                       {"variant", variant},
+                       {"params", params},
+                       {"valid", t->result.valid}};
+    if (t->result.valid) {
+      row["latency_s"] = t->result.total_time_s;
+      row["mfu_percent"] = summary_number(t->result, "mfu_estimated_percent");
+    } else {
+      row["error"] = t->result.error;
+    }
+    rows.push_back(std::move(row));
+  };
   for (const std::string& target_name : targets) {
     const sim::TargetSpec target = sim::load_target(target_name);
     const ParamValues banked_params = banked ? *banked : banked_for(target.name);
-    std::printf("attention (head_dim %lld, 16 q heads, %lld kv heads, causal, bf16), target %s\n",
-                (long long)head_dim, (long long)kv_heads, target.name.c_str());
+    std::fprintf(text_out, "attention (head_dim %lld, 16 q heads, %lld kv heads, causal, bf16), target %s\n",
+                 (long long)head_dim, (long long)kv_heads, target.name.c_str());
     for (std::int64_t seq = 1024; seq <= max_seq; seq *= 2) {
       shape["seq"] = seq;
-      std::printf("seq %lld: roofline bound %.3f ms, compulsory HBM %.1f MB\n", (long long)seq,
-                  roofline_bound_s(family, shape, sim::Dtype::bf16, target) * 1e3,
-                  family.hbm_bytes(shape, sim::Dtype::bf16) / 1e6);
+      std::fprintf(text_out, "seq %lld: roofline bound %.3f ms, compulsory HBM %.1f MB\n", (long long)seq,
+                   roofline_bound_s(family, shape, sim::Dtype::bf16, target) * 1e3,
+                   family.hbm_bytes(shape, sim::Dtype::bf16) / 1e6);
       std::optional<Timed> n;
       if (with_naive) n = time_variant(family, "naive", shape, naive, target);
       const Timed f = time_variant(family, "flash", shape, flash, target);
@@ -170,6 +197,10 @@ int main(int argc, char** argv) {
       print_row("flash", f);
       if (c) print_row("cte", *c);
       print_row("flash_banked", b);
+      record(target.name, seq, "naive", naive, n);
+      record(target.name, seq, "flash", flash, f);
+      record(target.name, seq, "cte", cte_params, c);
+      record(target.name, seq, "flash_banked", banked_params, b);
       auto cell = [](const std::optional<Timed>& t) {
         char text[64];
         if (!t)
@@ -194,15 +225,15 @@ int main(int argc, char** argv) {
       table += row;
     }
   }
-  std::printf(
-      "\n| target | seq | naive | flash | cte | flash_banked | naive / banked | cte / banked |\n"
-      "|---|---|---|---|---|---|---|---|\n%s",
-      table.c_str());
+  std::fprintf(text_out,
+               "\n| target | seq | naive | flash | cte | flash_banked | naive / banked | cte / banked |\n"
+               "|---|---|---|---|---|---|---|---|\n%s",
+               table.c_str());
   const sim::TargetSpec target = sim::load_target(targets.front());
   if (sweep) {
     shape["seq"] = max_seq;
-    std::printf("flash sweep at seq %lld (kv_tile q_tile pipeline_depth unroll_factor)\n",
-                (long long)max_seq);
+    std::fprintf(text_out, "flash sweep at seq %lld (kv_tile q_tile pipeline_depth unroll_factor)\n",
+                 (long long)max_seq);
     const VariantSpec& v = family.variant("flash");  // on the first target
     for (auto kv : v.find_param("kv_tile")->values)
       for (auto q : v.find_param("q_tile")->values)
@@ -215,6 +246,18 @@ int main(int argc, char** argv) {
                           (long long)depth, (long long)unroll);
             print_row(label, time_variant(family, "flash", shape, p, target));
           }
+  }
+  if (!json_path.empty()) {
+    const std::string text = rows.dump(2) + "\n";
+    if (json_path == "-") {
+      std::fputs(text.c_str(), stdout);
+    } else if (FILE* out = std::fopen(json_path.c_str(), "w")) {
+      std::fputs(text.c_str(), out);
+      std::fclose(out);
+    } else {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
   }
   return 0;
 }

@@ -467,6 +467,7 @@ nlohmann::json calibration_json(const std::vector<CalibrationRow>& rows) {
     if (row.valid) {
       j["simulated_ms"] = row.simulated_ms;
       j["ratio"] = row.ratio();
+      if (row.summary.contains("mfu_estimated_percent")) j["mfu_percent"] = row.summary["mfu_estimated_percent"];
       if (row.summary.contains("critical_path")) j["critical_path"] = critical_path_headline(row.summary);
     } else {
       j["error"] = row.error;
