@@ -76,7 +76,37 @@ def derived_goal_source(goal, extra_yaml):
     return run
 
 
+MODEL_GOAL = "qwen3-0.6b-4layers-16k"
+
+
+def model_source(target):
+    """The model goal on a target, with `autotune model` before it (all baselines; family defaults on the
+    empty database) and after it (the goal's tuned kernels)."""
+    def run(build, scratch):
+        goal_text = open(os.path.join(SOURCE, "configs", "goals", f"{MODEL_GOAL}.yaml")).read()
+        goal_path = os.path.join(SOURCE, "configs", "goals", f"{MODEL_GOAL}.yaml")
+        if f"target: {target}" not in goal_text:
+            # The same goal on another target: written beside the original, so its model file resolves.
+            goal_text = re.sub(r"^target: \S+", f"target: {target}", goal_text, flags=re.M)
+            goal_path = os.path.join(scratch, f"{MODEL_GOAL}-{target}.yaml")
+            model_file = os.path.join(SOURCE, "configs", "models")
+            goal_text = goal_text.replace("file: ../models/", f"file: {model_file}/")
+            with open(goal_path, "w") as out:
+                out.write(goal_text)
+        db = os.path.join(scratch, f"model-{target}.db")
+        autotune = os.path.join(build, "autotune")
+        model = [autotune, "model", "configs/models/qwen3-0.6b.yaml", "--layers", "4", "--seq", "16384", "--target",
+                 target, "--json", "--db", db]
+        out = {"baseline": run_json(model + ["--baseline"], SOURCE), "defaults": run_json(model, SOURCE)}
+        out["goal"] = run_json([autotune, "run", goal_path, "--json", "--db", db, "--no-cache"], SOURCE)
+        out["after"] = run_json(model, SOURCE)
+        return out
+    return run
+
+
 SOURCES = {f"goal:{goal}": goal_source(goal) for goal in EXAMPLE_GOALS}
+SOURCES["model:trn2"] = model_source("trn2")
+SOURCES["model:trn1"] = model_source("trn1")
 SOURCES["goal:gemm-article+tiled-only"] = derived_goal_source("gemm-article", "variants: [tiled]")
 SOURCES["attention"] = attention_source
 SOURCES["calibration"] = calibration_source
@@ -332,6 +362,69 @@ for _goal in EXAMPLE_GOALS + ["gemm-article+tiled-only"]:
     goal_values(_goal)
 figure("gemm-article+tiled-only.improvement", "goal:gemm-article+tiled-only")(
     lambda run: improvement_text(run).split(",")[0])
+
+# The model goal, and `autotune model` around it.
+
+
+def operator_share(model_run, family):
+    return sum(op["share_percent"] for op in model_run["operators"] if op["family"] == family)
+
+
+def end_to_end_text(check):
+    return f"MSE {check['mse']:.1e}, cosine {check['cosine_similarity']:.5f}"
+
+
+def model_values(target):
+    source = f"model:{target}"
+    for phase in ("baseline", "defaults", "after"):
+        def forward(phase):
+            figure(f"model.{target}.{phase}", source)(lambda d: seconds(d[phase]["forward"]["latency_s"]))
+            figure(f"model.{target}.{phase}.mfu", source)(lambda d: percent(d[phase]["forward"]["mfu_percent"]))
+            figure(f"model.{target}.{phase}.attention_share", source)(
+                lambda d: percent(operator_share(d[phase], "attention")))
+        forward(phase)
+    figure(f"model.{target}.goal", source)(lambda d: seconds(d["goal"]["best_latency_s"]))
+    figure(f"model.{target}.goal.speedup", source)(lambda d: f"{d['goal']['speedup']:.2f}x")
+    figure(f"model.{target}.goal.mfu", source)(lambda d: percent(d["goal"]["best_mfu_percent"]))
+    figure(f"model.{target}.goal.evaluations", source)(lambda d: str(d["goal"]["evaluations"]))
+    figure(f"model.{target}.goal.kernel_loops", source)(lambda d: str(len(d["goal"]["kernel_runs"])))
+    figure(f"model.{target}.goal.end_to_end", source)(lambda d: end_to_end_text(d["goal"]["end_to_end"]))
+    figure(f"model.{target}.after.end_to_end", source)(lambda d: end_to_end_text(d["after"]["end_to_end"]))
+    figure(f"model.{target}.after.over_roofline", source)(
+        lambda d: f"{d['after']['forward']['latency_s'] / d['after']['forward']['roofline_bound_s']:.2f}x")
+    figure(f"model.{target}.roofline_sum", source)(lambda d: seconds(d["baseline"]["forward"]["roofline_bound_s"]))
+
+
+for _target in ("trn2", "trn1"):
+    model_values(_target)
+
+
+@figure("model-table", "model:trn2", "model:trn1")
+def _(*runs):
+    def both(render):
+        return " | ".join(render(d) for d in runs)
+
+    def forward(phase):
+        return lambda d: (f"{seconds(d[phase]['forward']['latency_s'])}, MFU {percent(d[phase]['forward']['mfu_percent'])} "
+                          f"(attention {percent(operator_share(d[phase], 'attention'))})")
+
+    def goal(d):
+        g = d["goal"]
+        return (f"{seconds(g['best_latency_s'])}, {g['speedup']:.2f}x, MFU {percent(g['best_mfu_percent'])}, "
+                f"{'goal met' if g['goal_met'] else 'not met'}; {g['evaluations']} evaluations in "
+                f"{len(g['kernel_runs'])} kernel loop(s)")
+
+    return "\n".join([
+        "| | trn2 | trn1 |",
+        "|---|---|---|",
+        f"| all baseline (`autotune model ... --baseline`) | {both(forward('baseline'))} |",
+        f"| family defaults, nothing tuned (`autotune model`, empty database) | {both(forward('defaults'))} |",
+        f"| model goal (`autotune run configs/goals/{MODEL_GOAL}.yaml`) | {both(goal)} |",
+        f"| after the goal, `autotune model` (its tuned kernels, defaults elsewhere) | {both(forward('after'))} |",
+        f"| sum of the operators' roofline bounds | {both(lambda d: seconds(d['baseline']['forward']['roofline_bound_s']))} |",
+        f"| end-to-end check at seq {runs[0]['after']['end_to_end']['seq']} | "
+        f"{both(lambda d: end_to_end_text(d['after']['end_to_end']))} |",
+    ])
 
 # ---------------------------------------------------------------------------------------------------------------
 # Markers.
