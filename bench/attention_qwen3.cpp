@@ -66,6 +66,14 @@ ParamValues defaults_of(const VariantSpec& v) {
   return p;
 }
 
+// An invalid configuration's reason in a table cell: the resource it overflows (SBUF, PSUM), else the
+// validator's rule (sim/validate.hpp).
+std::string invalid_reason(const std::string& rule) {
+  if (rule.rfind("sbuf", 0) == 0) return "SBUF";
+  if (rule.rfind("psum", 0) == 0) return "PSUM";
+  return rule.empty() ? "does not fit" : rule;
+}
+
 void print_row(const char* label, const Timed& t) {
   if (!t.result.valid) {
     std::printf("  %-34s invalid: %s\n", label, t.result.error.c_str());
@@ -175,7 +183,7 @@ int main(int argc, char** argv) {
         if (!t)
           std::snprintf(text, sizeof text, "not timed");
         else if (!t->result.valid)
-          std::snprintf(text, sizeof text, "invalid");
+          std::snprintf(text, sizeof text, "invalid (%s)", invalid_reason(t->result.rule).c_str());
         else
           std::snprintf(text, sizeof text, "%.2f ms, %.1f%%", t->result.total_time_s * 1e3,
                         summary_number(t->result, "mfu_estimated_percent"));
