@@ -71,6 +71,14 @@ ParamValues defaults_of(const VariantSpec& v) {
 
 FILE* text_out = stdout;  // stderr when --json - takes stdout
 
+// An invalid configuration's reason in a table cell: the resource it overflows (SBUF, PSUM), else the
+// validator's rule (sim/validate.hpp).
+std::string invalid_reason(const std::string& rule) {
+  if (rule.rfind("sbuf", 0) == 0) return "SBUF";
+  if (rule.rfind("psum", 0) == 0) return "PSUM";
+  return rule.empty() ? "does not fit" : rule;
+}
+
 void print_row(const char* label, const Timed& t) {
   if (!t.result.valid) {
     std::fprintf(text_out, "  %-34s invalid: %s\n", label, t.result.error.c_str());
@@ -174,6 +182,7 @@ int main(int argc, char** argv) {
       row["mfu_percent"] = summary_number(t->result, "mfu_estimated_percent");
     } else {
       row["error"] = t->result.error;
+      row["rule"] = t->result.rule;
     }
     rows.push_back(std::move(row));
   };
@@ -206,7 +215,7 @@ int main(int argc, char** argv) {
         if (!t)
           std::snprintf(text, sizeof text, "not timed");
         else if (!t->result.valid)
-          std::snprintf(text, sizeof text, "invalid");
+          std::snprintf(text, sizeof text, "invalid (%s)", invalid_reason(t->result.rule).c_str());
         else
           std::snprintf(text, sizeof text, "%.2f ms, %.1f%%", t->result.total_time_s * 1e3,
                         summary_number(t->result, "mfu_estimated_percent"));

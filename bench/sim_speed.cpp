@@ -73,9 +73,12 @@ int main(int argc, char** argv) {
         latency = result.total_time_s;
         if (!result.valid) status = result.rule;
       }
-      std::printf("%-9s %-12s %-26s %12zu %10.4f %10.4f %10.2f %12.4f %s\n", name.c_str(),
-                  variant.name.c_str(), kernels::shape_text(family.default_shape, family).c_str(), count,
-                  trace_s, sim_s, sim_s > 0 ? double(count) / sim_s * 1e-6 : 0.0, latency * 1e3,
+      // An invalid configuration has no latency: its column says so and the rule follows.
+      char simulated[32] = "invalid";
+      if (status == "ok") std::snprintf(simulated, sizeof simulated, "%.4f", latency * 1e3);
+      std::printf("%-9s %-12s %-26s %12zu %10.4f %10.4f %10.2f %12s %s\n", name.c_str(), variant.name.c_str(),
+                  kernels::shape_text(family.default_shape, family).c_str(), count, trace_s, sim_s,
+                  sim_s > 0 ? double(count) / sim_s * 1e-6 : 0.0, simulated,
                   status == "ok" ? "" : status.c_str());
     }
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -17,19 +18,70 @@
 namespace autotune::report {
 namespace {
 
-// The goal's latency as a line on the convergence chart, when the goal is
-// about latency: goal.latency_s, or the baseline less goal.improvement.
-std::optional<double> goal_latency(const store::Run& run, std::optional<double> baseline_s) {
+// What the run was asked for, as the page's header shows it and as a latency line on the convergence
+// chart where the baseline's metrics convert it: improvements follow orchestrator::improvement_of (MFU and
+// throughput grow as latency shrinks at a fixed amount of work), absolute bounds their own unit.
+struct GoalView {
+  std::string text;
+  std::optional<double> latency_s;
+};
+
+std::string number(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& baseline) {
+  GoalView view;
   try {
     const YAML::Node goal = YAML::Load(run.goal_yaml);
     const std::string objective = goal["objective"] ? goal["objective"].Scalar() : "latency";
     const YAML::Node target = goal["goal"];
-    if (objective != "latency" || !target || !target.IsMap()) return std::nullopt;
-    if (target["latency_s"]) return target["latency_s"].as<double>();
-    if (target["improvement"] && baseline_s) return *baseline_s * (1 - target["improvement"].as<double>());
+    if (!target || !target.IsMap()) return view;
+    auto metric = [&](const char* key) -> std::optional<double> {
+      if (!baseline) return std::nullopt;
+      const auto value = baseline->metric(key);
+      return value && *value > 0 ? value : std::nullopt;
+    };
+    const auto base_latency = metric("latency_s");
+    std::vector<std::string> parts;
+    std::vector<double> lines;
+    if (target["improvement"]) {
+      const double improvement = target["improvement"].as<double>();
+      const std::string percent = number("%.4g%%", 100 * improvement);
+      if (objective == "latency") {
+        parts.push_back(percent + " lower latency than the baseline");
+        if (base_latency) lines.push_back(*base_latency * (1 - improvement));
+      } else {
+        parts.push_back(percent + (objective == "mfu" ? " more MFU" : " more throughput") +
+                        " than the baseline");
+        if (base_latency) lines.push_back(*base_latency / (1 + improvement));
+      }
+    }
+    if (objective == "latency" && target["latency_s"]) {
+      const double bound = target["latency_s"].as<double>();
+      parts.push_back("latency <= " + number("%.4g", bound) + " s");
+      lines.push_back(bound);
+    }
+    if (objective == "throughput" && target["throughput_flops_per_s"]) {
+      const double bound = target["throughput_flops_per_s"].as<double>();
+      parts.push_back("throughput >= " + number("%.4g", bound / 1e12) + " TFLOP/s");
+      if (const auto base = metric("throughput_flops_per_s"); base && base_latency)
+        lines.push_back(*base_latency * *base / bound);
+    }
+    if (objective == "mfu" && target["mfu_percent"]) {
+      const double bound = target["mfu_percent"].as<double>();
+      parts.push_back("MFU >= " + number("%.4g", bound) + "%");
+      if (const auto base = metric("mfu_percent"); base && base_latency)
+        lines.push_back(*base_latency * *base / bound);
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i) view.text += (i ? " and " : "") + parts[i];
+    // Both asked: the stricter bound is the line to reach.
+    if (!lines.empty()) view.latency_s = *std::min_element(lines.begin(), lines.end());
   } catch (const YAML::Exception&) {
   }
-  return std::nullopt;
+  return view;
 }
 
 std::string objective_of(const store::Run& run) {
@@ -220,7 +272,9 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   if (overview.best)
     doc["best"] = {{"trial", overview.best->id}, {"latency_s", number_or_null(overview.best_latency_s)}};
   if (overview.improvement) doc["improvement"] = *overview.improvement;
-  if (const auto line = goal_latency(run, overview.baseline_latency_s)) doc["goal_latency_s"] = *line;
+  const GoalView goal = goal_view(run, overview.baseline);
+  if (!goal.text.empty()) doc["goal"] = goal.text;
+  if (goal.latency_s) doc["goal_latency_s"] = *goal.latency_s;
 
   // Points in commit order; the evaluation number is the position in it.
   std::vector<std::string> variants;

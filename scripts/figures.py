@@ -215,7 +215,9 @@ def attention_cell(row):
     if row is None:
         return "not timed"
     if not row["valid"]:
-        return "invalid (SBUF)" if "SBUF" in row.get("error", "") else "invalid"
+        rule = row.get("rule", "")  # as the bench's own table names it: the resource overflowed, else the rule
+        reason = "SBUF" if rule.startswith("sbuf") else "PSUM" if rule.startswith("psum") else rule or "does not fit"
+        return f"invalid ({reason})"
     return f"{ms2(row['latency_s'])}, {percent(row['mfu_percent'])}"
 
 

@@ -12,6 +12,11 @@
   var palette = ["#1a5fb4", "#e66100", "#26a269", "#9141ac", "#c01c28", "#865e3c", "#0e7c86", "#a51d2d",
                  "#613583", "#3d3846", "#b5835a", "#2ec27e"];
   var statusSymbol = { ok: "circle", invalid: "triangle", wrong_answer: "diamond", failed: "rect", timeout: "pin" };
+  var evidenceChars = 600;  // a decision's evidence shown in full up to this length, else a preview
+  window.__autotuneCharts = charts;  // for the browser tests
+
+  // A variant's colour, the same on every chart of a run: its index in run.variants (first appearance).
+  function variantColour(variantIndex, runIndex) { return palette[(variantIndex + runIndex * 3) % palette.length]; }
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -53,7 +58,7 @@
                  itemStyle: p.status === "ok" ? undefined : { color: "#b3261e", opacity: 0.8 } };
       });
       series.push({ name: (many ? "run " + run.id + " " : "") + variant, type: "scatter", symbolSize: 7,
-                    data: pts, itemStyle: { color: palette[(vi + runIndex * 3) % palette.length], opacity: 0.75 },
+                    data: pts, itemStyle: { color: variantColour(vi, runIndex), opacity: 0.75 },
                     runId: run.id, kind: "points" });
     });
     var line = run.best_so_far.map(function (b) { return [b[0], b[1]]; });
@@ -62,7 +67,7 @@
     if (run.baseline && run.baseline.latency_s) marks.push({ yAxis: run.baseline.latency_s, name: "baseline" });
     if (run.goal_latency_s) marks.push({ yAxis: run.goal_latency_s, name: "goal" });
     series.push({ name: (many ? "run " + run.id + " " : "") + "best so far", type: "line", step: "end", data: line,
-                  showSymbol: false, lineStyle: { width: 2, color: many ? palette[(runIndex * 3) % palette.length] : "#1d232a" },
+                  showSymbol: false, lineStyle: { width: 2, color: many ? variantColour(0, runIndex) : "#1d232a" },
                   markLine: marks.length ? { symbol: "none", label: { formatter: "{b}" }, lineStyle: { type: "dashed" },
                                               data: marks } : undefined,
                   kind: "best" });
@@ -120,16 +125,18 @@
     var items = (run.importance && run.importance.parameters) || [];
     var c = chart("importance-" + run.id, node);
     c.setOption({
-      animation: false, grid: { left: 140, right: 30, top: 20, bottom: 30 },
+      animation: false, grid: { left: 140, right: 30, top: 20, bottom: 44 },
       tooltip: { formatter: function (p) { var it = items[items.length - 1 - p.dataIndex];
-        return it.name + ": " + (100 * it.fraction).toFixed(1) + "% of the variance (" + it.levels + " values, " + it.trials + " trials)"; } },
-      xAxis: { type: "value", max: 1, axisLabel: { formatter: function (v) { return (100 * v).toFixed(0) + "%"; } } },
+        return it.name + " alone explains " + (100 * it.fraction).toFixed(1) + "% of the variance of log latency (" + it.levels +
+               " values, " + it.trials + " trials)"; } },
+      xAxis: { type: "value", max: 1, name: "share of the variance explained alone", nameLocation: "middle", nameGap: 22,
+               axisLabel: { formatter: function (v) { return (100 * v).toFixed(0) + "%"; } } },
       yAxis: { type: "category", data: items.map(function (i) { return i.name; }).reverse() },
       series: [{ type: "bar", data: items.map(function (i) { return i.fraction; }).reverse(), itemStyle: { color: "#1a5fb4" } }]
     });
     pointCounts["importance-" + run.id] = items.length;
   }
-  function drawSlices(run, container) {
+  function drawSlices(run, container, runIndex) {
     var names = ((run.importance && run.importance.parameters) || []).map(function (i) { return i.name; })
       .filter(function (n) { return n !== "variant"; }).slice(0, 6);
     names.forEach(function (name) {
@@ -142,16 +149,23 @@
       var levels = Object.keys(distinct).map(function (k) { return distinct[k]; });
       var numeric = levels.length > 12 && levels.every(function (v) { return typeof v === "number" && v > 0; });
       if (!numeric) levels.sort(function (a, b) { return typeof a === "number" && typeof b === "number" ? a - b : String(a) < String(b) ? -1 : 1; });
+      // One series per variant that has the parameter, in the variant's colour on the convergence chart.
+      var series = [];
+      run.variants.forEach(function (variant, vi) {
+        var mine = pts.filter(function (p) { return p.variant === vi; });
+        if (!mine.length) return;
+        series.push({ name: variant, type: "scatter", symbolSize: 6, itemStyle: { opacity: 0.7, color: variantColour(vi, runIndex) },
+                      data: mine.map(function (p) { return { value: [numeric ? p.params[name] : String(p.params[name]), p.latency_s], trial: p.trial }; }) });
+      });
       var c = chart("slice-" + run.id + "-" + name, node);
       c.setOption({
         animation: false, title: { text: name, left: "center", textStyle: { fontSize: 13 } },
         grid: { left: 84, right: 20, top: 34, bottom: 30 },
-        tooltip: { formatter: function (p) { return "trial " + p.data.trial + "<br>" + name + "=" + p.data.value[0] + "<br>" + seconds(p.data.value[1]); } },
+        tooltip: { formatter: function (p) { return "trial " + p.data.trial + " (" + p.seriesName + ")<br>" + name + "=" + p.data.value[0] + "<br>" + seconds(p.data.value[1]); } },
         xAxis: numeric ? { type: "log", logBase: 2, scale: true } : { type: "category", data: levels.map(String) },
         yAxis: { type: "log", axisLabel: { formatter: function (v) { return seconds(v); } },
                  min: function (v) { return v.min * 0.85; }, max: function (v) { return v.max * 1.15; } },
-        series: [{ type: "scatter", symbolSize: 6, itemStyle: { opacity: 0.6, color: "#e66100" },
-                   data: pts.map(function (p) { return { value: [numeric ? p.params[name] : String(p.params[name]), p.latency_s], trial: p.trial }; }) }]
+        series: series
       });
       pointCounts["slice-" + run.id + "-" + name] = pts.length;
     });
@@ -170,8 +184,11 @@
       animation: false,
       title: { text: "trial " + timeline.trial + " " + timeline.variant, left: "center", textStyle: { fontSize: 13 } },
       tooltip: { formatter: function (p) { return rows[p.value[0]] + "<br>" + p.value[1].toFixed(2) + " - " + p.value[2].toFixed(2) + " us" + (p.value[3] ? "<br>critical-path site" : ""); } },
-      grid: { left: 100, right: 20, top: 34, bottom: 40 },
-      xAxis: { type: "value", min: 0, max: makespan, name: "us", nameLocation: "middle", nameGap: 24 },
+      grid: { left: 100, right: 20, top: 34, bottom: 62 },
+      // Bars are in microseconds from the kernel's start; the unit is on every tick, and the axis is named
+      // above the zoom slider, not behind it.
+      xAxis: { type: "value", min: 0, max: makespan, name: "time since the kernel's start", nameLocation: "middle", nameGap: 22,
+               axisLabel: { formatter: function (v) { return v + " us"; } } },
       yAxis: { type: "category", data: rows, inverse: true },
       dataZoom: [{ type: "inside", filterMode: "weakFilter" }, { type: "slider", height: 14, bottom: 4, filterMode: "weakFilter" }],
       series: [{
@@ -210,7 +227,7 @@
           el("div", { class: "what", text: "#" + d.seq + " " + d.skill + " / " + d.action + " (" + d.proposer + ")" }),
           d.rationale ? el("div", { text: d.rationale }) : null,
           d.outcome ? el("div", { class: "muted", text: "outcome: " + d.outcome }) : null,
-          d.evidence ? el("div", { class: "evidence", text: JSON.stringify(d.evidence).slice(0, 600) }) : null
+          d.evidence ? evidence(d.evidence) : null
         ]);
         if (d.trials && d.trials.length) {
           var links = el("div", {}, [el("span", { class: "muted", text: "tried: " })]);
@@ -228,6 +245,28 @@
     });
   }
 
+  // A decision's evidence as JSON on a line or two: whole when short; else cut after the last complete
+  // member or element that fits (never inside a string, a number or a name), with how much more there
+  // is, and the whole of it, indented, a click away.
+  function evidence(value) {
+    var text = JSON.stringify(value);
+    if (text.length <= evidenceChars) return el("div", { class: "evidence", text: text });
+    var cut = 0, inString = false;
+    for (var i = 0; i < evidenceChars; ++i) {
+      var ch = text.charAt(i);
+      if (inString) { if (ch === "\\") ++i; else if (ch === "\"") inString = false; }
+      else if (ch === "\"") inString = true;
+      else if (ch === ",") cut = i + 1;
+    }
+    var box = el("details", { class: "evidence" }, [
+      el("summary", {}, [el("span", { class: "preview", text: text.slice(0, cut) + " " }),
+                         el("span", { class: "more", text: "\u2026 " + (text.length - cut) + " more characters (click for all)" })]),
+      el("pre", { class: "full", text: JSON.stringify(value, null, 1) })
+    ]);
+    box.addEventListener("toggle", function () { box.querySelector("summary .preview").hidden = box.open; });
+    return box;
+  }
+
   function header(run) {
     var facts = el("div", { class: "facts" }, [
       fact("status", run.status + (run.stop_reason ? " (" + run.stop_reason + ")" : "")),
@@ -236,7 +275,8 @@
       fact("baseline", run.baseline ? seconds(run.baseline.latency_s) + " (trial " + run.baseline.trial + ")" : "-"),
       fact("best", run.best ? seconds(run.best.latency_s) + " (trial " + run.best.trial + ")" : "-"),
       fact("improvement", run.improvement !== undefined ? (100 * run.improvement).toFixed(1) + " %" : "-"),
-      fact("goal", run.goal_latency_s ? seconds(run.goal_latency_s) : "-"),
+      fact("goal", run.goal ? run.goal + (run.goal_latency_s ? " (" + seconds(run.goal_latency_s) + ")" : "")
+                            : run.goal_latency_s ? seconds(run.goal_latency_s) : "-"),
       fact("seed / simulator", run.seed + " / " + run.simulator_version)
     ]);
     facts.id = "facts-" + run.id;
@@ -265,11 +305,17 @@
     var conv = el("div", { class: "chart", id: "convergence" });
     app.appendChild(conv);
     drawConvergence(conv);
-    runs.forEach(function (run) {
+    runs.forEach(function (run, runIndex) {
       var section = el("section", { class: "run" });
       app.appendChild(section);
       section.appendChild(el("h2", { text: "run " + run.id + ": what mattered" }));
-      if (run.importance) section.appendChild(el("p", { class: "note", text: "parameter importance: " + run.importance.method }));
+      if (run.importance) {
+        var shares = (run.importance.parameters || []).reduce(function (sum, i) { return sum + i.fraction; }, 0);
+        section.appendChild(el("p", { class: "note importance", text: "parameter importance: " + run.importance.method +
+          ". Each bar is a separate share, measured alone: parameters the search varied together explain the same " +
+          "variance twice, so the shares need not sum to 100%" + (run.importance.parameters && run.importance.parameters.length > 1
+            ? " (here they sum to " + (100 * shares).toFixed(0) + "%)." : ".") }));
+      }
       var grid = el("div", { class: "grid2" });
       section.appendChild(grid);
       var imp = el("div", { class: "chart small", id: "importance-" + run.id });
@@ -277,11 +323,12 @@
       drawImportance(run, imp);
       var slices = el("div", { class: "grid3" });
       section.appendChild(el("h3", { text: "slices: latency against each of the most important parameters" }));
+      section.appendChild(el("p", { class: "note", text: "points coloured by variant, as on the convergence chart" }));
       section.appendChild(slices);
-      drawSlices(run, slices);
+      drawSlices(run, slices, runIndex);
       if (run.timelines) {
         section.appendChild(el("h2", { text: "run " + run.id + ": engine timelines, baseline and best" }));
-        section.appendChild(el("p", { class: "note", text: "re-simulated from the stored configurations: one row per engine and DMA queue; red: instructions at the critical path's heaviest sites (source line, engine, opcode)" }));
+        section.appendChild(el("p", { class: "note", text: "re-simulated from the stored configurations: one row per engine and DMA queue; red: instructions at the critical path's heaviest sites (source line, engine, opcode). Both timelines share one time axis, in microseconds (us) from the kernel's start, as long as the longer of the two." }));
         var tl = el("div", { class: "grid2" });
         section.appendChild(tl);
         var makespan = Math.max(run.timelines.baseline && run.timelines.baseline.makespan_us || 0,

@@ -13,6 +13,61 @@ const quickstart = join(SOURCE, "configs", "goals", "quickstart.yaml");
 const first = JSON.parse(autotune(["run", quickstart, "--json"], db));
 const second = JSON.parse(autotune(["run", quickstart, "--json", "--seed", "7", "--no-cache"], db));
 const chrome = await browser();
+
+// What the page says besides its points: the goal in the header, slices coloured as the convergence
+// chart colours each variant, importance shares said not to sum to 100%, the timelines' unit, and decision
+// evidence cut between JSON tokens with the whole of it a click away.
+async function checkReadings(page, runId) {
+  const goal = await page.evaluate((id) => [...document.querySelectorAll(`#facts-${id} div`)]
+    .find((d) => d.querySelector("b").textContent === "goal").querySelector("span").textContent, runId);
+  check(goal.startsWith("20% lower latency than the baseline ("), `the header's goal reads ${JSON.stringify(goal)}`);
+
+  const colours = await page.evaluate(() => {
+    const charts = window.__autotuneCharts;
+    const colourOf = (s) => s.itemStyle && s.itemStyle.color;
+    const convergence = {};
+    for (const s of charts.convergence.getOption().series) if (s.kind === "points") convergence[s.name] = colourOf(s);
+    const slices = {};
+    for (const name of Object.keys(charts).filter((n) => n.startsWith("slice-")))
+      slices[name] = charts[name].getOption().series.map((s) => [s.name, colourOf(s), s.data.length]);
+    return { convergence, slices };
+  });
+  check(Object.keys(colours.slices).length > 0, "no slices");
+  for (const [slice, series] of Object.entries(colours.slices))
+    for (const [variant, colour, points] of series)
+      check(points > 0 && colours.convergence[variant] !== undefined && colours.convergence[variant] === colour,
+            `${slice}: variant ${variant} is ${colour}, ${colours.convergence[variant]} on the convergence chart`);
+
+  const importance = await page.locator("p.note.importance").textContent();
+  check(importance.includes("need not sum to 100%"), `the importance note: ${importance}`);
+  const shares = await page.evaluate(() => window.__autotuneCharts[Object.keys(window.__autotuneCharts)
+    .find((n) => n.startsWith("importance-"))].getOption().series[0].data.reduce((a, b) => a + b, 0));
+  if (shares > 1.005) check(importance.includes(`here they sum to ${(100 * shares).toFixed(0)}%`),
+                            `shares summing to ${shares} not said: ${importance}`);
+
+  for (const which of ["baseline", "best"]) {
+    const tick = await page.evaluate((name) => window.__autotuneCharts[name].getOption().xAxis[0].axisLabel.formatter(5),
+                                     `timeline-${runId}-${which}`);
+    check(tick === "5 us", `the ${which} timeline's ticks read ${JSON.stringify(tick)}`);
+  }
+
+  const evidence = await page.evaluate(() => [...document.querySelectorAll(".decision .evidence")].map((e) =>
+    e.tagName === "DETAILS"
+      ? { preview: e.querySelector(".preview").textContent, more: e.querySelector(".more").textContent,
+          full: e.querySelector(".full").textContent }
+      : { whole: e.textContent }));
+  check(evidence.some((e) => e.full !== undefined), "no evidence long enough to be cut");
+  for (const e of evidence) {
+    if (e.whole !== undefined) {
+      JSON.parse(e.whole);
+      continue;
+    }
+    const compact = JSON.stringify(JSON.parse(e.full));
+    const preview = e.preview.trimEnd();
+    check(compact.startsWith(preview) && /[,]$/.test(preview), `evidence cut inside a token: ...${preview.slice(-40)}`);
+    check(e.more.includes(`${compact.length - preview.length} more characters`), `evidence marker: ${e.more}`);
+  }
+}
 try {
   // One run: every chart drawn, points = trials, timelines for baseline and best, a decision chain.
   const one = join(dir, "one.html");
@@ -33,6 +88,7 @@ try {
     check(links >= first.evaluations - 1, `${links} trial links in the decision chain`);
     // A trial link highlights its point on the convergence chart.
     await page.locator("a.trial").first().click();
+    await checkReadings(page, first.run_id);
   }
   // Two runs side by side: both curves, every trial of each.
   const two = join(dir, "two.html");

@@ -7,7 +7,36 @@ import re
 import subprocess
 import time
 
-from loop_support import BIN, check, goal_path, run, run_json, tempdir
+from loop_support import BIN, check, goal_path, query, run, run_json, tempdir, write_goal
+
+
+def page_data(html):
+    """The run documents a report page embeds (report/report_data.hpp)."""
+    text = re.search(r'<script type="application/json" id="autotune-data">(.*?)</script>', html, re.S).group(1)
+    return json.loads(text)
+
+
+def check_mfu_goal(tmp, db):
+    """An MFU goal is named in the page's header data (it read `goal -`), and its bound drawn as the
+    latency at which the baseline's work reaches it."""
+    goal = write_goal(tmp, "mfu.yaml", """
+name: mfu-goal
+kernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, dtype: bf16}
+objective: mfu
+goal: {mfu_percent: 60}
+max_iterations: 1
+budget: {evaluations: 4}
+""")
+    run_id = str(run_json(["run", goal], db)["run_id"])
+    page = os.path.join(tmp, "mfu.html")
+    check(run(["report", run_id, "--no-timelines", "-o", page], db).returncode == 0, "report of the MFU run")
+    doc = page_data(open(page).read())["runs"][0]
+    check(doc.get("goal") == "MFU >= 60%", f"the MFU goal reads {doc.get('goal')!r}")
+    baseline = query(db, "SELECT metrics FROM trials WHERE id = ?", (doc["baseline"]["trial"],))[0][0]
+    metrics = json.loads(baseline)
+    expected = metrics["latency_s"] * metrics["mfu_percent"] / 60
+    check(abs(doc.get("goal_latency_s", 0) - expected) <= 1e-9 * expected,
+          f"the MFU goal's line at {doc.get('goal_latency_s')} s, expected {expected}")
 
 
 def main():
@@ -25,6 +54,11 @@ def main():
         quick = os.path.join(tmp, "quick.html")
         check(run(["report", run_id, "--no-timelines", "-o", quick], db).returncode == 0, "--no-timelines")
         check('"timelines"' not in open(quick).read(), "--no-timelines still re-simulated")
+
+        data = page_data(html)
+        check(data["runs"][0].get("goal") == "20% lower latency than the baseline",
+              f"the latency goal reads {data['runs'][0].get('goal')!r}")
+        check_mfu_goal(tmp, db)
 
         trace = os.path.join(tmp, "trace.json")
         best = str(result["best"]["trial"])
