@@ -6,6 +6,7 @@ import os
 from loop_support import SOURCE, check, query, run, run_json, tempdir, write_goal
 
 MODEL = os.path.join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")
+LLAMA = os.path.join(SOURCE, "configs", "models", "llama-3.2-1b.yaml")
 SHORT = ["--layers", "1", "--seq", "384", "--target", "trn2"]
 
 
@@ -13,9 +14,9 @@ def operators(result):
     return {op["name"]: op for op in result["operators"]}
 
 
-def check_forward(result, layers):
+def check_forward(result, layers, count=24):
     ops = operators(result)
-    check(len(ops) == 24, f"24 operators expected (with q/k norm), got {sorted(ops)}")
+    check(len(ops) == count, f"{count} operators expected, got {sorted(ops)}")
     for name, op in ops.items():
         check(op["status"] == "ok" and op["verified"], f"{name}: {op['status']} {op['error']}")
         check(op["calls"] == (1 if name == "final_norm" else layers), f"{name}: {op['calls']} calls")
@@ -95,6 +96,26 @@ seed: 1
             check(rows and rows[0][0] == "completed", f"kernel run {kernel_run}: {rows}")
             # search.transfer reaches every kernel run: each learns from the earlier runs of its kernel.
             check("transfer: true" in rows[0][1], f"kernel run {kernel_run} does not learn from earlier runs")
+
+        # Llama-3.2-1B (no q/k norm): its gate and up projections (M=8192, K=2048) overflow SBUF with the
+        # GEMM's default blocks; the model shrinks the default to the fastest configuration that fits.
+        llama = run_json(["model", LLAMA, "--layers", "1", "--seq", "128", "--target", "trn2"],
+                         os.path.join(tmp, "fresh.db"))
+        check_forward(llama, 1, count=22)
+        ops = operators(llama)
+        default_gemm = ops["q_proj"]["configuration"]
+        check(default_gemm["source"] == "default", f"q_proj: {default_gemm}")
+        for name in ("gate_proj", "up_proj"):
+            config = ops[name]["configuration"]
+            check(config["source"] == "default, shrunk to fit" and config["variant"] == default_gemm["variant"],
+                  f"{name}: {config}")
+            check("does not fit" in config["note"], f"{name}: {config['note']}")
+            smaller = [k for k, v in config["params"].items() if v < default_gemm["params"][k]]
+            larger = [k for k, v in config["params"].items() if v > default_gemm["params"][k]]
+            check(smaller and not larger, f"{name}: {config['params']} against {default_gemm['params']}")
+        text = run(["model", LLAMA, "--layers", "1", "--seq", "128", "--no-verify"], os.path.join(tmp, "fresh.db"))
+        check(text.returncode == 0 and "gate_proj, up_proj: the default does not fit" in text.stdout,
+              f"the note: {text.stdout}")
 
         # Bad input: one line naming file:line: key, exit 2, before anything is simulated.
         bad = write_goal(tmp, "bad-model.yaml", open(MODEL).read().replace("layers: 28", "layers: 0"))
