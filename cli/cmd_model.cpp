@@ -8,6 +8,7 @@
 // latency, its MFU and its distance from the sum of the operators' roofline
 // bounds. Exit status: 0 when every operator ran and verified; 1 when one
 // was invalid or computed a wrong answer; 2 on misuse.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -64,6 +65,7 @@ nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec&
     nlohmann::json config = {
         {"variant", t.config.variant}, {"params", t.config.params}, {"source", t.config.source}};
     if (t.config.run) config["run"] = *t.config.run, config["trial"] = *t.config.trial;
+    if (!t.config.note.empty()) config["note"] = t.config.note;
     operators.push_back(
         {{"name", t.op.name},
          {"family", t.op.family},
@@ -139,6 +141,18 @@ int run_model(const ModelOptions& o) {
                 t.latency_s * 1e3, t.latency_s * double(t.op.calls) * 1e3, t.mfu_percent, t.share_percent,
                 config_text(t.config).c_str(), source_text(t.config).c_str(), status.c_str());
   }
+  // Why a default was shrunk or left for the baseline, once per reason.
+  std::vector<std::pair<std::string, std::string>> notes;  // operators, note
+  for (const auto& t : forward.operators) {
+    if (t.config.note.empty()) continue;
+    auto same =
+        std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.second == t.config.note; });
+    if (same == notes.end())
+      notes.push_back({t.op.name, t.config.note});
+    else
+      same->first += ", " + t.op.name;
+  }
+  for (const auto& [names, note] : notes) std::printf("note           %s: %s\n", names.c_str(), note.c_str());
   std::printf(
       "forward        %.3f ms, %.2f TFLOP, MFU %.1f%%; the operators' roofline bounds sum to %.3f ms "
       "(%.2fx)\n",

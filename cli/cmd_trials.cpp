@@ -34,6 +34,14 @@ const CommandRegistration registration{
           std::cout << store::report::trials_json(trials, overview.baseline_latency_s)
                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                     << "\n";
+        } else if (overview.model) {
+          // A model goal's run measures nothing itself: say where its trials are.
+          std::cout << "run " << run.id << " is a model goal's run; its trials are in its kernel runs"
+                    << (overview.kernel_runs.empty()
+                            ? std::string(" (none yet)")
+                            : " " + store::report::id_ranges(overview.kernel_runs) + " (autotune trials " +
+                                  std::to_string(overview.kernel_runs.front()) + ")")
+                    << "\n";
         } else {
           std::cout << store::report::format_trials(trials, overview.baseline_latency_s);
         }

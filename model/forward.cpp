@@ -6,8 +6,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <map>
 #include <mutex>
+#include <regex>
 
 #include "core/error.hpp"
+#include "model/fit.hpp"
 
 namespace autotune::model {
 
@@ -37,6 +39,13 @@ std::optional<RunKernel> run_kernel(const store::Run& run) {
   } catch (const YAML::Exception&) {
     return std::nullopt;  // not a kernel run's goal
   }
+}
+
+// A simulator message without its kernel source location ("gemm.hpp:233: "):
+// a model's user reads what overflowed, not where the template allocates it.
+std::string without_location(const std::string& error) {
+  static const std::regex location(R"(^\S+:\d+: )");
+  return std::regex_replace(error, location, "", std::regex_constants::format_first_only);
 }
 
 bool verified(const store::Trial& trial) {
@@ -91,7 +100,7 @@ std::optional<ChosenConfig> best_verified_config(store::Store& store, const std:
       if (!variant) continue;
       const auto params = params_of(*variant, trial.params);
       if (!params) continue;
-      best = ChosenConfig{trial.variant, *params, "tuned", run.id, trial.id, *latency};
+      best = ChosenConfig{trial.variant, *params, "tuned", run.id, trial.id, *latency, ""};
     }
   }
   return best;
@@ -154,15 +163,69 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   };
   evaluate_missing();
   // A family's default that does not fit this shape on this target (an SBUF
-  // overflow, say) gives way to its baseline, and the table says so.
-  bool fell_back = false;
-  for (auto& t : forward.operators)
-    if (const auto& e = evaluations.at(key_of(t)); t.config.source == "default" && !e.ok()) {
-      const std::string why(to_string(e.status));
-      t.config = family_config(kernels::family_registry().get(t.op.family), true);
-      t.config.source = "baseline (the default is " + why + ")";
-      fell_back = true;
+  // overflow, say) is shrunk until it does (model/fit.hpp): the fastest
+  // fitting configuration of the default variant. Only when none fits, or the
+  // default fails otherwise, does the operator take the family's baseline;
+  // the configuration's source and note say which and why.
+  std::map<std::string, FitResult> fits;  // by family and shape: the gate and up projections share one
+  auto fit_key = [](const OperatorTiming& t) {
+    std::string key = t.op.family;
+    for (const auto& [k, v] : t.op.shape) key += "|" + k + "=" + std::to_string(v);
+    return key;
+  };
+  {
+    std::mutex mutex;
+    boost::asio::thread_pool pool(std::size_t(std::max(1, options.jobs)));
+    std::exception_ptr failure;
+    for (const auto& t : forward.operators) {
+      if (t.config.source != "default" || evaluations.at(key_of(t)).status != Outcome::invalid) continue;
+      if (!fits.emplace(fit_key(t), FitResult{}).second) continue;
+      boost::asio::post(pool, [&, t] {
+        try {
+          FitOptions fit_options;
+          fit_options.evaluate.seed = options.seed;
+          const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
+          auto result = fit_variant(family, family.variant(t.config.variant), t.op.shape, model.dtype, target,
+                                    t.config.params, fit_options);
+          std::lock_guard lock(mutex);
+          fits.at(fit_key(t)) = std::move(result);
+        } catch (...) {
+          std::lock_guard lock(mutex);
+          if (!failure) failure = std::current_exception();
+        }
+      });
     }
+    pool.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+  bool fell_back = false;
+  for (auto& t : forward.operators) {
+    const kernels::Evaluation& e = evaluations.at(key_of(t));
+    if (t.config.source != "default" || e.ok()) continue;
+    const std::string why = std::string(to_string(e.status)) + ": " + without_location(e.error);
+    const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
+    if (const auto fit = fits.find(fit_key(t)); fit != fits.end() && fit->second.params) {
+      const FitResult& found = fit->second;
+      t.config.note = "the default does not fit (" + why + "); the fastest of " +
+                      std::to_string(found.measured) + " fitting configurations " +
+                      std::to_string(found.steps) + (found.steps == 1 ? " step" : " steps") +
+                      " smaller: " + changes_text(t.config.params, *found.params);
+      t.config.params = *found.params;
+      t.config.source = "default, shrunk to fit";
+      evaluations.emplace(key_of(t), *found.evaluation);
+      continue;
+    }
+    const std::string variant = t.config.variant;
+    t.config = family_config(family, true);
+    if (const auto fit = fits.find(fit_key(t)); fit != fits.end()) {
+      t.config.source = "baseline (no configuration of " + variant + " fits)";
+      t.config.note = "the default does not fit (" + why + "); " + fit->second.why_not;
+    } else {
+      t.config.source = "baseline (the default is " + std::string(to_string(e.status)) + ")";
+      t.config.note = "the default " + why;
+    }
+    fell_back = true;
+  }
   if (fell_back) evaluate_missing();
 
   const double peak = target.peak_flops(model.dtype);

@@ -4,8 +4,10 @@
 // Each operator runs the configuration the database holds as the best
 // verified trial for its exact family, shape, dtype and target (any run or
 // sweep), else its family's default variant with default parameters (marked
-// so), else the family's baseline. With `baseline`, every operator runs its
-// family's baseline variant. Each distinct (family, shape, configuration) is
+// so); where that default does not fit the shape on the target, the fastest
+// fitting configuration of the default variant (model/fit.hpp); only when
+// none fits, the family's baseline, with the reason. With `baseline`, every
+// operator runs its family's baseline variant. Each distinct (family, shape, configuration) is
 // evaluated once through the kernel pipeline (kernels/evaluate.hpp: the full
 // shape simulated, the output verified on the variant's verification shape)
 // and counted once per call.
@@ -25,9 +27,12 @@ namespace autotune::model {
 struct ChosenConfig {
   std::string variant;
   kernels::ParamValues params;
-  std::string source;                      // "tuned" | "default" | "baseline"
+  // "tuned" | "default" | "default, shrunk to fit" | "baseline", or
+  // "baseline (...)" when the default could not run, with the reason in `note`.
+  std::string source;
   std::optional<std::int64_t> run, trial;  // the tuned trial
   double recorded_latency_s = 0;           // as the trial measured it
+  std::string note;  // why a default was shrunk or left for the baseline; empty otherwise
 };
 
 // The best verified (status ok, verification passed) trial of any run in

@@ -14,7 +14,8 @@ constexpr std::int64_t kMaxSeq = 131072;
 constexpr std::int64_t kMaxLayers = 1024;
 
 std::int64_t positive(ConfigReader& reader, const std::string& key, std::int64_t largest) {
-  const auto value = reader.required<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
+  const auto value =
+      reader.required<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
   if (value < 1 || value > largest) {
     const YAML::Node node = reader.raw(key);
     reader.fail(key, std::to_string(value) + " is out of range; accepted: 1 to " + std::to_string(largest),
@@ -31,7 +32,8 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   const YAML::Node document = load_yaml_file(path);
   if (!document || document.IsNull()) throw UserError(path.string() + ": the model file is empty");
   if (!document.IsMap())
-    throw UserError(path.string() + ": a model file is a YAML mapping (name, hidden_size, layers, attention, mlp, ...)");
+    throw UserError(path.string() +
+                    ": a model file is a YAML mapping (name, hidden_size, layers, attention, mlp, ...)");
   ConfigReader top(document, path.string());
   model.name = top.optional<std::string>("name", path.stem().string());
   model.hidden_size = positive(top, "hidden_size", 65536);
@@ -56,7 +58,8 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   if (model.q_heads % model.kv_heads != 0) {
     const YAML::Node node = attention.raw("kv_heads");
     attention.fail("kv_heads",
-                   std::to_string(model.kv_heads) + " does not divide q_heads (" + std::to_string(model.q_heads) +
+                   std::to_string(model.kv_heads) + " does not divide q_heads (" +
+                       std::to_string(model.q_heads) +
                        "); accepted: a divisor of q_heads (grouped-query attention)",
                    &node);
   }
@@ -70,16 +73,43 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   }
   if (!model.causal) {
     const YAML::Node node = attention.raw("causal");
-    attention.fail("causal", "only causal attention is supported (a decoder's prefill); accepted: true", &node);
+    attention.fail("causal", "only causal attention is supported (a decoder's prefill); accepted: true",
+                   &node);
   }
-  attention.finish({"q_heads", "kv_heads", "head_dim", "causal", "qk_norm", "rope_theta"});
+  if (auto scaling = attention.maybe_child("rope_scaling")) {
+    const std::string kind = scaling->required<std::string>("kind", "llama3");
+    if (kind != "llama3") {
+      const YAML::Node node = scaling->raw("kind");
+      scaling->fail("kind", "unknown rotary scaling '" + kind + "'; accepted: llama3", &node);
+    }
+    auto& r = model.rope_scaling;
+    auto positive_number = [&](const std::string& key, double& value) {
+      value = scaling->required<double>(key, "a positive number");
+      if (!(value > 0) || !std::isfinite(value)) {
+        const YAML::Node node = scaling->raw(key);
+        scaling->fail(key, "must be a positive number", &node);
+      }
+    };
+    positive_number("factor", r.factor);
+    positive_number("low_freq_factor", r.low_freq_factor);
+    positive_number("high_freq_factor", r.high_freq_factor);
+    positive_number("original_max_position_embeddings", r.original_max_position_embeddings);
+    if (!(r.high_freq_factor > r.low_freq_factor)) {
+      const YAML::Node node = scaling->raw("high_freq_factor");
+      scaling->fail("high_freq_factor", "must be above low_freq_factor", &node);
+    }
+    scaling->finish(
+        {"kind", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  }
+  attention.finish({"q_heads", "kv_heads", "head_dim", "causal", "qk_norm", "rope_theta", "rope_scaling"});
 
   ConfigReader mlp = top.child("mlp");
   model.intermediate_size = positive(mlp, "intermediate_size", 1 << 20);
   model.activation = mlp.optional<std::string>("activation", "silu", "silu (a gated MLP)");
   if (model.activation != "silu") {
     const YAML::Node node = mlp.raw("activation");
-    mlp.fail("activation", "unknown activation '" + model.activation + "'; accepted: silu (a gated MLP)", &node);
+    mlp.fail("activation", "unknown activation '" + model.activation + "'; accepted: silu (a gated MLP)",
+             &node);
   }
   mlp.finish({"intermediate_size", "activation"});
 
@@ -96,7 +126,9 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
     }
     norm->finish({"kind", "eps"});
   }
-  top.finish({"name", "hidden_size", "layers", "attention", "mlp", "norm", "vocab_size", "dtype", "seq"});
+  model.tie_word_embeddings = top.optional<bool>("tie_word_embeddings", false);
+  top.finish({"name", "hidden_size", "layers", "attention", "mlp", "norm", "vocab_size",
+              "tie_word_embeddings", "dtype", "seq"});
 
   if (overrides.layers) {
     if (*overrides.layers < 1 || *overrides.layers > kMaxLayers)
@@ -116,48 +148,67 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
 std::vector<Operator> prefill_chain(const ModelSpec& m) {
   const std::int64_t S = m.seq, H = m.hidden_size, d = m.head_dim, L = m.layers;
   const std::int64_t q_width = m.q_heads * d, kv_width = m.kv_heads * d, I = m.intermediate_size;
-  auto rows_cols = [](std::int64_t rows, std::int64_t cols) { return kernels::Shape{{"rows", rows}, {"cols", cols}}; };
-  auto gemm = [](std::int64_t M, std::int64_t N, std::int64_t K) { return kernels::Shape{{"M", M}, {"N", N}, {"K", K}}; };
+  auto rows_cols = [](std::int64_t rows, std::int64_t cols) {
+    return kernels::Shape{{"rows", rows}, {"cols", cols}};
+  };
+  auto gemm = [](std::int64_t M, std::int64_t N, std::int64_t K) {
+    return kernels::Shape{{"M", M}, {"N", N}, {"K", K}};
+  };
   auto transpose = [](std::int64_t batch, std::int64_t rows, std::int64_t cols) {
     return kernels::Shape{{"batch", batch}, {"rows", rows}, {"cols", cols}};
   };
   std::vector<Operator> chain;
   auto add = [&](std::string name, std::string family, kernels::Shape shape, std::string purpose,
                  bool per_layer, std::vector<std::string> inputs, std::string output) {
-    chain.push_back({std::move(name), std::move(family), std::move(shape), per_layer ? L : 1, std::move(purpose),
-                     std::move(inputs), std::move(output), per_layer});
+    chain.push_back({std::move(name), std::move(family), std::move(shape), per_layer ? L : 1,
+                     std::move(purpose), std::move(inputs), std::move(output), per_layer});
   };
   // Attention block.
-  add("attn_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream [seq, hidden]", true, {"x", "attn_gamma"}, "xn");
-  add("attn_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq], GEMMs' left operand", true, {"xn"}, "xn_t");
+  add("attn_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream [seq, hidden]", true,
+      {"x", "attn_gamma"}, "xn");
+  add("attn_norm_t", "transpose", transpose(1, S, H),
+      "normed activations to [hidden, seq], GEMMs' left operand", true, {"xn"}, "xn_t");
   add("q_proj", "gemm", gemm(S, q_width, H), "queries [seq, q_heads*head_dim]", true, {"xn_t", "w_q"}, "q");
   add("k_proj", "gemm", gemm(S, kv_width, H), "keys [seq, kv_heads*head_dim]", true, {"xn_t", "w_k"}, "k");
-  add("v_proj", "gemm", gemm(kv_width, S, H), "values transposed [kv_heads*head_dim, seq]", true, {"w_v", "xn_t"}, "v_t");
+  add("v_proj", "gemm", gemm(kv_width, S, H), "values transposed [kv_heads*head_dim, seq]", true,
+      {"w_v", "xn_t"}, "v_t");
   if (m.qk_norm) {
-    add("q_norm", "rmsnorm", rows_cols(S * m.q_heads, d), "RMSNorm over head_dim of each query head", true, {"q", "q_gamma"}, "q_normed");
-    add("k_norm", "rmsnorm", rows_cols(S * m.kv_heads, d), "RMSNorm over head_dim of each key head", true, {"k", "k_gamma"}, "k_normed");
+    add("q_norm", "rmsnorm", rows_cols(S * m.q_heads, d), "RMSNorm over head_dim of each query head", true,
+        {"q", "q_gamma"}, "q_normed");
+    add("k_norm", "rmsnorm", rows_cols(S * m.kv_heads, d), "RMSNorm over head_dim of each key head", true,
+        {"k", "k_gamma"}, "k_normed");
   }
   add("q_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.q_heads}, {"head_dim", d}},
       "rotary embedding of the queries", true, {m.qk_norm ? "q_normed" : "q", "cos", "sin"}, "q_rotated");
   add("k_rope", "rope", kernels::Shape{{"seq", S}, {"heads", m.kv_heads}, {"head_dim", d}},
       "rotary embedding of the keys", true, {m.qk_norm ? "k_normed" : "k", "cos", "sin"}, "k_rotated");
-  add("q_t", "transpose", transpose(1, S, q_width), "queries to [q_heads*head_dim, seq] for attention", true, {"q_rotated"}, "q_t");
-  add("k_t", "transpose", transpose(1, S, kv_width), "keys to [kv_heads*head_dim, seq] for attention", true, {"k_rotated"}, "k_t");
-  add("v_heads", "transpose", transpose(m.kv_heads, d, S), "values to [kv_heads*seq, head_dim] for attention", true, {"v_t"}, "v");
+  add("q_t", "transpose", transpose(1, S, q_width), "queries to [q_heads*head_dim, seq] for attention", true,
+      {"q_rotated"}, "q_t");
+  add("k_t", "transpose", transpose(1, S, kv_width), "keys to [kv_heads*head_dim, seq] for attention", true,
+      {"k_rotated"}, "k_t");
+  add("v_heads", "transpose", transpose(m.kv_heads, d, S), "values to [kv_heads*seq, head_dim] for attention",
+      true, {"v_t"}, "v");
   add("attention", "attention",
       kernels::Shape{{"seq", S}, {"q_heads", m.q_heads}, {"kv_heads", m.kv_heads}, {"head_dim", d}},
       "causal grouped-query attention, out [q_heads*seq, head_dim]", true, {"q_t", "k_t", "v"}, "o");
-  add("o_t", "transpose", transpose(m.q_heads, S, d), "attention output to [q_heads*head_dim, seq]", true, {"o"}, "o_t");
-  add("o_proj", "gemm", gemm(S, H, q_width), "output projection [seq, hidden]", true, {"o_t", "w_o"}, "attn_out");
+  add("o_t", "transpose", transpose(m.q_heads, S, d), "attention output to [q_heads*head_dim, seq]", true,
+      {"o"}, "o_t");
+  add("o_proj", "gemm", gemm(S, H, q_width), "output projection [seq, hidden]", true, {"o_t", "w_o"},
+      "attn_out");
   add("attn_residual", "add", rows_cols(S, H), "residual add", true, {"x", "attn_out"}, "h");
   // MLP block: gate and up come out transposed, so the down projection takes
   // SiLU(gate) * up as its (transposed) left operand without a layout change.
-  add("mlp_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream", true, {"h", "mlp_gamma"}, "hn");
-  add("mlp_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq]", true, {"hn"}, "hn_t");
-  add("gate_proj", "gemm", gemm(I, S, H), "gate transposed [intermediate, seq]", true, {"w_gate", "hn_t"}, "gate_t");
+  add("mlp_norm", "rmsnorm", rows_cols(S, H), "RMSNorm of the residual stream", true, {"h", "mlp_gamma"},
+      "hn");
+  add("mlp_norm_t", "transpose", transpose(1, S, H), "normed activations to [hidden, seq]", true, {"hn"},
+      "hn_t");
+  add("gate_proj", "gemm", gemm(I, S, H), "gate transposed [intermediate, seq]", true, {"w_gate", "hn_t"},
+      "gate_t");
   add("up_proj", "gemm", gemm(I, S, H), "up transposed [intermediate, seq]", true, {"w_up", "hn_t"}, "up_t");
-  add("silu_mul", "silu_mul", rows_cols(I, S), "SiLU(gate) * up, transposed [intermediate, seq]", true, {"gate_t", "up_t"}, "act_t");
-  add("down_proj", "gemm", gemm(S, H, I), "down projection [seq, hidden]", true, {"act_t", "w_down"}, "mlp_out");
+  add("silu_mul", "silu_mul", rows_cols(I, S), "SiLU(gate) * up, transposed [intermediate, seq]", true,
+      {"gate_t", "up_t"}, "act_t");
+  add("down_proj", "gemm", gemm(S, H, I), "down projection [seq, hidden]", true, {"act_t", "w_down"},
+      "mlp_out");
   add("mlp_residual", "add", rows_cols(S, H), "residual add", true, {"h", "mlp_out"}, "x");
   add("final_norm", "rmsnorm", rows_cols(S, H), "the final RMSNorm", false, {"x", "final_gamma"}, "y");
   return chain;

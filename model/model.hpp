@@ -29,10 +29,19 @@ struct ModelSpec {
   bool causal = true;
   bool qk_norm = false;  // RMSNorm over head_dim on each head's queries and keys (Qwen3)
   double rope_theta = 10000;
+  // Llama 3's rotary frequency scaling (HF rope_type "llama3"): wavelengths
+  // above original_max_position_embeddings / low_freq_factor are divided by
+  // `factor`, those below ... / high_freq_factor kept, those between
+  // interpolated. factor 0: no scaling.
+  struct RopeScaling {
+    double factor = 0, low_freq_factor = 1, high_freq_factor = 4;
+    double original_max_position_embeddings = 8192;
+  } rope_scaling;
   std::int64_t intermediate_size = 0;
   std::string activation = "silu";  // the gated MLP's activation
   double norm_eps = 1e-6;
   std::int64_t vocab_size = 0;
+  bool tie_word_embeddings = false;  // recorded; the prefill chain ends at the final norm
   sim::Dtype dtype = sim::Dtype::bf16;
   std::int64_t seq = 0;  // prompt tokens of the prefill
 };

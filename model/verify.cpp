@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <numbers>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -17,14 +18,30 @@ bool is_weight(const std::string& name) {
   return name.starts_with("w_") || name.ends_with("_gamma") || name == "cos" || name == "sin";
 }
 
-// Rotary tables: angle(s, i) = s * theta^(-2i / head_dim), i < head_dim / 2.
+// The rotary frequency of pair i: theta^(-2i / head_dim), with Llama 3's
+// scaling when the model has it (HF's _compute_llama3_parameters).
+double rope_frequency(const ModelSpec& m, std::int64_t i) {
+  const double frequency = std::pow(m.rope_theta, -2.0 * double(i) / double(m.head_dim));
+  const auto& r = m.rope_scaling;
+  if (!(r.factor > 0)) return frequency;
+  const double wavelength = 2 * std::numbers::pi / frequency;
+  const double low_freq_wavelength = r.original_max_position_embeddings / r.low_freq_factor;
+  const double high_freq_wavelength = r.original_max_position_embeddings / r.high_freq_factor;
+  if (wavelength < high_freq_wavelength) return frequency;
+  if (wavelength > low_freq_wavelength) return frequency / r.factor;
+  const double smooth = (r.original_max_position_embeddings / wavelength - r.low_freq_factor) /
+                        (r.high_freq_factor - r.low_freq_factor);
+  return (1 - smooth) * frequency / r.factor + smooth * frequency;
+}
+
+// Rotary tables: angle(s, i) = s * rope_frequency(i), i < head_dim / 2.
 void rope_tables(const ModelSpec& m, std::vector<double>& cos, std::vector<double>& sin) {
   const std::int64_t half = m.head_dim / 2;
   cos.assign(std::size_t(m.seq * half), 0);
   sin.assign(std::size_t(m.seq * half), 0);
   for (std::int64_t s = 0; s < m.seq; ++s)
     for (std::int64_t i = 0; i < half; ++i) {
-      const double angle = double(s) * std::pow(m.rope_theta, -2.0 * double(i) / double(m.head_dim));
+      const double angle = double(s) * rope_frequency(m, i);
       cos[std::size_t(s * half + i)] = std::cos(angle);
       sin[std::size_t(s * half + i)] = std::sin(angle);
     }
@@ -33,8 +50,8 @@ void rope_tables(const ModelSpec& m, std::vector<double>& cos, std::vector<doubl
 // A weight for `name` of [rows, cols], rounded to the model's dtype: gammas
 // near 1, projections with variance 1 / rows (rows is the contraction axis
 // of both GEMM operands), so activations keep their scale through layers.
-std::vector<double> draw_weight(const std::string& name, std::int64_t rows, std::int64_t cols, sim::Dtype dtype,
-                                Rng& rng) {
+std::vector<double> draw_weight(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                sim::Dtype dtype, Rng& rng) {
   std::vector<double> w(std::size_t(rows * cols));
   const bool gamma = name.ends_with("_gamma");
   const double bound = gamma ? 0.5 : std::sqrt(3.0 / double(rows));
@@ -74,7 +91,8 @@ std::vector<double> matmul(const std::vector<double>& a, const std::vector<doubl
 std::int64_t verification_seq(const ModelSpec& model) { return std::min<std::int64_t>(model.seq, 300); }
 
 std::vector<double> reference_forward(const ModelSpec& m, const std::vector<Tensors>& layers,
-                                      const std::vector<double>& final_gamma, const std::vector<double>& input) {
+                                      const std::vector<double>& final_gamma,
+                                      const std::vector<double>& input) {
   const std::int64_t S = m.seq, H = m.hidden_size, d = m.head_dim, half = d / 2, I = m.intermediate_size;
   const std::int64_t qw = m.q_heads * d, kvw = m.kv_heads * d, group = m.q_heads / m.kv_heads;
   std::vector<double> cos, sin;
@@ -97,8 +115,10 @@ std::vector<double> reference_forward(const ModelSpec& m, const std::vector<Tens
   const double scale = 1.0 / std::sqrt(double(d));
   for (const Tensors& w : layers) {
     const auto xn = rmsnorm(x, S, H, w.at("attn_gamma"), m.norm_eps);
-    const auto q = heads(matmul(xn, w.at("w_q"), S, H, qw), m.q_heads, m.qk_norm ? &w.at("q_gamma") : nullptr);
-    const auto k = heads(matmul(xn, w.at("w_k"), S, H, kvw), m.kv_heads, m.qk_norm ? &w.at("k_gamma") : nullptr);
+    const auto q =
+        heads(matmul(xn, w.at("w_q"), S, H, qw), m.q_heads, m.qk_norm ? &w.at("q_gamma") : nullptr);
+    const auto k =
+        heads(matmul(xn, w.at("w_k"), S, H, kvw), m.kv_heads, m.qk_norm ? &w.at("k_gamma") : nullptr);
     const auto v = matmul(xn, w.at("w_v"), S, H, kvw);
     // Causal grouped-query attention: query head h reads kv head h / group.
     std::vector<double> o(std::size_t(S * qw), 0.0), p(static_cast<std::size_t>(S), 0.0);
@@ -164,13 +184,14 @@ ChainCheck verify_chain(const ModelSpec& full, const ForwardTiming& forward, con
         if (!weights.count(name)) weights[name] = draw_weight(name, rows, cols, m.dtype, rng);
         tensor = &weights.at(name);
       } else {
-        AUTOTUNE_CHECK(activations.count(name), "model chain: operator " + op.name + " reads " + name +
-                                                     " before anything writes it");
+        AUTOTUNE_CHECK(activations.count(name),
+                       "model chain: operator " + op.name + " reads " + name + " before anything writes it");
         tensor = &activations.at(name);
       }
       AUTOTUNE_CHECK(std::int64_t(tensor->size()) == rows * cols,
-                     "model chain: " + op.name + "'s input " + name + " has " + std::to_string(tensor->size()) +
-                         " elements, the kernel reads " + std::to_string(rows * cols));
+                     "model chain: " + op.name + "'s input " + name + " has " +
+                         std::to_string(tensor->size()) + " elements, the kernel reads " +
+                         std::to_string(rows * cols));
       inputs.emplace_back(tensor->begin(), tensor->end());
     }
     const ChosenConfig* config = configs.count(op.name) ? configs.at(op.name) : nullptr;

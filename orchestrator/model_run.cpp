@@ -76,6 +76,7 @@ std::string operator_names(const model::ForwardTiming& forward, const KernelGrou
 
 // Re-sums the forward after an operator's timing changed.
 void resum(model::ForwardTiming& forward) {
+  const double before = forward.latency_s;
   forward.latency_s = forward.roofline_s = 0;
   for (const auto& t : forward.operators) {
     forward.latency_s += t.latency_s * double(t.op.calls);
@@ -84,16 +85,22 @@ void resum(model::ForwardTiming& forward) {
   for (auto& t : forward.operators)
     t.share_percent =
         forward.latency_s > 0 ? 100.0 * t.latency_s * double(t.op.calls) / forward.latency_s : 0;
+  // The FLOPs are unchanged: the MFU scales with the time.
+  if (forward.latency_s > 0) forward.mfu_percent *= before / forward.latency_s;
+}
+
+std::string configuration_text(const model::ChosenConfig& config) {
+  std::string out = config.variant;
+  for (const auto& [k, v] : config.params) out += " " + k + "=" + std::to_string(v);
+  return out;
 }
 
 Json forward_evidence(const model::ForwardTiming& forward) {
   Json operators = Json::array();
   for (const auto& t : forward.operators) {
-    std::string config = t.config.variant;
-    for (const auto& [k, v] : t.config.params) config += " " + k + "=" + std::to_string(v);
     operators.push_back({{"operator", t.op.name},
                          {"kernel", group_key(t)},
-                         {"configuration", config},
+                         {"configuration", configuration_text(t.config)},
                          {"source", t.config.source},
                          {"latency_s", t.latency_s},
                          {"calls", t.op.calls},
@@ -332,6 +339,37 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
   return goal;
 }
 
+namespace {
+
+Json operator_rows(const ModelRunSummary& s) {
+  Json rows = Json::array();
+  const model::ForwardTiming& now = s.tuned.operators.empty() ? s.baseline : s.tuned;
+  for (std::size_t i = 0; i < now.operators.size() && i < s.baseline.operators.size(); ++i) {
+    const auto& before = s.baseline.operators[i];
+    const auto& t = now.operators[i];
+    Json row = {{"operator", t.op.name},
+                {"family", t.op.family},
+                {"kernel", group_key(t)},
+                {"shape", kernels::shape_text(t.op.shape, kernels::family_registry().get(t.op.family))},
+                {"calls", t.op.calls},
+                {"baseline_latency_s", before.latency_s},
+                {"latency_s", t.latency_s},
+                {"speedup", t.latency_s > 0 ? before.latency_s / t.latency_s : 0},
+                {"share_percent", t.share_percent},
+                {"configuration", configuration_text(t.config)},
+                {"source", t.config.source},
+                {"run", t.config.run ? Json(*t.config.run) : Json()},
+                {"evaluations", 0}};
+    if (t.config.run)
+      if (const auto it = s.kernel_run_evaluations.find(*t.config.run); it != s.kernel_run_evaluations.end())
+        row["evaluations"] = it->second;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
 Json ModelRunSummary::to_json() const {
   Json out = {{"run_id", run_id},
               {"status", status},
@@ -347,7 +385,11 @@ Json ModelRunSummary::to_json() const {
               {"iterations", iterations},
               {"evaluations", evaluations},
               {"wall_time_s", wall_time_s},
-              {"kernel_runs", kernel_runs}};
+              {"kernel_runs", kernel_runs},
+              {"operators", operator_rows(*this)}};
+  Json per_run = Json::object();
+  for (const auto& [run, count] : kernel_run_evaluations) per_run[std::to_string(run)] = count;
+  out["kernel_run_evaluations"] = per_run;
   if (check)
     out["end_to_end"] = {{"seq", check->seq},
                          {"mse", check->mse},
@@ -375,17 +417,29 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
   summary.run_id = store.create_run(record);
   record.id = summary.run_id;
   DecisionLog log(store, summary.run_id);
-  auto report = [&](int iteration, const std::string& phase, double best) {
+  // `in_loop`: the evaluations of the kernel loop in progress, not yet in summary.evaluations.
+  auto report = [&](int iteration, const std::string& phase, double best, int in_loop = 0) {
     if (!progress) return;
     Progress p;
+    p.run_id = summary.run_id;
     p.iteration = iteration;
     p.max_iterations = goal.max_iterations;
-    p.evaluations = summary.evaluations;
+    p.evaluations = summary.evaluations + in_loop;
     p.budget = goal.budget_evaluations;
     p.best_latency_s = best;
     if (summary.baseline_latency_s > 0) p.improvement = 1.0 - best / summary.baseline_latency_s;
     p.phase = phase;
     progress(p);
+  };
+  // The run's record as it stands, so that `runs`, `report` and the dashboard
+  // show the kernel runs and the forward while the run goes on.
+  auto save = [&](const model::ForwardTiming& current) {
+    summary.tuned = current;
+    summary.best_latency_s = current.latency_s;
+    if (summary.baseline_latency_s > 0)
+      summary.improvement = 1.0 - current.latency_s / summary.baseline_latency_s;
+    record.summary = summary.to_json();
+    store.update_run(record);
   };
 
   try {
@@ -406,6 +460,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       log.append(0, "model_orchestrator", d);
     }
     model::ForwardTiming current = summary.baseline;
+    save(current);
     report(0, "baseline", current.latency_s);
 
     std::set<std::string> settled;  // kernels whose last loop found nothing better
@@ -455,18 +510,27 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       Goal kernel_goal = kernel_goal_for(goal, lead, slice, iteration, elapsed());
       RunSetup setup = prepare_run(kernel_goal);
       RunOptions run_options;
+      auto add_kernel_run = [&](int64_t id) {
+        if (id == 0 || summary.kernel_run_evaluations.count(id)) return false;
+        summary.kernel_runs.push_back(id);
+        summary.kernel_run_evaluations[id] = 0;
+        return true;
+      };
       run_options.progress = [&](const Progress& p) {
-        report(iteration, "tune " + lead.op.name + ": " + p.phase, current.latency_s);
+        if (add_kernel_run(p.run_id)) save(current);  // the kernel run exists: the model run lists it
+        report(iteration, "tune " + lead.op.name + ": " + p.phase, current.latency_s, p.evaluations);
       };
       RunContext context{kernel_goal, setup.catalog,           *setup.target,
                          store,       setup.simulator_version, run_options};
       const RunSummary kernel_run = Orchestrator(context).run();
-      summary.kernel_runs.push_back(kernel_run.run_id);
+      add_kernel_run(kernel_run.run_id);
+      summary.kernel_run_evaluations[kernel_run.run_id] = kernel_run.evaluations;
       summary.evaluations += kernel_run.evaluations;
       summary.iterations = iteration;
 
       const std::string outcome = adopt_kernel_run(kernel_run, *chosen, lead, current, settled);
       log.set_outcome(choice_seq, outcome);
+      save(current);
       report(iteration, "tuned " + lead.op.name, current.latency_s);
       if (iteration == goal.max_iterations &&
           1.0 - current.latency_s / summary.baseline_latency_s >= goal.improvement)

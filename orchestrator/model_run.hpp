@@ -17,6 +17,7 @@
 // model` afterwards picks its results up. The goal's improvement is measured
 // on the whole forward against the all-baseline forward.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -68,9 +69,18 @@ struct ModelRunSummary {
   model::ForwardTiming baseline, tuned;
   std::optional<model::ChainCheck> check;
   int iterations = 0;
-  int evaluations = 0;
+  int evaluations = 0;  // of every kernel run
   double wall_time_s = 0;
   std::vector<int64_t> kernel_runs;
+  std::map<int64_t, int> kernel_run_evaluations;  // by kernel run
+  // The summary as `run --json` prints it and the store keeps it with the run
+  // (Run::summary), rewritten as the run goes: while it runs, `tuned` is the
+  // forward re-summed from the kernel runs so far. Besides the figures above,
+  // "operators" has a row per operator: its kernel and shape, its baseline
+  // and current latency per call, the speedup, its share of the current
+  // forward, its configuration and the kernel run (and its evaluations) that
+  // tuned it. store/report.hpp reads "kernel_runs" and the latencies;
+  // report/report_data.hpp the rows.
   Json to_json() const;
 };
 

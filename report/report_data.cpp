@@ -257,9 +257,80 @@ Json trial_trace(const store::Run& run, const store::Trial& trial) {
   return sim::perfetto_trace_json(e.sim, *e.program);
 }
 
+namespace {
+
+Json decision_chain(store::Store& store, int64_t run_id, const std::vector<store::Trial>& trials) {
+  Json chain = Json::array();
+  std::map<int64_t, Json> proposed;
+  for (const auto& trial : trials)
+    if (trial.decision_seq) proposed[*trial.decision_seq].push_back(trial.id);
+  for (const auto& d : store.decisions(run_id)) {
+    Json entry = {{"seq", d.seq},         {"iteration", d.iteration}, {"skill", d.skill},
+                  {"action", d.action},   {"proposer", d.proposer},   {"rationale", d.rationale},
+                  {"outcome", d.outcome}, {"evidence", d.evidence}};
+    const auto it = proposed.find(d.seq);
+    const std::size_t count = it == proposed.end() ? 0 : it->second.size();
+    entry["trials_proposed"] = count;
+    if (count > 0)
+      entry["trials"] =
+          count > 200 ? Json(std::vector<Json>(it->second.begin(), it->second.begin() + 200)) : it->second;
+    chain.push_back(std::move(entry));
+  }
+  return chain;
+}
+
+// A model goal's run has no trials of its own: its document holds the
+// forward before and after, a row per operator (from the run's summary) and
+// its kernel runs with their evaluations, in place of the trial charts.
+Json model_report(store::Store& store, const store::Run& run, const store::report::RunOverview& overview) {
+  Json doc = store::run_listing_json(run);
+  doc["objective"] = "latency";
+  doc["evaluations"] = overview.counts.total;
+  if (overview.baseline_latency_s) doc["baseline"] = {{"latency_s", *overview.baseline_latency_s}};
+  if (overview.best_latency_s) doc["best"] = {{"latency_s", *overview.best_latency_s}};
+  if (overview.improvement) doc["improvement"] = *overview.improvement;
+  doc["variants"] = Json::array();
+  doc["points"] = Json::array();
+  doc["best_so_far"] = Json::array();
+  doc["parameters"] = Json::array();
+  doc["last_trial"] = 0;
+  const Json& summary = run.summary;
+  auto number = [&](const char* key) {
+    return summary.contains(key) && summary[key].is_number() ? summary[key] : Json();
+  };
+  Json kernel_runs = Json::array();
+  for (const int64_t id : overview.kernel_runs) {
+    const auto child = store.run(id);
+    if (!child) continue;
+    const auto o = store::report::overview(store, *child);
+    kernel_runs.push_back({{"run", id},
+                           {"goal_name", child->goal_name},
+                           {"kernel", child->kernel},
+                           {"status", std::string(store::to_string(child->status))},
+                           {"stop_reason", child->stop_reason},
+                           {"evaluations", o.counts.total},
+                           {"baseline_latency_s", store::report::number_or_null(o.baseline_latency_s)},
+                           {"best_latency_s", store::report::number_or_null(o.best_latency_s)},
+                           {"speedup", store::report::number_or_null(o.speedup)}});
+  }
+  doc["model"] = {{"forward_before_s", number("baseline_latency_s")},
+                  {"forward_after_s", number("best_latency_s")},
+                  {"speedup", number("speedup")},
+                  {"mfu_before_percent", number("baseline_mfu_percent")},
+                  {"mfu_after_percent", number("best_mfu_percent")},
+                  {"roofline_sum_s", number("roofline_sum_s")},
+                  {"operators", summary.value("operators", Json::array())},
+                  {"kernel_runs", kernel_runs}};
+  doc["decisions"] = decision_chain(store, run.id, {});
+  return doc;
+}
+
+}  // namespace
+
 Json run_report(store::Store& store, int64_t run_id, const ReportOptions& options) {
   const store::Run run = store::report::require_run(store, run_id);
   const store::report::RunOverview overview = store::report::overview(store, run);
+  if (overview.model) return model_report(store, run, overview);
   const std::vector<store::Trial> trials = store.trials(run_id);
 
   Json doc = store::run_listing_json(run);
@@ -350,23 +421,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
        "its variance each parameter's value explains alone (interactions not separated)"},
       {"parameters", importance(trials)}};
 
-  Json chain = Json::array();
-  std::map<int64_t, Json> proposed;
-  for (const auto& trial : trials)
-    if (trial.decision_seq) proposed[*trial.decision_seq].push_back(trial.id);
-  for (const auto& d : store.decisions(run_id)) {
-    Json entry = {{"seq", d.seq},         {"iteration", d.iteration}, {"skill", d.skill},
-                  {"action", d.action},   {"proposer", d.proposer},   {"rationale", d.rationale},
-                  {"outcome", d.outcome}, {"evidence", d.evidence}};
-    const auto it = proposed.find(d.seq);
-    const std::size_t count = it == proposed.end() ? 0 : it->second.size();
-    entry["trials_proposed"] = count;
-    if (count > 0)
-      entry["trials"] =
-          count > 200 ? Json(std::vector<Json>(it->second.begin(), it->second.begin() + 200)) : it->second;
-    chain.push_back(std::move(entry));
-  }
-  doc["decisions"] = chain;
+  doc["decisions"] = decision_chain(store, run_id, trials);
 
   if (options.timelines) {
     Json timelines = Json::object();
@@ -385,6 +440,7 @@ Json runs_index(store::Store& store) {
     if (o.baseline_latency_s) row["baseline_latency_s"] = *o.baseline_latency_s;
     if (o.best_latency_s) row["best_latency_s"] = *o.best_latency_s;
     if (o.speedup) row["speedup"] = *o.speedup;
+    if (o.model) row["kernel_runs"] = o.kernel_runs;
     out.push_back(std::move(row));
   }
   return out;

@@ -110,7 +110,62 @@ Trial require_trial(Store& store, int64_t run_id, int64_t trial_id) {
   return *trial;
 }
 
+std::optional<std::vector<int64_t>> kernel_runs_of(const Run& run) {
+  if (!run.summary.is_object() || !run.summary.contains("kernel_runs") ||
+      !run.summary["kernel_runs"].is_array())
+    return std::nullopt;
+  std::vector<int64_t> ids;
+  for (const auto& id : run.summary["kernel_runs"])
+    if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
+  return ids;
+}
+
+std::string id_ranges(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<double> positive_number_at(const Json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
+  const double value = object[key].get<double>();
+  return value > 0 ? std::optional<double>(value) : std::nullopt;
+}
+
+RunOverview model_overview(Store& store, const Run& run, std::vector<int64_t> kernel_runs) {
+  RunOverview out;
+  out.run = run;
+  out.model = true;
+  out.kernel_runs = std::move(kernel_runs);
+  for (const int64_t id : out.kernel_runs) {
+    const TrialCounts c = store.trial_counts(id);
+    out.counts.total += c.total;
+    out.counts.ok += c.ok;
+    out.counts.invalid += c.invalid;
+    out.counts.wrong_answer += c.wrong_answer;
+    out.counts.failed += c.failed;
+    out.counts.timeout += c.timeout;
+    out.counts.cache_hits += c.cache_hits;
+  }
+  out.baseline_latency_s = positive_number_at(run.summary, "baseline_latency_s");
+  out.best_latency_s = positive_number_at(run.summary, "best_latency_s");
+  out.speedup = ratio(out.baseline_latency_s, out.best_latency_s);
+  if (run.summary.contains("improvement") && run.summary["improvement"].is_number())
+    out.improvement = run.summary["improvement"].get<double>();
+  return out;
+}
+
+}  // namespace
+
 RunOverview overview(Store& store, const Run& run) {
+  if (auto kernel_runs = kernel_runs_of(run)) return model_overview(store, run, std::move(*kernel_runs));
   RunOverview out;
   out.run = run;
   out.counts = store.trial_counts(run.id);
@@ -206,7 +261,13 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
     std::replace(created.begin(), created.end(), 'T', ' ');
     std::string status(to_string(run.status));
     if (run.goal_met) status += " (goal met)";
-    table.add({std::to_string(run.id), created, run.goal_name, run.kernel, run.target, status,
+    std::string kernel = run.kernel;
+    if (entry.model)
+      kernel += entry.kernel_runs.empty()
+                    ? " (no kernel run yet)"
+                    : std::string(entry.kernel_runs.size() == 1 ? " (kernel run " : " (kernel runs ") +
+                          id_ranges(entry.kernel_runs) + ")";
+    table.add({std::to_string(run.id), created, run.goal_name, kernel, run.target, status,
                entry.best_latency_s ? format_seconds(*entry.best_latency_s) : "-",
                entry.speedup ? format_speedup(*entry.speedup) : "-",
                entry.improvement ? format_improvement(*entry.improvement) : "-",
@@ -313,6 +374,7 @@ Json runs_json(const std::vector<RunOverview>& runs) {
     item["improvement"] = number_or_null(entry.improvement);
     item["evaluations"] = entry.counts.total;
     item["cache_hits"] = entry.counts.cache_hits;
+    if (entry.model) item["kernel_runs"] = entry.kernel_runs;
     out.push_back(std::move(item));
   }
   return out;

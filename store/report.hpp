@@ -11,7 +11,12 @@
 //  - speedup: baseline latency / latency (1.25 means 1.25x faster);
 //  - a run's improvement: the figure the orchestrator recorded for the goal's
 //    objective (summary.improvement), else the fraction of the baseline
-//    latency removed (1 - best / baseline), the latency objective's figure.
+//    latency removed (1 - best / baseline), the latency objective's figure;
+//  - a model goal's run (docs/model.md) has no trials of its own: its summary
+//    lists its kernel runs (summary.kernel_runs, kept current while it runs).
+//    Its evaluations are its kernel runs' trials, its baseline and best the
+//    forward's latency before (every operator at its baseline) and after
+//    (summary.baseline_latency_s, summary.best_latency_s).
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +39,15 @@ struct RunOverview {
   std::optional<double> best_latency_s;
   std::optional<double> speedup;
   std::optional<double> improvement;
+  // A model goal's run: its kernel runs (counts sums their trials').
+  bool model = false;
+  std::vector<int64_t> kernel_runs;
 };
+
+// The kernel runs of a model goal's run; nullopt for any other run.
+std::optional<std::vector<int64_t>> kernel_runs_of(const Run& run);
+// "2-5, 7": ids, consecutive ones as a range.
+std::string id_ranges(const std::vector<int64_t>& ids);
 
 RunOverview overview(Store& store, const Run& run);
 std::vector<RunOverview> overviews(Store& store);  // every run, oldest first

@@ -73,10 +73,10 @@
                   kind: "best" });
     return series;
   }
-  function drawConvergence(node) {
+  function drawConvergence(node, shown) {
     var c = chart("convergence", node);
     var series = [];
-    runs.forEach(function (run, i) { series = series.concat(convergenceSeries(run, i, runs.length > 1)); });
+    shown.forEach(function (run, i) { series = series.concat(convergenceSeries(run, i, shown.length > 1)); });
     c.setOption({
       animation: false,
       tooltip: { trigger: "item", formatter: function (p) {
@@ -97,6 +97,7 @@
     countPoints();
   }
   function countPoints() {
+    if (!charts.convergence) return publish();
     var n = 0;
     (charts.convergence.getOption().series || []).forEach(function (s) { if (s.kind === "points") n += s.data.length; });
     pointCounts.convergence = n;
@@ -267,7 +268,59 @@
     return box;
   }
 
+  // ---- a model goal's run: the forward before and after, a row per operator, the kernel runs
+  function modelHeader(run) {
+    var m = run.model;
+    var runsText = m.kernel_runs.length ? m.kernel_runs.map(function (k) { return "run " + k.run; }).join(", ") : "none yet";
+    var facts = el("div", { class: "facts" }, [
+      fact("status", run.status + (run.stop_reason ? " (" + run.stop_reason + ")" : "")),
+      fact("model / target", run.kernel + " on " + run.target),
+      fact("evaluations", String(run.evaluations) + " in " + m.kernel_runs.length + " kernel runs"),
+      fact("forward before", seconds(m.forward_before_s) + (m.mfu_before_percent !== null ? ", MFU " + m.mfu_before_percent.toFixed(1) + " %" : "")),
+      fact("forward after", seconds(m.forward_after_s) + (m.mfu_after_percent !== null ? ", MFU " + m.mfu_after_percent.toFixed(1) + " %" : "")),
+      fact("speedup", m.forward_before_s && m.forward_after_s ? (m.forward_before_s / m.forward_after_s).toFixed(2) + "x" : "-"),
+      fact("kernel runs", runsText),
+      fact("seed / simulator", run.seed + " / " + run.simulator_version)
+    ]);
+    facts.id = "facts-" + run.id;
+    return facts;
+  }
+  function table(id, head, rows) {
+    var t = el("table", { class: "rows", id: id }, [el("tr", {}, head.map(function (h) { return el("th", { text: h }); }))]);
+    rows.forEach(function (r) { t.appendChild(el("tr", {}, r.map(function (c) { return el("td", { text: c }); }))); });
+    return t;
+  }
+  function drawModel(run, section) {
+    var box = el("div", { id: "model-" + run.id });
+    section.appendChild(box);
+    fillModel(run, box);
+  }
+  function fillModel(run, section) {
+    var m = run.model;
+    section.textContent = "";
+    section.appendChild(el("h2", { text: "run " + run.id + ": the forward, operator by operator" }));
+    section.appendChild(el("p", { class: "note", text: "latency per call before (every operator at its family's baseline) and after the run; the share is of the forward after; evaluations are those of the kernel run that tuned the operator" }));
+    section.appendChild(table("operators-" + run.id,
+      ["operator", "kernel", "shape", "calls", "baseline", "tuned", "speedup", "share", "evaluations", "configuration"],
+      m.operators.map(function (o) {
+        return [o.operator, o.family, o.shape, String(o.calls), seconds(o.baseline_latency_s), seconds(o.latency_s),
+                o.speedup ? o.speedup.toFixed(2) + "x" : "-", o.share_percent.toFixed(1) + " %",
+                o.run !== null ? o.evaluations + " (run " + o.run + ")" : "-", o.configuration + " (" + o.source + ")"];
+      })));
+    pointCounts["operators-" + run.id] = m.operators.length;
+    section.appendChild(el("h2", { text: "run " + run.id + ": its kernel runs" }));
+    section.appendChild(table("kernel-runs-" + run.id,
+      ["run", "goal", "kernel", "status", "evaluations", "baseline", "best", "speedup"],
+      m.kernel_runs.map(function (k) {
+        return ["run " + k.run, k.goal_name, k.kernel, k.status + (k.stop_reason ? " (" + k.stop_reason + ")" : ""),
+                String(k.evaluations), seconds(k.baseline_latency_s), seconds(k.best_latency_s),
+                k.speedup ? k.speedup.toFixed(2) + "x" : "-"];
+      })));
+    pointCounts["kernel-runs-" + run.id] = m.kernel_runs.length;
+  }
+
   function header(run) {
+    if (run.model) return modelHeader(run);
     var facts = el("div", { class: "facts" }, [
       fact("status", run.status + (run.stop_reason ? " (" + run.stop_reason + ")" : "")),
       fact("kernel / target", run.kernel + " on " + run.target),
@@ -300,14 +353,27 @@
       if (run.sampled) section.appendChild(el("p", { class: "note", text: "points: " + run.sampled.shown + " of " + run.sampled.of + " trials shown (" + run.sampled.how + ")" }));
       app.appendChild(section);
     });
-    app.appendChild(el("h2", { text: runs.length > 1 ? "convergence, side by side" : "convergence" }));
-    app.appendChild(el("p", { class: "note", text: "every trial is a point coloured by variant; failed and invalid trials are marked in red on a band above the highest latency; the line is the best so far; dashed: baseline and goal. Click a point for its decision." }));
-    var conv = el("div", { class: "chart", id: "convergence" });
-    app.appendChild(conv);
-    drawConvergence(conv);
-    runs.forEach(function (run, runIndex) {
+    // A model goal's run has no trials of its own: its kernel runs have them (their own reports).
+    var kernelRuns = runs.filter(function (run) { return !run.model; });
+    if (kernelRuns.length) {
+      app.appendChild(el("h2", { text: kernelRuns.length > 1 ? "convergence, side by side" : "convergence" }));
+      app.appendChild(el("p", { class: "note", text: "every trial is a point coloured by variant; failed and invalid trials are marked in red on a band above the highest latency; the line is the best so far; dashed: baseline and goal. Click a point for its decision." }));
+      var conv = el("div", { class: "chart", id: "convergence" });
+      app.appendChild(conv);
+      drawConvergence(conv, kernelRuns);
+    }
+    runs.forEach(function (run) {
+      var runIndex = kernelRuns.indexOf(run);
       var section = el("section", { class: "run" });
       app.appendChild(section);
+      if (run.model) {
+        drawModel(run, section);
+        section.appendChild(el("h2", { text: "run " + run.id + ": the decision chain" }));
+        var modelChain = el("div", { id: "decisions-" + run.id });
+        section.appendChild(modelChain);
+        drawDecisions(run, modelChain);
+        return;
+      }
       section.appendChild(el("h2", { text: "run " + run.id + ": what mattered" }));
       if (run.importance) {
         var shares = (run.importance.parameters || []).reduce(function (sum, i) { return sum + i.fraction; }, 0);
@@ -356,6 +422,18 @@
   function live() {
     var run = runs[0];
     var ticks = 0;
+    // A model goal's run: its whole document again (its kernel runs and rows change), every 2 s.
+    function pollModel() {
+      fetch(data.api).then(function (r) { return r.json(); }).then(function (doc) {
+        ["model", "evaluations", "status", "stop_reason", "baseline", "best", "improvement"].forEach(function (k) { run[k] = doc[k]; });
+        var facts = document.getElementById("facts-" + run.id);
+        facts.parentNode.replaceChild(header(run), facts);
+        fillModel(run, document.getElementById("model-" + run.id));
+        publish();
+      }).catch(function (e) { console.warn("autotune: update failed", e); })
+        .then(function () { setTimeout(pollModel, 2000); });
+    }
+    if (run.model) { setTimeout(pollModel, 2000); return; }
     function poll() {
       ticks += 1;
       fetch(data.api + "/trials?after=" + run.last_trial).then(function (r) { return r.json(); }).then(function (update) {

@@ -101,6 +101,28 @@ try {
           `two runs: ${status.charts.convergence} points for ${first.evaluations + second.evaluations} trials`);
   }
 
+  // A model goal's run has no trials of its own: its report draws the forward, a row per operator and its
+  // kernel runs instead of empty charts.
+  const modelGoal = join(dir, "model.yaml");
+  writeFileSync(modelGoal, `name: tiny-model\nmodel: {file: ${join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")}, layers: 1, seq: 128}\n` +
+    "target: trn2\ngoal: {improvement: 0.9}\nmax_iterations: 1\nper_kernel: {iterations: 1, evaluations: 2}\n" +
+    "budget: {evaluations: 2}\nverify: false\nseed: 1\n");
+  const model = JSON.parse(autotune(["run", modelGoal, "--json"], db));
+  const modelPage = join(dir, "model.html");
+  autotune(["report", String(model.run_id), "-o", modelPage], db);
+  {
+    const { page, errors } = await openPage(chrome, "file://" + modelPage);
+    const status = await page.evaluate(() => window.__autotuneRender);
+    check(errors.length === 0 && status.errors.length === 0, `model report script errors: ${errors} ${status.errors}`);
+    const rows = await page.locator(`#operators-${model.run_id} tr`).count();
+    check(rows === model.operators.length + 1 && rows > 20, `${rows - 1} operator rows for ${model.operators.length} operators`);
+    const kernelRuns = await page.locator(`#kernel-runs-${model.run_id} tr`).count();
+    check(kernelRuns === model.kernel_runs.length + 1, `${kernelRuns - 1} kernel-run rows for ${model.kernel_runs}`);
+    const facts = await page.locator(`#facts-${model.run_id}`).innerText();
+    check(facts.includes(`${model.evaluations} in ${model.kernel_runs.length} kernel runs`), `model facts: ${facts}`);
+    check((await page.locator(".note", { hasText: "no trial" }).count()) === 0, "the model report shows empty timelines");
+  }
+
   // The live dashboard: a sweep whose measurements take a while; its page gains trials without a reload.
   writeFileSync(join(dir, "slow.py"), 'import sys, time\ntime.sleep(0.3)\nprint(\'{"latency_s": %g}\' % (1e-3 * int(sys.argv[1])))\n');
   const goal = join(dir, "slow.yaml");
@@ -115,12 +137,12 @@ try {
     });
     server.on("exit", (code) => reject(new Error(`serve exited ${code}`)));
   });
+  const runId = Math.max(...JSON.parse(autotune(["runs", "--json"], db)).map((r) => r.id)) + 1;  // the sweep's
   const sweep = startAutotune(["sweep", goal, "--json"], db);
   try {
     const home = await chrome.newPage();
     await home.goto(url);
-    await home.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length >= 3, null, { timeout: 30_000 });
-    const runId = second.run_id + 1;
+    await home.waitForFunction((n) => document.querySelectorAll("#runs tbody tr").length >= n, runId, { timeout: 30_000 });
     let page;
     for (let i = 0; i < 100 && !page; ++i) {
       const r = await fetch(`${url}api/run/${runId}/trials?after=0`).catch(() => null);

@@ -2,10 +2,12 @@
 configurations picked up from tuned runs, the model goal's choices, and bad model inputs."""
 import json
 import os
+import re
 
 from loop_support import SOURCE, check, query, run, run_json, tempdir, write_goal
 
 MODEL = os.path.join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")
+LLAMA = os.path.join(SOURCE, "configs", "models", "llama-3.2-1b.yaml")
 SHORT = ["--layers", "1", "--seq", "384", "--target", "trn2"]
 
 
@@ -13,9 +15,9 @@ def operators(result):
     return {op["name"]: op for op in result["operators"]}
 
 
-def check_forward(result, layers):
+def check_forward(result, layers, count=24):
     ops = operators(result)
-    check(len(ops) == 24, f"24 operators expected (with q/k norm), got {sorted(ops)}")
+    check(len(ops) == count, f"{count} operators expected, got {sorted(ops)}")
     for name, op in ops.items():
         check(op["status"] == "ok" and op["verified"], f"{name}: {op['status']} {op['error']}")
         check(op["calls"] == (1 if name == "final_norm" else layers), f"{name}: {op['calls']} calls")
@@ -73,8 +75,14 @@ search: {{transfer: true}}
 parallel: 2
 seed: 1
 """)
-        summary = run_json(["run", model_goal], db)
+        proc = run(["run", model_goal, "--json"], db)
+        check(proc.returncode == 0, f"model goal exited {proc.returncode}: {proc.stderr[-2000:]}")
+        summary = json.loads(proc.stdout)
         check(summary["status"] == "completed", f"model goal: {summary}")
+        # The progress line counts the evaluations of the kernel loop in progress, not only finished loops.
+        first_loop = [int(m.group(1)) for m in re.finditer(r"iteration 1/\d+  evaluations (\d+)/\d+ .*\[tune [^\]]*: ",
+                                                           proc.stderr)]
+        check(first_loop and max(first_loop) > 0, f"the first kernel loop's progress: {first_loop}\n{proc.stderr}")
         check(0 < summary["evaluations"] <= 12, f"budget of 12: {summary['evaluations']}")
         check(summary["best_latency_s"] < summary["baseline_latency_s"], f"no gain: {summary}")
         check(summary["end_to_end"]["passed"], f"end to end: {summary['end_to_end']}")
@@ -95,6 +103,61 @@ seed: 1
             check(rows and rows[0][0] == "completed", f"kernel run {kernel_run}: {rows}")
             # search.transfer reaches every kernel run: each learns from the earlier runs of its kernel.
             check("transfer: true" in rows[0][1], f"kernel run {kernel_run} does not learn from earlier runs")
+
+        # Llama-3.2-1B (no q/k norm): its gate and up projections (M=8192, K=2048) overflow SBUF with the
+        # GEMM's default blocks; the model shrinks the default to the fastest configuration that fits.
+        llama = run_json(["model", LLAMA, "--layers", "1", "--seq", "128", "--target", "trn2"],
+                         os.path.join(tmp, "fresh.db"))
+        check_forward(llama, 1, count=22)
+        ops = operators(llama)
+        default_gemm = ops["q_proj"]["configuration"]
+        check(default_gemm["source"] == "default", f"q_proj: {default_gemm}")
+        for name in ("gate_proj", "up_proj"):
+            config = ops[name]["configuration"]
+            check(config["source"] == "default, shrunk to fit" and config["variant"] == default_gemm["variant"],
+                  f"{name}: {config}")
+            check("does not fit" in config["note"], f"{name}: {config['note']}")
+            smaller = [k for k, v in config["params"].items() if v < default_gemm["params"][k]]
+            larger = [k for k, v in config["params"].items() if v > default_gemm["params"][k]]
+            check(smaller and not larger, f"{name}: {config['params']} against {default_gemm['params']}")
+        text = run(["model", LLAMA, "--layers", "1", "--seq", "128", "--no-verify"], os.path.join(tmp, "fresh.db"))
+        check(text.returncode == 0 and "gate_proj, up_proj: the default does not fit" in text.stdout,
+              f"the note: {text.stdout}")
+
+        # The model run is not empty: `runs` counts its kernel runs' evaluations and shows the forward before
+        # and after; its report has a row per operator and its kernel runs instead of trial charts.
+        listed = json.loads(run(["runs", "--json"], db).stdout)
+        row = next(r for r in listed if r["id"] == summary["run_id"])
+        check(row["evaluations"] == summary["evaluations"] > 0, f"runs: {row} against {summary['evaluations']}")
+        check(row["kernel_runs"] == summary["kernel_runs"], f"runs: {row}")
+        check(row["best_latency_s"] == summary["best_latency_s"] and row["baseline_latency_s"] == summary["baseline_latency_s"],
+              f"runs: {row}")
+        line = next(l for l in run(["runs"], db).stdout.splitlines() if l.split()[0] == str(summary["run_id"]))
+        check("kernel run" in line and line.rstrip().endswith(str(summary["evaluations"])), f"runs: {line}")
+        check(len(summary["operators"]) == 24, f"summary rows: {len(summary['operators'])}")
+        proc = run(["trials", str(summary["run_id"])], db)
+        check(proc.returncode == 0 and "its trials are in its kernel runs" in proc.stdout, f"trials: {proc.stdout}")
+        page = os.path.join(tmp, "model.html")
+        proc = run(["report", str(summary["run_id"]), "-o", page], db)
+        check(proc.returncode == 0, proc.stderr)
+        html = open(page).read()
+        embedded = re.search(r'<script type="application/json" id="autotune-data">(.*?)</script>', html, re.S)
+        doc = json.loads(embedded.group(1))["runs"][0]
+        model = doc["model"]
+        check("timelines" not in doc and doc["evaluations"] == summary["evaluations"], f"report: {sorted(doc)}")
+        check(model["forward_before_s"] == summary["baseline_latency_s"] and
+              model["forward_after_s"] == summary["best_latency_s"], f"report forward: {model}")
+        rows = {r["operator"]: r for r in model["operators"]}
+        check(len(rows) == 24, f"report rows: {sorted(rows)}")
+        for name, r in rows.items():
+            check(r["baseline_latency_s"] > 0 and r["latency_s"] > 0 and r["speedup"] > 0 and r["shape"] and r["kernel"],
+                  f"{name}: {r}")
+        check(abs(sum(r["share_percent"] for r in rows.values()) - 100) < 0.1, "report shares do not add up")
+        tuned_rows = [r for r in rows.values() if r["run"] is not None]
+        check(tuned_rows and all(r["evaluations"] > 0 and r["run"] in summary["kernel_runs"] for r in tuned_rows),
+              f"tuned rows: {tuned_rows}")
+        check(sum(k["evaluations"] for k in model["kernel_runs"]) == summary["evaluations"],
+              f"kernel runs: {model['kernel_runs']}")
 
         # Bad input: one line naming file:line: key, exit 2, before anything is simulated.
         bad = write_goal(tmp, "bad-model.yaml", open(MODEL).read().replace("layers: 28", "layers: 0"))

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
+#include "model/fit.hpp"
 #include "model/forward.hpp"
 #include "store/store.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -66,6 +67,30 @@ TEST_CASE("the shipped Qwen3-0.6B file has the published figures") {
   CHECK(m.dtype == sim::Dtype::bf16);
 }
 
+TEST_CASE("the shipped Llama-3.2-1B file has the published figures") {
+  const auto m = model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/llama-3.2-1b.yaml");
+  CHECK(m.hidden_size == 2048);
+  CHECK(m.layers == 16);
+  CHECK(m.q_heads == 32);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.head_dim == 64);
+  CHECK(m.intermediate_size == 8192);
+  CHECK(!m.qk_norm);
+  CHECK(m.rope_theta == 500000);
+  CHECK(m.rope_scaling.factor == 32);
+  CHECK(m.rope_scaling.low_freq_factor == 1);
+  CHECK(m.rope_scaling.high_freq_factor == 4);
+  CHECK(m.rope_scaling.original_max_position_embeddings == 8192);
+  CHECK(m.norm_eps == 1e-5);
+  CHECK(m.vocab_size == 128256);
+  CHECK(m.tie_word_embeddings);
+  CHECK(m.dtype == sim::Dtype::bf16);
+  // No q/k norm: the chain goes from the projections straight to the rotary embedding.
+  const auto chain = model::prefill_chain(m);
+  CHECK(op(chain, "q_rope").inputs.front() == "q");
+  CHECK(op(chain, "gate_proj").shape == kernels::Shape{{"M", 8192}, {"N", m.seq}, {"K", 2048}});
+}
+
 TEST_CASE("bad model files are one line naming file, line and key, before any work") {
   testing::TempDir dir;
   CHECK(load_error(kQwen).empty());
@@ -85,6 +110,10 @@ TEST_CASE("bad model files are one line naming file, line and key, before any wo
   CHECK(load_error(replaced(kQwen, "dtype: bf16", "dtype: int8")).find("accepted: bf16, fp16, fp32") !=
         std::string::npos);
   CHECK(load_error("[1, 2, 3]\n").find("a model file is a YAML mapping") != std::string::npos);
+  const std::string scaled =
+      replaced(kQwen, "rope_theta: 1000000}", "rope_theta: 1000000, rope_scaling: {kind: yarn}}");
+  CHECK(load_error(scaled).find("rope_scaling") != std::string::npos);
+  CHECK(load_error(scaled).find("accepted: llama3") != std::string::npos);
   CHECK(load_error("hidden_size: [\n").find("m.yaml") != std::string::npos);  // not YAML
   CHECK(load_error(kQwen, {0, std::nullopt}).find("--layers 0 is out of range") != std::string::npos);
   CHECK(load_error(kQwen, {std::nullopt, -5}).find("--seq -5 is out of range") != std::string::npos);
@@ -186,4 +215,91 @@ TEST_CASE("an operator takes the best verified trial for its exact kernel, shape
   CHECK(best->params.at("unroll_factor") == 2);
   CHECK(!model::best_verified_config(*store, "rmsnorm", {{"rows", 64}, {"cols", 256}}, sim::Dtype::bf16,
                                      "trn2"));
+}
+
+namespace {
+
+// Roles whose parameters a fit may shrink (model/fit.hpp).
+bool shrinking_role(kernels::ParamRole role) {
+  return role == kernels::ParamRole::tile || role == kernels::ParamRole::block ||
+         role == kernels::ParamRole::unroll || role == kernels::ParamRole::pipeline_depth;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "an operator whose default does not fit runs the fastest fitting configuration of the default variant") {
+  // A Llama-3.2-1B-wide layer at a short prompt: the gate and up projections
+  // (M = intermediate 8192, K = hidden 2048) overflow SBUF with the GEMM's
+  // default blocks on trn2.
+  testing::TempDir dir;
+  const auto file = dir.write("wide.yaml", R"(name: wide
+hidden_size: 2048
+layers: 1
+attention: {q_heads: 2, kv_heads: 1, head_dim: 64, rope_theta: 500000}
+mlp: {intermediate_size: 8192, activation: silu}
+vocab_size: 1000
+seq: 128
+)");
+  const auto m = model::load_model(file);
+  const sim::TargetSpec target = sim::load_target("trn2");
+  const auto chain = model::prefill_chain(m);
+  const model::Operator& gate = op(chain, "gate_proj");
+  const kernels::FamilySpec& family = kernels::family_registry().get(gate.family);
+  REQUIRE(!family.default_variant.empty());
+  const kernels::VariantSpec& variant = family.variant(family.default_variant);
+  const kernels::ParamValues defaults = kernels::resolve_params(variant, kernels::ParamValues{});
+  kernels::EvaluateOptions quick;
+  quick.verify = false;
+  // The premise: the default does not fit this shape.
+  REQUIRE(kernels::evaluate(family, variant.name, gate.shape, m.dtype, defaults, target, quick).status ==
+          Outcome::invalid);
+
+  const model::ForwardTiming forward = model::time_forward(m, target, nullptr, model::ForwardOptions{});
+  const model::OperatorTiming* timed = nullptr;
+  for (const auto& t : forward.operators)
+    if (t.op.name == gate.name) timed = &t;
+  REQUIRE(timed);
+  CHECK(timed->config.variant == family.default_variant);
+  CHECK(timed->config.source == "default, shrunk to fit");
+  CHECK(timed->config.note.find("does not fit") != std::string::npos);
+  CHECK(timed->status == Outcome::ok);
+  CHECK(timed->verified);
+  // Only parameters whose smaller values hold less on chip went down, none up.
+  bool smaller = false;
+  for (const auto& p : variant.params) {
+    const auto chosen = timed->config.params.at(p.name);
+    CHECK(chosen <= defaults.at(p.name));
+    if (!shrinking_role(p.role)) CHECK(chosen == defaults.at(p.name));
+    smaller = smaller || chosen < defaults.at(p.name);
+  }
+  CHECK(smaller);
+  // The fastest of the configurations one value down in one parameter that fit.
+  std::optional<double> fastest;
+  for (const auto& p : variant.params) {
+    if (!shrinking_role(p.role)) continue;
+    std::optional<std::int64_t> below;
+    for (auto v : p.values)
+      if (v < defaults.at(p.name) && (!below || v > *below)) below = v;
+    if (!below) continue;
+    kernels::ParamValues params = defaults;
+    params[p.name] = *below;
+    const auto e = kernels::evaluate(family, variant.name, gate.shape, m.dtype, params, target, quick);
+    if (e.ok() && (!fastest || e.latency_s < *fastest)) fastest = e.latency_s;
+  }
+  REQUIRE(fastest);
+  CHECK(timed->latency_s == doctest::Approx(*fastest).epsilon(1e-9));
+}
+
+TEST_CASE("a variant with no fitting configuration at or below its default says why") {
+  const kernels::FamilySpec& family = kernels::family_registry().get("gemm");
+  const kernels::VariantSpec& variant = family.variant(family.default_variant);
+  sim::TargetSpec target = sim::load_target("trn2");
+  target.sbuf_bytes_per_partition = 256;  // nothing of a GEMM's operand tiles fits
+  const kernels::Shape shape{{"M", 512}, {"N", 512}, {"K", 512}};
+  const auto fit = model::fit_variant(family, variant, shape, sim::Dtype::bf16, target,
+                                      kernels::resolve_params(variant, kernels::ParamValues{}));
+  CHECK(!fit.params);
+  CHECK(fit.checked > 0);
+  CHECK(fit.why_not.find("fits") != std::string::npos);
 }

@@ -152,3 +152,48 @@ TEST_CASE("serve: routes answer pages and JSON, unknown runs and paths are 404 w
   CHECK(missing.body == "run 999 not found in :memory:\n");
   CHECK(report::handle_get(*store, "/etc/passwd").status == 404);
 }
+
+TEST_CASE("report: a model goal's run shows its operators and kernel runs instead of trial charts") {
+  auto store = open_store(":memory:");
+  Run model_run;
+  model_run.goal_name = "tiny-model";
+  model_run.goal_yaml = "name: tiny-model\nmodel: {file: m.yaml}\ngoal: {improvement: 0.5}\n";
+  model_run.kernel = "model:tiny";
+  model_run.target = "trn2 (simulated)";
+  const int64_t parent = store->create_run(model_run);
+  const int64_t child = seeded_run(*store, 9);
+  const Json row = {{"operator", "q_proj"},
+                    {"family", "gemm"},
+                    {"kernel", "gemm M=384 N=2048 K=1024"},
+                    {"shape", "M=384,N=2048,K=1024"},
+                    {"calls", 1},
+                    {"baseline_latency_s", 4e-4},
+                    {"latency_s", 1e-4},
+                    {"speedup", 4.0},
+                    {"share_percent", 12.5},
+                    {"configuration", "blocked_mnk tile_m=128"},
+                    {"source", "tuned"},
+                    {"run", child},
+                    {"evaluations", 9}};
+  model_run = *store->run(parent);
+  model_run.summary = {{"kernel_runs", {child}}, {"baseline_latency_s", 2e-3},  {"best_latency_s", 8e-4},
+                       {"speedup", 2.5},         {"baseline_mfu_percent", 5.0}, {"best_mfu_percent", 12.5},
+                       {"operators", {row}}};
+  store->update_run(model_run);
+
+  const Json doc = report::run_report(*store, parent, {});
+  REQUIRE(doc.contains("model"));
+  CHECK(doc["evaluations"] == 9);  // its kernel run's trials
+  CHECK(doc["model"]["forward_before_s"].get<double>() == doctest::Approx(2e-3));
+  CHECK(doc["model"]["forward_after_s"].get<double>() == doctest::Approx(8e-4));
+  CHECK(doc["model"]["operators"] == Json::array({row}));
+  REQUIRE(doc["model"]["kernel_runs"].size() == 1);
+  CHECK(doc["model"]["kernel_runs"][0]["run"] == child);
+  CHECK(doc["model"]["kernel_runs"][0]["evaluations"] == 9);
+  CHECK(doc["points"].empty());
+  CHECK_FALSE(doc.contains("timelines"));  // nothing to re-simulate: no "no trial" panels
+
+  const std::string page = report::report_page(Json::array({doc}), {"t", "s", false, ""});
+  CHECK(page.find("\"operators\":[{") != std::string::npos);
+  CHECK(page.find("drawModel") != std::string::npos);
+}

@@ -87,6 +87,46 @@ TEST_CASE("report: the runs table") {
   CHECK(json[0]["speedup"].get<double>() == doctest::Approx(4.0 / 3.0));
 }
 
+TEST_CASE(
+    "report: a model goal's run counts its kernel runs' evaluations and shows the forward before and after") {
+  MemoryStore store;
+  Run model_run = sample_run("tiny-model");
+  model_run.kernel = "model:tiny";
+  const int64_t parent = store.create_run(model_run);
+  // Its kernel runs, made while it runs: the seeded one (4 trials) and one with 2.
+  const SeededRun first = seed_sample_run(store);
+  const int64_t second = store.create_run(sample_run("tiny-model/q_proj"));
+  std::vector<Trial> batch{sample_trial(second, std::nullopt, "v", 1, Outcome::ok, 2e-3),
+                           sample_trial(second, std::nullopt, "v", 2, Outcome::invalid, std::nullopt)};
+  store.commit_trials(batch);
+  model_run = *store.run(parent);
+  model_run.summary = {{"kernel_runs", {first.run, second}},
+                       {"baseline_latency_s", 0.5},
+                       {"best_latency_s", 0.2},
+                       {"improvement", 0.6}};
+  store.update_run(model_run);
+
+  const auto overview = report::overview(store, *store.run(parent));
+  CHECK(overview.model);
+  CHECK(overview.kernel_runs == std::vector<int64_t>{first.run, second});
+  CHECK(overview.counts.total == 6);
+  CHECK(overview.counts.ok == 4);
+  CHECK(*overview.baseline_latency_s == doctest::Approx(0.5));
+  CHECK(*overview.best_latency_s == doctest::Approx(0.2));
+  CHECK(*overview.speedup == doctest::Approx(2.5));
+  CHECK(*overview.improvement == doctest::Approx(0.6));
+  const std::string text = report::format_runs({overview});
+  CHECK(text.find("model:tiny (kernel runs 2-3)") != std::string::npos);
+  CHECK(text.find("200.000 ms    2.50x       +60.0%      6\n") != std::string::npos);
+  const Json json = report::runs_json({overview});
+  CHECK(json[0]["evaluations"] == 6);
+  CHECK(json[0]["kernel_runs"] == Json::array({first.run, second}));
+  CHECK(json[0]["best_latency_s"].get<double>() == doctest::Approx(0.2));
+  // A kernel run is an ordinary run.
+  CHECK_FALSE(report::overview(store, *store.run(second)).model);
+  CHECK(report::id_ranges({2, 3, 4, 7, 9, 10}) == "2-4, 7, 9-10");
+}
+
 TEST_CASE("report: a run's improvement is the one the orchestrator recorded for its objective") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
