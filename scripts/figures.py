@@ -395,6 +395,8 @@ def model_values(target):
     figure(f"model.{target}.goal.speedup", source)(lambda d: f"{d['goal']['speedup']:.2f}x")
     figure(f"model.{target}.goal.mfu", source)(lambda d: percent(d["goal"]["best_mfu_percent"]))
     figure(f"model.{target}.goal.evaluations", source)(lambda d: str(d["goal"]["evaluations"]))
+    figure(f"model.{target}.goal.attention_share", source)(
+        lambda d: percent(sum(op["share_percent"] for op in d["goal"]["operators"] if op["family"] == "attention")))
     figure(f"model.{target}.goal.kernel_loops", source)(lambda d: str(len(d["goal"]["kernel_runs"])))
     figure(f"model.{target}.goal.end_to_end", source)(lambda d: end_to_end_text(d["goal"]["end_to_end"]))
     figure(f"model.{target}.after.end_to_end", source)(lambda d: end_to_end_text(d["after"]["end_to_end"]))
@@ -405,6 +407,20 @@ def model_values(target):
 
 for _target in ("trn2", "trn1"):
     model_values(_target)
+
+
+@figure("model-operators-trn2", "model:trn2")
+def _(d):
+    goal = d["goal"]
+    lines = ["| operator | calls | all baseline, total | share | tuned by the goal, total | share | configuration |",
+             "|---|---|---|---|---|---|---|"]
+    for op in goal["operators"]:
+        before = op["baseline_latency_s"] * op["calls"]
+        after = op["latency_s"] * op["calls"]
+        lines.append(f"| {op['operator']} | {op['calls']} | {seconds(before)} | "
+                     f"{percent(100 * before / goal['baseline_latency_s'])} | {seconds(after)} | "
+                     f"{percent(op['share_percent'])} | {op['configuration']} ({op['source']}) |")
+    return "\n".join(lines)
 
 
 @figure("model-table", "model:trn2", "model:trn1")
