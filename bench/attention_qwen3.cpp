@@ -7,7 +7,7 @@
 //
 //   bench_attention_qwen3 [--target T] [--flash kv_tile,q_tile,pipeline_depth,unroll_factor]
 //                         [--banked kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,
-//                                   evacuate_on_scalar]
+//                                   evacuate_on_scalar[,pe_row_tiles]]
 //                         [--sweep] [--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive]
 //                         [--no-cte] [--json OUT|-]
 //
@@ -108,7 +108,8 @@ ParamValues banked_for(const std::string& target) {
           {"pipeline_depth", trn2 ? 5 : 4},
           {"dma_transpose", trn2 ? 4 : 0},
           {"stats_on_gpsimd", 1},
-          {"evacuate_on_scalar", 0}};
+          {"evacuate_on_scalar", 0},
+          {"pe_row_tiles", 1}};
 }
 
 int main(int argc, char** argv) {
@@ -130,15 +131,17 @@ int main(int argc, char** argv) {
       }
       flash = {{"kv_tile", kv}, {"q_tile", q}, {"pipeline_depth", depth}, {"unroll_factor", unroll}};
     } else if (!std::strcmp(argv[i], "--banked") && i + 1 < argc) {
-      int kv, q, depth, t, g, e;
-      if (std::sscanf(argv[++i], "%d,%d,%d,%d,%d,%d", &kv, &q, &depth, &t, &g, &e) != 6) {
+      int kv, q, depth, t, g, e, r = 1;
+      const int n = std::sscanf(argv[++i], "%d,%d,%d,%d,%d,%d,%d", &kv, &q, &depth, &t, &g, &e, &r);
+      if (n != 6 && n != 7) {
         std::fprintf(stderr,
                      "--banked takes kv_tile,q_tiles,pipeline_depth,dma_transpose,stats_on_gpsimd,"
-                     "evacuate_on_scalar\n");
+                     "evacuate_on_scalar[,pe_row_tiles]\n");
         return 2;
       }
       banked = ParamValues{{"kv_tile", kv},      {"q_tiles", q},         {"pipeline_depth", depth},
-                           {"dma_transpose", t}, {"stats_on_gpsimd", g}, {"evacuate_on_scalar", e}};
+                           {"dma_transpose", t}, {"stats_on_gpsimd", g}, {"evacuate_on_scalar", e},
+                           {"pe_row_tiles", r}};
     } else if (!std::strcmp(argv[i], "--sweep")) {
       sweep = true;
     } else if (!std::strcmp(argv[i], "--no-naive")) {
@@ -155,10 +158,11 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--kv-heads") && i + 1 < argc) {
       kv_heads = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--target T] [--flash kv,q,depth,unroll] [--banked kv,q,depth,t,g,e] [--sweep] "
-                   "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive] [--no-cte] [--json OUT|-]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--target T] [--flash kv,q,depth,unroll] [--banked kv,q,depth,t,g,e[,r]] [--sweep] "
+          "[--max-seq N] [--head-dim D] [--kv-heads N] [--no-naive] [--no-cte] [--json OUT|-]\n",
+          argv[0]);
       return 2;
     }
   }

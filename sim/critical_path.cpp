@@ -90,6 +90,10 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
                  "too many source locations to number the path's sites");
   InstructionId i = record.last;
   const double length = record.timing[i].finish;
+  // The time up to which the instruction at hand counts on the path: its
+  // finish, or, reached through the issue slot of an instruction that
+  // overlapped it on the tensor engine, when that one could issue.
+  double until = length;
 
   std::array<double, kEngineCount> busy{}, waiting{};
   std::array<double, kPathWaits> wait{};
@@ -121,7 +125,7 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
     const Opcode opcode = static_cast<Opcode>(at.site % kOpcodeCount);
     const Engine engine = engine_of(at.site);
     const int e = static_cast<int>(engine);
-    const double own = at.finish - at.start;
+    const double own = until - at.start;
     const double fixed = engine == Engine::dma ? std::min(own, record.dma_fixed_ns) : 0.0;
     busy[e] += own - fixed;
     wait[static_cast<int>(PathWait::dma_fixed)] += fixed;
@@ -134,9 +138,14 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
     // ties), else the dependency that was ready last, else nothing. Between
     // that bound and the start the instruction waited for a resource.
     const std::uint32_t position = record.engine_position[i];
-    const InstructionId previous = engine != Engine::dma && position > 0
-                                       ? record.engine_order[static_cast<std::size_t>(e)][position - 1]
-                                       : kNoInstruction;
+    InstructionId previous = engine != Engine::dma && position > 0
+                                 ? record.engine_order[static_cast<std::size_t>(e)][position - 1]
+                                 : kNoInstruction;
+    double previous_free = previous != kNoInstruction ? record.timing[previous].finish : 0.0;
+    if (engine == Engine::tensor && !record.engine_bound.empty()) {
+      previous = record.engine_bound[i];
+      previous_free = record.engine_bound_time[i];
+    }
     // The dependency ready last, as the scheduler computed it (a data
     // dependency over a buffer reuse ready at the same time).
     InstructionId dependency = kNoInstruction;
@@ -157,10 +166,10 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
     InstructionId next = kNoInstruction;
     PathStep step = PathStep::start;
     double bound = 0;
-    if (previous != kNoInstruction && record.timing[previous].finish >= ready) {
+    if (previous != kNoInstruction && previous_free >= ready) {
       step = PathStep::engine_order;
       next = previous;
-      bound = record.timing[previous].finish;
+      bound = previous_free;
     } else if (dependency != kNoInstruction) {
       step = kind == DependencyKind::data ? PathStep::data : PathStep::buffer;
       next = dependency;
@@ -181,13 +190,17 @@ CriticalPath find_critical_path(const Program& program, const ScheduleRecord& re
       resource -= descriptors;
     }
     wait[static_cast<int>(resource_wait(engine))] += resource;
-    const double gap = at.start - (next == kNoInstruction ? 0.0 : record.timing[next].finish);
+    const double next_until = next == kNoInstruction           ? 0.0
+                              : step == PathStep::engine_order ? bound
+                                                               : record.timing[next].finish;
+    const double gap = at.start - next_until;
     waiting[e] += gap + fixed;
     reached[static_cast<int>(step)] += gap + own;
     if (next == kNoInstruction) break;
-    AUTOTUNE_CHECK(next < i && gap >= 0,
+    AUTOTUNE_CHECK(next < i && gap >= 0 && next_until >= record.timing[next].start,
                    "critical path: an instruction starts before what bound it finished");
     i = next;
+    until = next_until;
   }
   for (const Slot& slot : recent)
     if (slot.key != UINT64_MAX) link_time[slot.key] += slot.ns;

@@ -155,11 +155,18 @@ struct ScheduleRecord {
   // this much more after it finishes (the semaphore; DMA transfers include
   // theirs in the fixed cost).
   std::array<double, kEngineCount> semaphore_ns{};
-  double dma_fixed_ns = 0;                        // every transfer ends this long after its data
+  double dma_fixed_ns = 0;  // every transfer ends this long after its data
   // Per instruction, when its descriptors were generated (transfers through
   // a descriptor generator); empty when the target has none.
   std::span<const double> descriptors_ready;
   std::array<double, kEngineCount> startup_ns{};  // per-instruction access start-up per engine
+  // When tensor-engine instructions may overlap (matmuls on disjoint PE
+  // tiles): per instruction, the earlier instruction of its engine whose PE
+  // cells or issue slot it waited for (kNoInstruction: none), and when that
+  // one freed them (its finish, or its start plus the issue interval). Empty:
+  // every engine runs one instruction at a time, after its previous one.
+  std::span<const InstructionId> engine_bound;
+  std::span<const double> engine_bound_time;
 };
 
 // Walks back from the instruction that finishes last. O(instructions on the

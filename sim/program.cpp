@@ -264,6 +264,10 @@ std::uint64_t Program::hash(bool with_layout) const {
     h.add(i.accumulate), h.add(i.transpose), h.add(i.accumulate_dst.has_value());
     if (i.accumulate_dst) h.add(*i.accumulate_dst);
     h.add(i.accumulate_op);
+    // Only a tiled matmul adds its tile: untiled programs hash as before.
+    if (!i.pe_tile.whole())
+      h.add(i.pe_tile.row_start), h.add(i.pe_tile.row_size), h.add(i.pe_tile.col_start),
+          h.add(i.pe_tile.col_size);
   }
   h.add(trace_errors_.size());
   for (const auto& e : trace_errors_) h.add(e.rule), h.add(e.message);

@@ -143,6 +143,18 @@ struct SourceLocation {
   std::string function;
 };
 
+// The part of the tensor engine's 128x128 PE array a matmul runs on
+// (nki.isa.nc_matmul's tile_position and tile_size): PE rows
+// [row_start, row_start + row_size), fed by the SBUF partitions of the same
+// numbers, and PE columns [col_start, col_start + col_size), which write the
+// PSUM partitions of the same numbers. Matmuls on disjoint tiles may run side
+// by side. The default is the whole array.
+struct PeTile {
+  std::uint8_t row_start = 0, row_size = 128, col_start = 0, col_size = 128;
+  bool whole() const { return row_start == 0 && row_size == 128 && col_start == 0 && col_size == 128; }
+  bool operator==(const PeTile&) const = default;
+};
+
 struct Instruction {
   Opcode opcode = Opcode::memset;
   Engine engine = Engine::vector;
@@ -161,6 +173,7 @@ struct Instruction {
   int partition_step = 0, col_step = 0;  // iota / affine_select
   bool accumulate = false;               // matmul: add into dst instead of overwriting
   bool transpose = false;                // dma_copy: swap axes between src and dst
+  PeTile pe_tile;                        // matmul: the PE tile it runs on
   // activation: row sums of the result; tensor_scalar: the result reduced
   // along the free axis with accumulate_op; [P,1].
   std::optional<View> accumulate_dst;

@@ -132,7 +132,8 @@ class Scheduler {
     queues_.resize(static_cast<std::size_t>(t_.dma_queues));
     dge_.resize(static_cast<std::size_t>(std::max(t_.dge_instances, 0)));
     if (!dge_.empty()) descriptors_ready_.assign(program.size(), 0.0);
-    if (t_.vector_scalar_psum_bank_conflicts) psum_bank_ports_.resize(static_cast<std::size_t>(t_.psum_banks));
+    if (t_.vector_scalar_psum_bank_conflicts)
+      psum_bank_ports_.resize(static_cast<std::size_t>(t_.psum_banks));
     location_busy_ns_.assign(program.locations().size(), 0.0);
     location_count_.assign(program.locations().size(), 0);
     std::size_t per_engine[kEngineCount] = {};
@@ -140,6 +141,22 @@ class Scheduler {
     for (int e = 0; e < kComputeEngines; ++e) compute_busy_[e].reserve(per_engine[e]);
     dma_busy_.reserve(per_engine[static_cast<int>(Engine::dma)]);
     if (record_) timeline_.resize(program.size());
+    pe_group_size_ = std::clamp(t_.pe_tile_min, 1, t_.max_contraction);
+    pe_grid_ = std::max(1, t_.max_contraction / pe_group_size_);
+    pe_cells_.assign(std::size_t(pe_grid_) * std::size_t(pe_grid_), PeCells{});
+    // The shortest PE instruction: a matmul at the documented fixed minimum
+    // plus the access start-up every instruction pays. Nothing documents how
+    // fast the engine accepts instructions for tiles side by side; taking its
+    // whole-array rate as the limit is the less favourable reading (tiling
+    // then helps only matmuls longer than the minimum).
+    pe_issue_ns_ =
+        (t_.matmul_min_cycles + t_.access_startup_cycles) * cycle_ns_[static_cast<int>(Engine::tensor)];
+    const bool tiled = std::any_of(program.instructions().begin(), program.instructions().end(),
+                                   [](const Instruction& in) { return !in.pe_tile.whole(); });
+    if (tiled) {
+      pe_bound_.assign(program.size(), kNoInstruction);
+      pe_bound_time_.assign(program.size(), 0.0);
+    }
   }
 
   // Event-driven schedule. Dependencies are first derived in program order
@@ -276,7 +293,7 @@ class Scheduler {
   std::vector<DependencyTracker> hbm_;
   std::vector<ResourceCalendar> queues_;
   ResourceCalendar all_queues_;
-  std::vector<ResourceCalendar> dge_;  // descriptor generators
+  std::vector<ResourceCalendar> dge_;      // descriptor generators
   std::vector<double> descriptors_ready_;  // per instruction, when its descriptors exist (with generators)
   double dge_instructions_ = 0;
   double dge_busy_ns_ = 0;
@@ -305,9 +322,40 @@ class Scheduler {
   InstructionId last_ = 0;  // the instruction that finishes last
 
   double engine_free_[kEngineCount] = {};
-  // The tensor engine's stationary operand and when the last PE instruction started.
-  View last_stationary_{UINT32_MAX, 0, 0, 0, 0};
-  double last_pe_start_ = 0;
+  // The tensor engine's PE array as a grid of cell groups, each the target's
+  // smallest PE tile square (one group when it has no tiling mode): per
+  // group, when its last instruction finishes and started, which it was, and
+  // the stationary operand loaded there.
+  struct PeCells {
+    double free = 0, last_start = 0;
+    InstructionId last = kNoInstruction;
+    View stationary{UINT32_MAX, 0, 0, 0, 0};
+  };
+  int pe_grid_ = 1;          // groups per side
+  int pe_group_size_ = 128;  // PE rows (and columns) per group
+  std::vector<PeCells> pe_cells_;
+  // Consecutive PE instructions start at least pe_issue_ns_ apart (program
+  // order); when the next may issue, and the last PE instruction.
+  double pe_issue_ns_ = 0, pe_issue_free_ = 0;
+  InstructionId last_pe_ = kNoInstruction;
+  // With tiled matmuls in the program: per instruction, the earlier PE
+  // instruction whose cells or issue slot bound its start, and when that
+  // freed it (for the critical path); empty otherwise.
+  std::vector<InstructionId> pe_bound_;
+  std::vector<double> pe_bound_time_;
+  // The PE cell groups `in` occupies: [row_begin, row_end) x [col_begin, col_end).
+  struct CellRange {
+    int row_begin, row_end, col_begin, col_end;
+  };
+  CellRange pe_cells_of(const Instruction& in) const;
+  // The earliest start of a PE instruction no earlier than `start` (its
+  // engine and dependencies): its cells free, the issue interval after the
+  // previous PE instruction, and a new stationary operand loaded.
+  double place_on_pe_array(InstructionId id, const Instruction& in, double start, double stationary_ready);
+  void occupy_pe_array(InstructionId id, const Instruction& in, double start, double end);
+  // When the next PE instruction could start at the earliest: the issue
+  // interval and the first cell group to come free.
+  double pe_next_free() const;
 
   // Statistics.
   double makespan_ = 0;
@@ -327,6 +375,76 @@ class Scheduler {
   std::vector<TimelineEntry> timeline_;
   std::vector<DmaSlice> slices_;
 };
+
+Scheduler::CellRange Scheduler::pe_cells_of(const Instruction& in) const {
+  if (in.opcode != Opcode::matmul || in.pe_tile.whole()) return {0, pe_grid_, 0, pe_grid_};
+  const PeTile& tile = in.pe_tile;
+  auto clamp = [&](int v) { return std::clamp(v, 0, pe_grid_); };
+  // Validation keeps tiles on group boundaries; rounding outwards covers the rest.
+  return {clamp(tile.row_start / pe_group_size_),
+          clamp((tile.row_start + tile.row_size + pe_group_size_ - 1) / pe_group_size_),
+          clamp(tile.col_start / pe_group_size_),
+          clamp((tile.col_start + tile.col_size + pe_group_size_ - 1) / pe_group_size_)};
+}
+
+double Scheduler::place_on_pe_array(InstructionId id, const Instruction& in, double start,
+                                    double stationary_ready) {
+  const CellRange cells = pe_cells_of(in);
+  double cells_free = 0, last_start = 0;
+  InstructionId cells_bound = kNoInstruction;
+  const View& st = in.src[0];
+  bool same = true;
+  for (int r = cells.row_begin; r < cells.row_end; ++r)
+    for (int c = cells.col_begin; c < cells.col_end; ++c) {
+      const PeCells& cell = pe_cells_[std::size_t(r * pe_grid_ + c)];
+      if (cell.last != kNoInstruction && (cells_bound == kNoInstruction || cell.free > cells_free))
+        cells_free = cell.free, cells_bound = cell.last;
+      last_start = std::max(last_start, cell.last_start);
+      same = same && st.buffer == cell.stationary.buffer && st.row_begin == cell.stationary.row_begin &&
+             st.row_end == cell.stationary.row_end && st.col_begin == cell.stationary.col_begin &&
+             st.col_end == cell.stationary.col_end;
+    }
+  if (!pe_bound_.empty()) {
+    // What bound the start on the engine: its cells, else the issue slot.
+    const bool by_cells = cells_bound != kNoInstruction && cells_free >= pe_issue_free_;
+    pe_bound_[id] = by_cells ? cells_bound : last_pe_;
+    pe_bound_time_[id] = by_cells ? cells_free : (last_pe_ == kNoInstruction ? 0.0 : pe_issue_free_);
+  }
+  start = std::max({start, cells_free, pe_issue_free_});
+  if (!same) {
+    // Loading a new stationary operand takes a fraction of a matmul of its
+    // size and overlaps the previous instruction on the same cells once its
+    // data is ready.
+    const int e = static_cast<int>(Engine::tensor);
+    const bool fp32 = program_.buffer(st.buffer).dtype == Dtype::fp32;
+    const double load_ns = t_.stationary_load_fraction * std::max(t_.matmul_min_cycles, double(st.cols())) *
+                           (fp32 ? t_.matmul_fp32_factor : 1.0) * cycle_ns_[e];
+    const double loaded = std::max(stationary_ready, last_start) + load_ns;
+    if (loaded > start) ++exposed_stationary_loads_;
+    start = std::max(start, loaded);
+  }
+  return start;
+}
+
+void Scheduler::occupy_pe_array(InstructionId id, const Instruction& in, double start, double end) {
+  const CellRange cells = pe_cells_of(in);
+  for (int r = cells.row_begin; r < cells.row_end; ++r)
+    for (int c = cells.col_begin; c < cells.col_end; ++c) {
+      PeCells& cell = pe_cells_[std::size_t(r * pe_grid_ + c)];
+      cell.free = end;
+      cell.last_start = start;
+      cell.last = id;
+      cell.stationary = in.src[0];
+    }
+  pe_issue_free_ = start + pe_issue_ns_;
+  last_pe_ = id;
+}
+
+double Scheduler::pe_next_free() const {
+  double first_free = INFINITY;
+  for (const PeCells& cell : pe_cells_) first_free = std::min(first_free, cell.free);
+  return std::max(pe_issue_free_, first_free);
+}
 
 double Scheduler::vector_mode_speedup(const Instruction& in) const {
   if (in.engine != Engine::vector) return 1;
@@ -464,7 +582,8 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
       const bool from_hbm = sb.space == MemorySpace::hbm;
       efficiency_cap = from_hbm ? t_.dma_transpose_hbm_efficiency : t_.dma_transpose_sbuf_efficiency;
       if (t_.dge_instances > 0)
-        descriptor_instructions = from_hbm ? 1.0 : std::max(1.0, double(src.rows()) / t_.dge_source_partitions);
+        descriptor_instructions =
+            from_hbm ? 1.0 : std::max(1.0, double(src.rows()) / t_.dge_source_partitions);
     } else {
       chunk_bytes = elem_bytes;
       chunks = elements;
@@ -475,9 +594,10 @@ double Scheduler::schedule_dma(InstructionId id, const Instruction& in, double r
   if (touches_hbm) bytes_per_ns = std::min(bytes_per_ns, t_.hbm_bytes_per_s * 1e-9 / t_.dma_queues);
   const double curve = double(chunk_bytes) / (double(chunk_bytes) + t_.dma_efficiency_half_bytes);
   const double efficiency = std::min(efficiency_cap, curve);
-  const double work_ns = efficiency < curve
-                             ? double(bytes) / (bytes_per_ns * efficiency)
-                             : double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
+  const double work_ns =
+      efficiency < curve
+          ? double(bytes) / (bytes_per_ns * efficiency)
+          : double(chunks) * (double(chunk_bytes) + t_.dma_efficiency_half_bytes) / bytes_per_ns;
   const std::int64_t split_limit =
       std::max<std::int64_t>(chunks, static_cast<std::int64_t>(double(bytes) / t_.dma_min_bytes_per_queue));
   const int parts = static_cast<int>(std::clamp<std::int64_t>(split_limit, 1, t_.dma_queues));
@@ -641,24 +761,7 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     const double vector_speedup = vector_mode_speedup(in);
     const double duration = (compute_cycles(in, vector_speedup) + t_.access_startup_cycles) * cycle_ns_[e];
     start = std::max(engine_free_[e], ready);
-    if (in.engine == Engine::tensor) {
-      // Loading a new stationary operand takes a fraction of a matmul of its
-      // size and overlaps the previous PE instruction once its data is ready.
-      const View& st = in.src[0];
-      const bool same = st.buffer == last_stationary_.buffer && st.row_begin == last_stationary_.row_begin &&
-                        st.row_end == last_stationary_.row_end &&
-                        st.col_begin == last_stationary_.col_begin && st.col_end == last_stationary_.col_end;
-      if (!same) {
-        const bool fp32 = program_.buffer(st.buffer).dtype == Dtype::fp32;
-        const double load_ns = t_.stationary_load_fraction *
-                               std::max(t_.matmul_min_cycles, double(st.cols())) *
-                               (fp32 ? t_.matmul_fp32_factor : 1.0) * cycle_ns_[e];
-        const double loaded = std::max(stationary_ready, last_pe_start_) + load_ns;
-        if (loaded > start) ++exposed_stationary_loads_;
-        start = std::max(start, loaded);
-      }
-      last_stationary_ = st;
-    }
+    if (in.engine == Engine::tensor) start = place_on_pe_array(id, in, start, stationary_ready);
     // Shared ports and buses: trn1's SBUF port (vector, GpSimd) and PSUM port
     // (vector, scalar); trn2's bus between the vector performance modes and
     // GpSimd, and its PSUM banks (vector and scalar collide on a bank).
@@ -666,7 +769,8 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     const bool sbuf_port =
         touches_sbuf && ((t_.vector_gpsimd_share_sbuf_port && (vector || gpsimd)) ||
                          (t_.vector_mode_shares_gpsimd_sbuf_bus && (gpsimd || vector_speedup > 1)));
-    const bool psum_port = t_.vector_scalar_share_psum_port && touches_psum && (vector || in.engine == Engine::scalar);
+    const bool psum_port =
+        t_.vector_scalar_share_psum_port && touches_psum && (vector || in.engine == Engine::scalar);
     held_.clear();
     if (sbuf_port) held_.push_back(&sbuf_port_);
     if (psum_port) held_.push_back(&psum_port_);
@@ -694,7 +798,7 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     }
     end = start + duration;
     if (in.engine == Engine::tensor) {
-      last_pe_start_ = start;
+      occupy_pe_array(id, in, start, end);
       if (in.opcode == Opcode::matmul) {
         const double k = in.src[0].rows(), m = in.src[0].cols(), n = in.src[1].cols();
         const double flops = 2.0 * k * m * n;
@@ -704,10 +808,18 @@ void Scheduler::schedule(InstructionId id, const Instruction& in) {
     }
     stall_ns_[e] += start - engine_free_[e];
     entry.dependency_wait_s = std::max(0.0, start - std::max(engine_free_[e], 0.0)) * 1e-9;
-    engine_free_[e] = end;
-    busy_ns_[e] += duration;
     elements_[e] += (in.src_count > 0 ? in.src[in.opcode == Opcode::matmul ? 1 : 0] : in.dst).cols();
-    compute_busy_[e].push_back({start, end});
+    std::vector<Interval>& busy = compute_busy_[e];
+    if (!busy.empty() && start < busy.back().second) {
+      // Overlaps the engine's previous busy time (matmuls on disjoint PE
+      // tiles): busy time is the union, and the list stays sorted and disjoint.
+      busy_ns_[e] += std::max(0.0, end - busy.back().second);
+      busy.back().second = std::max(busy.back().second, end);
+    } else {
+      busy_ns_[e] += duration;
+      busy.push_back({start, end});
+    }
+    engine_free_[e] = in.engine == Engine::tensor ? pe_next_free() : end;
   }
   ++count_[e];
   if (in.engine == Engine::dma) busy_ns_[e] += end - start;
@@ -804,6 +916,8 @@ void Scheduler::fill(SimResult& result, const ValidationResult& validation) cons
   record.last = last_;
   record.dma_fixed_ns = t_.dma_fixed_cost_s * 1e9;
   record.descriptors_ready = descriptors_ready_;
+  record.engine_bound = pe_bound_;
+  record.engine_bound_time = pe_bound_time_;
   for (int e = 0; e < kComputeEngines; ++e) record.startup_ns[e] = t_.access_startup_cycles * cycle_ns_[e];
   result.critical_path = find_critical_path(program_, record);
   s["critical_path"] = critical_path_json(result.critical_path, program_);

@@ -18,8 +18,8 @@ double TargetSpec::elements_per_s(Engine engine, Dtype dtype) const {
     case Engine::vector:
       per_cycle = vector_elements_per_cycle;
       if (dtype_bytes(dtype) == 2)
-        per_cycle *= std::max({vector_mode_copy_scalar_sbuf, vector_mode_copy_scalar_psum,
-                               vector_mode_tensor_tensor_sbuf});
+        per_cycle *= std::max(
+            {vector_mode_copy_scalar_sbuf, vector_mode_copy_scalar_psum, vector_mode_tensor_tensor_sbuf});
       break;
     case Engine::scalar:
       per_cycle = scalar_elements_per_cycle;
@@ -43,6 +43,7 @@ std::map<std::string, double> TargetSpec::constants() const {
       {"max_contraction", max_contraction},
       {"max_stationary_free", max_stationary_free},
       {"max_moving_free", max_moving_free},
+      {"pe_tile_min", pe_tile_min},
       {"dma_queues", dma_queues},
       {"dma_small_transfer_bytes", static_cast<double>(dma_small_transfer_bytes)},
   };
@@ -85,7 +86,8 @@ double non_negative(ConfigReader& reader, const std::string& key) {
 
 double fraction(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a number in (0, 1]");
-  if (!(value > 0 && value <= 1)) reader.fail(key, "must be in (0, 1], got " + std::to_string(value), nullptr);
+  if (!(value > 0 && value <= 1))
+    reader.fail(key, "must be in (0, 1], got " + std::to_string(value), nullptr);
   return value;
 }
 
@@ -180,8 +182,15 @@ TargetSpec load_target_file(const fs::path& path) {
     t.stationary_load_fraction = non_negative(mm, "stationary_load_fraction");
     t.peak_flops_16bit = positive(mm, "peak_tflops_bf16") * 1e12;
     t.peak_flops_fp32 = positive(mm, "peak_tflops_fp32") * 1e12;
+    t.pe_tile_min = mm.optional<int>("min_tile", 128);
+    if (t.pe_tile_min != 32 && t.pe_tile_min != 64 && t.pe_tile_min != 128)
+      mm.fail("min_tile",
+              "must be 32, 64 or 128 (the PE array's smallest row/column tile), got " +
+                  std::to_string(t.pe_tile_min),
+              nullptr);
     mm.finish({"max_contraction", "max_stationary_free", "max_moving_free", "matmul_min_cycles",
-               "fp32_cycle_factor", "stationary_load_fraction", "peak_tflops_bf16", "peak_tflops_fp32"});
+               "fp32_cycle_factor", "stationary_load_fraction", "peak_tflops_bf16", "peak_tflops_fp32",
+               "min_tile"});
   }
   {
     ConfigReader costs = root.child("instruction_cycles");
@@ -208,8 +217,8 @@ TargetSpec load_target_file(const fs::path& path) {
       t.dma_transpose_block_cols = positive_int(*transposer, "block_cols");
       t.dma_transpose_hbm_efficiency = fraction(*transposer, "hbm_to_sbuf_efficiency");
       t.dma_transpose_sbuf_efficiency = fraction(*transposer, "sbuf_to_sbuf_efficiency");
-      transposer->finish({"element_bytes", "block_rows", "block_cols", "hbm_to_sbuf_efficiency",
-                          "sbuf_to_sbuf_efficiency"});
+      transposer->finish(
+          {"element_bytes", "block_rows", "block_cols", "hbm_to_sbuf_efficiency", "sbuf_to_sbuf_efficiency"});
     }
     if (auto dge = dma.maybe_child("descriptor_generation")) {
       t.dge_instances = positive_int(*dge, "instances");
@@ -232,8 +241,8 @@ TargetSpec load_target_file(const fs::path& path) {
                   "vector_scalar_psum_bank"});
   }
   root.finish({"name", "description", "clocks_ghz", "elements_per_lane_cycle", "vector_performance_mode",
-               "memory", "tensor_engine",
-               "instruction_cycles", "dma", "hbm_bytes_per_ns", "launch_overhead_us", "shared_ports"});
+               "memory", "tensor_engine", "instruction_cycles", "dma", "hbm_bytes_per_ns",
+               "launch_overhead_us", "shared_ports"});
   return t;
 }
 

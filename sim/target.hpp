@@ -55,6 +55,11 @@ struct TargetSpec {
   double matmul_fp32_factor = 4;  // fp32 operands take this many times longer
   double matmul_min_cycles = 64;
   double stationary_load_fraction = 0.25;
+  // The smallest PE tile of the row and column tiling modes
+  // (nki.isa.nc_matmul tile_size): 64 on NeuronCore-v2, 32 on v3; 128 when
+  // the target has no tiling mode. Tile sizes are this times a power of two,
+  // up to the whole array.
+  int pe_tile_min = 128;
   double peak_flops_16bit = 0;  // bf16 / fp16 on the tensor engine, FLOP/s
   double peak_flops_fp32 = 0;
 

@@ -201,6 +201,67 @@ MaybeViolation check_tensor_instruction(const Program& program, const Instructio
   return std::nullopt;
 }
 
+// A matmul's PE tile (nki.isa.nc_matmul tile_position, tile_size): sizes of
+// the array or a power-of-two fraction of it no smaller than the target's
+// smallest tile, each start a multiple of its size within the array, and a
+// stationary operand no larger than the tile. Where the documentation is
+// silent we take the stricter reading: PE row r is fed by SBUF partition r,
+// so both operands lie in the tile's rows' partitions, and PE column c writes
+// PSUM partition c, so the result lies in its columns' partitions.
+MaybeViolation check_pe_tile(const Program& program, const Instruction& in, const TargetSpec& target) {
+  const PeTile& tile = in.pe_tile;
+  if (tile.whole()) return std::nullopt;
+  if (in.opcode != Opcode::matmul)
+    return Violation{"pe_tile_opcode", std::string(opcode_name(in.opcode)) +
+                                           " runs on the whole PE array; only a matmul takes a PE tile"};
+  const int array_rows = target.max_contraction, array_cols = target.max_stationary_free;
+  const std::string shape = "PE tile at (" + std::to_string(tile.row_start) + ", " +
+                            std::to_string(tile.col_start) + ") of size (" + std::to_string(tile.row_size) +
+                            ", " + std::to_string(tile.col_size) + ")";
+  auto size_ok = [&](int size, int array) {
+    return size >= target.pe_tile_min && size <= array && (size & (size - 1)) == 0;
+  };
+  if (target.pe_tile_min >= array_rows && target.pe_tile_min >= array_cols)
+    return Violation{"pe_tile_size", "matmul " + shape + ": this target has no PE tiling mode"};
+  if (!size_ok(tile.row_size, array_rows) || !size_ok(tile.col_size, array_cols))
+    return Violation{"pe_tile_size", "matmul " + shape + ": each size is a power of two from " +
+                                         std::to_string(target.pe_tile_min) +
+                                         " (this target's smallest tile) to " + std::to_string(array_rows)};
+  if (tile.row_start % tile.row_size != 0 || tile.row_start + tile.row_size > array_rows ||
+      tile.col_start % tile.col_size != 0 || tile.col_start + tile.col_size > array_cols)
+    return Violation{"pe_tile_position",
+                     "matmul " + shape +
+                         ": each start is a multiple of its size and the tile lies within the " +
+                         std::to_string(array_rows) + "x" + std::to_string(array_cols) + " array"};
+  const int k = in.src[0].rows(), m = in.src[0].cols();
+  if (k > tile.row_size || m > tile.col_size)
+    return Violation{"pe_tile_stationary", "matmul stationary operand [" + std::to_string(k) + ", " +
+                                               std::to_string(m) + "] does not fit its " + shape};
+  auto partitions = [&](const View& v) {
+    const int first = program.buffer(v.buffer).partition_offset + v.row_begin;
+    return std::pair<int, int>{first, first + v.rows()};
+  };
+  const char* roles[] = {"stationary", "moving"};
+  for (int s = 0; s < 2; ++s) {
+    const auto [first, end] = partitions(in.src[s]);
+    if (first < tile.row_start || end > tile.row_start + tile.row_size)
+      return Violation{"pe_tile_partitions",
+                       std::string("matmul ") + roles[s] + " operand " + region_text(program, in.src[s]) +
+                           " is on partitions [" + std::to_string(first) + ", " + std::to_string(end) +
+                           "); the " + shape + " reads partitions [" + std::to_string(tile.row_start) + ", " +
+                           std::to_string(tile.row_start + tile.row_size) + ") (PE row r reads partition r)"};
+  }
+  const auto [first, end] = partitions(in.dst);
+  if (first < tile.col_start || end > tile.col_start + tile.col_size)
+    return Violation{"pe_tile_partitions", "matmul result " + region_text(program, in.dst) +
+                                               " is on PSUM partitions [" + std::to_string(first) + ", " +
+                                               std::to_string(end) + "); the " + shape +
+                                               " writes partitions [" + std::to_string(tile.col_start) +
+                                               ", " + std::to_string(tile.col_start + tile.col_size) +
+                                               ") (PE column c writes partition c)"};
+  return std::nullopt;
+}
+
 // Reads of elements no earlier instruction wrote.
 MaybeViolation check_reads(const Program& program, const Instruction& in, const AccessList& accesses,
                            const std::vector<WrittenCoverage>& written) {
@@ -271,9 +332,11 @@ ValidationResult validate_program(const Program& program, const TargetSpec& targ
     for (int a = 0; a < accesses.count && !violation; ++a)
       violation = first_use(accesses.items[a].view->buffer);
     if (!violation) violation = check_engine(in);
-    if (!violation && in.opcode == Opcode::dma_copy && in.transpose) violation = check_dma_transpose(program, in);
+    if (!violation && in.opcode == Opcode::dma_copy && in.transpose)
+      violation = check_dma_transpose(program, in);
     if (!violation && (in.opcode == Opcode::matmul || in.opcode == Opcode::transpose))
       violation = check_tensor_instruction(program, in, target);
+    if (!violation && !in.pe_tile.whole()) violation = check_pe_tile(program, in, target);
     if (!violation) violation = check_reads(program, in, accesses, written);
     if (violation) return fail(violation->rule, in.location, violation->message);
     for (int a = 0; a < accesses.count; ++a) {

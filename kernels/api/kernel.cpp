@@ -204,10 +204,9 @@ void Kernel::dma_copy(const Tensor& dst, const Tensor& src, bool transpose, Wher
       !check(src, {MemorySpace::hbm, MemorySpace::sbuf}, "dma_copy source", loc))
     return;
   // A transposing copy takes src [R, n * P] to dst [P, n * R], block by block.
-  const bool shapes_match =
-      transpose ? (dst.rows() > 0 && src.cols() % dst.rows() == 0 &&
-                   dst.cols() == src.cols() / dst.rows() * src.rows())
-                : (dst.rows() == src.rows() && dst.cols() == src.cols());
+  const bool shapes_match = transpose ? (dst.rows() > 0 && src.cols() % dst.rows() == 0 &&
+                                         dst.cols() == src.cols() / dst.rows() * src.rows())
+                                      : (dst.rows() == src.rows() && dst.cols() == src.cols());
   if (!shapes_match) {
     trace_error(
         "shape_mismatch",
@@ -226,7 +225,7 @@ void Kernel::dma_copy(const Tensor& dst, const Tensor& src, bool transpose, Wher
 }
 
 void Kernel::matmul(const Tensor& dst, const Tensor& stationary, const Tensor& moving, bool accumulate,
-                    Where where) {
+                    sim::PeTile tile, Where where) {
   const auto loc = locate(where);
   if (!check(dst, {MemorySpace::psum}, "matmul result", loc) ||
       !check(stationary, {MemorySpace::sbuf}, "matmul stationary operand", loc) ||
@@ -247,6 +246,7 @@ void Kernel::matmul(const Tensor& dst, const Tensor& stationary, const Tensor& m
   in.src[1] = moving.view;
   in.src_count = 2;
   in.accumulate = accumulate;
+  in.pe_tile = tile;
   emit(in, where);
 }
 
@@ -414,10 +414,10 @@ void Kernel::scalar_tensor_tensor(const Tensor& dst, const Tensor& a, AluOp op0,
       !check(b, kOnChip, "scalar_tensor_tensor operand b", loc))
     return;
   if (!same_shape(dst, a) || !same_shape(dst, b)) {
-    trace_error("shape_mismatch",
-                "scalar_tensor_tensor of " + shape_text(a) + " and " + shape_text(b) + " into " +
-                    shape_text(dst),
-                loc);
+    trace_error(
+        "shape_mismatch",
+        "scalar_tensor_tensor of " + shape_text(a) + " and " + shape_text(b) + " into " + shape_text(dst),
+        loc);
     return;
   }
   sim::Instruction in;

@@ -33,6 +33,7 @@ using sim::AluOp;
 using sim::Dtype;
 using sim::Engine;
 using sim::MemorySpace;
+using sim::PeTile;
 
 class Kernel;
 
@@ -138,9 +139,13 @@ class Kernel {
   // n blocks). Transposes land in SBUF.
   void dma_copy(const Tensor& dst, const Tensor& src, bool transpose = false, Where where = Where::current());
   // dst[M, N] (+)= stationary[K, M]^T . moving[K, N]; dst in PSUM (fp32).
-  // accumulate = false starts a new accumulation group.
+  // accumulate = false starts a new accumulation group. `tile` runs it on a
+  // part of the PE array (nki.isa.nc_matmul's tile_position and tile_size)
+  // so that matmuls on disjoint tiles run side by side: the operands must
+  // then lie in the tile's row partitions and the result in its column
+  // partitions (the simulator's pe_tile_* rules).
   void matmul(const Tensor& dst, const Tensor& stationary, const Tensor& moving, bool accumulate,
-              Where where = Where::current());
+              sim::PeTile tile = {}, Where where = Where::current());
   // dst[N, P] = src[P, N]^T on the tensor engine; dst in PSUM.
   void transpose(const Tensor& dst, const Tensor& src, Where where = Where::current());
   // dst = f(src * scale + bias) on the scalar engine. If `row_sum` is given

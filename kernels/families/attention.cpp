@@ -187,7 +187,8 @@ BankedAttentionParams to_banked_params(const ParamValues& params) {
                                .pipeline_depth = int_param(params, "pipeline_depth"),
                                .dma_transpose = int_param(params, "dma_transpose"),
                                .stats_on_gpsimd = int_param(params, "stats_on_gpsimd"),
-                               .evacuate_on_scalar = int_param(params, "evacuate_on_scalar")};
+                               .evacuate_on_scalar = int_param(params, "evacuate_on_scalar"),
+                               .pe_row_tiles = int_param(params, "pe_row_tiles")};
 }
 
 VariantSpec flash_banked_variant() {
@@ -216,7 +217,14 @@ VariantSpec flash_banked_variant() {
           "evacuate_on_scalar",
           "with tensor-engine transposes, 1: P^T leaves PSUM through the scalar engine; 0: the vector engine",
           {0, 1}, defaults.evacuate_on_scalar, ParamRole::placement),
+      param("pe_row_tiles",
+            "PE row tiles the score matmuls (which contract over head_dim) spread over, side by side "
+            "(nc_matmul tile_position/tile_size); needs head_dim <= 128 / pe_row_tiles and a target whose "
+            "smallest PE tile is at most 128 / pe_row_tiles",
+            {1, 2, 4}, defaults.pe_row_tiles, ParamRole::placement),
   };
+  v.constraints = {"pe_row_tiles * head_dim <= max_contraction",
+                   "pe_row_tiles * pe_tile_min <= max_contraction"};
   v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
     const AttentionShape attention_shape = to_attention_shape(shape);
     const BankedAttentionParams banked = to_banked_params(params);

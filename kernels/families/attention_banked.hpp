@@ -31,6 +31,12 @@
 //            DMAs (SBUF to SBUF), all full blocks in one transfer.
 // With a lookahead L = pipeline_depth - 1 the softmax half of step j + L is
 // emitted between the parts of step j's output half, as in attention_flash.
+//
+// With pe_row_tiles = T > 1 (head_dim <= 128 / T), the score matmuls, which
+// contract over head_dim only, run on T row tiles of the PE array side by
+// side (nki.isa.nc_matmul tile_position / tile_size): bank b's on tile b % T.
+// Q^T is loaded once into each tile's partitions, K^T's bank b into tile
+// b % T's partitions only.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -50,6 +56,7 @@ struct BankedAttentionParams {
   int dma_transpose = 0;       // quarters of each step's 128-key blocks of P^T by transposing DMA (0-4)
   int stats_on_gpsimd = 0;     // 1: the small per-row updates on GpSimd; 0: on the vector engine
   int evacuate_on_scalar = 0;  // tensor-engine transposes: 1: P^T leaves PSUM by the scalar engine; 0: vector
+  int pe_row_tiles = 1;        // PE row tiles the score matmuls spread over (1: the whole array)
 };
 
 namespace banked_detail {
@@ -100,10 +107,20 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
   const bool pe_transposes = params.dma_transpose < kBlocksPerBank;
   const Engine stats_engine = params.stats_on_gpsimd != 0 ? Engine::gpsimd : Engine::vector;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // Score matmuls on `row_tiles` PE row tiles of `tile_rows` rows: Q^T and
+  // K^T occupy partitions [j * tile_rows, j * tile_rows + d) of tile j.
+  const int row_tiles = std::max(params.pe_row_tiles, 1);
+  const int tile_rows = kPartitions / row_tiles;
+  const int qk_rows = (row_tiles - 1) * tile_rows + d;
+  const int k_cols = row_tiles == 1 ? kv_tile : tile_count(banks, row_tiles) * kBankColumns;
+  auto bank_tile = [&](int bank) {
+    const auto row = static_cast<std::uint8_t>(bank % row_tiles * tile_rows);
+    return row_tiles == 1 ? PeTile{} : PeTile{row, static_cast<std::uint8_t>(tile_rows), 0, 128};
+  };
 
-  auto k_pool = kernel.sbuf_pool("banked_k_t", depth + 1, d, kv_tile, dtype);
+  auto k_pool = kernel.sbuf_pool("banked_k_t", depth + 1, qk_rows, k_cols, dtype);
   auto v_pool = kernel.sbuf_pool("banked_v", depth + 1, kKeyBlock, key_blocks * d, dtype);
-  auto q_pool = kernel.sbuf_pool("banked_q_t", 2 * group, d, block_rows, dtype);
+  auto q_pool = kernel.sbuf_pool("banked_q_t", 2 * group, qk_rows, block_rows, dtype);
   auto acc_pool = kernel.sbuf_pool("banked_acc", (lookahead + 2) * tiles_per_block, q_tile, d, Dtype::fp32);
   auto stats_pool =
       kernel.sbuf_pool("banked_stats", (lookahead + 2) * tiles_per_block, q_tile, 3, Dtype::fp32);
@@ -135,7 +152,10 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     s.scores = scores_pool.next().slice(0, rows, 0, s.cols);
     for (const TileSpan b : tiles(s.cols, kBankColumns)) {
       const Tensor s_ps = s_psum.next().slice(0, rows, 0, b.size);
-      kernel.matmul(s_ps, t.q_t, s.k_t.slice(0, d, b.begin, b.end()), false);
+      const PeTile pe = bank_tile(b.index);
+      const int row0 = pe.row_start, col0 = b.index / row_tiles * kBankColumns;
+      kernel.matmul(s_ps, t.q_t.slice(row0, row0 + d, 0, rows),
+                    s.k_t.slice(row0, row0 + d, col0, col0 + b.size), false, pe);
       // Out of PSUM at once (the bank is free for later scores), the bank's
       // row max in the same pass; banks crossing the diagonal are masked
       // first: keep where (q0 + p) - (key0 + c) >= 0.
@@ -202,7 +222,8 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
     const int full_end = s.cols % kKeyBlock == 0 ? blocks : blocks - 1;  // blocks before it are full
     if (full_end > first_dma)
       kernel.dma_copy(s.probs_t.slice(0, kKeyBlock, first_dma * rows, full_end * rows),
-                      s.probs.slice(0, rows, first_dma * kKeyBlock, full_end * kKeyBlock), /*transpose=*/true);
+                      s.probs.slice(0, rows, first_dma * kKeyBlock, full_end * kKeyBlock),
+                      /*transpose=*/true);
     if (on_dma > 0 && full_end < blocks) {
       const int k0 = full_end * kKeyBlock;
       kernel.dma_copy(s.probs_t.slice(0, s.cols - k0, full_end * rows, blocks * rows),
@@ -269,14 +290,15 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
       for (int j = 0; j < group; ++j) {
         const int h = g * group + j;
         const Tensor q_t = q_pool.next();
-        kernel.dma_copy(q_t.slice(0, d, 0, block.size),
-                        io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
+        for (int j = 0; j < row_tiles; ++j)
+          kernel.dma_copy(q_t.slice(j * tile_rows, j * tile_rows + d, 0, block.size),
+                          io.q_t.slice(h * d, h * d + d, block.begin, block.end()));
         for (const TileSpan q : tiles(block, q_tile)) {
           QueryTile& t = query_tiles.emplace_back();
           t.head = h;
           t.q0 = q.begin;
           t.rows = q.size;
-          t.q_t = q_t.slice(0, d, q.offset, q.offset + q.size);
+          t.q_t = q_t.slice(0, qk_rows, q.offset, q.offset + q.size);
           t.acc = acc_pool.next().slice(0, q.size, 0, d);
           t.stats = stats_pool.next().slice(0, q.size, 0, 3);
           t.steps_left = tile_count(q.end(), kv_tile);
@@ -286,8 +308,19 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
       for (const TileSpan kv : tiles(block.end(), kv_tile)) {
         // Keys past the block's last query are never needed.
         const int cols = std::min(kv.size, block.end() - kv.begin);
-        const Tensor k_t = k_pool.next().slice(0, d, 0, cols);
-        kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, kv.begin, kv.begin + cols));
+        Tensor k_t;
+        if (row_tiles == 1) {
+          k_t = k_pool.next().slice(0, d, 0, cols);
+          kernel.dma_copy(k_t, io.k_t.slice(g * d, g * d + d, kv.begin, kv.begin + cols));
+        } else {
+          // Bank b's keys in tile b % row_tiles's partitions, column block b / row_tiles.
+          k_t = k_pool.next();
+          for (const TileSpan b : tiles(cols, kBankColumns)) {
+            const int row0 = b.index % row_tiles * tile_rows, col0 = b.index / row_tiles * kBankColumns;
+            kernel.dma_copy(k_t.slice(row0, row0 + d, col0, col0 + b.size),
+                            io.k_t.slice(g * d, g * d + d, kv.begin + b.begin, kv.begin + b.end()));
+          }
+        }
         // V in 128-key blocks side by side (keys on partitions, as P^T has them).
         const Tensor v = v_pool.next();
         for (const TileSpan c : tiles(cols, kKeyBlock)) {

@@ -86,7 +86,7 @@ inline void matmul_step(Kernel& kernel, const Tensor& psum, const Tensor& lhsT_t
                         int tile_n, bool accumulate, Kernel::Where where = Kernel::Where::current()) {
   for (TileSpan j : tiles(psum.cols(), tile_n))
     kernel.matmul(psum.col_range(j.begin, j.end()), lhsT_tile, rhs_step.col_range(j.begin, j.end()),
-                  accumulate, where);
+                  accumulate, {}, where);
 }
 
 template <Dtype D>

@@ -49,6 +49,9 @@ CASES = [
     ("rope", "wide", "{seq: 200, heads: 5, head_dim: 32}", "fp32", {"gather_by_dma": 0, "engine_split": 0}),
     ("attention", "flash_banked", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32",
      {"kv_tile": 512, "q_tiles": 2, "dma_transpose": 2, "stats_on_gpsimd": 1, "evacuate_on_scalar": 1}),
+    # Score matmuls on two PE row tiles side by side (nc_matmul tile_position / tile_size), a ragged bank.
+    ("attention", "flash_banked", "{seq: 1300, q_heads: 2, kv_heads: 2, head_dim: 64}", "bf16",
+     {"kv_tile": 2048, "q_tiles": 2, "pe_row_tiles": 2}),
     ("attention", "naive", "{seq: 300, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32", {}),
     ("attention", "flash", "{seq: 700, q_heads: 4, kv_heads: 1, head_dim: 64}", "fp32",
      {"kv_tile": 256, "q_tile": 64, "unroll_factor": 2, "pipeline_depth": 3}),

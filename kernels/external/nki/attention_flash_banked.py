@@ -31,9 +31,22 @@ def tuned_kernel(q_t, k_t, v):
     stats_engine = nisa.gpsimd_engine if STATS_ON_GPSIMD else nisa.vector_engine
     scale = 1.0 / d ** 0.5
 
-    k_pool = _Pool(depth + 1, (d, kv_tile), DTYPE)
+    # Score matmuls on PE_ROW_TILES row tiles of the PE array side by side (bank b's on tile b % PE_ROW_TILES):
+    # Q^T in every tile's partitions, bank b's K^T in tile b % PE_ROW_TILES's.
+    tile_rows = P // PE_ROW_TILES
+    qk_rows = (PE_ROW_TILES - 1) * tile_rows + d
+    k_cols = kv_tile if PE_ROW_TILES == 1 else -(-banks // PE_ROW_TILES) * BANK_COLUMNS
+    k_pool = _Pool(depth + 1, (qk_rows, k_cols), DTYPE)
     v_pool = _Pool(depth + 1, (KEY_BLOCK, key_blocks * d), DTYPE)
-    q_pool = _Pool(2 * group, (d, block_rows), DTYPE)
+    q_pool = _Pool(2 * group, (qk_rows, block_rows), DTYPE)
+
+    def bank_matmul(q_tile_t, k_tile_t, b):
+        """Bank b's scores, on its PE row tile when the matmuls are tiled."""
+        r0, c0 = b.index % PE_ROW_TILES * tile_rows, b.index // PE_ROW_TILES * BANK_COLUMNS
+        stationary, moving = q_tile_t[r0:r0 + d, :], k_tile_t[r0:r0 + d, c0:c0 + b.size]
+        if PE_ROW_TILES == 1:
+            return nisa.nc_matmul(stationary, moving)
+        return nisa.nc_matmul(stationary, moving, tile_position=(r0, 0), tile_size=(tile_rows, P))
     acc_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, d), nl.float32)
     stats_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, 3), nl.float32)  # max, next max, sum
     p_pool = _Pool(depth + 1, (q_tile, kv_tile), DTYPE)
@@ -58,7 +71,7 @@ def tuned_kernel(q_t, k_t, v):
         s.scores = scores_pool.next()[0:rows, 0:s.cols]
         for b in _tiles(s.cols, BANK_COLUMNS):
             s_ps = s_psum.next()[0:rows, 0:b.size]
-            s_ps[...] = nisa.nc_matmul(t.q_t, s.k_t[:, b.begin:b.end])
+            s_ps[...] = bank_matmul(t.q_t, s.k_t, b)
             scores = s.scores[:, b.begin:b.end]
             key0 = s.k0 + b.begin
             if key0 + b.size - 1 > t.q0:
@@ -174,7 +187,9 @@ def tuned_kernel(q_t, k_t, v):
             for j in range(group):
                 h = g * group + j
                 q_block = q_pool.next()
-                q_block[:, 0:block.size] = nl.load(q_t[h * d:(h + 1) * d, block.begin:block.end])
+                for j in range(PE_ROW_TILES):
+                    q_block[j * tile_rows:j * tile_rows + d, 0:block.size] = nl.load(
+                        q_t[h * d:(h + 1) * d, block.begin:block.end])
                 for q in _tiles(block.size, q_tile, block.begin):
                     block_tiles.append(_Record(
                         head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
@@ -182,8 +197,14 @@ def tuned_kernel(q_t, k_t, v):
                         steps_left=-(-q.end // kv_tile)))
             for kv in _tiles(block.end, kv_tile):
                 cols = min(kv.size, block.end - kv.begin)  # keys past the block's last query are never needed
-                kt = k_pool.next()[:, 0:cols]
-                kt[...] = nl.load(k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
+                if PE_ROW_TILES == 1:
+                    kt = k_pool.next()[:, 0:cols]
+                    kt[...] = nl.load(k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
+                else:
+                    kt = k_pool.next()
+                    for b in _tiles(cols, BANK_COLUMNS):
+                        r0, c0 = b.index % PE_ROW_TILES * tile_rows, b.index // PE_ROW_TILES * BANK_COLUMNS
+                        kt[r0:r0 + d, c0:c0 + b.size] = nl.load(k_t[g * d:(g + 1) * d, kv.begin + b.begin:kv.begin + b.end])
                 vt = v_pool.next()  # V in 128-key blocks side by side: keys on partitions, as P^T has them
                 for c in _tiles(cols, KEY_BLOCK):
                     row0 = g * seq + kv.begin + c.begin

@@ -11,9 +11,9 @@
 #include "core/rng.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
-#include "tests/unit/kernels/checked_run.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
+#include "tests/unit/kernels/checked_run.hpp"
 
 namespace {
 
@@ -152,12 +152,14 @@ TEST_CASE("attention: flash_banked matches the reference across shapes, dtypes a
     Dtype dtype;
     const char* target;
   };
-  auto banked = [](int kv_tile, int q_tiles, int depth, int dma_transpose, int stats_on_gpsimd) {
+  auto banked = [](int kv_tile, int q_tiles, int depth, int dma_transpose, int stats_on_gpsimd,
+                   int pe_row_tiles = 1) {
     return ParamValues{{"kv_tile", kv_tile},
                        {"q_tiles", q_tiles},
                        {"pipeline_depth", depth},
                        {"dma_transpose", dma_transpose},
-                       {"stats_on_gpsimd", stats_on_gpsimd}};
+                       {"stats_on_gpsimd", stats_on_gpsimd},
+                       {"pe_row_tiles", pe_row_tiles}};
   };
   const std::vector<Case> cases = {
       // Qwen3 head_dim 128, grouped queries, transposes on DMA (trn2), three banks with a ragged one.
@@ -169,6 +171,11 @@ TEST_CASE("attention: flash_banked matches the reference across shapes, dtypes a
       // fp32 (no transposer: element-wise DMA transposes) and fp16.
       {qwen_like(300, 2, 1, 32), banked(512, 2, 4, 1, 0), Dtype::fp32, "trn2"},
       {qwen_like(600, 2, 1, 64), banked(512, 1, 2, 0, 0), Dtype::fp16, "trn1"},
+      // Score matmuls on PE row tiles: two of 64 rows (a ragged bank, a diagonal mid-bank), four of 32 on
+      // trn2.
+      {qwen_like(1400, 2, 2, 64), banked(2048, 2, 2, 1, 0, 2), Dtype::bf16, "trn2"},
+      {qwen_like(700, 2, 1, 64), banked(1024, 4, 3, 0, 0, 2), Dtype::fp16, "trn1"},
+      {qwen_like(1300, 2, 2, 32), banked(2048, 2, 2, 0, 1, 4), Dtype::bf16, "trn2"},
   };
   for (const Case& c : cases) {
     INFO("seq " << c.shape.at("seq") << " heads " << c.shape.at("q_heads") << "/" << c.shape.at("kv_heads")
@@ -319,4 +326,32 @@ TEST_CASE("attention: shape checks name what is wrong") {
   wide["head_dim"] = 256;
   CHECK(family.check_shape(wide).find("head_dim") != std::string::npos);
   CHECK(family.flops(qwen_like(4, 1, 1)) == doctest::Approx(4.0 * 128 * 10));
+}
+
+TEST_CASE("attention: flash_banked's score matmuls on PE row tiles overlap at head_dim 64, invalid at 128") {
+  const FamilySpec& family = attention_family();
+  const VariantSpec& variant = family.variant("flash_banked");
+  const sim::TargetSpec trn2 = sim::load_target("trn2");
+  auto simulate_with = [&](std::int64_t head_dim, int pe_row_tiles) {
+    const ParamValues params = with_defaults(variant, {{"pe_row_tiles", pe_row_tiles}});
+    const sim::Program program =
+        trace_program(family, variant, qwen_like(2048, 4, 4, head_dim), Dtype::bf16, params, trn2);
+    sim::SimOptions options;
+    options.functional = false;
+    return sim::simulate(program, trn2, options);
+  };
+  const sim::SimResult whole = simulate_with(64, 1), halves = simulate_with(64, 2);
+  REQUIRE_MESSAGE(whole.valid, whole.error);
+  REQUIRE_MESSAGE(halves.valid, halves.error);
+  // The same matmul work in less tensor-engine time: score matmuls side by side.
+  CHECK(halves.summary["matmul_flops"].get<double>() == whole.summary["matmul_flops"].get<double>());
+  CHECK(halves.summary["tensor_engine_active_time_percent"].get<double>() * halves.total_time_s <
+        0.95 * whole.summary["tensor_engine_active_time_percent"].get<double>() * whole.total_time_s);
+  // Four tiles of 32 rows cannot hold a contraction over 64, nor two of 64 one over 128.
+  CHECK_FALSE(simulate_with(64, 4).valid);
+  CHECK_FALSE(simulate_with(128, 2).valid);
+  // The declared constraints prune those before any simulation.
+  bool pruned = false;
+  for (const std::string& c : variant.constraints) pruned = pruned || c.find("pe_row_tiles * head_dim") == 0;
+  CHECK(pruned);
 }

@@ -218,3 +218,47 @@ TEST_CASE("reused on-chip addresses do not leak values between buffers") {
   const auto out = run(b.program, {{1, 2}, {3, 4}});
   CHECK(out[0] == std::vector<float>{1, 2, 3, 4});
 }
+
+TEST_CASE("matmuls on PE tiles compute what the whole array does") {
+  // Two products of K = 64 side by side on the two row tiles (operands on
+  // partitions [0, 64) and [64, 128)), and a third on a column tile writing
+  // PSUM partitions [64, 128); the same program on the whole array.
+  auto run_with = [](bool tiled) {
+    ProgramBuilder b;
+    auto a = b.input("a", 128, 128);
+    auto m = b.input("m", 128, 16);
+    auto o = b.output("o", 128, 48);
+    auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+    auto mv = b.sbuf("mv", 128, 16, Dtype::bf16, 256);
+    auto ps = b.psum("ps", 128, 48);
+    auto res = b.sbuf("res", 128, 48, Dtype::fp32, 512);
+    b.dma(b.all(st), b.all(a));
+    b.dma(b.all(mv), b.all(m));
+    auto tile = [&](PeTile t) { return tiled ? t : PeTile{}; };
+    b.matmul_on(tile({0, 64, 0, 128}), b.part(ps, 0, 64, 0, 16), b.part(st, 0, 64, 0, 64),
+                b.part(mv, 0, 64, 0, 16), false);
+    b.matmul_on(tile({64, 64, 0, 128}), b.part(ps, 0, 64, 16, 32), b.part(st, 64, 128, 0, 64),
+                b.part(mv, 64, 128, 0, 16), false);
+    b.matmul_on(tile({0, 128, 64, 64}), b.part(ps, 64, 128, 32, 48), b.part(st, 0, 128, 64, 128), b.all(mv),
+                false);
+    b.memset(b.part(ps, 64, 128, 0, 32), 0.0f);
+    b.memset(b.part(ps, 0, 64, 32, 48), 0.0f);
+    b.copy(b.all(res), b.all(ps));
+    b.dma(b.all(o), b.all(res));
+    std::vector<float> av(128 * 128), mvv(128 * 16);
+    for (int i = 0; i < 128 * 128; ++i) av[i] = float((i * 7) % 13) - 6;
+    for (int i = 0; i < 128 * 16; ++i) mvv[i] = float((i * 5) % 11) - 5;
+    return std::pair{run(b.program, {av, mvv})[0], std::pair{av, mvv}};
+  };
+  const auto [tiled, inputs] = run_with(true);
+  const auto [whole, unused] = run_with(false);
+  CHECK(tiled == whole);
+  const auto& [av, mvv] = inputs;
+  // o[i][16 + j] = sum_{k < 64} a[64 + k][i] m[64 + k][j] for i < 64.
+  for (int i : {0, 17, 63})
+    for (int j : {0, 9, 15}) {
+      double expect = 0;
+      for (int k = 0; k < 64; ++k) expect += av[(64 + k) * 128 + i] * mvv[(64 + k) * 16 + j];
+      CHECK(tiled[i * 48 + 16 + j] == doctest::Approx(expect));
+    }
+}

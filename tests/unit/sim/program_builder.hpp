@@ -87,6 +87,20 @@ class ProgramBuilder {
     in.accumulate = accumulate;
     return emit(in, where);
   }
+  // A matmul on a part of the PE array (nki.isa.nc_matmul tile_position, tile_size).
+  InstructionId matmul_on(PeTile tile, View dst, View stationary, View moving, bool accumulate,
+                          Where where = Where::current()) {
+    Instruction in;
+    in.opcode = Opcode::matmul;
+    in.engine = Engine::tensor;
+    in.dst = dst;
+    in.src[0] = stationary;
+    in.src[1] = moving;
+    in.src_count = 2;
+    in.accumulate = accumulate;
+    in.pe_tile = tile;
+    return emit(in, where);
+  }
   InstructionId transpose(View dst, View src, Where where = Where::current()) {
     Instruction in;
     in.opcode = Opcode::transpose;

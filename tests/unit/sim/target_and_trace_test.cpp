@@ -39,6 +39,9 @@ TEST_CASE("trn1 and trn2 load with NEURONCORE.md's figures") {
   CHECK(t1.dma_queue_bytes_per_s * t1.dma_queues == doctest::Approx(272e9));
   CHECK(t1.peak_flops(Dtype::bf16) == doctest::Approx(91.75e12));
   CHECK(t1.peak_flops(Dtype::fp32) == doctest::Approx(23e12));
+  // nki.isa.nc_matmul's tiling mode: 2x 64 on NeuronCore-v2, 4x 32 on v3.
+  CHECK(t1.pe_tile_min == 64);
+  CHECK(t2.pe_tile_min == 32);
   CHECK(t1.vector_gpsimd_share_sbuf_port);
   CHECK_FALSE(t2.vector_gpsimd_share_sbuf_port);
   CHECK_FALSE(t2.vector_scalar_share_psum_port);
@@ -85,6 +88,26 @@ TEST_CASE("a target file with an unknown key is rejected with file:line:key") {
     CHECK_MESSAGE(
         message.find(file.string() + ":" + std::to_string(line) + ": dma.queue_count: unknown key") == 0,
         message);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a target's smallest PE tile is 32, 64 or 128") {
+  const fs::path dir = scratch_dir("min_tile");
+  std::string text = read_file(fs::path(AUTOTUNE_SOURCE_DIR) / "configs/targets/trn2.yaml");
+  const std::string needle = "  min_tile: 32";
+  const auto at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, needle.size(), "  min_tile: 48");
+  const fs::path file = dir / "bad.yaml";
+  std::ofstream(file) << text;
+  try {
+    load_target(file.string());
+    FAIL("a 48-row PE tile accepted");
+  } catch (const autotune::UserError& e) {
+    const std::string message = e.what();
+    CHECK_MESSAGE(message.find("tensor_engine.min_tile") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("32, 64 or 128") != std::string::npos, message);
   }
   fs::remove_all(dir);
 }

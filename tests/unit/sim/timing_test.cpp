@@ -1,6 +1,7 @@
 // Timing properties that must hold by mechanism (never wall-clock timing).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "sim/simulator.hpp"
@@ -455,7 +456,8 @@ TEST_CASE("trn2's vector performance modes: 4x and 2x only in the documented cas
     const int cols = src_in_psum ? 512 : n;  // a PSUM source within one bank
     return vector_busy([&](ProgramBuilder& b) {
       auto d = b.sbuf("d", 128, cols, dst_dtype, 0);
-      const auto s = src_in_psum ? b.psum("s", 128, cols, 0, src_dtype) : b.sbuf("s", 128, cols, src_dtype, 16384);
+      const auto s =
+          src_in_psum ? b.psum("s", 128, cols, 0, src_dtype) : b.sbuf("s", 128, cols, src_dtype, 16384);
       b.memset(b.all(s), 1.0f, Engine::scalar);
       return b.copy(b.all(d), b.all(s));
     });
@@ -604,4 +606,151 @@ TEST_CASE("an activation with a row sum pays the accumulator read, about 64 scal
     return entry(r, id).end_s - entry(r, id).start_s;
   };
   CHECK(busy(true) - busy(false) == doctest::Approx(64 / trn1().clock(Engine::scalar)));
+}
+
+namespace {
+
+// Two bf16 matmuls of K = 64, M = 64, N = 512, the first reading partitions
+// [0, 64), the second partitions `second_rows`, on the PE tiles given (the
+// whole array by default). Returns the time from the first start to the last
+// end, and the result.
+struct PairRun {
+  double span_s = 0;
+  SimResult result;
+  InstructionId first = 0, second = 0;
+};
+PairRun matmul_pair(PeTile first_tile, PeTile second_tile, int second_row, const TargetSpec& t) {
+  ProgramBuilder b;
+  auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+  auto mv = b.sbuf("mv", 128, 512, Dtype::bf16, 256);
+  auto p1 = b.psum("p1", 64, 512);
+  auto p2 = b.psum("p2", 64, 512, 2048);
+  b.memset(b.all(st), 1.0f);
+  b.memset(b.all(mv), 1.0f);
+  PairRun run;
+  run.first = b.matmul_on(first_tile, b.all(p1), b.part(st, 0, 64, 0, 64), b.part(mv, 0, 64, 0, 512), false);
+  run.second = b.matmul_on(second_tile, b.all(p2), b.part(st, second_row, second_row + 64, 64, 128),
+                           b.part(mv, second_row, second_row + 64, 0, 512), false);
+  run.result = timing(b.program, t);
+  const auto& a = entry(run.result, run.first);
+  const auto& c = entry(run.result, run.second);
+  run.span_s = std::max(a.end_s, c.end_s) - std::min(a.start_s, c.start_s);
+  return run;
+}
+
+constexpr PeTile kTop{0, 64, 0, 128}, kBottom{64, 64, 0, 128}, kWhole{};
+
+}  // namespace
+
+TEST_CASE("two 64-row matmuls on disjoint PE row tiles run side by side, on the same rows they take turns") {
+  for (const TargetSpec* t : {&trn1(), &trn2()}) {
+    CAPTURE(t->name);
+    const double duration = (512 + t->access_startup_cycles) / t->clock(Engine::tensor);
+    const PairRun whole = matmul_pair(kWhole, kWhole, 64, *t);
+    const PairRun disjoint = matmul_pair(kTop, kBottom, 64, *t);
+    const PairRun same = matmul_pair(kTop, kTop, 0, *t);
+    CHECK(whole.span_s >= 2 * duration * (1 - 1e-9));
+    CHECK(same.span_s >= 2 * duration * (1 - 1e-9));
+    // Side by side: the second starts one issue interval (the shortest PE
+    // instruction) after the first, not after it ends.
+    const double issue = (t->matmul_min_cycles + t->access_startup_cycles) / t->clock(Engine::tensor);
+    CHECK(disjoint.span_s == doctest::Approx(duration + issue).scale(0));
+    CHECK(disjoint.span_s < 0.65 * whole.span_s);  // (D + issue) / 2D
+    CHECK(entry(disjoint.result, disjoint.second).start_s < entry(disjoint.result, disjoint.first).end_s);
+    // The engine's active time is the union of its busy intervals, not their sum.
+    const double total = disjoint.result.total_time_s;
+    CHECK(disjoint.result.summary["tensor_engine_active_time_percent"].get<double>() ==
+          doctest::Approx(100.0 * disjoint.span_s / total).scale(0));
+  }
+}
+
+TEST_CASE("column tiles run side by side, tiles sharing PE cells take turns") {
+  const TargetSpec& t = trn2();
+  const double duration = (512 + t.access_startup_cycles) / t.clock(Engine::tensor);
+  auto run = [&](PeTile first, PeTile second) {
+    // K = 128 over every row; M = 64 each, results on PSUM partitions [0, 64) and [64, 128).
+    ProgramBuilder b;
+    auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+    auto mv = b.sbuf("mv", 128, 512, Dtype::bf16, 256);
+    auto p = b.psum("p", 128, 512);
+    b.memset(b.all(st), 1.0f);
+    b.memset(b.all(mv), 1.0f);
+    auto a = b.matmul_on(first, b.part(p, 0, 64, 0, 512), b.part(st, 0, 128, 0, 64), b.all(mv), false);
+    auto c = b.matmul_on(second, b.part(p, 64, 128, 0, 512), b.part(st, 0, 128, 64, 128), b.all(mv), false);
+    const auto r = timing(b.program, t);
+    return std::max(entry(r, a).end_s, entry(r, c).end_s) -
+           std::min(entry(r, a).start_s, entry(r, c).start_s);
+  };
+  const PeTile left{0, 128, 0, 64}, right{0, 128, 64, 64};
+  CHECK(run(left, right) < 1.5 * duration);
+  CHECK(run(PeTile{}, PeTile{}) >= 2 * duration * (1 - 1e-9));
+  // The right half of the columns and all of them share cells: in turn.
+  CHECK(run(left, PeTile{0, 128, 0, 128}) >= 2 * duration * (1 - 1e-9));
+}
+
+TEST_CASE("trn2's 32-row tiles run four matmuls side by side, each issue interval apart") {
+  const TargetSpec& t = trn2();
+  ProgramBuilder b;
+  auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+  auto mv = b.sbuf("mv", 128, 512, Dtype::bf16, 256);
+  b.memset(b.all(st), 1.0f);
+  b.memset(b.all(mv), 1.0f);
+  std::vector<InstructionId> mm;
+  for (int k = 0; k < 4; ++k) {
+    auto p = b.psum("p" + std::to_string(k), 32, 512, k * 2048);
+    const auto row = static_cast<std::uint8_t>(32 * k);
+    mm.push_back(b.matmul_on(PeTile{row, 32, 0, 128}, b.all(p), b.part(st, row, row + 32, 0, 32),
+                             b.part(mv, row, row + 32, 0, 512), false));
+  }
+  const auto r = timing(b.program, t);
+  const double issue = (t.matmul_min_cycles + t.access_startup_cycles) / t.clock(Engine::tensor);
+  const double duration = (512 + t.access_startup_cycles) / t.clock(Engine::tensor);
+  for (int k = 1; k < 4; ++k)
+    CHECK(entry(r, mm[k]).start_s - entry(r, mm[k - 1]).start_s == doctest::Approx(issue).scale(0));
+  CHECK(entry(r, mm[3]).end_s - entry(r, mm[0]).start_s == doctest::Approx(3 * issue + duration).scale(0));
+}
+
+TEST_CASE("tiled matmuls of the minimum size gain nothing: the issue interval is the shortest instruction") {
+  const TargetSpec& t = trn2();
+  auto run = [&](bool tiled) {
+    ProgramBuilder b;
+    auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+    auto mv = b.sbuf("mv", 128, 64, Dtype::bf16, 256);
+    b.memset(b.all(st), 1.0f);
+    b.memset(b.all(mv), 1.0f);
+    InstructionId first = 0, last = 0;
+    for (int k = 0; k < 2; ++k) {
+      auto p = b.psum("p" + std::to_string(k), 64, 64, k * 2048);
+      const auto row = static_cast<std::uint8_t>(64 * k);
+      last = b.matmul_on(tiled ? PeTile{row, 64, 0, 128} : PeTile{}, b.all(p),
+                         b.part(st, row, row + 64, 0, 64), b.part(mv, row, row + 64, 0, 64), false);
+      if (k == 0) first = last;
+    }
+    const auto r = timing(b.program, t);
+    return entry(r, last).end_s - entry(r, first).start_s;
+  };
+  CHECK(run(true) == doctest::Approx(run(false)).scale(0));
+}
+
+TEST_CASE("a new stationary operand on a PE tile waits for that tile's previous matmul, not the others'") {
+  const TargetSpec& t = trn2();
+  // A long matmul on the top rows, then one on the bottom rows with a new
+  // stationary operand: its load overlaps nothing it has to wait for.
+  ProgramBuilder b;
+  auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+  auto mv = b.sbuf("mv", 128, 512, Dtype::bf16, 256);
+  auto p1 = b.psum("p1", 64, 512);
+  auto p2 = b.psum("p2", 64, 512, 2048);
+  auto p3 = b.psum("p3", 64, 512, 4096);
+  b.memset(b.all(st), 1.0f);
+  b.memset(b.all(mv), 1.0f);
+  auto top = b.matmul_on(kTop, b.all(p1), b.part(st, 0, 64, 0, 64), b.part(mv, 0, 64, 0, 512), false);
+  auto bottom =
+      b.matmul_on(kBottom, b.all(p2), b.part(st, 64, 128, 64, 128), b.part(mv, 64, 128, 0, 512), false);
+  // Back on the top rows with another stationary: after the top tile's matmul.
+  auto again = b.matmul_on(kTop, b.all(p3), b.part(st, 0, 64, 64, 128), b.part(mv, 0, 64, 0, 512), false);
+  const auto r = timing(b.program, t);
+  CHECK(entry(r, bottom).start_s < entry(r, top).end_s);
+  CHECK(entry(r, again).start_s >= entry(r, top).end_s);
+  CHECK(entry(r, again).start_s < entry(r, bottom).end_s);
 }

@@ -168,3 +168,87 @@ TEST_CASE("a valid program passes and reports its SBUF peak") {
   CHECK(r.rule.empty());
   CHECK(r.summary["sbuf_peak_bytes_per_partition"].get<std::int64_t>() == 1024 + 2048);
 }
+
+namespace {
+
+// A matmul of stationary [k, m] on partitions from `row`, moving [k, 512],
+// result [m, 512] on PSUM partitions from `out_row`, on `tile`.
+int tiled_matmul_line = 0;  // the matmul's source line in tiled_matmul
+Program tiled_matmul(PeTile tile, int k, int m, int row, int out_row) {
+  ProgramBuilder b;
+  auto st = b.sbuf("st", 128, 128, Dtype::bf16);
+  auto mv = b.sbuf("mv", 128, 512, Dtype::bf16, 256);
+  auto p = b.psum("p", 128, 512);
+  b.memset(b.all(st), 1.0f);
+  b.memset(b.all(mv), 1.0f);
+  tiled_matmul_line = __LINE__ + 1;
+  b.matmul_on(tile, b.part(p, out_row, out_row + m, 0, 512), b.part(st, row, row + k, 0, m),
+              b.part(mv, row, row + k, 0, 512), false);
+  return std::move(b.program);
+}
+
+SimResult check_invalid_tiled(const std::string& rule, PeTile tile, int k, int m, int row, int out_row) {
+  const Program p = tiled_matmul(tile, k, m, row, out_row);
+  return check_invalid(p, rule, tiled_matmul_line);
+}
+
+SimResult simulate_on(const Program& p, const TargetSpec& t) {
+  SimOptions options;
+  options.functional = false;
+  return simulate(p, t, options);
+}
+
+}  // namespace
+
+TEST_CASE("PE tiles: trn1 takes 64-row tiles and refuses 32, trn2 takes 32") {
+  const TargetSpec trn2 = autotune::sim::testing::target("trn2");
+  const Program half = tiled_matmul(PeTile{64, 64, 0, 128}, 64, 64, 64, 0);
+  CHECK(simulate_on(half, trn1()).valid);
+  CHECK(simulate_on(half, trn2).valid);
+  const Program quarter = tiled_matmul(PeTile{32, 32, 0, 128}, 32, 64, 32, 0);
+  const SimResult r = check_invalid(quarter, "pe_tile_size", tiled_matmul_line);
+  CHECK(r.error.find("64") != std::string::npos);
+  CHECK_MESSAGE(simulate_on(quarter, trn2).valid, simulate_on(quarter, trn2).error);
+  // Not a size of the array.
+  check_invalid_tiled("pe_tile_size", PeTile{0, 96, 0, 128}, 64, 64, 0, 0);
+}
+
+TEST_CASE("PE tiles: a start off its size's multiples or past the array is invalid") {
+  check_invalid_tiled("pe_tile_position", PeTile{32, 64, 0, 128}, 64, 64, 32, 0);
+  check_invalid_tiled("pe_tile_position", PeTile{128, 64, 0, 128}, 64, 64, 0, 0);
+}
+
+TEST_CASE("PE tiles: a stationary operand larger than its tile is invalid") {
+  // K = 128 on a 64-row tile.
+  check_invalid_tiled("pe_tile_stationary", PeTile{0, 64, 0, 128}, 128, 64, 0, 0);
+  // M = 128 on a 64-column tile.
+  check_invalid_tiled("pe_tile_stationary", PeTile{0, 128, 0, 64}, 64, 128, 0, 0);
+}
+
+TEST_CASE("PE tiles: operands outside the tile's row partitions, results outside its columns, are invalid") {
+  // Operands on partitions [0, 64) run through PE rows [64, 128).
+  const SimResult r = check_invalid_tiled("pe_tile_partitions", PeTile{64, 64, 0, 128}, 64, 64, 0, 0);
+  CHECK(r.error.find("partitions [0, 64)") != std::string::npos);
+  // A result on PSUM partitions [0, 64) from PE columns [64, 128).
+  check_invalid_tiled("pe_tile_partitions", PeTile{0, 64, 64, 64}, 64, 64, 0, 0);
+  // The same on their own tiles are valid.
+  CHECK(simulate_on(tiled_matmul(PeTile{64, 64, 0, 128}, 64, 64, 64, 0), trn1()).valid);
+  CHECK(simulate_on(tiled_matmul(PeTile{0, 64, 64, 64}, 64, 64, 0, 64), trn1()).valid);
+}
+
+TEST_CASE("PE tiles: only a matmul takes one") {
+  ProgramBuilder b;
+  auto s = b.sbuf("s", 64, 64, Dtype::bf16);
+  auto p = b.psum("p", 64, 64, 0, Dtype::bf16);
+  b.memset(b.all(s), 1.0f);
+  Instruction in;
+  in.opcode = Opcode::transpose;
+  in.engine = Engine::tensor;
+  in.dst = b.all(p);
+  in.src[0] = b.all(s);
+  in.src_count = 1;
+  in.pe_tile = PeTile{0, 64, 0, 64};
+  const int line = __LINE__ + 1;
+  b.emit(in, std::source_location::current());
+  check_invalid(b.program, "pe_tile_opcode", line);
+}

@@ -74,8 +74,19 @@ def memset(shape, value, dtype=None, engine=None):
     return np.full(tuple(shape), value, dtype=np.float32)
 
 
-def nc_matmul(stationary, moving):
-    """stationary [K, M], moving [K, N] -> [M, N]: the contraction runs over the partitions."""
+def nc_matmul(stationary, moving, tile_position=(), tile_size=()):
+    """stationary [K, M], moving [K, N] -> [M, N]: the contraction runs over the partitions. tile_position and
+    tile_size (both or neither) run it on a tile of the 128x128 PE array: sizes 32, 64 or 128, each start a
+    multiple of its size within the array, the stationary no larger than the tile."""
+    if bool(tile_position) != bool(tile_size):
+        raise ValueError("nc_matmul: tile_position and tile_size must both be set")
+    if tile_size:
+        (row, col), (rows, cols) = tile_position, tile_size
+        for start, size in ((row, rows), (col, cols)):
+            if size not in (32, 64, 128) or start % size or start + size > 128:
+                raise ValueError(f"nc_matmul: PE tile at ({row}, {col}) of size ({rows}, {cols})")
+        if stationary.shape[0] > rows or stationary.shape[1] > cols:
+            raise ValueError(f"nc_matmul: stationary {tuple(stationary.shape)} exceeds its tile ({rows}, {cols})")
     return _f32(_f32(stationary).T.astype(np.float64) @ _f32(moving).astype(np.float64))
 
 
