@@ -56,10 +56,16 @@ BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store,
 void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
                                  const std::vector<std::optional<int64_t>>& queue_ids, Shared& shared,
                                  Clock::time_point& last_poll, Clock::time_point& last_heartbeat) {
+  // The database may be away for a while (a restart, an outage longer than a
+  // store call reconnects): polling tries again at its next turn.
   if (seconds_since(last_heartbeat) >= kHeartbeatIntervalS) {
     last_heartbeat = Clock::now();
-    store_.heartbeat_worker(claimer_, claimer_id(""), options_.jobs, counters_.measured);
-    counters_.active_workers = store_.active_workers(kActiveWorkerS);
+    try {
+      store_.heartbeat_worker(claimer_, claimer_id(""), options_.jobs, counters_.measured);
+      counters_.active_workers = store_.active_workers(kActiveWorkerS);
+    } catch (const UserError& e) {
+      log::warn(std::string("heartbeat failed, trying again: ") + e.what());
+    }
   }
   if (seconds_since(last_poll) < 0.2) return;
   last_poll = Clock::now();
@@ -74,7 +80,13 @@ void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
       }
   }
   if (waiting.empty()) return;
-  const auto rows = store_.queued_measurements(waiting);
+  std::vector<store::QueuedMeasurement> rows;
+  try {
+    rows = store_.queued_measurements(waiting);
+  } catch (const UserError& e) {
+    log::warn(std::string("reading the queue failed, trying again: ") + e.what());
+    return;
+  }
   std::lock_guard lock(shared.mutex);
   for (const auto& row : rows) {
     if (row.state != store::QueueState::done && row.state != store::QueueState::committed) continue;
@@ -128,6 +140,13 @@ class BenchmarkRunner::Batch {
         number_(++runner.batches_) {
     shared_->done.resize(n_);
     shared_->started.resize(n_);
+  }
+
+  // However the batch ends (an error from the store included), this runner's
+  // jobs on the queue stop claiming: else the pool's join waits for them for ever.
+  ~Batch() {
+    std::lock_guard lock(shared_->mutex);
+    shared_->stop_claiming = true;
   }
 
   SkillResult<std::vector<MeasuredTrial>> run() {
@@ -448,11 +467,24 @@ void BenchmarkRunner::claim_until_stopped(Shared& shared,
     const auto start = Clock::now();
     Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
     const double took = seconds_since(start);
+    // The row stays claimed under this process's live heartbeat, so no one
+    // else measures it again: a result that could not be stored (the database
+    // away for longer than a store call reconnects) is stored again until it
+    // is, or the batch no longer needs it. Dropping it would leave the batch
+    // waiting for that row for ever.
     bool stored = false;
-    try {
-      stored = store_.complete_measurement(item->id, claimer_, to_json(m));
-    } catch (const std::exception& e) {
-      log::warn(std::string("storing a queued measurement failed: ") + e.what());
+    for (int attempt = 1;; ++attempt) {
+      try {
+        stored = store_.complete_measurement(item->id, claimer_, to_json(m));
+        break;
+      } catch (const std::exception& e) {
+        log::warn(std::string("storing a queued measurement failed, trying again: ") + e.what());
+      }
+      {
+        std::lock_guard lock(shared.mutex);
+        if (shared.stop_claiming) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200 * attempt, 2000)));
     }
     std::lock_guard lock(shared.mutex);
     shared.target_seconds += took;
