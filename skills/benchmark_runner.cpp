@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <deque>
 #include <thread>
 
 #include "core/error.hpp"
@@ -40,6 +41,13 @@ struct BenchmarkRunner::Shared {
   std::vector<std::optional<Clock::time_point>> started;
   double target_seconds = 0;
   bool stop_claiming = false;  // with a queue: the batch is complete
+  // With a queue: the rows this runner's jobs are measuring, and rows found
+  // claimed by this runner but measured by none of its jobs (a claim whose
+  // COMMIT went through while the connection broke, so the job never heard
+  // of it): since since when, and those handed back to the jobs.
+  std::set<int64_t> in_flight;
+  std::map<int64_t, Clock::time_point> unheld_since;
+  std::deque<store::QueuedMeasurement> orphans;
 };
 
 BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run,
@@ -89,6 +97,25 @@ void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
   }
   std::lock_guard lock(shared.mutex);
   for (const auto& row : rows) {
+    // A row claimed by this runner that none of its jobs measures stays so
+    // under this runner's heartbeat, and no one else would take it: held
+    // unmeasured for kOrphanAfterS (a claim in progress returns in far less),
+    // it goes back to this runner's jobs.
+    if (row.state == store::QueueState::claimed && row.worker == claimer_ &&
+        !shared.in_flight.count(row.id)) {
+      const auto since = shared.unheld_since.emplace(row.id, Clock::now()).first->second;
+      if (std::chrono::duration<double>(Clock::now() - since).count() >= kOrphanAfterS) {
+        log::warn(
+            "queued candidate " + std::to_string(row.id) +
+            " was claimed by this run but not measured (a claim lost with its connection): measuring it");
+        shared.unheld_since.erase(row.id);
+        shared.in_flight.insert(row.id);
+        shared.orphans.push_back(row);
+        shared.wake.notify_all();
+      }
+      continue;
+    }
+    shared.unheld_since.erase(row.id);
     if (row.state != store::QueueState::done && row.state != store::QueueState::committed) continue;
     const std::size_t i = index_of_row.at(row.id);
     if (shared.done[i]) continue;
@@ -450,16 +477,24 @@ class BenchmarkRunner::Batch {
 void BenchmarkRunner::claim_until_stopped(Shared& shared,
                                           const std::map<int64_t, std::size_t>& index_of_row) {
   for (;;) {
+    std::optional<store::QueuedMeasurement> item;
     {
       std::lock_guard lock(shared.mutex);
       if (shared.stop_claiming) return;
+      if (!shared.orphans.empty()) {
+        item = shared.orphans.front();
+        shared.orphans.pop_front();
+      }
     }
-    std::optional<store::QueuedMeasurement> item;
-    try {
-      item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
-    } catch (const std::exception& e) {
-      log::warn(std::string("claiming a queued candidate failed: ") + e.what());
-    }
+    if (!item) try {
+        item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
+        if (item) {
+          std::lock_guard lock(shared.mutex);
+          shared.in_flight.insert(item->id);
+        }
+      } catch (const std::exception& e) {
+        log::warn(std::string("claiming a queued candidate failed: ") + e.what());
+      }
     if (!item) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -487,6 +522,7 @@ void BenchmarkRunner::claim_until_stopped(Shared& shared,
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200 * attempt, 2000)));
     }
     std::lock_guard lock(shared.mutex);
+    shared.in_flight.erase(item->id);
     shared.target_seconds += took;
     const auto it = index_of_row.find(item->id);
     if (stored && it != index_of_row.end() && !shared.done[it->second]) {

@@ -2,7 +2,8 @@
 sweep with its own job and two workers, on the throwaway cluster of tests/support/postgres_cluster.py.
 A result whose storing failed during the outage used to be dropped while its row stayed claimed under the
 claimer's live heartbeat, so nobody measured it again and the in-order commits waited for it for ever;
-now the sweep finishes within a bounded time once the server is back, one trial per configuration."""
+now the sweep finishes within a bounded time once the server is back, one trial per configuration. And a
+claim lost with its connection (its COMMIT went through unheard) is measured by the sweep itself."""
 import json
 import os
 import subprocess
@@ -81,7 +82,49 @@ def main():
             for p in [coordinator, *workers]:
                 p.kill()
                 p.wait()
+        check_lost_claim(tmp, env)
     print("ok")
+
+
+def check_lost_claim(tmp, env):
+    """A claim whose COMMIT went through while the connection broke: the claimer never heard of it, and its
+    row stays claimed under the claimer's live heartbeat. Made here by claiming a queued row in the sweep's
+    name; the sweep must measure it itself and finish."""
+    psql("postgres", "DROP DATABASE IF EXISTS pg_lost_claim WITH (FORCE)")
+    check(psql("postgres", "CREATE DATABASE pg_lost_claim") is not None, "CREATE DATABASE")
+    url = STATE["url"] % "pg_lost_claim"
+    goal = write_goal(tmp, "lost.yaml", GOAL.replace("name: outage", "name: lost-claim"))
+    coordinator = subprocess.Popen([BIN, "sweep", goal, "--db", url, "--json", "--no-cache", "--jobs", "1"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 60
+        claimer = None
+        while time.time() < deadline and not claimer:
+            queued = psql("pg_lost_claim", "SELECT COUNT(*) FROM measurement_queue WHERE state = 'queued'")
+            if queued and int(queued) >= 5:
+                claimer = psql("pg_lost_claim", "SELECT id FROM workers WHERE id LIKE '%:coordinator' LIMIT 1")
+            time.sleep(0.05)
+        check(claimer, "the sweep never heartbeat")
+        lost = psql("pg_lost_claim", f"WITH c AS (UPDATE measurement_queue SET state = 'claimed', worker = '{claimer}', "
+                                     "heartbeat = extract(epoch from now()), attempts = attempts + 1 WHERE id = "
+                                     "(SELECT max(id) FROM measurement_queue WHERE state = 'queued') RETURNING id) "
+                                     "SELECT id FROM c")
+        check(lost, "no queued row left to claim")
+        try:
+            out, err = coordinator.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            fail(f"the sweep waits for the row {lost} it claimed without knowing: "
+                 + str(psql("pg_lost_claim", f"SELECT state, worker FROM measurement_queue WHERE id = {lost}")))
+        check(coordinator.returncode == 0, f"sweep exited {coordinator.returncode}: {err[-2000:]}")
+        result = json.loads(out)
+        count = psql("pg_lost_claim", f"SELECT COUNT(DISTINCT config_hash) FROM trials WHERE run = {result['run_id']}")
+        total = psql("pg_lost_claim", f"SELECT COUNT(*) FROM trials WHERE run = {result['run_id']}")
+        check(count == total == str(CONFIGURATIONS), f"{total} trials of {count} configurations")
+        attempts = psql("pg_lost_claim", f"SELECT attempts FROM measurement_queue WHERE id = {lost}")
+        check(attempts == "1", f"the lost claim's row was claimed {attempts} times")
+    finally:
+        coordinator.kill()
+        coordinator.wait()
 
 
 if __name__ == "__main__":
