@@ -103,12 +103,28 @@ const CommandRegistration serve_registration(
       add_database_option(app, o->db);
       app.add_option("--port", o->serve.port, "TCP port (0: any free one)")->default_val(8080);
       app.add_option("--address", o->serve.address, "Address to listen on")->default_val("127.0.0.1");
+      app.add_option("--allow-host", o->serve.allowed_hosts,
+                     "A host name the server answers to besides addresses, localhost and this machine's "
+                     "name (the name a reverse proxy forwards); repeatable");
+      app.add_option("--max-connections", o->serve.max_connections,
+                     "Connections served at once; beyond, a client is answered 503")
+          ->default_val(64)
+          ->check(CLI::Range(1, 10000));
+      app.add_option("--idle-timeout", o->serve.idle_timeout_s,
+                     "Seconds a connection may stay idle (or send a request slowly) before it is closed")
+          ->default_val(30)
+          ->check(CLI::Range(1, 3600));
       return [o]() -> int {
         auto store = open_store_for_reading(o->db);
-        report::serve(*store, o->serve, [&](const std::string& url) {
-          std::printf("serving %s at %s (Ctrl-C to stop)\n", store->location().c_str(), url.c_str());
-          std::fflush(stdout);
-        });
+        report::serve(
+            *store, o->serve,
+            [&](const std::string& url) {
+              std::printf("serving %s at %s (Ctrl-C to stop)\n", store->location().c_str(), url.c_str());
+              std::fflush(stdout);
+            },
+            [](const std::string& warning) {
+              std::fprintf(stderr, "autotune: warning: %s\n", warning.c_str());
+            });
         return 0;
       };
     });

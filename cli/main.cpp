@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/log.hpp"
@@ -101,6 +102,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "autotune: error: %s\n", cli::parse_error_text(argc, argv, names, e.what()).c_str());
     return 2;
   }
+  // Parsed: the arguments' own copies of a database password can go.
+  cli::hide_database_passwords(argc, argv);
   if (verbose) log::set_level(log::Level::info);
 
   const int code = [&] {

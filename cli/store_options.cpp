@@ -1,7 +1,9 @@
 #include "cli/store_options.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <string_view>
 
 namespace autotune::cli {
 
@@ -11,6 +13,32 @@ void add_database_option(CLI::App& command, DatabaseOption& option) {
   command.add_option("--db", option.flag,
                      "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
                      "$AUTOTUNE_DB, else ./autotune.db)");
+}
+
+void hide_database_passwords(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* arg = argv[i];
+    const std::string_view text(arg);
+    for (const std::string_view scheme : {"postgresql://", "postgres://"}) {
+      const auto start = text.find(scheme);
+      if (start == std::string_view::npos) continue;
+      const auto authority = start + scheme.size();
+      const auto end = std::min(text.find_first_of("/?#", authority), text.size());
+      const auto at = text.rfind('@', end);
+      if (at != std::string_view::npos && at >= authority) {
+        const auto colon = text.find(':', authority);
+        if (colon != std::string_view::npos && colon < at) std::fill(arg + colon + 1, arg + at, '*');
+      }
+      for (auto key = text.find("password=", end); key != std::string_view::npos;
+           key = text.find("password=", key + 1)) {
+        if (key == 0 || (text[key - 1] != '?' && text[key - 1] != '&')) continue;
+        const auto value = key + std::string_view("password=").size();
+        const auto stop = std::min(text.find_first_of("&#", value), text.size());
+        std::fill(arg + value, arg + stop, '*');
+      }
+      break;
+    }
+  }
 }
 
 std::unique_ptr<store::Store> open_store_for_reading(const DatabaseOption& option) {

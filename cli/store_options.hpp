@@ -18,7 +18,16 @@ struct DatabaseOption {
 
 void add_database_option(CLI::App& command, DatabaseOption& option);
 
-// For reading commands: the database must exist (nothing is created); a
+// Overwrites, in place, the password of every PostgreSQL URL among the
+// command-line arguments (user information and password= parameters) with
+// '*', so that /proc/PID/cmdline and ps no longer show it once the arguments
+// are parsed. Workers should still take the password from PGPASSFILE
+// (~/.pgpass) or from AUTOTUNE_DB, never the command line: the arguments are
+// readable by other local users until this runs.
+void hide_database_passwords(int argc, char** argv);
+
+// For reading commands: the database must exist and be an autotune database
+// (nothing is created or written into a file autotune did not make); a
 // missing or unusable file is a UserError of one line.
 std::unique_ptr<store::Store> open_store_for_reading(const DatabaseOption& option);
 // For writing commands: created when missing.

@@ -125,13 +125,23 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
             m.error = std::string("worker could not read the queued candidate: ") + error.what();
           }
         }
-        try {
-          if (store.complete_measurement(item->id, summary.id, skills::to_json(m)))
-            ++measured;
-          else
-            ++discarded;
-        } catch (const std::exception& error) {
-          if (options.note) options.note(std::string("storing a result failed: ") + error.what());
+        // The row stays claimed under this worker's live heartbeat: a result
+        // that could not be stored (the database away for longer than a store
+        // call reconnects) is stored again until it is, or the worker stops
+        // (then its heartbeat stops too, and the row goes to another claimer).
+        for (int attempt = 1;; ++attempt) {
+          try {
+            if (store.complete_measurement(item->id, summary.id, skills::to_json(m)))
+              ++measured;
+            else
+              ++discarded;
+            break;
+          } catch (const std::exception& error) {
+            if (options.note)
+              options.note(std::string("storing a result failed, trying again: ") + error.what());
+          }
+          if (stop) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200 * attempt, 2000)));
         }
         --busy;
         touch();

@@ -36,6 +36,32 @@ std::string script_safe(std::string text) {
   return text;
 }
 
+// JSON inside a <script> element: `<` would let `<!--<script>` or `</script>`
+// in any stored string change how the HTML parser reads the element (a blank
+// page, or script); `>`, `&` and U+2028/2029 are escaped with it so the text
+// is inert as HTML and as script. Each occurs only inside strings, where
+// \uXXXX reads back as the same character.
+std::string json_for_script(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
+    else if (c == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+             (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
+      out += json[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else
+      out += c;
+  }
+  return out;
+}
+
 std::string html_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -70,7 +96,7 @@ std::string report_page(const Json& runs, const PageOptions& options) {
   std::string page(asset("report.html"));
   // Filled last to first, so no inserted text is searched for a later marker.
   fill(page, "SCRIPT", script_safe(std::string(asset("report.js"))));
-  fill(page, "DATA", script_safe(data.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  fill(page, "DATA", json_for_script(data.dump(-1, ' ', false, Json::error_handler_t::replace)));
   fill(page, "ECHARTS", script_safe(std::string(asset("echarts.min.js"))));
   fill(page, "STYLE", asset("report.css"));
   fill(page, "TITLE", html_escape(options.title));

@@ -1,11 +1,20 @@
 #include "report/server.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -26,10 +35,20 @@ HttpResponse json_response(const Json& value) {
 
 HttpResponse not_found(const std::string& what) { return {404, "text/plain; charset=utf-8", what + "\n"}; }
 
-std::optional<int64_t> number(const std::string& text) {
+// Text for a one-line answer: no line breaks, not without end.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (text.size() > 300) text = text.substr(0, 300) + "...";
+  return text;
+}
+
+// A run or trial id from the path; digits beyond int64 name no run.
+int64_t id_of(store::Store& store, const std::string& what, const std::string& text) {
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (error != std::errc() || end != text.data() + text.size())
+    throw UserError(what + " " + text + " not found in " + store.location());
   return value;
 }
 
@@ -65,13 +84,15 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
   static const std::regex run_api(R"(^/api/run/(\d+)$)");
   static const std::regex trials_api(R"(^/api/run/(\d+)/trials\?after=(\d+)$)");
   std::smatch m;
+  // A request's failure is its own answer, never the server's end: misuse is
+  // a 404 of one line, anything else a 500 of one line.
   try {
     if (target == "/" || target == "/index.html")
       return {200, "text/html; charset=utf-8", index_page(store.location())};
     if (target == "/api/runs") return json_response(runs_index(store));
     if (target == "/favicon.ico") return {204, "image/x-icon", ""};
     if (std::regex_match(target, m, run_page)) {
-      const int64_t id = *number(m[1]);
+      const int64_t id = id_of(store, "run", m[1]);
       PageOptions page;
       page.title = "autotune run " + std::to_string(id);
       page.subtitle = store.location();
@@ -79,21 +100,203 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
       page.api = "/api/run/" + std::to_string(id);
       return {200, "text/html; charset=utf-8", report_page(Json::array({full_report(store, id)}), page)};
     }
-    if (std::regex_match(target, m, run_api)) return json_response(full_report(store, *number(m[1])));
+    if (std::regex_match(target, m, run_api))
+      return json_response(full_report(store, id_of(store, "run", m[1])));
     if (std::regex_match(target, m, trials_api)) {
+      const int64_t run_id = id_of(store, "run", m[1]);
       ReportOptions options;
-      options.after_trial = *number(m[2]);
+      options.after_trial = id_of(store, "trial", m[2]);
       options.timelines = false;
-      return json_response(run_report(store, *number(m[1]), options));
+      return json_response(run_report(store, run_id, options));
     }
   } catch (const UserError& error) {
     return not_found(error.what());
+  } catch (const std::exception& error) {
+    return {500, "text/plain; charset=utf-8", "internal error: " + one_line(error.what()) + "\n"};
   }
   return not_found("no page " + target + " (see / for the runs)");
 }
 
+bool host_allowed(const std::string& host, const std::vector<std::string>& names) {
+  if (host.empty()) return true;  // HTTP/1.0 without Host: no browser sends that
+  std::string name = host;
+  if (name.front() == '[') {
+    const auto close = name.find(']');
+    if (close == std::string::npos) return false;
+    boost::system::error_code ec;
+    boost::asio::ip::make_address_v6(name.substr(1, close - 1), ec);
+    return !ec;
+  }
+  if (const auto colon = name.rfind(':'); colon != std::string::npos) name.resize(colon);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  // An address typed as such cannot be rebound to another one by DNS.
+  boost::system::error_code ec;
+  boost::asio::ip::make_address_v4(name, ec);
+  if (!ec) return true;
+  if (name == "localhost" || name.ends_with(".localhost")) return true;
+  char own[256] = {};
+  if (::gethostname(own, sizeof own - 1) == 0 && name == own) return true;
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+namespace {
+
+std::string url_of(const boost::asio::ip::address& address, unsigned short port) {
+  const std::string text = address.to_string();
+  return "http://" + (address.is_v6() ? "[" + text + "]" : text) + ":" + std::to_string(port) + "/";
+}
+
+// What the sessions share: the store (it serialises its reads), the handler
+// threads, and the connection count.
+struct Shared {
+  store::Store& store;
+  const ServeOptions& options;
+  std::vector<std::string> hosts;  // lower case, for host_allowed
+  boost::asio::thread_pool& handlers;
+  std::atomic<int> connections{0};
+};
+
+// One connection: requests read with a deadline (an idle or slow client is
+// dropped after options.idle_timeout_s), each answered on a handler thread so
+// a slow page never stalls the network thread, answers written in order.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+  ~Session() { --shared_.connections; }
+
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(16 * 1024);
+    parser_->body_limit(64 * 1024);
+    stream_.expires_after(std::chrono::seconds(shared_.options.idle_timeout_s));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+ private:
+  void on_read(beast::error_code ec) {
+    if (ec) return close();
+    request_ = parser_->release();
+    boost::asio::post(shared_.handlers, [self = shared_from_this()] {
+      HttpResponse answer = self->answer();
+      boost::asio::post(self->stream_.get_executor(),
+                        [self, answer = std::move(answer)]() mutable { self->write(std::move(answer)); });
+    });
+  }
+
+  HttpResponse answer() {
+    try {
+      const std::string host(request_[http::field::host]);
+      if (!host_allowed(host, shared_.hosts))
+        return {403, "text/plain; charset=utf-8",
+                "host '" + one_line(host) +
+                    "' is not one this server answers to (DNS rebinding?); name it with --allow-host\n"};
+      if (request_.method() != http::verb::get && request_.method() != http::verb::head)
+        return {405, "text/plain; charset=utf-8", "read-only: only GET\n"};
+      return handle_get(shared_.store, std::string(request_.target()));
+    } catch (const std::exception& error) {
+      return {500, "text/plain; charset=utf-8", "internal error: " + one_line(error.what()) + "\n"};
+    }
+  }
+
+  void write(HttpResponse answer) {
+    const bool keep_alive = request_.keep_alive();
+    const auto status = static_cast<http::status>(answer.status);
+    auto fill = [&](auto& response) {
+      response.set(http::field::server, "autotune");
+      response.set(http::field::content_type, answer.content_type);
+      response.set(http::field::cache_control, "no-store");
+      response.keep_alive(keep_alive);
+    };
+    stream_.expires_after(std::chrono::seconds(shared_.options.idle_timeout_s));
+    // HEAD: the GET's headers (its length included), no body.
+    if (request_.method() == http::verb::head) {
+      auto response = std::make_shared<http::response<http::empty_body>>(status, request_.version());
+      fill(*response);
+      response->content_length(answer.body.size());
+      http::async_write(stream_, *response,
+                        [self = shared_from_this(), response, keep_alive](beast::error_code ec, std::size_t) {
+                          self->next(ec, keep_alive);
+                        });
+      return;
+    }
+    auto response = std::make_shared<http::response<http::string_body>>(status, request_.version());
+    fill(*response);
+    response->body() = std::move(answer.body);
+    response->prepare_payload();
+    http::async_write(stream_, *response,
+                      [self = shared_from_this(), response, keep_alive](beast::error_code ec, std::size_t) {
+                        self->next(ec, keep_alive);
+                      });
+  }
+
+  void next(beast::error_code ec, bool keep_alive) {
+    if (ec || !keep_alive) return close();
+    read();
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  Shared& shared_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::request<http::string_body> request_;
+};
+
+// Accepts until the process ends. Beyond options.max_connections a client gets
+// a 503 at once; an accept error (no descriptors left: EMFILE, ENFILE, ENOBUFS)
+// waits before the next try instead of spinning, while idle connections time out.
+class Listener {
+ public:
+  Listener(boost::asio::io_context& io, tcp::acceptor& acceptor, Shared& shared)
+      : io_(io), acceptor_(acceptor), shared_(shared), pause_(io) {}
+
+  void accept() {
+    acceptor_.async_accept(boost::asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec) {
+        pause_.expires_after(std::chrono::milliseconds(250));
+        pause_.async_wait([this](beast::error_code) { accept(); });
+        return;
+      }
+      if (shared_.connections.load() >= shared_.options.max_connections) {
+        refuse(socket);
+      } else {
+        ++shared_.connections;
+        std::make_shared<Session>(std::move(socket), shared_)->read();
+      }
+      accept();
+    });
+  }
+
+ private:
+  static void refuse(tcp::socket& socket) {
+    static const std::string busy =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
+        "29\r\nRetry-After: 5\r\nConnection: close\r\n\r\ntoo many connections; retry\n";
+    beast::error_code ec;
+    socket.non_blocking(true, ec);
+    socket.send(boost::asio::buffer(busy), 0, ec);
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    socket.close(ec);
+  }
+
+  boost::asio::io_context& io_;
+  tcp::acceptor& acceptor_;
+  Shared& shared_;
+  boost::asio::steady_timer pause_;
+};
+
+}  // namespace
+
 void serve(store::Store& store, const ServeOptions& options,
-           const std::function<void(const std::string&)>& ready) {
+           const std::function<void(const std::string&)>& ready,
+           const std::function<void(const std::string&)>& warn) {
   boost::asio::io_context io;
   boost::system::error_code error;
   const auto address = boost::asio::ip::make_address(options.address, error);
@@ -110,39 +313,22 @@ void serve(store::Store& store, const ServeOptions& options,
     throw UserError("cannot listen on " + options.address + ":" + std::to_string(options.port) + ": " +
                     error.message() +
                     (error == boost::asio::error::address_in_use ? " (choose another --port)" : ""));
-  ready("http://" + options.address + ":" + std::to_string(acceptor.local_endpoint().port()) + "/");
+  const unsigned short port = acceptor.local_endpoint().port();
+  if (!address.is_loopback())
+    warn("serving " + options.address + " port " + std::to_string(port) +
+         " beyond this machine: the dashboard has no authentication, so anyone who reaches the port reads "
+         "every run of the database; put it behind a reverse proxy with authentication (docs/report.md)");
+  ready(url_of(address, port));
 
-  for (;;) {
-    tcp::socket socket(io);
-    acceptor.accept(socket, error);
-    if (error) continue;
-    // One thread per connection; the store serialises their reads.
-    std::thread([&store, socket = std::move(socket)]() mutable {
-      beast::flat_buffer buffer;
-      boost::system::error_code ec;
-      for (;;) {
-        http::request<http::string_body> request;
-        http::read(socket, buffer, request, ec);
-        if (ec) break;
-        HttpResponse answer;
-        if (request.method() != http::verb::get && request.method() != http::verb::head)
-          answer = {405, "text/plain; charset=utf-8", "read-only: only GET\n"};
-        else
-          answer = handle_get(store, std::string(request.target()));
-        http::response<http::string_body> response{static_cast<http::status>(answer.status),
-                                                   request.version()};
-        response.set(http::field::server, "autotune");
-        response.set(http::field::content_type, answer.content_type);
-        response.set(http::field::cache_control, "no-store");
-        response.keep_alive(request.keep_alive());
-        response.body() = std::move(answer.body);
-        response.prepare_payload();
-        http::write(socket, response, ec);
-        if (ec || !response.keep_alive()) break;
-      }
-      socket.shutdown(tcp::socket::shutdown_send, ec);
-    }).detach();
+  boost::asio::thread_pool handlers(4);
+  Shared shared{store, options, {}, handlers};
+  for (std::string name : options.allowed_hosts) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    shared.hosts.push_back(name);
   }
+  Listener listener(io, acceptor, shared);
+  listener.accept();
+  io.run();
 }
 
 }  // namespace autotune::report

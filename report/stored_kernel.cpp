@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/error.hpp"
+#include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
 
 namespace autotune::report {
@@ -32,8 +33,12 @@ StoredKernel resolve_stored_kernel(const store::Run& run, const store::Trial& tr
   std::string dtype_text;
   if (const auto kernel = goal["kernel"]; kernel && kernel.IsMap()) {
     if (kernel["shape"] && kernel["shape"].IsMap())
-      for (const auto& entry : kernel["shape"])
-        out.shape[entry.first.Scalar()] = entry.second.as<std::int64_t>();
+      for (const auto& entry : kernel["shape"]) try {
+          out.shape[entry.first.Scalar()] = entry.second.as<std::int64_t>();
+        } catch (const YAML::Exception&) {
+          throw UserError(where + ": its stored goal's shape argument " + entry.first.Scalar() +
+                          " is not an integer");
+        }
     if (kernel["dtype"]) dtype_text = kernel["dtype"].Scalar();
   }
   const auto dtype =
@@ -41,10 +46,20 @@ StoredKernel resolve_stored_kernel(const store::Run& run, const store::Trial& tr
   if (!dtype) throw UserError(where + ": unknown dtype '" + dtype_text + "' in its goal");
   out.dtype = *dtype;
 
+  // A stored value of another type than integer (a string where a number
+  // belongs) or outside the variant's domain leaves the trial unbuildable,
+  // said as such; a parameter not stored takes its default.
+  kernels::ParamValues given;
   if (trial.params.is_object())
-    for (const auto& [name, value] : trial.params.items())
-      if (value.is_number_integer() && out.variant->find_param(name) != nullptr)
-        out.params[name] = value.get<std::int64_t>();
+    for (const auto& [name, value] : trial.params.items()) {
+      if (out.variant->find_param(name) == nullptr) continue;
+      if (!value.is_number_integer())
+        throw UserError("trial " + std::to_string(trial.id) + " stores " + name + "=" +
+                        value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        ", not an integer");
+      given[name] = value.get<std::int64_t>();
+    }
+  out.params = kernels::resolve_params(*out.variant, given);
 
   out.target_name = "trn1";
   if (const auto target = goal["target"]; target && target.IsScalar())

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <deque>
 #include <thread>
 
 #include "core/error.hpp"
@@ -40,6 +41,13 @@ struct BenchmarkRunner::Shared {
   std::vector<std::optional<Clock::time_point>> started;
   double target_seconds = 0;
   bool stop_claiming = false;  // with a queue: the batch is complete
+  // With a queue: the rows this runner's jobs are measuring, and rows found
+  // claimed by this runner but measured by none of its jobs (a claim whose
+  // COMMIT went through while the connection broke, so the job never heard
+  // of it): since since when, and those handed back to the jobs.
+  std::set<int64_t> in_flight;
+  std::map<int64_t, Clock::time_point> unheld_since;
+  std::deque<store::QueuedMeasurement> orphans;
 };
 
 BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run,
@@ -56,10 +64,16 @@ BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store,
 void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
                                  const std::vector<std::optional<int64_t>>& queue_ids, Shared& shared,
                                  Clock::time_point& last_poll, Clock::time_point& last_heartbeat) {
+  // The database may be away for a while (a restart, an outage longer than a
+  // store call reconnects): polling tries again at its next turn.
   if (seconds_since(last_heartbeat) >= kHeartbeatIntervalS) {
     last_heartbeat = Clock::now();
-    store_.heartbeat_worker(claimer_, claimer_id(""), options_.jobs, counters_.measured);
-    counters_.active_workers = store_.active_workers(kActiveWorkerS);
+    try {
+      store_.heartbeat_worker(claimer_, claimer_id(""), options_.jobs, counters_.measured);
+      counters_.active_workers = store_.active_workers(kActiveWorkerS);
+    } catch (const UserError& e) {
+      log::warn(std::string("heartbeat failed, trying again: ") + e.what());
+    }
   }
   if (seconds_since(last_poll) < 0.2) return;
   last_poll = Clock::now();
@@ -74,9 +88,34 @@ void BenchmarkRunner::poll_queue(const std::set<std::size_t>& open,
       }
   }
   if (waiting.empty()) return;
-  const auto rows = store_.queued_measurements(waiting);
+  std::vector<store::QueuedMeasurement> rows;
+  try {
+    rows = store_.queued_measurements(waiting);
+  } catch (const UserError& e) {
+    log::warn(std::string("reading the queue failed, trying again: ") + e.what());
+    return;
+  }
   std::lock_guard lock(shared.mutex);
   for (const auto& row : rows) {
+    // A row claimed by this runner that none of its jobs measures stays so
+    // under this runner's heartbeat, and no one else would take it: held
+    // unmeasured for kOrphanAfterS (a claim in progress returns in far less),
+    // it goes back to this runner's jobs.
+    if (row.state == store::QueueState::claimed && row.worker == claimer_ &&
+        !shared.in_flight.count(row.id)) {
+      const auto since = shared.unheld_since.emplace(row.id, Clock::now()).first->second;
+      if (std::chrono::duration<double>(Clock::now() - since).count() >= kOrphanAfterS) {
+        log::warn(
+            "queued candidate " + std::to_string(row.id) +
+            " was claimed by this run but not measured (a claim lost with its connection): measuring it");
+        shared.unheld_since.erase(row.id);
+        shared.in_flight.insert(row.id);
+        shared.orphans.push_back(row);
+        shared.wake.notify_all();
+      }
+      continue;
+    }
+    shared.unheld_since.erase(row.id);
     if (row.state != store::QueueState::done && row.state != store::QueueState::committed) continue;
     const std::size_t i = index_of_row.at(row.id);
     if (shared.done[i]) continue;
@@ -128,6 +167,13 @@ class BenchmarkRunner::Batch {
         number_(++runner.batches_) {
     shared_->done.resize(n_);
     shared_->started.resize(n_);
+  }
+
+  // However the batch ends (an error from the store included), this runner's
+  // jobs on the queue stop claiming: else the pool's join waits for them for ever.
+  ~Batch() {
+    std::lock_guard lock(shared_->mutex);
+    shared_->stop_claiming = true;
   }
 
   SkillResult<std::vector<MeasuredTrial>> run() {
@@ -431,16 +477,24 @@ class BenchmarkRunner::Batch {
 void BenchmarkRunner::claim_until_stopped(Shared& shared,
                                           const std::map<int64_t, std::size_t>& index_of_row) {
   for (;;) {
+    std::optional<store::QueuedMeasurement> item;
     {
       std::lock_guard lock(shared.mutex);
       if (shared.stop_claiming) return;
+      if (!shared.orphans.empty()) {
+        item = shared.orphans.front();
+        shared.orphans.pop_front();
+      }
     }
-    std::optional<store::QueuedMeasurement> item;
-    try {
-      item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
-    } catch (const std::exception& e) {
-      log::warn(std::string("claiming a queued candidate failed: ") + e.what());
-    }
+    if (!item) try {
+        item = store_.claim_measurement(claimer_, kClaimLeaseS, run_);
+        if (item) {
+          std::lock_guard lock(shared.mutex);
+          shared.in_flight.insert(item->id);
+        }
+      } catch (const std::exception& e) {
+        log::warn(std::string("claiming a queued candidate failed: ") + e.what());
+      }
     if (!item) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -448,13 +502,27 @@ void BenchmarkRunner::claim_until_stopped(Shared& shared,
     const auto start = Clock::now();
     Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
     const double took = seconds_since(start);
+    // The row stays claimed under this process's live heartbeat, so no one
+    // else measures it again: a result that could not be stored (the database
+    // away for longer than a store call reconnects) is stored again until it
+    // is, or the batch no longer needs it. Dropping it would leave the batch
+    // waiting for that row for ever.
     bool stored = false;
-    try {
-      stored = store_.complete_measurement(item->id, claimer_, to_json(m));
-    } catch (const std::exception& e) {
-      log::warn(std::string("storing a queued measurement failed: ") + e.what());
+    for (int attempt = 1;; ++attempt) {
+      try {
+        stored = store_.complete_measurement(item->id, claimer_, to_json(m));
+        break;
+      } catch (const std::exception& e) {
+        log::warn(std::string("storing a queued measurement failed, trying again: ") + e.what());
+      }
+      {
+        std::lock_guard lock(shared.mutex);
+        if (shared.stop_claiming) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200 * attempt, 2000)));
     }
     std::lock_guard lock(shared.mutex);
+    shared.in_flight.erase(item->id);
     shared.target_seconds += took;
     const auto it = index_of_row.find(item->id);
     if (stored && it != index_of_row.end() && !shared.done[it->second]) {

@@ -18,6 +18,9 @@ namespace autotune::skills {
 inline constexpr double kClaimLeaseS = 30;
 // How often claimers heartbeat (well inside the lease).
 inline constexpr double kHeartbeatIntervalS = 2;
+// A row claimed by a run's own jobs yet measured by none of them for this
+// long is a claim lost with its connection: the run measures it again.
+inline constexpr double kOrphanAfterS = 3;
 // Workers that heartbeat this recently count as active.
 inline constexpr double kActiveWorkerS = 10;
 

@@ -1,5 +1,7 @@
 #include "store/postgres_schema.hpp"
 
+#include <charconv>
+#include <optional>
 #include <pqxx/pqxx>
 
 #include "core/error.hpp"
@@ -218,12 +220,33 @@ const std::vector<schema::Migration>& migrations() {
   return list;
 }
 
-int version(pqxx::transaction_base& txn) {
+int version(pqxx::transaction_base& txn, const std::string& database) {
   const bool has_version_table =
       txn.exec("SELECT to_regclass('autotune_schema') IS NOT NULL")[0][0].as<bool>();
   if (!has_version_table) return 0;
-  const auto rows = txn.exec("SELECT version FROM autotune_schema");
-  return rows.empty() ? 0 : rows[0][0].as<int>();
+  // Read as text, in a subtransaction: a version that is not a whole number
+  // (text, -1) or a table without the column is a database autotune did not
+  // write, one line for the user, not a failed statement.
+  std::optional<std::string> text;
+  try {
+    pqxx::subtransaction read(dynamic_cast<pqxx::dbtransaction&>(txn), "schema_version");
+    const auto rows = read.exec("SELECT version::text FROM autotune_schema");
+    if (rows.size() > 1)
+      text = "several rows";
+    else if (!rows.empty())
+      text = rows[0][0].is_null() ? "NULL" : rows[0][0].as<std::string>();
+    read.commit();
+  } catch (const pqxx::sql_error&) {
+    text = "no column 'version'";
+  }
+  if (!text) return 0;
+  int value = -1;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size() || value < 0)
+    throw UserError(
+        "database " + database + " has schema version '" + *text +
+        "' in its table autotune_schema, which no autotune writes: it is not an autotune database");
+  return value;
 }
 
 void migrate(const std::string& database,
@@ -232,7 +255,7 @@ void migrate(const std::string& database,
   for (const schema::Migration& migration : migrations()) {
     run([&](pqxx::transaction_base& txn) {
       txn.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
-      const int current = version(txn);
+      const int current = version(txn, database);
       if (current > latest) {
         throw UserError("database " + database + " has schema version " + std::to_string(current) +
                         ", newer than this autotune supports (" + std::to_string(latest) +

@@ -22,8 +22,9 @@ namespace autotune::store::postgres_schema {
 
 const std::vector<schema::Migration>& migrations();
 
-// The database's version, 0 for one without autotune tables.
-int version(pqxx::transaction_base& txn);
+// The database's version, 0 for one without autotune tables. A stored
+// version that is not a whole number >= 0 is a UserError naming `database`.
+int version(pqxx::transaction_base& txn, const std::string& database);
 
 // Brings the database at `database` (for messages) to the latest version.
 // `run` runs one transaction (the store's reconnecting wrapper).

@@ -1,9 +1,12 @@
 #include "store/postgres_store.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <pqxx/pqxx>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 #include "store/postgres_schema.hpp"
@@ -160,14 +163,55 @@ std::string displayable_url(const std::string& url) {
                             "$1<redacted>");
 }
 
+// The secrets of a libpq URL: the password of its user information and of a
+// password= parameter, as written and percent-decoded.
+std::vector<std::string> url_secrets(const std::string& url) {
+  static const std::regex user_password(R"(^postgres(?:ql)?://[^:/@?#]*:([^@/?#]*)@)");
+  static const std::regex password_parameter(R"([?&]password=([^&#]*))", std::regex::icase);
+  std::vector<std::string> secrets;
+  auto add = [&](const std::string& secret) {
+    if (secret.empty()) return;
+    secrets.push_back(secret);
+    std::string decoded;
+    for (std::size_t i = 0; i < secret.size(); ++i) {
+      if (secret[i] == '%' && i + 2 < secret.size() &&
+          std::isxdigit(static_cast<unsigned char>(secret[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(secret[i + 2]))) {
+        decoded += static_cast<char>(std::stoi(secret.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += secret[i];
+      }
+    }
+    if (decoded != secret) secrets.push_back(decoded);
+  };
+  std::smatch m;
+  if (std::regex_search(url, m, user_password)) add(m[1]);
+  for (auto it = std::sregex_iterator(url.begin(), url.end(), password_parameter);
+       it != std::sregex_iterator(); ++it)
+    add((*it)[1]);
+  // Longest first, so that no shorter secret leaves part of a longer one.
+  std::sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  return secrets;
+}
+
 }  // namespace
+
+std::string PostgresStore::scrubbed(const std::string& text) const {
+  std::string out = text;
+  for (const std::string& secret : url_secrets(url_))
+    for (std::size_t at = 0; (at = out.find(secret, at)) != std::string::npos; at += 10)
+      out.replace(at, secret.size(), "<redacted>");
+  return one_line(redact_url_credentials(out));
+}
 
 PostgresStore::PostgresStore(const std::string& url) : url_(url), redacted_url_(displayable_url(url)) {
   try {
     std::lock_guard lock(mutex_);
     connect();
-  } catch (const pqxx::broken_connection& error) {
-    throw UserError("cannot connect to PostgreSQL database " + redacted_url_ + ": " + one_line(error.what()));
+  } catch (const std::exception& error) {
+    // A malformed URL or a refused connection: libpq's message may quote the URL.
+    throw UserError("cannot connect to PostgreSQL database " + redacted_url_ + ": " + scrubbed(error.what()));
   }
   postgres_schema::migrate(redacted_url_, [this](const auto& work) { with_transaction("migrate", work); });
 }
@@ -204,22 +248,28 @@ void PostgresStore::with_transaction(const char* doing,
       if (std::chrono::steady_clock::now() >= deadline) {
         throw UserError("lost the connection to PostgreSQL database " + redacted_url_ + " (" + doing +
                         ") and could not reconnect for " + std::to_string(kReconnectTimeout.count()) +
-                        " s: " + one_line(error.what()));
+                        " s: " + scrubbed(error.what()));
       }
     } catch (const pqxx::transaction_rollback& error) {
       // A serialization failure or deadlock: nothing was stored; run it again.
       if (std::chrono::steady_clock::now() >= deadline) {
         throw UserError("PostgreSQL database " + redacted_url_ + " kept rolling back " + doing + ": " +
-                        one_line(error.what()));
+                        scrubbed(error.what()));
       }
     } catch (const pqxx::insufficient_resources& error) {
       throw UserError("PostgreSQL database " + redacted_url_ + " refused " + doing + ": " +
-                      one_line(error.what()));
+                      scrubbed(error.what()));
     } catch (const pqxx::insufficient_privilege& error) {
       throw UserError("PostgreSQL database " + redacted_url_ + " refused " + doing + ": " +
-                      one_line(error.what()));
+                      scrubbed(error.what()));
+    } catch (const pqxx::undefined_column& error) {
+      throw UserError("PostgreSQL database " + redacted_url_ + " does not have the tables autotune writes (" +
+                      doing + ": " + scrubbed(error.what()) + "); was it changed outside autotune?");
+    } catch (const pqxx::undefined_table& error) {
+      throw UserError("PostgreSQL database " + redacted_url_ + " does not have the tables autotune writes (" +
+                      doing + ": " + scrubbed(error.what()) + "); was it changed outside autotune?");
     } catch (const pqxx::sql_error& error) {
-      AUTOTUNE_CHECK(false, std::string("PostgreSQL store, ") + doing + ": " + one_line(error.what()));
+      AUTOTUNE_CHECK(false, std::string("PostgreSQL store, ") + doing + ": " + scrubbed(error.what()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100 * attempt, 1000)));
   }
@@ -234,8 +284,9 @@ int PostgresStore::reconnects() const {
 
 int PostgresStore::schema_version() {
   int version = 0;
-  with_transaction("read the schema version",
-                   [&](pqxx::transaction_base& txn) { version = postgres_schema::version(txn); });
+  with_transaction("read the schema version", [&](pqxx::transaction_base& txn) {
+    version = postgres_schema::version(txn, redacted_url_);
+  });
   return version;
 }
 

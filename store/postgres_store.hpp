@@ -95,6 +95,9 @@ class PostgresStore : public Store {
   void with_transaction(const char* doing, const std::function<void(pqxx::transaction_base&)>& work,
                         InDoubt in_doubt = InDoubt::retry);
   void connect();
+  // `text` (a libpq or server message) on one line, without the URL's
+  // password: libpq repeats the whole URL in some of its errors.
+  std::string scrubbed(const std::string& text) const;
 
   mutable std::mutex mutex_;
   std::string url_;

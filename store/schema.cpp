@@ -209,6 +209,9 @@ void migrate(sqlite::Connection& connection, std::optional<int> target) {
   const int wanted = target.value_or(latest_version());
   AUTOTUNE_CHECK(wanted >= 0 && wanted <= latest_version(), "migration target out of range");
   const auto current = connection.query_int("PRAGMA user_version");
+  if (current < 0)
+    throw UserError("database " + connection.path() + " has schema version " + std::to_string(current) +
+                    ", which no autotune writes: it is not an autotune database");
   if (current > latest_version()) {
     throw UserError("database " + connection.path() + " has schema version " + std::to_string(current) +
                     ", newer than this autotune supports (" + std::to_string(latest_version()) +

@@ -104,6 +104,11 @@ void Connection::fail(int code, std::string_view doing) const {
 Statement::Statement(Connection& connection, std::string_view sql) : connection_(connection) {
   const int code =
       sqlite3_prepare_v2(connection.get(), sql.data(), static_cast<int>(sql.size()), &statement_, nullptr);
+  // autotune's statements name only what its schema has: a table or column
+  // missing from a database at the current version was dropped outside autotune.
+  if (code != SQLITE_OK && std::string_view(sqlite3_errmsg(connection.get())).starts_with("no such "))
+    throw UserError("database " + connection.path() + " does not have the tables autotune writes (" +
+                    sqlite3_errmsg(connection.get()) + "); was it changed outside autotune?");
   if (code != SQLITE_OK) connection.fail(code, "preparing " + std::string(sql.substr(0, 200)));
 }
 

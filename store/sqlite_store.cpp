@@ -26,6 +26,17 @@ SqliteStore::SqliteStore(const std::string& path, OpenMode mode)
     : connection_(path, mode == OpenMode::create) {
   connection_.execute("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs));
   connection_.execute("PRAGMA foreign_keys = ON");
+  // A reading command never writes into a file autotune did not make: one
+  // without a schema version (an empty file, another program's database) is
+  // refused before WAL mode or a schema would be written into it.
+  if (mode == OpenMode::existing && connection_.path() != ":memory:" &&
+      connection_.query_int("PRAGMA user_version") == 0) {
+    const bool empty = connection_.query_int("SELECT COUNT(*) FROM sqlite_master") == 0;
+    throw UserError(
+        connection_.path() + " is not an autotune database (" +
+        (empty ? std::string("it is empty") : std::string("it has tables but no schema version")) +
+        "; a command that writes, such as run or sweep, creates one)");
+  }
   // Changing to WAL (the mode is persistent in the file) takes an exclusive
   // lock from a shared one, which SQLite refuses at once rather than wait
   // when another opener is doing the same; so several processes opening a

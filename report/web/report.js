@@ -21,11 +21,17 @@
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") node.textContent = attrs[k]; else if (k === "html") node.innerHTML = attrs[k];
+      if (k === "text") node.textContent = attrs[k];
       else node.setAttribute(k, attrs[k]);
     });
     (children || []).forEach(function (c) { if (c) node.appendChild(c); });
     return node;
+  }
+  // Text for a tooltip, which ECharts reads as HTML: every stored string (a kernel, variant or parameter
+  // name, a value, an error) may hold markup. ([<]: this script is embedded where "<" + "/" would end it.)
+  function esc(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/[<]/g, "&lt;").replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
   }
   function seconds(s) {
     if (s === null || s === undefined) return "-";
@@ -81,9 +87,9 @@
       animation: false,
       tooltip: { trigger: "item", formatter: function (p) {
         var d = p.data || {};
-        if (d.trial === undefined) return p.seriesName;
-        return "trial " + d.trial + " (" + p.seriesName + ")<br>" + (d.status === "ok" ? seconds(d.value[1]) : d.status) +
-               "<br>" + params(d.params) + (d.error ? "<br>" + String(d.error).split("<").join("&lt;") : "");
+        if (d.trial === undefined) return esc(p.seriesName);
+        return "trial " + esc(d.trial) + " (" + esc(p.seriesName) + ")<br>" + esc(d.status === "ok" ? seconds(d.value[1]) : d.status) +
+               "<br>" + esc(params(d.params)) + (d.error ? "<br>" + esc(d.error) : "");
       } },
       legend: { type: "scroll", top: 0 },
       grid: { left: 84, right: 60, top: 40, bottom: 50 },
@@ -128,8 +134,8 @@
     c.setOption({
       animation: false, grid: { left: 140, right: 30, top: 20, bottom: 44 },
       tooltip: { formatter: function (p) { var it = items[items.length - 1 - p.dataIndex];
-        return it.name + " alone explains " + (100 * it.fraction).toFixed(1) + "% of the variance of log latency (" + it.levels +
-               " values, " + it.trials + " trials)"; } },
+        return esc(it.name) + " alone explains " + (100 * it.fraction).toFixed(1) + "% of the variance of log latency (" + esc(it.levels) +
+               " values, " + esc(it.trials) + " trials)"; } },
       xAxis: { type: "value", max: 1, name: "share of the variance explained alone", nameLocation: "middle", nameGap: 22,
                axisLabel: { formatter: function (v) { return (100 * v).toFixed(0) + "%"; } } },
       yAxis: { type: "category", data: items.map(function (i) { return i.name; }).reverse() },
@@ -162,7 +168,7 @@
       c.setOption({
         animation: false, title: { text: name, left: "center", textStyle: { fontSize: 13 } },
         grid: { left: 84, right: 20, top: 34, bottom: 30 },
-        tooltip: { formatter: function (p) { return "trial " + p.data.trial + " (" + p.seriesName + ")<br>" + name + "=" + p.data.value[0] + "<br>" + seconds(p.data.value[1]); } },
+        tooltip: { formatter: function (p) { return "trial " + esc(p.data.trial) + " (" + esc(p.seriesName) + ")<br>" + esc(name + "=" + p.data.value[0]) + "<br>" + seconds(p.data.value[1]); } },
         xAxis: numeric ? { type: "log", logBase: 2, scale: true } : { type: "category", data: levels.map(String) },
         yAxis: { type: "log", axisLabel: { formatter: function (v) { return seconds(v); } },
                  min: function (v) { return v.min * 0.85; }, max: function (v) { return v.max * 1.15; } },
@@ -184,7 +190,7 @@
     c.setOption({
       animation: false,
       title: { text: "trial " + timeline.trial + " " + timeline.variant, left: "center", textStyle: { fontSize: 13 } },
-      tooltip: { formatter: function (p) { return rows[p.value[0]] + "<br>" + p.value[1].toFixed(2) + " - " + p.value[2].toFixed(2) + " us" + (p.value[3] ? "<br>critical-path site" : ""); } },
+      tooltip: { formatter: function (p) { return esc(rows[p.value[0]]) + "<br>" + p.value[1].toFixed(2) + " - " + p.value[2].toFixed(2) + " us" + (p.value[3] ? "<br>critical-path site" : ""); } },
       grid: { left: 100, right: 20, top: 34, bottom: 62 },
       // Bars are in microseconds from the kernel's start; the unit is on every tick, and the axis is named
       // above the zoom slider, not behind it.

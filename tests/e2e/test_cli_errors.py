@@ -2,6 +2,8 @@
 names the nearest one; --help and --version still exit 0."""
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 
 from loop_support import BIN, SOURCE, check, one_error_line, query, tempdir, write_goal
@@ -32,6 +34,35 @@ def main():
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
+    # A database autotune did not write: one line and exit 2, no SQL; a reading command writes nothing.
+    with tempdir() as tmp:
+        empty = os.path.join(tmp, "empty.db")
+        open(empty, "w").close()
+        for command in (["runs"], ["trials", "1"], ["report", "1", "-o", os.path.join(tmp, "r.html")]):
+            one_error_line(run(*command, "--db", empty), "empty.db is not an autotune database", "it is empty")
+            check(os.path.getsize(empty) == 0 and sorted(os.listdir(tmp)) == ["empty.db"],
+                  f"{command[0]} wrote into an empty file: {os.listdir(tmp)} {os.path.getsize(empty)} bytes")
+        write_goal(tmp, "measure.py", 'print(\'{"latency_s": 0.001}\')\n')
+        goal = write_goal(tmp, "one.yaml", "name: one\ntarget: {kind: command, argv: [python3, measure.py, '{x}']}\n"
+                                           "search:\n  space: {x: [1]}\n")
+        good = os.path.join(tmp, "good.db")
+        proc = run("sweep", goal, "--db", good)
+        check(proc.returncode == 0, proc.stderr)
+        for name, change, needle in (
+                ("negative.db", ["PRAGMA user_version = -5"], "schema version -5, which no autotune writes"),
+                ("column.db", [f"DROP VIEW {v}" for (v,) in query(good, "SELECT name FROM sqlite_master WHERE type = 'view'")]
+                 + ["ALTER TABLE trials DROP COLUMN error"], "does not have the tables autotune writes (no such column")):
+            db = os.path.join(tmp, name)
+            shutil.copy(good, db)
+            con = sqlite3.connect(db)
+            for sql in change:
+                con.execute(sql)
+            con.commit()
+            con.close()
+            for command in (["runs"], ["trials", "1"]):
+                proc = run(*command, "--db", db)
+                one_error_line(proc, needle)
+                check("SELECT" not in proc.stderr, proc.stderr)
     # A number beyond a double's range is bad input like any other, not an internal error.
     with tempdir() as tmp:
         cachefile = os.path.join(tmp, "cache.json")

@@ -4,6 +4,8 @@ a real browser by tests/browser/report.test.mjs."""
 import json
 import os
 import re
+import resource
+import socket
 import subprocess
 import time
 
@@ -37,6 +39,117 @@ budget: {evaluations: 4}
     expected = metrics["latency_s"] * metrics["mfu_percent"] / 60
     check(abs(doc.get("goal_latency_s", 0) - expected) <= 1e-9 * expected,
           f"the MFU goal's line at {doc.get('goal_latency_s')} s, expected {expected}")
+
+
+def start_server(db, *args, limits=None):
+    """`autotune serve` on a free port: the process, its port, and what it printed before the URL."""
+    env = dict(os.environ)
+    env.pop("AUTOTUNE_DB", None)
+    preexec = (lambda: [resource.setrlimit(k, v) for k, v in limits]) if limits else None
+    server = subprocess.Popen([BIN, "serve", "--db", db, "--port", "0", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec)
+    line = server.stdout.readline()
+    port = re.search(r"http://\S+:(\d+)/", line)
+    check(port, f"serve printed {line!r}")
+    return server, int(port.group(1)), line
+
+
+def exchange(port, raw, wait=0.5):
+    """Sends raw bytes on one connection and returns everything answered within `wait` seconds."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(raw)
+        s.settimeout(wait)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except socket.timeout:
+            pass
+        return out.decode("utf-8", "replace")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def check_serve_network(db):
+    """The dashboard on the wire: HEAD has no body (the next answer on the connection stays in step), a
+    foreign Host is refused (DNS rebinding), connections are bounded and idle ones closed, and running out
+    of descriptors makes the accept loop wait, not spin."""
+    server, port, _ = start_server(db, "--max-connections", "3", "--idle-timeout", "2")
+    try:
+        answer = exchange(port, b"HEAD / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                                b"GET /api/run/99999999999999999999 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        first, _, rest = answer.partition("\r\n\r\n")
+        check(first.startswith("HTTP/1.1 200") and re.search(r"Content-Length: [1-9]", first, re.I), answer[:300])
+        check(rest.startswith("HTTP/1.1 404") and rest.endswith("run 99999999999999999999 not found in " + db + "\n"),
+              f"after a HEAD the next answer reads {rest[:300]!r}")
+        refused = exchange(port, b"GET /api/runs HTTP/1.1\r\nHost: attacker.example:%d\r\n\r\n" % port)
+        check(refused.startswith("HTTP/1.1 403") and "--allow-host" in refused, refused[:300])
+        allowed_server, allowed_port, _ = start_server(db, "--allow-host", "Tune.Example.org")
+        try:
+            ok = exchange(allowed_port, b"GET /api/runs HTTP/1.1\r\nHost: tune.example.org\r\n\r\n")
+            check(ok.startswith("HTTP/1.1 200"), ok[:300])
+        finally:
+            allowed_server.kill()
+
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        time.sleep(0.3)
+        busy = exchange(port, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(busy.startswith("HTTP/1.1 503"), f"a connection beyond --max-connections: {busy[:200]!r}")
+        start = time.monotonic()
+        idle[0].settimeout(10)
+        check(idle[0].recv(1) == b"" and time.monotonic() - start < 5, "an idle connection was not closed")
+        for s in idle:
+            s.close()
+        time.sleep(0.3)
+        check(exchange(port, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").startswith("HTTP/1.1 200"),
+              "the server does not answer once the idle connections are gone")
+    finally:
+        server.kill()
+        server.wait()
+
+    # Out of descriptors: 100 connections to a server allowed 40 descriptors.
+    server, port, _ = start_server(db, "--idle-timeout", "3", limits=[(resource.RLIMIT_NOFILE, (40, 40))])
+    clients = []
+    try:
+        for _ in range(100):
+            clients.append(socket.create_connection(("127.0.0.1", port)))
+        time.sleep(0.5)
+        before = cpu_seconds(server.pid)
+        time.sleep(2)
+        spent = cpu_seconds(server.pid) - before
+        check(spent < 0.5, f"the server spent {spent:.2f} s of CPU in 2 s with its descriptors exhausted")
+        for c in clients:
+            c.close()
+        clients = []
+        time.sleep(4)  # the idle timeout frees the server's side
+        check(exchange(port, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").startswith("HTTP/1.1 200"),
+              "the server does not answer after running out of descriptors")
+        check(server.poll() is None, "the server died")
+    finally:
+        for c in clients:
+            c.close()
+        server.kill()
+        server.wait()
+
+    # Beyond loopback: a warning (no authentication) and a URL that can be typed, also for IPv6.
+    for address, url in (("0.0.0.0", "http://0.0.0.0:"), ("::", "http://[::]:")):
+        server, port, line = start_server(db, "--address", address)
+        try:
+            check(url in line, f"--address {address} printed {line!r}")
+            server.kill()
+            err = server.stderr.read()
+            check("warning" in err and "no authentication" in err and "reverse proxy" in err,
+                  f"--address {address} warned {err!r}")
+        finally:
+            server.kill()
+            server.wait()
+    server, port, _ = start_server(db)
+    server.kill()
+    check(server.stderr.read() == "", "a warning on loopback")
+    server.wait()
 
 
 def main():
@@ -89,6 +202,7 @@ def main():
             check(proc.returncode == 2 and "choose another --port" in proc.stderr, proc.stderr)
         finally:
             server.kill()
+        check_serve_network(db)
     print("ok")
 
 

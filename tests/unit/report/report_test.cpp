@@ -153,6 +153,80 @@ TEST_CASE("serve: routes answer pages and JSON, unknown runs and paths are 404 w
   CHECK(report::handle_get(*store, "/etc/passwd").status == 404);
 }
 
+TEST_CASE("report: stored text that HTML or script would read as markup stays data") {
+  auto store = open_store(":memory:");
+  const int64_t run = seeded_run(*store, 8);
+  Json doc = report::run_report(*store, run, {});
+  // `<!--<script>` inside a <script> element makes the parser swallow the rest of the page.
+  const std::string goal = "<!--<script> & <img src=x onerror=alert(1)> \u2028 \u2029";
+  doc["goal_name"] = goal;
+  const std::string page = report::report_page(Json::array({doc}), {});
+  const auto open = page.find("id=\"autotune-data\">");
+  REQUIRE(open != std::string::npos);
+  const auto begin = open + std::string("id=\"autotune-data\">").size();
+  const std::string data = page.substr(begin, page.find("</script>", begin) - begin);
+  for (const char* raw : {"<", ">", "&", "\u2028", "\u2029"}) CHECK(data.find(raw) == std::string::npos);
+  CHECK(Json::parse(data)["runs"][0]["goal_name"] == goal);
+}
+
+TEST_CASE("serve: a trial stored with text where a number belongs is shown as unbuildable, not the end") {
+  auto store = open_store(":memory:");
+  Run run;
+  run.goal_name = "g";
+  run.goal_yaml = "name: g\nkernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, dtype: bf16}\n";
+  run.kernel = "gemm";
+  run.target = "trn1 (simulated)";
+  const int64_t id = store->create_run(run);
+  Decision decision;
+  decision.run = id;
+  decision.skill = "benchmark_runner";
+  decision.action = "baseline";
+  decision.proposer = "rules";
+  store->append_decision(decision);
+  Trial t;
+  t.run = id;
+  t.decision_seq = decision.seq;
+  t.variant = "tiled";
+  t.params = {{"tile_m", "abc"}, {"tile_n", 512}};
+  t.config_hash = "c";
+  t.cache_key = "k";
+  t.metrics = {{"latency_s", 1e-5}};
+  std::vector<Trial> batch{t};
+  store->commit_trials(batch);
+  const auto page = report::handle_get(*store, "/run/" + std::to_string(id));
+  CHECK(page.status == 200);
+  const auto api = report::handle_get(*store, "/api/run/" + std::to_string(id));
+  REQUIRE(api.status == 200);
+  const std::string why = Json::parse(api.body)["timelines"]["baseline"]["unavailable"];
+  CHECK(why.find("tile_m=\"abc\", not an integer") != std::string::npos);
+}
+
+TEST_CASE("serve: an id beyond 64 bits is a run not found, named as given") {
+  auto store = open_store(":memory:");
+  seeded_run(*store, 3);
+  for (const std::string path : {"/api/run/99999999999999999999", "/run/99999999999999999999",
+                                 "/api/run/99999999999999999999/trials?after=1"}) {
+    const auto answer = report::handle_get(*store, path);
+    CHECK(answer.status == 404);
+    CHECK(answer.body == "run 99999999999999999999 not found in :memory:\n");
+  }
+  const auto trial = report::handle_get(*store, "/api/run/1/trials?after=99999999999999999999");
+  CHECK(trial.status == 404);
+  CHECK(trial.body == "trial 99999999999999999999 not found in :memory:\n");
+}
+
+TEST_CASE("serve: the Host header must name an address, localhost, this machine or an allowed name") {
+  const std::vector<std::string> none, proxy{"tune.example.org"};
+  for (const char* ok :
+       {"127.0.0.1:8080", "localhost", "LOCALHOST:80", "[::1]:8080", "10.1.2.3", "app.localhost", ""})
+    CHECK_MESSAGE(report::host_allowed(ok, none), ok);
+  for (const char* bad :
+       {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "[::1", "localhost.evil.example"})
+    CHECK_MESSAGE(!report::host_allowed(bad, none), bad);
+  CHECK(report::host_allowed("tune.example.org:443", proxy));
+  CHECK(!report::host_allowed("other.example.org", proxy));
+}
+
 TEST_CASE("report: a model goal's run shows its operators and kernel runs instead of trial charts") {
   auto store = open_store(":memory:");
   Run model_run;
