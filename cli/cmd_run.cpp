@@ -70,6 +70,7 @@ void print_summary(const orchestrator::RunSummary& s) {
   std::printf("run %lld: %s; goal %s\n", static_cast<long long>(s.run_id), s.status.c_str(),
               s.goal_met ? "met" : "not met");
   std::printf("  stopped:     %s\n", s.stop_reason.c_str());
+  if (!s.kernel_text.empty()) std::printf("  kernel:      %s\n", s.kernel_text.c_str());
   const double base = s.baseline_metrics.is_object() ? s.baseline_metrics.value("latency_s", 0.0) : 0.0;
   const double best = s.best_metrics.is_object() ? s.best_metrics.value("latency_s", 0.0) : 0.0;
   if (!s.baseline.variant.empty())

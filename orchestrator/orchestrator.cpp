@@ -89,6 +89,7 @@ Json RunSummary::to_json() const {
               {"goal_met", goal_met},
               {"stop_reason", stop_reason},
               {"objective", objective},
+              {"kernel", kernel},
               {"baseline", candidate_json(baseline)},
               {"best", candidate_json(best)},
               {"improvement", improvement},
@@ -525,6 +526,8 @@ class RunLoop {
     RunSummary& summary = summary_;
     summary.status = std::string(to_string(status));
     summary.stop_reason = reason;
+    summary.kernel_text = kernel_text(goal_);
+    summary.kernel = kernel_json(goal_);
     summary.goal_met = goal_met();
     summary.iterations = state_.progress.iteration;
     const auto& counters = runner_->counters();

@@ -17,6 +17,8 @@ CASES = {
     "bad_transfer.yaml": (":5: search.transfer:", "'sometimes' is not true or false"),
     "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
     "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
+    # A shape given in part is never completed from the family's default.
+    "partial_shape.yaml": (":4: kernel.shape:", "missing K; the shape arguments of gemm are M, N, K"),
     # Sizes are checked before a domain is expanded or a constrained space enumerated.
     "huge_range.yaml": (":4: search.space.tile_size:", "at most 1000000 are accepted"),
     "huge_command_range.yaml": (":5: search.space.a:", "at most 1000000 are accepted"),
