@@ -198,9 +198,9 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, replaces: kernel_generator}\n"),
       UserError);
   const std::string missing_program =
-      "goal.yaml:2: skills[0].command: program './missing.py' is not an executable "
-      "file (relative to " +
-      dir.path().string() + ")";
+      "goal.yaml:2: skills[0].command: program './missing.py' is not an executable file: " +
+      (std::filesystem::absolute(dir.path()) / "missing.py").lexically_normal().string() +
+      " (a relative path is taken from the goal file's folder)";
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [./missing.py], role: param_explorer, after: param_explorer}\n"),
       missing_program.c_str(), UserError);
