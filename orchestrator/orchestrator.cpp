@@ -296,7 +296,7 @@ class RunLoop {
                       {"budget_evaluations", goal_.budget_evaluations},
                       {"max_iterations", goal_.max_iterations},
                       {"seed", state_.record.seed}};
-    start.rationale = "measure the goal's starting point (" + baseline.key() +
+    start.rationale = "measure the goal's starting point (" + baseline.text() +
                       "): every improvement is measured against it";
     const std::string unusable = context_.target.unusable_reason();
     if (!unusable.empty()) {
@@ -310,7 +310,7 @@ class RunLoop {
       const std::string& failure = observed.front().failure;
       const std::string reason = failure.substr(0, failure.find('\n'));
       log_->set_outcome(start_seq, "failed: " + reason);
-      return unusable.empty() ? "the baseline " + baseline.key() + " failed: " + reason
+      return unusable.empty() ? "the baseline " + baseline.text() + " failed: " + reason
                               : "nothing to tune: " + unusable;
     }
     state_.baseline_trial = state_.best_trial;
@@ -478,8 +478,8 @@ class RunLoop {
     const std::string result =
         std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
         (exploration.settled ? ", settled" : ", may continue") + "); " +
-        (improved ? "improved the best to " + state_.best_trial->variant + " " +
-                        skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.key()
+        (improved ? "improved the best to " +
+                        skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.text()
                   : std::string("no improvement"));
     log_->set_outcome(plan_seq, result);
     log_->set_outcome(plan.policy_seq, improved ? "improved" : "no improvement");

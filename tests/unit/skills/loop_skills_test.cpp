@@ -84,6 +84,16 @@ int64_t new_run(store::Store& s) {
 
 }  // namespace
 
+TEST_CASE("a candidate's text for people drops the placeholder of a variant without parameters; its key keeps it") {
+  const skills::Candidate naive{"naive", {{"_", 0}}};
+  CHECK(naive.text() == "naive");
+  CHECK(naive.key() == "naive{_=0}");  // the identity config hashes and cache keys are made of
+  CHECK(skills::Candidate{"naive", Json::object()}.text() == "naive");
+  const skills::Candidate tiled{"tiled", {{"tile_size", 256}, {"engine", "vector"}}};
+  CHECK(tiled.text() == "tiled{engine=vector,tile_size=256}");
+  CHECK(tiled.text() == tiled.key());
+}
+
 TEST_CASE("analyzer: a DMA-bound profile without overlap asks for a deeper pipeline first") {
   ProfileAnalyzer analyzer;
   AnalysisRequest request;
