@@ -586,8 +586,14 @@ class RunLoop {
         example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
         break;
       }
-    warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
-         " timed out on the target (" + example + "); see `autotune trials " + std::to_string(run) + "`");
+    auto count = [](std::int64_t n, const std::string& what) {
+      return std::to_string(n) + (n == 1 ? " candidate " : " candidates ") + what;
+    };
+    const std::string what = counts.timeout == 0  ? count(counts.failed, "failed")
+                             : counts.failed == 0 ? count(counts.timeout, "timed out")
+                                                  : count(counts.failed, "failed and ") +
+                                                        std::to_string(counts.timeout) + " timed out";
+    warn(what + " on the target (" + example + "); see `autotune trials " + std::to_string(run) + "`");
   }
 
   // --- shared by the phases ---
