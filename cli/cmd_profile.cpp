@@ -56,9 +56,13 @@ sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& t
       join(family.dtypes, ", ", [](sim::Dtype d) { return std::string(sim::dtype_name(d)); });
   if (text.empty()) return family.dtypes.front();
   const auto dtype = sim::parse_dtype(text);
-  if (!dtype || !family.accepts(*dtype))
-    throw UserError("unknown dtype '" + text + "' for kernel '" + family.name + "' (accepted: " + accepted +
-                    ")");
+  if (!dtype || !family.accepts(*dtype)) {
+    const std::string unmodelled = sim::unmodelled_dtype_reason(text);
+    throw UserError((dtype || !unmodelled.empty() ? "dtype '" + text + "' is not taken by kernel '"
+                                                  : "unknown dtype '" + text + "' for kernel '") +
+                    family.name + "' (" + (unmodelled.empty() ? "" : unmodelled + "; ") +
+                    "accepted: " + accepted + ")");
+  }
   return *dtype;
 }
 

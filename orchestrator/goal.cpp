@@ -214,9 +214,11 @@ void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature
   const auto dtype = sim::parse_dtype(goal.dtype);
   const std::string canonical = dtype ? std::string(sim::dtype_name(*dtype)) : goal.dtype;
   if (std::find(signature.dtypes.begin(), signature.dtypes.end(), canonical) == signature.dtypes.end()) {
+    const std::string unmodelled = sim::unmodelled_dtype_reason(goal.dtype);
     kernel.fail("dtype",
-                "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype +
-                    "'; accepted: " + join(signature.dtypes, ", "),
+                "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype + "'" +
+                    (unmodelled.empty() ? "" : " (" + unmodelled + ")") +
+                    "; accepted: " + join(signature.dtypes, ", "),
                 &dtype_node);
   }
 }

@@ -164,8 +164,11 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
     if (!dtype_text.empty()) {
       const auto parsed = sim::parse_dtype(dtype_text);
       if (!parsed || !family.accepts(*parsed))
-        throw UserError("kernel '" + variant.name + "' does not take dtype '" + dtype_text +
-                        "' (accepted: " + dtype_list(family.dtypes) + ")");
+        throw UserError("kernel '" + variant.name + "' does not take dtype '" + dtype_text + "' (" +
+                        (sim::unmodelled_dtype_reason(dtype_text).empty()
+                             ? ""
+                             : sim::unmodelled_dtype_reason(dtype_text) + "; ") +
+                        "accepted: " + dtype_list(family.dtypes) + ")");
       dtype = *parsed;
     }
     if (request.contains("tolerance") && request["tolerance"].is_number())

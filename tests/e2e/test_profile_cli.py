@@ -128,6 +128,9 @@ def bad_input():
          ["shape 'M=1024,N=1024' is missing K", "the shape arguments of gemm are M, N, K"]),
         (["--kernel", "attention", "--shape", "seq=2048"], ["missing q_heads, kv_heads, head_dim"]),
         (["--kernel", "gemm", "--dtype", "fp64"], ["dtype 'fp64'", "bf16"]),
+        (["--kernel", "gemm", "--dtype", "float8_e5m2"],
+         ["dtype 'float8_e5m2'", "fp8 is supported by trn2 hardware but not modelled by this simulator",
+          "accepted: bf16"]),
         # every value in its domain, but together they break a declared constraint
         (["--kernel", "gemm", "--variant", "blocked_mn", "--param", "unroll_factor=4"],
          ["violate constraint 'unroll_factor <= tiles_in_block_n'", "blocked_mn", "tiles_in_block_n=2"]),
