@@ -123,10 +123,23 @@ void ConfigReader::fail(const std::string& key, const std::string& message, cons
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
 }
 
+void ConfigReader::fail_missing(const std::string& key, const std::string& what,
+                                const std::string& accepted) const {
+  if (node_ && node_.IsMap())
+    for (const auto& entry : node_) {
+      const std::string written = entry.first.Scalar();
+      // A key already read is some other setting, however alike its name.
+      if (read_keys_.count(written) || !looks_like_typo_of(written, key)) continue;
+      throw UserError(location(entry.first) + ": " + key_path(key) + ": " + what + "; unknown key '" +
+                      written + "' (did you mean " + key + "?)");
+    }
+  fail(key, what + (accepted.empty() ? "" : "; accepted: " + accepted));
+}
+
 ConfigReader ConfigReader::child(const std::string& key) {
   read_keys_.insert(key);
   YAML::Node value = lookup(key);
-  if (!value) fail(key, "missing required section");
+  if (!value) fail_missing(key, "missing required section");
   if (!value.IsMap()) fail(key, "expected a mapping of keys to values", &value);
   return ConfigReader(value, file_, key_path(key));
 }
@@ -155,7 +168,13 @@ void ConfigReader::finish(const std::vector<std::string>& accepted) const {
     const std::string& key = entry.first.Scalar();
     if (read_keys_.count(key)) continue;
     const std::string list = join(accepted, ", ");
+    std::string meant;
+    for (const auto& name : accepted)
+      if (looks_like_typo_of(key, name) &&
+          (meant.empty() || edit_distance(key, name) < edit_distance(key, meant)))
+        meant = name;
     throw UserError(location(entry.first) + ": " + key_path(key) + ": unknown key" +
+                    (meant.empty() ? "" : " (did you mean " + meant + "?)") +
                     (list.empty() ? "" : "; accepted: " + list));
   }
 }

@@ -275,9 +275,9 @@ void read_kernel(ConfigReader& top, Goal& goal) {
     return;
   }
   if (!kernel)
-    top.fail("kernel",
-             "missing required section (kernel: {family, shape, dtype}; or a kernel_source: that "
-             "declares them)");
+    top.fail_missing("kernel",
+                     "missing required section (kernel: {family, shape, dtype}; or a kernel_source: that "
+                     "declares them)");
   const YAML::Node family_node = kernel->raw("family");
   goal.family = kernel->required<std::string>("family");
   const auto& registry = kernels::family_registry();

@@ -5,7 +5,9 @@ import subprocess
 from loop_support import BIN, SOURCE, check, query, run, tempdir
 
 CASES = {
-    "unknown_key.yaml": (":3: max_iteration:", "unknown key"),
+    "unknown_key.yaml": (":3: max_iteration:", "unknown key (did you mean max_iterations?)"),
+    # A required key misspelt: the misspelling is named, at its line.
+    "misspelt_required.yaml": (":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"),
     "wrong_type.yaml": (":4: budget.evaluations:", "not an integer"),
     "unknown_kernel.yaml": (":3: kernel.family:", "unknown kernel 'convolution'"),
     "unknown_variant.yaml": (":4: start.variant:", "fancy"),

@@ -103,6 +103,8 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
       {"unknown_role.yaml", ":4: roles.tile_size:", "'tyle' is not a role; accepted: tile, unroll"},
       {"partial_shape.yaml", ":4: kernel.shape:", "missing K; the shape arguments of gemm are M, N, K"},
+      {"misspelt_required.yaml",
+       ":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"},
       {"fp8_dtype.yaml", ":2: kernel.dtype:",
        "'fp8' (fp8 is supported by trn2 hardware but not modelled by this simulator); accepted: bf16, fp32, "
        "fp16"},

@@ -180,7 +180,8 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK(parse("target: {kind: command, argv: [python3], workdir: work}\n", nullptr).workdir ==
         dir.path() / "work");
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3], repeat: 3}\n", nullptr),
-                       "goal.yaml:1: target.repeat: unknown key; accepted: kind, argv, timeout_s, repeats, "
+                       "goal.yaml:1: target.repeat: unknown key (did you mean repeats?); accepted: kind, "
+                       "argv, timeout_s, repeats, "
                        "objective, metrics, workdir",
                        UserError);
   CHECK_THROWS_WITH_AS(
