@@ -10,24 +10,28 @@ namespace autotune {
 namespace {
 
 // YAML lets a mapping repeat a key and yaml-cpp keeps the first: refuse that,
-// naming both lines, in every mapping of the document.
-void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path) {
+// naming both lines and the key's path ("skills[0].role"), in every mapping
+// of the document, those inside lists included.
+void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path,
+                           const std::string& where = "") {
   if (node.IsMap()) {
     std::map<std::string, int> first_line;
     for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      const std::string key_path = where.empty() ? key : where + "." + key;
       if (entry.first.IsScalar()) {
-        const std::string key = entry.first.Scalar();
         const int line = entry.first.Mark().line + 1;
         const auto [it, inserted] = first_line.emplace(key, line);
         if (!inserted)
-          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key +
+          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key_path +
                           ": the key appears twice (first at line " + std::to_string(it->second) +
                           "); each key may appear once");
       }
-      refuse_duplicate_keys(entry.second, path);
+      refuse_duplicate_keys(entry.second, path, key_path);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) refuse_duplicate_keys(item, path);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      refuse_duplicate_keys(node[i], path, where + "[" + std::to_string(i) + "]");
   }
 }
 

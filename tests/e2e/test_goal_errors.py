@@ -31,7 +31,9 @@ CASES = {
     # A repeated key is refused with both of its lines (yaml-cpp alone keeps the first).
     "duplicate_key.yaml": (":5: max_iterations:", "appears twice (first at line 3)"),
     "duplicate_kernel.yaml": (":4: kernel:", "appears twice (first at line 2)"),
-    "duplicate_nested.yaml": (":2: dtype:", "appears twice (first at line 2)"),
+    "duplicate_nested.yaml": (":2: kernel.dtype:", "appears twice (first at line 2)"),
+    # Inside a list item too (yaml-cpp alone would keep the first role and run the goal).
+    "duplicate_in_list.yaml": (":7: skills[0].role:", "appears twice (first at line 6)"),
     # Range checks name the key's own line, not the line of its enclosing mapping.
     "parallel_zero.yaml": (":4: parallel:", "accepted: 1 to 256"),
     "max_iterations_zero.yaml": (":4: max_iterations:", "must be at least 1"),

@@ -1,6 +1,10 @@
 #include "core/config_reader.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/registry.hpp"
 #include "core/rng.hpp"
@@ -64,6 +68,32 @@ TEST_CASE("a misspelt key is named with the key it looks like, required or not")
   CHECK(looks_like_typo_of("familly", "family"));
   CHECK_FALSE(looks_like_typo_of("seq", "seed"));  // short names: one edit at most... of a third
   CHECK_FALSE(looks_like_typo_of("name", "seed"));
+}
+
+TEST_CASE("a key twice in one mapping is refused wherever the mapping is, list items included") {
+  const auto dir = std::filesystem::temp_directory_path() / ("autotune_dup_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto error_of = [&](const std::string& text) {
+    const auto file = dir / "d.yaml";
+    std::ofstream(file) << text;
+    try {
+      (void)load_yaml_file(file);
+    } catch (const UserError& e) {
+      return std::string(e.what()).substr(file.string().size());
+    }
+    return std::string();
+  };
+  CHECK(error_of("a: 1\na: 2\n") ==
+        ":2: a: the key appears twice (first at line 1); each key may appear once");
+  CHECK(error_of("k: {x: 1, x: 2}\n") ==
+        ":1: k.x: the key appears twice (first at line 1); each key may appear once");
+  CHECK(error_of("skills:\n  - name: a\n  - name: b\n    role: x\n    role: y\n") ==
+        ":5: skills[1].role: the key appears twice (first at line 4); each key may appear once");
+  CHECK(error_of("m: [[{a: 1}, {b: 1, b: 2}]]\n") ==
+        ":1: m[0][1].b: the key appears twice (first at line 1); each key may appear once");
+  CHECK(
+      error_of("skills:\n  - {name: a, role: x}\n  - {name: b, role: x}\n").empty());  // alike items are fine
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("registry lists names and rejects unknown names with what is accepted") {

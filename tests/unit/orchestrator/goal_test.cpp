@@ -103,6 +103,7 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
       {"unknown_role.yaml", ":4: roles.tile_size:", "'tyle' is not a role; accepted: tile, unroll"},
       {"partial_shape.yaml", ":4: kernel.shape:", "missing K; the shape arguments of gemm are M, N, K"},
+      {"duplicate_in_list.yaml", ":7: skills[0].role:", "the key appears twice (first at line 6)"},
       {"misspelt_required.yaml",
        ":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"},
       {"fp8_dtype.yaml", ":2: kernel.dtype:",
