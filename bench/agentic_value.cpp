@@ -140,7 +140,7 @@ SearchOutcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator:
   if (!trials.empty())
     out.start_value = orchestrator::objective_value(goal.objective, trials.front().metrics);
   for (const auto& trial : trials) count(out, goal, threshold, trial);
-  out.note = summary.stop_reason + "; best " + summary.best.key();
+  out.note = summary.stop_reason + "; best " + summary.best.text();
   return out;
 }
 

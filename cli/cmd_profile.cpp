@@ -56,10 +56,25 @@ sim::Dtype resolve_dtype(const kernels::FamilySpec& family, const std::string& t
       join(family.dtypes, ", ", [](sim::Dtype d) { return std::string(sim::dtype_name(d)); });
   if (text.empty()) return family.dtypes.front();
   const auto dtype = sim::parse_dtype(text);
-  if (!dtype || !family.accepts(*dtype))
-    throw UserError("unknown dtype '" + text + "' for kernel '" + family.name + "' (accepted: " + accepted +
-                    ")");
+  if (!dtype || !family.accepts(*dtype)) {
+    const std::string unmodelled = sim::unmodelled_dtype_reason(text);
+    throw UserError((dtype || !unmodelled.empty() ? "dtype '" + text + "' is not taken by kernel '"
+                                                  : "unknown dtype '" + text + "' for kernel '") +
+                    family.name + "' (" + (unmodelled.empty() ? "" : unmodelled + "; ") +
+                    "accepted: " + accepted + ")");
+  }
   return *dtype;
+}
+
+// The line saying that no --shape was given, so the kernel runs at its default shape.
+std::string default_shape_note(const std::string& kernel, const std::vector<std::string>& shape_args,
+                               const kernels::Shape& default_shape) {
+  std::vector<std::string> items;
+  for (const auto& arg : shape_args)
+    if (const auto it = default_shape.find(arg); it != default_shape.end())
+      items.push_back(arg + "=" + std::to_string(it->second));
+  return "no --shape given: " + kernel + " runs at its default shape " + join(items, ",") +
+         " (give --shape " + join(shape_args, "=...,") + "=... to change it)\n";
 }
 
 // --kernel-source: compiled into a shared object, traced, simulated and
@@ -90,19 +105,12 @@ int run_source_profile(const ProfileOptions& o) {
     request.params[name] = value;
   }
   if (!o.shape.empty()) {
-    // The kernel's shape arguments, checked by the worker.
-    std::stringstream items(o.shape);
-    std::string item;
-    while (std::getline(items, item, ',')) {
-      const auto eq = item.find('=');
-      if (eq == std::string::npos)
-        throw UserError("malformed shape '" + o.shape + "': expected NAME=VALUE pairs separated by commas");
-      try {
-        request.shape[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-      } catch (const std::exception&) {
-        throw UserError("shape argument '" + item.substr(0, eq) + "' is not an integer");
-      }
-    }
+    // Read against the kernel's declared arguments, as for a family: every one, each once.
+    kernels::FamilySpec declared;
+    declared.name = kernel.descriptor.name;
+    declared.shape_args = kernel.descriptor.shape_args;
+    declared.default_shape = kernel.descriptor.default_shape;
+    request.shape = kernels::parse_shape(declared, o.shape);
   }
   request.dtype = o.dtype;
   request.target = o.target;
@@ -110,6 +118,10 @@ int run_source_profile(const ProfileOptions& o) {
   request.verify = !o.no_verify;
   request.report_text = !o.json;
   if (!o.trace.empty()) request.trace_path = std::filesystem::absolute(o.trace);
+  const std::string defaulted = o.shape.empty()
+                                    ? default_shape_note(kernel.descriptor.name, kernel.descriptor.shape_args,
+                                                         kernel.descriptor.default_shape)
+                                    : "";
   nlohmann::json result;
   const auto outcome = kernels::external::evaluate_in_worker(request, worker);
   if (!outcome.result.contains("kernel")) {  // no evaluation: a crash, a timeout, or a rejected request
@@ -129,11 +141,12 @@ int run_source_profile(const ProfileOptions& o) {
   result["kernel_source"] = o.kernel_source;
   result["shared_object"] = kernel.so_path.string();
   result["compiled"] = kernel.cached ? "cached" : "compiled";
+  result["shape_source"] = o.shape.empty() ? "default" : "given";
   if (o.json) {
     std::cout << result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    std::printf("kernel source %s (%s %s)\n\n", o.kernel_source.c_str(),
-                kernel.cached ? "cached build" : "compiled to", kernel.so_path.c_str());
+    std::printf("kernel source %s (%s %s)\n%s\n", o.kernel_source.c_str(),
+                kernel.cached ? "cached build" : "compiled to", kernel.so_path.c_str(), defaulted.c_str());
     std::fputs(result.value("report_text", "").c_str(), stdout);
     if (!o.trace.empty() && result.contains("trace"))
       std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
@@ -196,9 +209,12 @@ int run_profile(const ProfileOptions& o) {
   if (!o.trace.empty() && e.sim.valid) sim::write_perfetto_trace(e.sim, *e.program, o.trace);
   if (o.json) {
     nlohmann::json j = kernels::external::evaluation_json(e, family, target);
+    j["shape_source"] = o.shape.empty() ? "default" : "given";
     if (!o.trace.empty() && e.sim.valid) j["trace"] = o.trace;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
+    if (o.shape.empty())
+      std::fputs(default_shape_note(family.name, family.shape_args, family.default_shape).c_str(), stdout);
     std::fputs(kernels::external::evaluation_text(e, family, target).c_str(), stdout);
     if (!o.trace.empty() && e.sim.valid)
       std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());

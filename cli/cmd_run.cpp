@@ -70,6 +70,7 @@ void print_summary(const orchestrator::RunSummary& s) {
   std::printf("run %lld: %s; goal %s\n", static_cast<long long>(s.run_id), s.status.c_str(),
               s.goal_met ? "met" : "not met");
   std::printf("  stopped:     %s\n", s.stop_reason.c_str());
+  if (!s.kernel_text.empty()) std::printf("  kernel:      %s\n", s.kernel_text.c_str());
   const double base = s.baseline_metrics.is_object() ? s.baseline_metrics.value("latency_s", 0.0) : 0.0;
   const double best = s.best_metrics.is_object() ? s.best_metrics.value("latency_s", 0.0) : 0.0;
   if (!s.baseline.variant.empty())
@@ -88,7 +89,11 @@ void print_summary(const orchestrator::RunSummary& s) {
   std::printf("  database:    %s (autotune log %lld --db %s)\n", s.db.c_str(),
               static_cast<long long>(s.run_id), s.db.c_str());
   if (!s.warnings.empty()) {
-    std::printf("  warnings:    %zu; the run went on past them:\n", s.warnings.size());
+    // Only a completed run went on past them; a failed one stopped (the reason is under stopped:).
+    const std::string after = s.status == "completed"     ? "the run went on past them"
+                              : s.status == "interrupted" ? "then the run was interrupted"
+                                                          : "the run " + s.status + " (stopped: above)";
+    std::printf("  warnings:    %zu; %s:\n", s.warnings.size(), after.c_str());
     for (const auto& w : s.warnings) std::printf("    - %s\n", w.c_str());
   }
 }

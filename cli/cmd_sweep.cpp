@@ -114,6 +114,7 @@ const CommandRegistration registration(
             top.push_back(
                 {{"trial", t.id}, {"variant", t.variant}, {"params", t.params}, {"metrics", t.metrics}});
           std::cout << nlohmann::json{{"run_id", result.run_id},
+                                      {"kernel", orchestrator::kernel_json(prepared.goal)},
                                       {"configurations", result.configurations},
                                       {"measured", c.measured},
                                       {"cache_hits", c.cache_hits},
@@ -137,6 +138,8 @@ const CommandRegistration registration(
             queue ? (", " + std::to_string(c.measured_by_workers) + " of them by workers").c_str() : "",
             static_cast<long long>(c.cache_hits), static_cast<long long>(c.resumed), result.wall_time_s,
             options->jobs);
+        if (const std::string kernel = orchestrator::kernel_text(prepared.goal); !kernel.empty())
+          std::printf("kernel: %s\n", kernel.c_str());
         const auto objective = prepared.goal.objective;
         std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;

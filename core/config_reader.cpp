@@ -10,24 +10,28 @@ namespace autotune {
 namespace {
 
 // YAML lets a mapping repeat a key and yaml-cpp keeps the first: refuse that,
-// naming both lines, in every mapping of the document.
-void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path) {
+// naming both lines and the key's path ("skills[0].role"), in every mapping
+// of the document, those inside lists included.
+void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path,
+                           const std::string& where = "") {
   if (node.IsMap()) {
     std::map<std::string, int> first_line;
     for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      const std::string key_path = where.empty() ? key : where + "." + key;
       if (entry.first.IsScalar()) {
-        const std::string key = entry.first.Scalar();
         const int line = entry.first.Mark().line + 1;
         const auto [it, inserted] = first_line.emplace(key, line);
         if (!inserted)
-          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key +
+          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key_path +
                           ": the key appears twice (first at line " + std::to_string(it->second) +
                           "); each key may appear once");
       }
-      refuse_duplicate_keys(entry.second, path);
+      refuse_duplicate_keys(entry.second, path, key_path);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) refuse_duplicate_keys(item, path);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      refuse_duplicate_keys(node[i], path, where + "[" + std::to_string(i) + "]");
   }
 }
 
@@ -123,10 +127,23 @@ void ConfigReader::fail(const std::string& key, const std::string& message, cons
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
 }
 
+void ConfigReader::fail_missing(const std::string& key, const std::string& what,
+                                const std::string& accepted) const {
+  if (node_ && node_.IsMap())
+    for (const auto& entry : node_) {
+      const std::string written = entry.first.Scalar();
+      // A key already read is some other setting, however alike its name.
+      if (read_keys_.count(written) || !looks_like_typo_of(written, key)) continue;
+      throw UserError(location(entry.first) + ": " + key_path(key) + ": " + what + "; unknown key '" +
+                      written + "' (did you mean " + key + "?)");
+    }
+  fail(key, what + (accepted.empty() ? "" : "; accepted: " + accepted));
+}
+
 ConfigReader ConfigReader::child(const std::string& key) {
   read_keys_.insert(key);
   YAML::Node value = lookup(key);
-  if (!value) fail(key, "missing required section");
+  if (!value) fail_missing(key, "missing required section");
   if (!value.IsMap()) fail(key, "expected a mapping of keys to values", &value);
   return ConfigReader(value, file_, key_path(key));
 }
@@ -155,7 +172,13 @@ void ConfigReader::finish(const std::vector<std::string>& accepted) const {
     const std::string& key = entry.first.Scalar();
     if (read_keys_.count(key)) continue;
     const std::string list = join(accepted, ", ");
+    std::string meant;
+    for (const auto& name : accepted)
+      if (looks_like_typo_of(key, name) &&
+          (meant.empty() || edit_distance(key, name) < edit_distance(key, meant)))
+        meant = name;
     throw UserError(location(entry.first) + ": " + key_path(key) + ": unknown key" +
+                    (meant.empty() ? "" : " (did you mean " + meant + "?)") +
                     (list.empty() ? "" : "; accepted: " + list));
   }
 }

@@ -77,6 +77,13 @@ class ConfigReader {
   // A UserError located at `node` (or this mapping when null).
   [[noreturn]] void fail(const std::string& key, const std::string& message,
                          const YAML::Node* at = nullptr) const;
+  // `key` is required and absent: a UserError saying so (`what`: "missing
+  // required key"). When a key of this mapping looks like a misspelling of
+  // it, that key is named and located instead of what is `accepted`:
+  // "m.yaml:5: mlp.intermediate_size: missing required key; unknown key
+  // 'intermediate' (did you mean intermediate_size?)".
+  [[noreturn]] void fail_missing(const std::string& key, const std::string& what,
+                                 const std::string& accepted = "") const;
   std::string location(const YAML::Node& at) const;
 
  private:
@@ -134,8 +141,7 @@ template <class T>
 T ConfigReader::required(const std::string& key, const std::string& accepted) {
   read_keys_.insert(key);
   YAML::Node value = lookup(key);
-  if (!value)
-    fail(key, std::string("missing required key") + (accepted.empty() ? "" : "; accepted: " + accepted));
+  if (!value) fail_missing(key, "missing required key", accepted);
   return convert<T>(value, key, accepted);
 }
 

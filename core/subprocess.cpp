@@ -357,6 +357,19 @@ std::optional<std::filesystem::path> find_executable(const std::string& program,
   }
 }
 
+std::string missing_executable_reason(const std::string& program, const std::filesystem::path& workdir,
+                                      const std::string& workdir_is) {
+  if (program.find('/') == std::string::npos) return "program '" + program + "' is not found on PATH";
+  std::filesystem::path tried(program);
+  if (tried.is_relative()) tried = workdir / tried;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(tried, error);
+  return "program '" + program +
+         "' is not an executable file: " + (error ? tried : absolute).lexically_normal().string() +
+         (std::filesystem::path(program).is_relative() ? " (a relative path is taken from " + workdir_is + ")"
+                                                       : "");
+}
+
 std::string signal_name(int signal_number) {
   if (const char* abbreviation = ::sigabbrev_np(signal_number)) return std::string("SIG") + abbreviation;
   return "signal " + std::to_string(signal_number);

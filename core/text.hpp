@@ -1,5 +1,6 @@
 #pragma once
 // Joining items into one line of text, for messages and listings.
+#include <cstddef>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -35,5 +36,13 @@ std::string join(const Range& range, const std::string& separator) {
     }
   });
 }
+
+// Levenshtein distance: how many single-character edits turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+// Whether `written` looks like a misspelling of `meant`, for "did you mean"
+// hints: at most two edits apart (a third of the name's length for short
+// ones), or one name beginning the other (intermediate, intermediate_size).
+bool looks_like_typo_of(const std::string& written, const std::string& meant);
 
 }  // namespace autotune

@@ -298,7 +298,11 @@ std::optional<MeasurementProblem> check_measurement(const Measurement& row) {
   const auto dtype = sim::parse_dtype(row.dtype);
   if (!dtype || !family.accepts(*dtype))
     return MeasurementProblem{
-        "dtype", "'" + row.dtype + "' is not a dtype of kernel '" + family.name + "' (accepted: " +
+        "dtype", "'" + row.dtype + "' is not a dtype of kernel '" + family.name + "' (" +
+                     (sim::unmodelled_dtype_reason(row.dtype).empty()
+                          ? ""
+                          : sim::unmodelled_dtype_reason(row.dtype) + "; ") +
+                     "accepted: " +
                      join(family.dtypes, ", ", [](sim::Dtype d) { return std::string(sim::dtype_name(d)); }) +
                      ")"};
   for (const auto& [name, value] : row.shape)

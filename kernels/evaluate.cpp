@@ -106,7 +106,7 @@ ParamValues resolve_params(const VariantSpec& variant, const ParamValues& given)
 }
 
 Shape parse_shape(const FamilySpec& family, const std::string& text) {
-  Shape shape = family.default_shape;
+  Shape shape;
   std::map<std::string, bool> seen;
   const std::string whole = trim(text);
   std::size_t pos = 0;
@@ -132,6 +132,11 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
                       "', not an integer: " + expected);
     shape[name] = value;
   }
+  if (whole.empty()) shape = family.default_shape;
+  if (const std::string reason =
+          incomplete_shape_reason(family.name, family.shape_args, family.default_shape, shape);
+      !reason.empty())
+    throw UserError("shape '" + whole + "' is " + reason);
   if (family.check_shape) {
     const std::string reason = family.check_shape(shape);
     if (!reason.empty())
@@ -139,6 +144,20 @@ Shape parse_shape(const FamilySpec& family, const std::string& text) {
                       "' rejected: " + reason);
   }
   return shape;
+}
+
+std::string incomplete_shape_reason(const std::string& kernel, const std::vector<std::string>& shape_args,
+                                    const Shape& default_shape, const Shape& given) {
+  std::vector<std::string> missing;
+  for (const auto& arg : shape_args)
+    if (given.count(arg) == 0) missing.push_back(arg);
+  if (missing.empty()) return "";
+  std::vector<std::string> defaults;
+  for (const auto& arg : shape_args)
+    if (const auto it = default_shape.find(arg); it != default_shape.end())
+      defaults.push_back(arg + "=" + std::to_string(it->second));
+  return "missing " + join(missing, ", ") + "; the shape arguments of " + kernel + " are " +
+         join(shape_args, ", ") + " (give all of them, or none for the default " + join(defaults, ",") + ")";
 }
 
 std::string shape_text(const Shape& shape, const FamilySpec& family) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/outcome.hpp"
 #include "kernels/family.hpp"
@@ -33,10 +34,18 @@ ParamValues resolve_params(const VariantSpec& variant, const std::map<std::strin
 // The same for integer values.
 ParamValues resolve_params(const VariantSpec& variant, const ParamValues& given);
 
-// "M=4096,N=8192,K=8192" (spaces allowed; missing arguments take the family's
-// default shape). UserError when malformed, an argument is unknown or
-// repeated, or the family rejects the shape.
+// "M=4096,N=8192,K=8192" (spaces allowed), every shape argument of the
+// family; empty text is the family's default shape. UserError when malformed,
+// an argument is unknown, repeated or missing, or the family rejects the shape.
 Shape parse_shape(const FamilySpec& family, const std::string& text);
+// Why `given` is not a whole shape of `kernel`, or "" when it names every
+// argument of `shape_args`. A shape is given whole or not at all (then the
+// default applies): never completed from the default, so a forgotten
+// argument cannot run silently at the default's size. One line, e.g.
+// "missing K; the shape arguments of gemm are M, N, K (give all of them, or
+// none for the default M=4096,N=8192,K=8192)".
+std::string incomplete_shape_reason(const std::string& kernel, const std::vector<std::string>& shape_args,
+                                    const Shape& default_shape, const Shape& given);
 std::string shape_text(const Shape& shape, const FamilySpec& family);  // "M=4096,N=8192,K=8192"
 
 // Lower bound on the kernel's time on `target`: max(FLOPs / peak, compulsory

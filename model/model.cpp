@@ -44,7 +44,11 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   const auto parsed = sim::parse_dtype(dtype);
   if (!parsed || *parsed == sim::Dtype::int32) {
     const YAML::Node node = top.raw("dtype");
-    top.fail("dtype", "unknown dtype '" + dtype + "'; accepted: bf16, fp16, fp32", &node);
+    const std::string unmodelled = sim::unmodelled_dtype_reason(dtype);
+    top.fail("dtype",
+             (unmodelled.empty() ? "unknown dtype '" + dtype + "'" : "dtype '" + dtype + "': " + unmodelled) +
+                 "; accepted: bf16, fp16, fp32",
+             &node);
   }
   model.dtype = *parsed;
 

@@ -6,6 +6,7 @@
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
 #include "orchestrator/target_kind.hpp"
 #include "search/strategy.hpp"
@@ -171,8 +172,11 @@ Json yaml_to_json(const YAML::Node& node) {
 // kernel.shape and kernel.dtype of `kernel` against `signature`, into goal.
 void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature, Goal& goal) {
   goal.shape = signature.default_shape;
+  goal.kernel_name = signature.kernel;
+  goal.shape_args = signature.shape_args;
   const YAML::Node shape = kernel.raw("shape");
-  if (shape && !shape.IsNull()) {
+  goal.default_shape = !shape || shape.IsNull();
+  if (!goal.default_shape) {
     const std::string args = join(signature.shape_args, ", ");
     if (shape.IsSequence()) {
       if (shape.size() != signature.shape_args.size())
@@ -189,9 +193,14 @@ void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature
       }
     } else if (shape.IsMap()) {
       ConfigReader shape_reader(shape, kernel.file(), kernel.key_path("shape"));
+      std::map<std::string, std::int64_t> given;
       for (const auto& arg : signature.shape_args)
-        goal.shape[arg] = shape_reader.optional<std::int64_t>(arg, goal.shape[arg]);
+        if (const auto value = shape_reader.maybe<std::int64_t>(arg)) given[arg] = *value;
       shape_reader.finish(signature.shape_args);
+      const std::string reason = kernels::incomplete_shape_reason(signature.kernel, signature.shape_args,
+                                                                  signature.default_shape, given);
+      if (!reason.empty()) kernel.fail("shape", reason, &shape);
+      goal.shape = given;
     } else {
       kernel.fail("shape", "expected a list [" + args + "] or a mapping {" + args + "}", &shape);
     }
@@ -205,9 +214,11 @@ void read_shape_and_dtype(ConfigReader& kernel, const KernelSignature& signature
   const auto dtype = sim::parse_dtype(goal.dtype);
   const std::string canonical = dtype ? std::string(sim::dtype_name(*dtype)) : goal.dtype;
   if (std::find(signature.dtypes.begin(), signature.dtypes.end(), canonical) == signature.dtypes.end()) {
+    const std::string unmodelled = sim::unmodelled_dtype_reason(goal.dtype);
     kernel.fail("dtype",
-                "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype +
-                    "'; accepted: " + join(signature.dtypes, ", "),
+                "kernel '" + signature.kernel + "' does not take dtype '" + goal.dtype + "'" +
+                    (unmodelled.empty() ? "" : " (" + unmodelled + ")") +
+                    "; accepted: " + join(signature.dtypes, ", "),
                 &dtype_node);
   }
 }
@@ -264,9 +275,9 @@ void read_kernel(ConfigReader& top, Goal& goal) {
     return;
   }
   if (!kernel)
-    top.fail("kernel",
-             "missing required section (kernel: {family, shape, dtype}; or a kernel_source: that "
-             "declares them)");
+    top.fail_missing("kernel",
+                     "missing required section (kernel: {family, shape, dtype}; or a kernel_source: that "
+                     "declares them)");
   const YAML::Node family_node = kernel->raw("family");
   goal.family = kernel->required<std::string>("family");
   const auto& registry = kernels::family_registry();
@@ -440,11 +451,54 @@ Goal load_goal(const std::filesystem::path& path) {
 void resolve_kernel_shape(Goal& goal, const KernelSignature& signature) {
   if (!goal.kernel_spec || !goal.kernel_spec.IsMap()) {
     goal.shape = signature.default_shape;
+    goal.kernel_name = signature.kernel;
+    goal.shape_args = signature.shape_args;
+    goal.default_shape = true;
     goal.dtype = signature.dtypes.empty() ? "" : signature.dtypes.front();
     return;
   }
   ConfigReader kernel(goal.kernel_spec, goal.file.string(), "kernel");
   read_shape_and_dtype(kernel, signature, goal);
+}
+
+namespace {
+
+// In the kernel's argument order; a goal built in code (a model's kernel
+// goals) may not have it, nor a kernel name: then its family's.
+std::string goal_shape_text(const Goal& goal) {
+  std::vector<std::string> order = goal.shape_args;
+  if (order.empty() && kernels::family_registry().contains(goal.family))
+    order = kernels::family_registry().get(goal.family).shape_args;
+  std::vector<std::string> items;
+  for (const auto& arg : order)
+    if (const auto it = goal.shape.find(arg); it != goal.shape.end())
+      items.push_back(arg + "=" + std::to_string(it->second));
+  if (items.size() != goal.shape.size()) {
+    items.clear();
+    for (const auto& [arg, value] : goal.shape) items.push_back(arg + "=" + std::to_string(value));
+  }
+  return join(items, ",");
+}
+
+std::string goal_kernel_name(const Goal& goal) {
+  return goal.kernel_name.empty() ? goal.family : goal.kernel_name;
+}
+
+}  // namespace
+
+std::string kernel_text(const Goal& goal) {
+  if (goal.shape.empty()) return "";
+  return goal_kernel_name(goal) + ", shape " + goal_shape_text(goal) +
+         (goal.default_shape ? " (the kernel's default: the goal gives no kernel.shape)" : "") + ", " +
+         goal.dtype;
+}
+
+Json kernel_json(const Goal& goal) {
+  if (goal.shape.empty()) return nullptr;
+  return {{"name", goal_kernel_name(goal)},
+          {"shape", goal.shape},
+          {"shape_source", goal.default_shape ? "default" : "goal"},
+          {"dtype", goal.dtype}};
 }
 
 std::string to_yaml(const Goal& goal) {

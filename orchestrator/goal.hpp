@@ -59,6 +59,9 @@ struct Goal {
   // reference; replay: the cachefile's kernel name.
   std::string family;
   std::map<std::string, std::int64_t> shape;
+  std::string kernel_name;              // the family, or the name a kernel source declares
+  std::vector<std::string> shape_args;  // the kernel's shape arguments, in its order
+  bool default_shape = false;           // the goal gives no kernel.shape: the kernel's default applies
   std::string dtype;
   // The `kernel:` mapping as written, when a kernel_source without
   // kernel.family declares the shape arguments and dtypes itself: checked
@@ -123,10 +126,18 @@ struct KernelSignature {
 KernelSignature kernel_signature(const kernels::FamilySpec& family);
 
 // Sets goal.shape and goal.dtype from goal.kernel_spec (kernel.shape as a
-// list in argument order or a mapping; kernel.dtype) against `signature`,
-// defaults filled in. UserError (file:line:key) for an unknown or missing
-// argument, a shape the check rejects, or a dtype the kernel does not take.
+// list in argument order or a mapping with every argument, or absent for the
+// kernel's default shape; kernel.dtype) against `signature`. UserError
+// (file:line:key) for an unknown or missing argument, a shape the check
+// rejects, or a dtype the kernel does not take.
 void resolve_kernel_shape(Goal& goal, const KernelSignature& signature);
+
+// What the goal tunes, for the summaries of `run` and `sweep`: "gemm, shape
+// M=256,N=512,K=512, bf16", saying when the shape is the kernel's default
+// because the goal gives none; "" for a target that brings its own space.
+std::string kernel_text(const Goal& goal);
+// The same as {"name", "shape", "shape_source": "goal" | "default", "dtype"}; null when "".
+Json kernel_json(const Goal& goal);
 
 // The resolved goal as YAML (what the store keeps).
 std::string to_yaml(const Goal& goal);

@@ -89,6 +89,7 @@ Json RunSummary::to_json() const {
               {"goal_met", goal_met},
               {"stop_reason", stop_reason},
               {"objective", objective},
+              {"kernel", kernel},
               {"baseline", candidate_json(baseline)},
               {"best", candidate_json(best)},
               {"improvement", improvement},
@@ -295,7 +296,7 @@ class RunLoop {
                       {"budget_evaluations", goal_.budget_evaluations},
                       {"max_iterations", goal_.max_iterations},
                       {"seed", state_.record.seed}};
-    start.rationale = "measure the goal's starting point (" + baseline.key() +
+    start.rationale = "measure the goal's starting point (" + baseline.text() +
                       "): every improvement is measured against it";
     const std::string unusable = context_.target.unusable_reason();
     if (!unusable.empty()) {
@@ -304,13 +305,17 @@ class RunLoop {
                          "), so the baseline is recorded as a failed trial and the run stops";
     }
     const int64_t start_seq = log_->append(0, kOrchestrator, start);
-    const auto observed = measure({baseline}, 0, start_seq);
+    const auto measured = measure_trials({baseline}, 0, start_seq);
+    const auto observed = observe_all(measured);
     if (!observed.front().ok()) {
       const std::string& failure = observed.front().failure;
       const std::string reason = failure.substr(0, failure.find('\n'));
       log_->set_outcome(start_seq, "failed: " + reason);
-      return unusable.empty() ? "the baseline " + baseline.key() + " failed: " + reason
-                              : "nothing to tune: " + unusable;
+      if (!unusable.empty()) return "nothing to tune: " + unusable;
+      if (measured.front().trial.status == Outcome::invalid)
+        return "the baseline " + baseline.text() + " does not fit the target: " + reason + "; " +
+               suggest_fitting_start();
+      return "the baseline " + baseline.text() + " failed: " + reason;
     }
     state_.baseline_trial = state_.best_trial;
     state_.baseline_value = state_.best_value;
@@ -477,8 +482,8 @@ class RunLoop {
     const std::string result =
         std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
         (exploration.settled ? ", settled" : ", may continue") + "); " +
-        (improved ? "improved the best to " + state_.best_trial->variant + " " +
-                        skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.key()
+        (improved ? "improved the best to " +
+                        skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.text()
                   : std::string("no improvement"));
     log_->set_outcome(plan_seq, result);
     log_->set_outcome(plan.policy_seq, improved ? "improved" : "no improvement");
@@ -525,6 +530,8 @@ class RunLoop {
     RunSummary& summary = summary_;
     summary.status = std::string(to_string(status));
     summary.stop_reason = reason;
+    summary.kernel_text = kernel_text(goal_);
+    summary.kernel = kernel_json(goal_);
     summary.goal_met = goal_met();
     summary.iterations = state_.progress.iteration;
     const auto& counters = runner_->counters();
@@ -583,8 +590,14 @@ class RunLoop {
         example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
         break;
       }
-    warn(std::to_string(counts.failed) + " candidates failed and " + std::to_string(counts.timeout) +
-         " timed out on the target (" + example + "); see `autotune trials " + std::to_string(run) + "`");
+    auto count = [](std::int64_t n, const std::string& what) {
+      return std::to_string(n) + (n == 1 ? " candidate " : " candidates ") + what;
+    };
+    const std::string what = counts.timeout == 0  ? count(counts.failed, "failed")
+                             : counts.failed == 0 ? count(counts.timeout, "timed out")
+                                                  : count(counts.failed, "failed and ") +
+                                                        std::to_string(counts.timeout) + " timed out";
+    warn(what + " on the target (" + example + "); see `autotune trials " + std::to_string(run) + "`");
   }
 
   // --- shared by the phases ---
@@ -593,15 +606,89 @@ class RunLoop {
   // far and the warm-start observations follow what was measured.
   std::vector<search::Observation> measure(const std::vector<skills::Candidate>& candidates, int iteration,
                                            int64_t decision_seq) {
+    return observe_all(measure_trials(candidates, iteration, decision_seq));
+  }
+  // The same in two steps, for a caller that wants the trials too.
+  std::vector<skills::MeasuredTrial> measure_trials(const std::vector<skills::Candidate>& candidates,
+                                                    int iteration, int64_t decision_seq) {
     std::vector<skills::TrialRequest> requests;
     for (const auto& c : candidates) requests.push_back({c, iteration, decision_seq});
     const auto started_batch = Clock::now();
     auto batch =
         runner_->measure(requests, [&](const skills::MeasuredTrial&) { report(state_.progress.phase); });
     log_->append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
+    return std::move(batch.result);
+  }
+  std::vector<search::Observation> observe_all(const std::vector<skills::MeasuredTrial>& measured) {
     std::vector<search::Observation> out;
-    for (const auto& measured : batch.result) out.push_back(observe(measured));
+    for (const auto& m : measured) out.push_back(observe(m));
     report(state_.progress.phase);
+    return out;
+  }
+
+  // The start does not fit the target (an SBUF overflow, a tile limit):
+  // measure where a start that fits may be (configurations of the start
+  // variant below the start, skills/variant_catalog.hpp, and every other
+  // variant at its defaults) and name the best of each that the target
+  // accepted, as trials of this run. What fits is what was measured to fit,
+  // so the suggestion holds for this kernel, shape and target.
+  std::string suggest_fitting_start() {
+    constexpr std::size_t kBelow = 12;
+    report("baseline: looking for a start that fits");
+    const skills::Candidate& start = catalog_.baseline;
+    std::vector<skills::Candidate> probes;
+    if (const skills::VariantSpace* variant = catalog_.find(start.variant))
+      for (auto& params : skills::configurations_below(*variant, start.params, kBelow))
+        probes.push_back({start.variant, std::move(params)});
+    for (const auto& variant : catalog_.variants)
+      if (variant.name != start.variant) probes.push_back({variant.name, variant.defaults});
+    if (probes.empty()) return "the goal's space has no other configuration to try";
+    skills::SkillDecision decision;
+    decision.action = "look_for_fitting_start";
+    decision.inputs = candidate_json(start);
+    decision.rationale = "the start does not fit the target: measure " + std::to_string(probes.size()) +
+                         " configurations that may (the start variant's ordered parameters lowered, the "
+                         "other variants at their defaults) to suggest a start that fits";
+    const int64_t seq = log_->append(0, kOrchestrator, decision);
+    // Not observed: with no baseline there is no best to follow, and the run stops here.
+    const auto measured = measure_trials(probes, 0, seq);
+    // The best of the start variant, and the best of the others, by the objective.
+    const store::Trial* same = nullptr;
+    const store::Trial* other = nullptr;
+    std::optional<double> same_value, other_value;
+    for (const auto& m : measured) {
+      if (!is_measured(m.trial.status)) continue;
+      const auto value = objective_value(goal_.objective, m.trial.metrics);
+      if (!value) continue;
+      const bool is_same = m.trial.variant == start.variant;
+      auto& best = is_same ? same : other;
+      auto& best_value = is_same ? same_value : other_value;
+      if (!best || *value < *best_value) best = &m.trial, best_value = value;
+    }
+    auto figure = [](const store::Trial& trial) {
+      char text[64];
+      std::snprintf(text, sizeof text, " (%.4g ms, trial %lld)", trial.metric("latency_s").value_or(0) * 1e3,
+                    static_cast<long long>(trial.id));
+      return std::string(text);
+    };
+    std::string out;
+    if (same) {
+      // What differs from the start, which the reader has just seen in full.
+      std::vector<std::string> changed;
+      for (const auto& [name, value] : same->params.items())
+        if (!start.params.contains(name) || start.params[name] != value)
+          changed.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+      out = start.variant + " with " + join(changed, ", ") + " fits" + figure(*same) +
+            ": start there with start.params";
+    }
+    if (other)
+      out += std::string(out.empty() ? "" : "; ") + other->variant + " at its defaults fits" +
+             figure(*other) + ": or start.variant: " + other->variant;
+    if (out.empty())
+      out = "none of " + std::to_string(probes.size()) +
+            " configurations measured (the start variant's parameters lowered, the other variants' "
+            "defaults) fits either; narrow search.space to smaller values";
+    log_->set_outcome(seq, out);
     return out;
   }
 

@@ -89,6 +89,10 @@ struct RunSummary {
   bool goal_met = false;
   std::string stop_reason;
   std::string objective;
+  // What was tuned (goal.hpp kernel_text, kernel_json); "" and null for a
+  // target that brings its own space.
+  std::string kernel_text;
+  Json kernel;
   skills::Candidate baseline;
   Json baseline_metrics;
   std::optional<int64_t> baseline_trial;

@@ -13,7 +13,7 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
   decision.inputs = {{"iteration", state.iteration},
                      {"evaluations", state.evaluations},
                      {"budget", state.budget_evaluations},
-                     {"best", state.best.key()},
+                     {"best", state.best.text()},
                      {"improvement", state.improvement}};
   Json findings = Json::array();
   for (const auto& f : state.analysis.findings)

@@ -108,7 +108,7 @@ skills::SkillDecision sweep_plan(const skills::VariantCatalog& catalog, const Sw
   for (const auto& variant : catalog.variants) sizes[variant.name] = variant.space->size();
   plan.inputs = {{"variants", sizes}, {"jobs", options.jobs}};
   plan.evidence = {
-      {"configurations", configurations}, {"space", total}, {"baseline", catalog.baseline.key()}};
+      {"configurations", configurations}, {"space", total}, {"baseline", catalog.baseline.text()}};
   plan.rationale =
       options.limit && *options.limit < total
           ? "a seeded uniform sample of " + std::to_string(*options.limit) + " of the " +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -41,6 +42,18 @@ std::optional<Dtype> parse_dtype(std::string_view name) {
   for (Dtype d : {Dtype::fp32, Dtype::bf16, Dtype::fp16, Dtype::int32})
     if (dtype_name(d) == name) return d;
   return std::nullopt;
+}
+
+std::string unmodelled_dtype_reason(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const bool fp8 = lower.starts_with("fp8") || lower.starts_with("float8") || lower.starts_with("cfp8") ||
+                   lower.find("e4m3") != std::string::npos || lower.find("e5m2") != std::string::npos ||
+                   lower.find("e3m4") != std::string::npos;
+  if (!fp8) return "";
+  // The tensor engine of NeuronCore-v3 (trn2) takes fp8 operands; this model
+  // has no fp8 storage, rounding or double-rate matmul (docs/simulator.md).
+  return "fp8 is supported by trn2 hardware but not modelled by this simulator";
 }
 
 namespace {

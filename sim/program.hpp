@@ -32,6 +32,11 @@ enum class Dtype : std::uint8_t { fp32, bf16, fp16, int32 };
 int dtype_bytes(Dtype dtype);
 std::string_view dtype_name(Dtype dtype);
 std::optional<Dtype> parse_dtype(std::string_view name);  // "fp32", "bf16", "fp16", "int32"
+// For a dtype name parse_dtype refuses that real NeuronCores have (fp8 in its
+// forms: fp8, fp8_e4m3, float8_e5m2, ...): why it is refused, e.g. "fp8 is
+// supported by trn2 hardware but not modelled by this simulator"; "" for any
+// other name. Appended to refusals so a user does not take it for a typo.
+std::string unmodelled_dtype_reason(std::string_view name);
 // Rounds a value to what `dtype` stores (round-to-nearest-even for bf16/fp16).
 float round_to_dtype(float value, Dtype dtype);
 

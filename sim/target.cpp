@@ -57,18 +57,19 @@ fs::path executable_directory() {
   return error ? fs::path() : exe.parent_path();
 }
 
+// In the order of sim/target.hpp: an installed executable reads the files
+// installed with it, even while the source tree it was built from exists
+// (and may have moved on); only a build used in place reads the source tree.
 std::vector<fs::path> candidate_directories() {
   std::vector<fs::path> out;
   if (const char* env = std::getenv("AUTOTUNE_CONFIG_DIR"); env != nullptr && *env != '\0')
     out.push_back(fs::path(env) / "targets");
+  const fs::path exe_dir = executable_directory();
+  if (!exe_dir.empty()) out.push_back(exe_dir / ".." / "share" / "autotune" / "configs" / "targets");
 #ifdef AUTOTUNE_DEFAULT_CONFIG_DIR
   out.push_back(fs::path(AUTOTUNE_DEFAULT_CONFIG_DIR) / "targets");
 #endif
-  const fs::path exe_dir = executable_directory();
-  if (!exe_dir.empty()) {
-    out.push_back(exe_dir / ".." / "configs" / "targets");
-    out.push_back(exe_dir / ".." / "share" / "autotune" / "configs" / "targets");
-  }
+  if (!exe_dir.empty()) out.push_back(exe_dir / ".." / "configs" / "targets");
   return out;
 }
 

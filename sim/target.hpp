@@ -2,12 +2,13 @@
 // A simulated NeuronCore as data: every figure the simulator uses comes from a
 // target file (configs/targets/<name>.yaml), never from code.
 //
-// Where a bare target name is looked up (first match wins):
+// Where a bare target name is looked up (the first directory that exists):
 //   1. $AUTOTUNE_CONFIG_DIR/targets/<name>.yaml when the variable is set;
-//   2. the repository's configs/targets, compiled in as AUTOTUNE_DEFAULT_CONFIG_DIR,
+//   2. <directory of the executable>/../share/autotune/configs/targets: an
+//      install reads its own files, whether or not its source tree exists;
+//   3. the repository's configs/targets, compiled in as AUTOTUNE_DEFAULT_CONFIG_DIR,
 //      when that directory exists (a build used in place);
-//   3. <directory of the executable>/../configs/targets, then
-//      <directory of the executable>/../share/autotune/configs/targets (an install).
+//   4. <directory of the executable>/../configs/targets.
 // A name containing '/' or ending in ".yaml" is a file path.
 #include <cstdint>
 #include <filesystem>

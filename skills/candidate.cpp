@@ -16,6 +16,15 @@ std::string Candidate::key() const {
   return variant + "{" + assignments + "}";
 }
 
+std::string Candidate::text() const {
+  std::vector<std::string> assignments;
+  if (params.is_object())
+    for (const auto& [name, value] : params.items())
+      if (name != "_")
+        assignments.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  return assignments.empty() ? variant : variant + "{" + join(assignments, ",") + "}";
+}
+
 std::string stable_hash(const std::string& text) { return stable_hash_hex(text); }
 
 }  // namespace autotune::skills

@@ -17,8 +17,14 @@ struct Candidate {
   std::string variant;
   Json params = Json::object();
 
-  // "variant{a=1,b=2}": stable within and across runs.
+  // "variant{a=1,b=2}": stable within and across runs; the identity that
+  // config hashes and cache keys are made of (a variant without parameters
+  // keeps its placeholder: "naive{_=0}").
   std::string key() const;
+  // The same for people: messages, rationales, decision inputs. Without the
+  // placeholder parameter "_" of a variant that has none: "naive", not
+  // "naive{_=0}".
+  std::string text() const;
   bool operator==(const Candidate& other) const { return variant == other.variant && params == other.params; }
 };
 

@@ -181,7 +181,7 @@ Json start_params(const VariantSpace& start, const CatalogRequest& request) {
     params[name] = value;
   }
   if (!start.space->contains(search::configuration_from_json(*start.space, params)))
-    throw UserError(request.where({"start"}) + "the start point " + Candidate{start.name, params}.key() +
+    throw UserError(request.where({"start"}) + "the start point " + Candidate{start.name, params}.text() +
                     " violates the constraints of variant '" + start.name + "'");
   return params;
 }

@@ -199,7 +199,7 @@ void raise_or_vary(Generating& g, const Finding& finding) {
   // for nothing). The surroundings searched after the findings revisit them
   // beside the other parameters.
   idea.id = finding.action + ":" + join(names, ",") + (lowered.empty() ? "" : "-" + join(lowered, ",")) +
-            "@" + (vary ? current.name : g.best.key());
+            "@" + (vary ? current.name : g.best.text());
   idea.finding = finding.kind;
   idea.expected_gain = finding.expected_gain;
   idea.rationale = finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
@@ -271,7 +271,7 @@ std::optional<Idea> neighbourhood_idea(const Generating& g, Region& neighbourhoo
   idea.variant = current.name;
   idea.region = fixed_except(current, g.best, free);
   neighbourhood = free;
-  idea.id = "neighbourhood:" + g.best.key();
+  idea.id = "neighbourhood:" + g.best.text();
   idea.rationale = "no finding left to act on: search one step around the best along " + join(names, ", ");
   return idea;
 }
@@ -305,7 +305,7 @@ std::optional<Idea> wide_idea(const Generating& g, const Region& neighbourhood) 
   idea.kind = "explore";
   idea.variant = current.name;
   idea.region = fixed_except(current, g.best, free);
-  idea.id = "wide:" + g.best.key();
+  idea.id = "wide:" + g.best.text();
   idea.rationale = "search two steps around the best along " + join(names, ", ") + " (" +
                    std::to_string(size) + " configurations)";
   return idea;
@@ -411,7 +411,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   out.result.ideas = g.ideas;
   auto& decision = out.decision;
   decision.action = g.ideas.empty() ? kNothingLeft : std::string(kProposePrefix) + g.ideas.front().kind;
-  decision.inputs = {{"best", request.best.key()}, {"findings", request.analysis.findings.size()}};
+  decision.inputs = {{"best", request.best.text()}, {"findings", request.analysis.findings.size()}};
   Json proposed = Json::array();
   for (const auto& idea : g.ideas) proposed.push_back(idea);
   decision.evidence = {{"bound", request.analysis.bound}, {"ideas", proposed}};

@@ -587,7 +587,7 @@ SkillResult<Analysis> ProfileAnalyzer::analyze(const AnalysisRequest& request) {
   auto& decision = out.decision;
   decision.action =
       analysis.findings.empty() ? kNoFindings : std::string(kFindingsPrefix) + analysis.findings.front().kind;
-  decision.inputs = {{"candidate", request.candidate.key()}};
+  decision.inputs = {{"candidate", request.candidate.text()}};
   decision.evidence = evidence;
   decision.evidence["bound"] = analysis.bound;
   Json findings = Json::array();

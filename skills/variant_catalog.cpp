@@ -106,3 +106,54 @@ const VariantSpace& VariantCatalog::variant(const std::string& name) const {
 }
 
 }  // namespace autotune::skills
+
+namespace autotune::skills {
+
+std::vector<Json> configurations_below(const VariantSpace& variant, const Json& from, std::size_t limit) {
+  std::vector<Json> out;
+  if (!variant.space || !from.is_object()) return out;
+  // Each parameter's position in its domain at `from`; categorical ones stay.
+  std::vector<std::optional<std::uint32_t>> start;
+  for (const auto& parameter : variant.parameters) {
+    const auto it = from.find(parameter.name());
+    std::optional<std::uint32_t> position;
+    if (it != from.end() && !parameter.is_categorical()) {
+      try {
+        position = parameter.position(search::param_value_from_json(*it, parameter.name()));
+      } catch (const UserError&) {
+      }
+    }
+    start.push_back(position);
+  }
+  auto add = [&](const std::vector<std::uint32_t>& down) {
+    if (out.size() >= limit) return;
+    Json params = from;
+    bool moved = false;
+    for (std::size_t p = 0; p < variant.parameters.size(); ++p) {
+      if (!start[p] || down[p] == 0) continue;
+      const std::uint32_t position = *start[p] >= down[p] ? *start[p] - down[p] : 0;
+      if (position == *start[p]) continue;
+      params[variant.parameters[p].name()] = search::to_json(variant.parameters[p].values()[position]);
+      moved = true;
+    }
+    if (!moved || std::find(out.begin(), out.end(), params) != out.end()) return;
+    try {
+      if (variant.space->contains(search::configuration_from_json(*variant.space, params)))
+        out.push_back(params);
+    } catch (const UserError&) {
+    }
+  };
+  std::vector<std::uint32_t> down(variant.parameters.size(), 0);
+  for (std::size_t p = 0; p < down.size(); ++p) {
+    down[p] = 1;
+    add(down);
+    down[p] = 0;
+  }
+  std::uint32_t deepest = 0;
+  for (const auto& position : start) deepest = std::max(deepest, position.value_or(0));
+  for (std::uint32_t steps = 1; steps <= deepest; ++steps)
+    add(std::vector<std::uint32_t>(down.size(), steps));
+  return out;
+}
+
+}  // namespace autotune::skills

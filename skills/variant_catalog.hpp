@@ -65,4 +65,14 @@ struct VariantCatalog {
 // and allowed list. Infeasible is a UserError naming the constraints.
 void build_space(VariantSpace& variant);
 
+// Configurations of `variant` below `from` (parameter -> value), to measure
+// when `from` does not fit the target: each ordered parameter one step down
+// alone, then all of them one, two, ... steps down together, to their
+// lowest values. Categorical parameters keep their value. Only
+// configurations in the variant's valid space, without repeats, at most
+// `limit`. What fits is for the target to say: these are only where to look,
+// since smaller values of sizes, depths and factors need no more memory in
+// the kernels this project knows.
+std::vector<Json> configurations_below(const VariantSpace& variant, const Json& from, std::size_t limit);
+
 }  // namespace autotune::skills

@@ -34,10 +34,11 @@ KernelDescriptor describe(const UserKernel& user, const FamilySpec& family, cons
   return d;
 }
 
-// A request's shape: the kernel's defaults with the request's arguments over them.
+// A request's shape: every argument of the kernel, or none for its default shape.
 Shape request_shape(const FamilySpec& family, const nlohmann::json& arguments) {
   const std::string& kernel = family.variants.front().name;
-  Shape shape = family.default_shape;
+  if (arguments.empty()) return family.default_shape;
+  Shape shape;
   for (const auto& [arg, value] : arguments.items()) {
     if (std::find(family.shape_args.begin(), family.shape_args.end(), arg) == family.shape_args.end())
       throw UserError("unknown shape argument '" + arg + "' of kernel '" + kernel +
@@ -46,6 +47,10 @@ Shape request_shape(const FamilySpec& family, const nlohmann::json& arguments) {
       throw UserError("shape argument '" + arg + "' of kernel '" + kernel + "' is not an integer");
     shape[arg] = value.get<std::int64_t>();
   }
+  if (const std::string reason =
+          incomplete_shape_reason(kernel, family.shape_args, family.default_shape, shape);
+      !reason.empty())
+    throw UserError("shape " + shape_text(shape, family) + " is " + reason);
   return shape;
 }
 
@@ -159,8 +164,11 @@ nlohmann::json serve_worker_request(const nlohmann::json& request) {
     if (!dtype_text.empty()) {
       const auto parsed = sim::parse_dtype(dtype_text);
       if (!parsed || !family.accepts(*parsed))
-        throw UserError("kernel '" + variant.name + "' does not take dtype '" + dtype_text +
-                        "' (accepted: " + dtype_list(family.dtypes) + ")");
+        throw UserError("kernel '" + variant.name + "' does not take dtype '" + dtype_text + "' (" +
+                        (sim::unmodelled_dtype_reason(dtype_text).empty()
+                             ? ""
+                             : sim::unmodelled_dtype_reason(dtype_text) + "; ") +
+                        "accepted: " + dtype_list(family.dtypes) + ")");
       dtype = *parsed;
     }
     if (request.contains("tolerance") && request["tolerance"].is_number())

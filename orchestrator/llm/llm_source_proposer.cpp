@@ -139,7 +139,7 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   const orchestrator::Goal& goal = *request.goal;
   SourceProposal proposal;
   proposal.decision.action = "propose_source";
-  proposal.decision.inputs = {{"best", request.best.key()}, {"findings", request.analysis.findings.size()}};
+  proposal.decision.inputs = {{"best", request.best.text()}, {"findings", request.analysis.findings.size()}};
 
   const std::string source = best_source(goal, request.best, request.best_metrics);
   const auto messages = kernel_source_prompt(request, source, api_summary());

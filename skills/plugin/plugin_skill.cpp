@@ -100,12 +100,9 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   if (config.max_restarts < 0) entry.fail("max_restarts", "must be 0 or more");
   entry.finish({"name", "command", "role", "replaces", "after", "timeout_s", "max_restarts"});
   config.workdir = goal_dir;
-  if (!find_executable(config.command[0], config.workdir)) {
-    entry.fail("command", "program '" + config.command[0] + "' " +
-                              (config.command[0].find('/') != std::string::npos
-                                   ? "is not an executable file (relative to " + config.workdir.string() + ")"
-                                   : "is not found on PATH"));
-  }
+  if (!find_executable(config.command[0], config.workdir))
+    entry.fail("command",
+               missing_executable_reason(config.command[0], config.workdir, "the goal file's folder"));
   return config;
 }
 

@@ -387,9 +387,9 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
       for (const auto& [name, value] : params.items()) c.params[name] = value;
       try {
         if (!probe_variant->space->contains(search::configuration_from_json(*probe_variant->space, c.params)))
-          return bad("probe " + c.key() + " violates the variant's constraints");
+          return bad("probe " + c.text() + " violates the variant's constraints");
       } catch (const UserError& e) {
-        return bad("probe " + c.key() + ": " + e.what());
+        return bad("probe " + c.text() + ": " + e.what());
       }
       idea.probes.push_back(std::move(c));
     }

@@ -289,13 +289,8 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   }
   if (config.argv[0].find('{') == std::string::npos && !find_executable(config.argv[0], config.workdir)) {
     target.fail("argv",
-                "program '" + config.argv[0] + "' " +
-                    (config.argv[0].find('/') != std::string::npos
-                         ? "is not an executable file (relative to " +
-                               (config.workdir.empty() ? std::string("the current directory")
-                                                       : config.workdir.string()) +
-                               ")"
-                         : "is not found on PATH"),
+                missing_executable_reason(config.argv[0], config.workdir,
+                                          workdir ? "target.workdir" : "the goal file's folder"),
                 &argv_node);
   }
   return config;

@@ -5,7 +5,9 @@ import subprocess
 from loop_support import BIN, SOURCE, check, query, run, tempdir
 
 CASES = {
-    "unknown_key.yaml": (":3: max_iteration:", "unknown key"),
+    "unknown_key.yaml": (":3: max_iteration:", "unknown key (did you mean max_iterations?)"),
+    # A required key misspelt: the misspelling is named, at its line.
+    "misspelt_required.yaml": (":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"),
     "wrong_type.yaml": (":4: budget.evaluations:", "not an integer"),
     "unknown_kernel.yaml": (":3: kernel.family:", "unknown kernel 'convolution'"),
     "unknown_variant.yaml": (":4: start.variant:", "fancy"),
@@ -17,6 +19,10 @@ CASES = {
     "bad_transfer.yaml": (":5: search.transfer:", "'sometimes' is not true or false"),
     "missing_cachefile.yaml": (":4: target.cachefile:", "not found"),
     "bad_dtype.yaml": (":2: kernel.dtype:", "int8"),
+    # A shape given in part is never completed from the family's default.
+    "partial_shape.yaml": (":4: kernel.shape:", "missing K; the shape arguments of gemm are M, N, K"),
+    # fp8 is no typo: a real trn2 dtype the simulator does not model.
+    "fp8_dtype.yaml": (":2: kernel.dtype:", "fp8 is supported by trn2 hardware but not modelled by this simulator"),
     # Sizes are checked before a domain is expanded or a constrained space enumerated.
     "huge_range.yaml": (":4: search.space.tile_size:", "at most 1000000 are accepted"),
     "huge_command_range.yaml": (":5: search.space.a:", "at most 1000000 are accepted"),
@@ -25,7 +31,9 @@ CASES = {
     # A repeated key is refused with both of its lines (yaml-cpp alone keeps the first).
     "duplicate_key.yaml": (":5: max_iterations:", "appears twice (first at line 3)"),
     "duplicate_kernel.yaml": (":4: kernel:", "appears twice (first at line 2)"),
-    "duplicate_nested.yaml": (":2: dtype:", "appears twice (first at line 2)"),
+    "duplicate_nested.yaml": (":2: kernel.dtype:", "appears twice (first at line 2)"),
+    # Inside a list item too (yaml-cpp alone would keep the first role and run the goal).
+    "duplicate_in_list.yaml": (":7: skills[0].role:", "appears twice (first at line 6)"),
     # Range checks name the key's own line, not the line of its enclosing mapping.
     "parallel_zero.yaml": (":4: parallel:", "accepted: 1 to 256"),
     "max_iterations_zero.yaml": (":4: max_iterations:", "must be at least 1"),

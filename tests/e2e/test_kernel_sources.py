@@ -162,6 +162,11 @@ def main():
                                 "--dtype", "bf16", "--json"], env, tmp, check=0).stdout)
         if again["compiled"] != "cached" or again["summary"]["neuroncore_cycle_count"] != cycles:
             fail("a second profile of the same source recompiled or differed")
+        # A shape in part is misuse, as for a family: never completed from the kernel's default.
+        p = run(["profile", "--kernel-source", "best_kernel.cc", "--shape", "M=256,N=512"], env, tmp)
+        if p.returncode != 2 or p.stdout or "missing K; the shape arguments of" not in p.stderr \
+                or "M, N, K" not in p.stderr or len(p.stderr.strip().splitlines()) != 1:
+            fail(f"a partial --shape of a kernel source: rc={p.returncode} stderr={p.stderr[-800:]}")
 
 # 2. A compile error : the compiler's message, exit non-zero.
         (tmp / "broken.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
@@ -217,6 +222,9 @@ def main():
         summary = json.loads(p.stdout)
         if summary["status"] != "completed" or summary["best"]["variant"] != "own_exp":
             fail(f"own-reference goal: {summary['status']} best {summary['best']}")
+        if summary["kernel"] != {"name": "own_exp", "shape": {"height": 256, "width": 1024},
+                                 "shape_source": "goal", "dtype": "fp32"}:
+            fail(f"own-reference goal's resolved kernel: {summary['kernel']}")
         db = sqlite3.connect(tmp / "own.db")
         run_row = db.execute("select kernel, goal_yaml from runs").fetchone()
         rows = db.execute("select variant, params, status, verification from trials").fetchall()
@@ -251,6 +259,8 @@ def main():
                    ["width must be a multiple of 128"])
         goal_error(tmp, env, own_goal(tmp, "e4.yaml", shape="[256]"), 2, "kernel.shape",
                    ["expected 2 values [height, width]"])
+        goal_error(tmp, env, own_goal(tmp, "e9.yaml", shape="{width: 1024}"), 2, "kernel.shape",
+                   ["missing height; the shape arguments of own_exp are height, width"])
         goal_error(tmp, env, own_goal(tmp, "e5.yaml", space="{tile: [128]}"), 7, "search.space.tile",
                    ["unknown parameter 'tile'", "tile_size, pipeline_depth"])
         goal_error(tmp, env, own_goal(tmp, "e6.yaml", space="{tile_size: [100]}"), 7, "search.space.tile_size",

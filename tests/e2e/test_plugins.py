@@ -96,6 +96,20 @@ def main():
     with tempdir() as tmp:
         db = os.path.join(tmp, "plugins.db")
 
+        # --- a plugin program that is not there, the goal named from its own folder: the path tried ---
+        goal = small_quickstart(tmp, "missing.yaml", """skills:
+  - {name: gone, command: [plugins/gone.py], role: profile_analyzer, after: profile_analyzer}
+""")
+        with open(goal) as f:
+            line = 1 + [i for i, text in enumerate(f) if "name: gone" in text][0]
+        proc = subprocess.run([BIN, "run", "missing.yaml", "--db", db], capture_output=True, text=True, timeout=60,
+                              cwd=tmp)
+        tried = os.path.join(os.path.realpath(tmp), "plugins", "gone.py")
+        check(proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+            f"autotune: error: missing.yaml:{line}: skills[0].command: program 'plugins/gone.py' is not an "
+            f"executable file: {tried} (a relative path is taken from the goal file's folder)"],
+            f"missing plugin: {proc.stderr!r}")
+
         # --- the example analyzer, after the built-in one ---
         goal = small_quickstart(tmp, "example.yaml", f"""skills:
   - name: sbuf-pressure

@@ -38,6 +38,7 @@ def profile_json_and_trace():
         check(out["status"] == "ok", f"status {out['status']}")
         check(out["kernel"] == "gemm" and out["variant"] == "blocked_mnk", "kernel and variant echoed")
         check(out["shape"] == {"M": 4096, "N": 8192, "K": 8192}, f"shape {out['shape']}")
+        check(out["shape_source"] == "given", f"shape_source {out.get('shape_source')}")
         check(out["dtype"] == "bf16", "dtype echoed")
         check(out["params"]["unroll_factor"] == 2, "the given parameter is used")
         check(out["params"]["tiles_in_block_m"] == 16 and out["params"]["tiles_in_block_k"] == 8,
@@ -89,6 +90,8 @@ def profile_text():
     text = r.stdout
     check("exp / naive" in text, "the baseline variant is the default")
     check("rows=250,cols=512" in text, "the default shape is the profiler example")
+    check(text.startswith("no --shape given: exp runs at its default shape rows=250,cols=512"),
+          f"the default shape is said to be one:\n{text[:200]}")
     check("exp.hpp:" in text, "hot lines name the kernel source")
     check("DMA lines on many queues can pass 100 %" in text, "the hot lines' shares say what they sum")
     check("verification    passed" in text, "verification figures printed")
@@ -102,6 +105,8 @@ def invalid_is_data():
     r = run("profile", "--kernel", "exp", "--variant", "naive", "--shape", "rows=4096,cols=8192", "--json")
     check(r.returncode == 1, f"an invalid configuration exits 1, got {r.returncode}")
     out = json.loads(r.stdout)
+    r = run("profile", "--kernel", "exp", "--json", "--no-verify")
+    check(json.loads(r.stdout).get("shape_source") == "default", "--json says the shape is the default")
     check(out["valid"] is False and out["status"] == "invalid", "reported invalid")
     check(out.get("rule") == "sbuf_overflow", f"rule {out.get('rule')}")
     check("exp.hpp" in out.get("error", ""), "the error names the kernel source line")
@@ -118,7 +123,14 @@ def bad_input():
         (["--kernel", "gemm", "--target", "trn9"], ["trn9", "trn1"]),
         (["--kernel", "gemm", "--shape", "M=4096;N=2"], ["shape", "NAME=VALUE"]),
         (["--kernel", "gemm", "--shape", "Q=2"], ["unknown shape argument 'Q'", "M, N, K"]),
+        # A shape in part is never completed from the default (K forgotten is not K=8192).
+        (["--kernel", "gemm", "--shape", "M=1024,N=1024"],
+         ["shape 'M=1024,N=1024' is missing K", "the shape arguments of gemm are M, N, K"]),
+        (["--kernel", "attention", "--shape", "seq=2048"], ["missing q_heads, kv_heads, head_dim"]),
         (["--kernel", "gemm", "--dtype", "fp64"], ["dtype 'fp64'", "bf16"]),
+        (["--kernel", "gemm", "--dtype", "float8_e5m2"],
+         ["dtype 'float8_e5m2'", "fp8 is supported by trn2 hardware but not modelled by this simulator",
+          "accepted: bf16"]),
         # every value in its domain, but together they break a declared constraint
         (["--kernel", "gemm", "--variant", "blocked_mn", "--param", "unroll_factor=4"],
          ["violate constraint 'unroll_factor <= tiles_in_block_n'", "blocked_mn", "tiles_in_block_n=2"]),

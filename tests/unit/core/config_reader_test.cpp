@@ -1,6 +1,10 @@
 #include "core/config_reader.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/registry.hpp"
 #include "core/rng.hpp"
@@ -30,6 +34,66 @@ TEST_CASE("config reader names the key path and the expected type on a wrong typ
   auto outer = reader.child("outer");
   CHECK_THROWS_WITH_AS(outer.required<int>("n"), "f.yaml:2: outer.n: expected an integer", UserError);
   CHECK_THROWS_WITH_AS(reader.required<int>("absent"), "f.yaml:1: absent: missing required key", UserError);
+}
+
+TEST_CASE("a misspelt key is named with the key it looks like, required or not") {
+  // A required key or section written wrongly: the misspelling is named, at its own line.
+  YAML::Node node = YAML::Load("name: x\nmlp:\n  intermediate: 512\n  activation: silu\natention: {}\n");
+  ConfigReader reader(node, "m.yaml");
+  auto mlp = reader.child("mlp");
+  CHECK_THROWS_WITH_AS(
+      mlp.required<int>("intermediate_size", "a whole number"),
+      "m.yaml:3: mlp.intermediate_size: missing required key; unknown key 'intermediate' (did "
+      "you mean intermediate_size?)",
+      UserError);
+  CHECK_THROWS_WITH_AS(reader.child("attention"),
+                       "m.yaml:5: attention: missing required section; unknown key 'atention' (did you mean "
+                       "attention?)",
+                       UserError);
+  // Nothing alike: what is accepted, as before; a key already read is not taken for a misspelling.
+  CHECK_THROWS_WITH_AS(mlp.required<int>("heads", "a whole number"),
+                       "m.yaml:3: mlp.heads: missing required key; accepted: a whole number", UserError);
+  CHECK(mlp.required<std::string>("activation") == "silu");
+  CHECK_THROWS_WITH_AS(mlp.required<std::string>("activations"),
+                       "m.yaml:3: mlp.activations: missing required key", UserError);
+  // An unknown key alike an accepted one says which.
+  YAML::Node goal = YAML::Load("max_iteration: 3\n");
+  ConfigReader top(goal, "goal.yaml");
+  CHECK_THROWS_WITH_AS(
+      top.finish({"name", "max_iterations", "budget"}),
+      "goal.yaml:1: max_iteration: unknown key (did you mean max_iterations?); accepted: name, "
+      "max_iterations, budget",
+      UserError);
+  CHECK(looks_like_typo_of("intermediate", "intermediate_size"));
+  CHECK(looks_like_typo_of("familly", "family"));
+  CHECK_FALSE(looks_like_typo_of("seq", "seed"));  // short names: one edit at most... of a third
+  CHECK_FALSE(looks_like_typo_of("name", "seed"));
+}
+
+TEST_CASE("a key twice in one mapping is refused wherever the mapping is, list items included") {
+  const auto dir = std::filesystem::temp_directory_path() / ("autotune_dup_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto error_of = [&](const std::string& text) {
+    const auto file = dir / "d.yaml";
+    std::ofstream(file) << text;
+    try {
+      (void)load_yaml_file(file);
+    } catch (const UserError& e) {
+      return std::string(e.what()).substr(file.string().size());
+    }
+    return std::string();
+  };
+  CHECK(error_of("a: 1\na: 2\n") ==
+        ":2: a: the key appears twice (first at line 1); each key may appear once");
+  CHECK(error_of("k: {x: 1, x: 2}\n") ==
+        ":1: k.x: the key appears twice (first at line 1); each key may appear once");
+  CHECK(error_of("skills:\n  - name: a\n  - name: b\n    role: x\n    role: y\n") ==
+        ":5: skills[1].role: the key appears twice (first at line 4); each key may appear once");
+  CHECK(error_of("m: [[{a: 1}, {b: 1, b: 2}]]\n") ==
+        ":1: m[0][1].b: the key appears twice (first at line 1); each key may appear once");
+  CHECK(
+      error_of("skills:\n  - {name: a, role: x}\n  - {name: b, role: x}\n").empty());  // alike items are fine
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("registry lists names and rejects unknown names with what is accepted") {

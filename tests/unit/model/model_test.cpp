@@ -109,6 +109,16 @@ TEST_CASE("bad model files are one line naming file, line and key, before any wo
         std::string::npos);
   CHECK(load_error(replaced(kQwen, "dtype: bf16", "dtype: int8")).find("accepted: bf16, fp16, fp32") !=
         std::string::npos);
+  // A misspelt required key is named with the key it stands for.
+  CHECK(
+      load_error(replaced(kQwen, "intermediate_size: 512", "intermediate: 512"))
+          .ends_with("m.yaml:5: mlp.intermediate_size: missing required key; unknown key 'intermediate' (did "
+                     "you mean intermediate_size?)"));
+  // fp8 is no typo: said to be real but not modelled.
+  CHECK(load_error(replaced(kQwen, "dtype: bf16", "dtype: fp8_e4m3"))
+            .ends_with(
+                "m.yaml:8: dtype: dtype 'fp8_e4m3': fp8 is supported by trn2 hardware but not modelled by "
+                "this simulator; accepted: bf16, fp16, fp32"));
   CHECK(load_error("[1, 2, 3]\n").find("a model file is a YAML mapping") != std::string::npos);
   const std::string scaled =
       replaced(kQwen, "rope_theta: 1000000}", "rope_theta: 1000000, rope_scaling: {kind: yarn}}");

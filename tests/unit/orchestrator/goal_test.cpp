@@ -102,6 +102,13 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"missing_cachefile.yaml", ":4: target.cachefile:", "not found"},
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
       {"unknown_role.yaml", ":4: roles.tile_size:", "'tyle' is not a role; accepted: tile, unroll"},
+      {"partial_shape.yaml", ":4: kernel.shape:", "missing K; the shape arguments of gemm are M, N, K"},
+      {"duplicate_in_list.yaml", ":7: skills[0].role:", "the key appears twice (first at line 6)"},
+      {"misspelt_required.yaml",
+       ":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"},
+      {"fp8_dtype.yaml", ":2: kernel.dtype:",
+       "'fp8' (fp8 is supported by trn2 hardware but not modelled by this simulator); accepted: bf16, fp32, "
+       "fp16"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.file);
@@ -111,6 +118,35 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
     CHECK(message.find(c.line_and_key) != std::string::npos);
     CHECK(message.find(c.reason) != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("every family's goal takes its shape whole or not at all") {
+  const testing::TempDir dir;
+  for (const auto& name : kernels::family_registry().names()) {
+    CAPTURE(name);
+    const kernels::FamilySpec& family = kernels::family_registry().get(name);
+    std::string whole, partial;
+    for (std::size_t i = 0; i < family.shape_args.size(); ++i) {
+      const std::string item =
+          family.shape_args[i] + ": " + std::to_string(family.default_shape.at(family.shape_args[i]));
+      whole += (i ? ", " : "") + item;
+      if (i + 1 < family.shape_args.size()) partial += (i ? ", " : "") + item;
+    }
+    const Goal given =
+        load_goal(dir.write("whole.yaml", "kernel: {family: " + name + ", shape: {" + whole + "}}\n"));
+    CHECK_FALSE(given.default_shape);
+    CHECK(given.shape == family.default_shape);
+    const Goal bare = load_goal(dir.write("bare.yaml", "kernel: {family: " + name + "}\n"));
+    CHECK(bare.default_shape);
+    CHECK(bare.shape == family.default_shape);
+    CHECK(kernel_text(bare).find("(the kernel's default: the goal gives no kernel.shape)") !=
+          std::string::npos);
+    const std::string error = user_error([&] {
+      load_goal(dir.write("partial.yaml", "kernel:\n  family: " + name + "\n  shape: {" + partial + "}\n"));
+    });
+    CHECK(error.find("partial.yaml:3: kernel.shape: missing " + family.shape_args.back() + ";") !=
+          std::string::npos);
   }
 }
 
@@ -139,23 +175,34 @@ TEST_CASE("a kernel_source goal without kernel.family takes its shape and dtype 
     return s.at("width") % 128 == 0 ? std::string() : std::string("width must be a multiple of 128");
   };
 
-  // No kernel section: the declared defaults.
+  // No kernel section: the declared defaults, said to be.
   Goal bare = load_goal(source_goal(dir, "kernel_source: k.cc\n"));
   CHECK(bare.family.empty());
   resolve_kernel_shape(bare, signature);
   CHECK(bare.shape == signature.default_shape);
+  CHECK(bare.default_shape);
+  CHECK(kernel_text(bare) ==
+        "mine, shape height=128,width=1024 (the kernel's default: the goal gives no "
+        "kernel.shape), fp32");
   CHECK(bare.dtype == "fp32");
   CHECK(to_yaml(bare).find("family") == std::string::npos);
 
-  // A mapping (missing arguments take the defaults), a list in declaration order, a dtype.
-  Goal mapped =
-      load_goal(source_goal(dir, "kernel: {shape: {width: 256}, dtype: bf16}\nkernel_source: k.cc\n"));
+  // A mapping, a list in declaration order, a dtype.
+  Goal mapped = load_goal(
+      source_goal(dir, "kernel: {shape: {width: 256, height: 64}, dtype: bf16}\nkernel_source: k.cc\n"));
   resolve_kernel_shape(mapped, signature);
-  CHECK(mapped.shape == std::map<std::string, std::int64_t>{{"height", 128}, {"width", 256}});
+  CHECK(mapped.shape == std::map<std::string, std::int64_t>{{"height", 64}, {"width", 256}});
+  CHECK_FALSE(mapped.default_shape);
+  CHECK(kernel_text(mapped) == "mine, shape height=64,width=256, bf16");
   CHECK(mapped.dtype == "bf16");
   Goal listed = load_goal(source_goal(dir, "kernel: {shape: [64, 512]}\nkernel_source: k.cc\n"));
   resolve_kernel_shape(listed, signature);
   CHECK(listed.shape == std::map<std::string, std::int64_t>{{"height", 64}, {"width", 512}});
+  // A mapping in part is never completed from the defaults.
+  Goal partial = load_goal(source_goal(dir, "kernel:\n  shape: {width: 256}\nkernel_source: k.cc\n"));
+  CHECK(resolve_error(partial, signature)
+            .find("goal.yaml:2: kernel.shape: missing height; the shape arguments of mine are height, width "
+                  "(give all of them, or none for the default height=128,width=1024)") != std::string::npos);
 
   // Against the declaration: file:line: key.
   Goal unknown = load_goal(source_goal(dir, "name: x\nkernel: {shape: {rows: 3}}\nkernel_source: k.cc\n"));

@@ -216,11 +216,11 @@ TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {
 
   ConfigReader typo(YAML::Load("llm: {endpoint: 'http://x/v1', model: m, api_key: sk-1}\n"), "goal.yaml");
   auto typo_section = typo.child("llm");
-  CHECK_THROWS_WITH_AS(
-      parse_llm_config(typo_section),
-      "goal.yaml:1: llm.api_key: unknown key; accepted: endpoint, model, api_key_env, timeout_s, "
-      "max_calls, temperature, kernel_sources, allow_unsandboxed_sources",
-      UserError);
+  CHECK_THROWS_WITH_AS(parse_llm_config(typo_section),
+                       "goal.yaml:1: llm.api_key: unknown key (did you mean api_key_env?); accepted: "
+                       "endpoint, model, api_key_env, timeout_s, "
+                       "max_calls, temperature, kernel_sources, allow_unsandboxed_sources",
+                       UserError);
   ConfigReader bad_url(YAML::Load("llm: {endpoint: 'localhost:8080', model: m}\n"), "goal.yaml");
   auto bad_section = bad_url.child("llm");
   CHECK_THROWS_AS(parse_llm_config(bad_section), UserError);

@@ -180,7 +180,8 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK(parse("target: {kind: command, argv: [python3], workdir: work}\n", nullptr).workdir ==
         dir.path() / "work");
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3], repeat: 3}\n", nullptr),
-                       "goal.yaml:1: target.repeat: unknown key; accepted: kind, argv, timeout_s, repeats, "
+                       "goal.yaml:1: target.repeat: unknown key (did you mean repeats?); accepted: kind, "
+                       "argv, timeout_s, repeats, "
                        "objective, metrics, workdir",
                        UserError);
   CHECK_THROWS_WITH_AS(
@@ -189,6 +190,30 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [autotune-no-such-program]}\n", nullptr),
                        "goal.yaml:1: target.argv: program 'autotune-no-such-program' is not found on PATH",
                        UserError);
+  // A relative program path: the absolute path tried, and what it was taken relative to.
+  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [./gone.py]}\n", nullptr),
+                       ("goal.yaml:1: target.argv: program './gone.py' is not an executable file: " +
+                        (dir.path() / "gone.py").lexically_normal().string() +
+                        " (a relative path is taken from the goal file's folder)")
+                           .c_str(),
+                       UserError);
+  CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [../gone.py], workdir: work}\n", nullptr),
+                       ("goal.yaml:1: target.argv: program '../gone.py' is not an executable file: " +
+                        (dir.path() / "gone.py").lexically_normal().string() +
+                        " (a relative path is taken from target.workdir)")
+                           .c_str(),
+                       UserError);
+  {
+    // A goal named from its own folder has an empty folder: the path is still absolute.
+    ConfigReader goal(YAML::Load("target: {kind: command, argv: [./gone.py]}\n"), "goal.yaml");
+    auto target = goal.child("target");
+    const std::string cwd = std::filesystem::current_path().string();
+    CHECK_THROWS_WITH_AS(skills::parse_command_target(target, "", nullptr),
+                         ("goal.yaml:1: target.argv: program './gone.py' is not an executable file: " + cwd +
+                          "/gone.py (a relative path is taken from the goal file's folder)")
+                             .c_str(),
+                         UserError);
+  }
   CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], repeats: 0}\n", nullptr), UserError);
   CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], workdir: nowhere}\n", nullptr), UserError);
   CHECK_THROWS_AS(parse("target: {kind: command, argv: []}\n", nullptr), UserError);

@@ -84,6 +84,42 @@ int64_t new_run(store::Store& s) {
 
 }  // namespace
 
+TEST_CASE(
+    "a candidate's text for people drops the placeholder of a variant without parameters; its key keeps it") {
+  const skills::Candidate naive{"naive", {{"_", 0}}};
+  CHECK(naive.text() == "naive");
+  CHECK(naive.key() == "naive{_=0}");  // the identity config hashes and cache keys are made of
+  CHECK(skills::Candidate{"naive", Json::object()}.text() == "naive");
+  const skills::Candidate tiled{"tiled", {{"tile_size", 256}, {"engine", "vector"}}};
+  CHECK(tiled.text() == "tiled{engine=vector,tile_size=256}");
+  CHECK(tiled.text() == tiled.key());
+}
+
+TEST_CASE("configurations below a start lower its ordered parameters, one alone then all together") {
+  VariantSpace v;
+  v.name = "v";
+  v.parameters = {
+      search::ParameterSpec::ordered("a", {std::int64_t(32), std::int64_t(64), std::int64_t(128)}),
+      search::ParameterSpec::categorical("engine", {"vector", "scalar"}),
+      search::ParameterSpec::ordered("b",
+                                     {std::int64_t(1), std::int64_t(2), std::int64_t(4), std::int64_t(8)})};
+  v.constraints = {"a * b <= 512"};
+  build_space(v);
+  const Json start = {{"a", 128}, {"engine", "scalar"}, {"b", 8}};  // 1024: outside the constraint itself
+  const auto below = configurations_below(v, start, 10);
+  const std::vector<Json> expected = {
+      {{"a", 64}, {"engine", "scalar"}, {"b", 8}},   // a one step down
+      {{"a", 128}, {"engine", "scalar"}, {"b", 4}},  // b one step down
+      // both one step down (64 * 4) is valid; both two steps down (32 * 2) too; three: a stays at 32
+      {{"a", 64}, {"engine", "scalar"}, {"b", 4}},
+      {{"a", 32}, {"engine", "scalar"}, {"b", 2}},
+      {{"a", 32}, {"engine", "scalar"}, {"b", 1}}};
+  CHECK(below == expected);
+  CHECK(configurations_below(v, start, 2).size() == 2);
+  // At the bottom already: nothing below.
+  CHECK(configurations_below(v, {{"a", 32}, {"engine", "vector"}, {"b", 1}}, 10).empty());
+}
+
 TEST_CASE("analyzer: a DMA-bound profile without overlap asks for a deeper pipeline first") {
   ProfileAnalyzer analyzer;
   AnalysisRequest request;

@@ -184,12 +184,13 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
       "goal.yaml:2: skills[0].role: 'analyzer' is not a role; accepted: profile_analyzer, "
       "kernel_generator, param_explorer, benchmark_runner",
       UserError);
-  CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: "
-                             "param_explorer, timeout: 3}\n"),
-                       "goal.yaml:2: skills[0].timeout: unknown key; accepted: name, command, role, "
-                       "replaces, after, timeout_s, "
-                       "max_restarts",
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: "
+            "param_explorer, timeout: 3}\n"),
+      "goal.yaml:2: skills[0].timeout: unknown key (did you mean timeout_s?); accepted: name, command, role, "
+      "replaces, after, timeout_s, "
+      "max_restarts",
+      UserError);
   CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer}\n"),
                        "goal.yaml:2: skills[0]: give exactly one of replaces or after (a built-in skill: "
                        "profile_analyzer, kernel_generator, param_explorer, benchmark_runner)",
@@ -198,9 +199,9 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, replaces: kernel_generator}\n"),
       UserError);
   const std::string missing_program =
-      "goal.yaml:2: skills[0].command: program './missing.py' is not an executable "
-      "file (relative to " +
-      dir.path().string() + ")";
+      "goal.yaml:2: skills[0].command: program './missing.py' is not an executable file: " +
+      (std::filesystem::absolute(dir.path()) / "missing.py").lexically_normal().string() +
+      " (a relative path is taken from the goal file's folder)";
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [./missing.py], role: param_explorer, after: param_explorer}\n"),
       missing_program.c_str(), UserError);
