@@ -29,6 +29,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_text.hpp"
 #include "core/log.hpp"
 
 extern char** environ;
@@ -670,7 +671,7 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       child.stdout_buffer.erase(0, newline + 1);
       if (reply.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are not replies
       try {
-        return nlohmann::json::parse(reply);
+        return parse_json(reply);
       } catch (const nlohmann::json::exception&) {
         return fail(JsonLinesFailure::malformed,
                     "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/json_text.hpp"
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
@@ -121,7 +122,7 @@ std::optional<Json> last_json_object(const std::string& text) {
     const std::string line = text.substr(from, end - from);
     if (line.find('{') != std::string::npos) {
       try {
-        Json value = Json::parse(line);
+        Json value = parse_json(line);
         if (value.is_object()) return value;
       } catch (const Json::exception&) {
       }
