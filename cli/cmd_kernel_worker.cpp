@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "core/json_text.hpp"
 #include "kernels/external/kernel_worker.hpp"
 
 namespace autotune::cli {
@@ -19,7 +20,7 @@ int run_kernel_worker() {
   const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   nlohmann::json reply;
   try {
-    reply = kernels::external::serve_worker_request(nlohmann::json::parse(input));
+    reply = kernels::external::serve_worker_request(parse_json(input));
   } catch (const nlohmann::json::exception& e) {
     reply = {
         {"ok", false}, {"status", "failed"}, {"error", std::string("malformed worker request: ") + e.what()}};

@@ -22,11 +22,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/log.hpp"
 #include "search/search_loop.hpp"
 
@@ -124,7 +126,8 @@ int run_search_bench(const SearchBenchArguments& args) {
     if (!in) throw UserError(args.score_file + ": trace file not found");
     nlohmann::json document;
     try {
-      document = nlohmann::json::parse(in);
+      document =
+          parse_json(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
     } catch (const nlohmann::json::exception& e) {
       throw UserError(args.score_file + ": invalid JSON (" + e.what() + ")");
     }
@@ -181,7 +184,7 @@ int run_search_bench(const SearchBenchArguments& args) {
   if (args.batch < 1) throw UserError("search-bench: --batch must be at least 1");
   nlohmann::json options;
   try {
-    options = nlohmann::json::parse(args.options);
+    options = parse_json(args.options);
   } catch (const nlohmann::json::exception&) {
     throw UserError("search-bench: --options '" + args.options + "' is not JSON");
   }

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <system_error>
+#include <vector>
 
 #include "core/text.hpp"
 
@@ -9,31 +10,62 @@ namespace autotune {
 
 namespace {
 
-// YAML lets a mapping repeat a key and yaml-cpp keeps the first: refuse that,
-// naming both lines and the key's path ("skills[0].role"), in every mapping
-// of the document, those inside lists included.
-void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& path,
-                           const std::string& where = "") {
-  if (node.IsMap()) {
-    std::map<std::string, int> first_line;
-    for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
-      const std::string key_path = where.empty() ? key : where + "." + key;
-      if (entry.first.IsScalar()) {
-        const int line = entry.first.Mark().line + 1;
-        const auto [it, inserted] = first_line.emplace(key, line);
-        if (!inserted)
-          throw UserError(path.string() + ":" + std::to_string(line) + ": " + key_path +
-                          ": the key appears twice (first at line " + std::to_string(it->second) +
-                          "); each key may appear once");
-      }
-      refuse_duplicate_keys(entry.second, path, key_path);
-    }
-  } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i)
-      refuse_duplicate_keys(node[i], path, where + "[" + std::to_string(i) + "]");
+// Aliases make a YAML document a graph: `a: &a [*a]` is a cycle, and anchors
+// that alias each other ten times over ("billion laughs") expand to billions of
+// nodes for every reader that walks the tree. Bounds on what a document may
+// expand to, far beyond any real configuration.
+constexpr int kMaxDepth = 100;
+constexpr std::size_t kMaxNodes = 200000;
+
+struct DocumentWalk {
+  const std::string& where;
+  std::vector<YAML::Node> ancestors;
+  std::size_t nodes = 0;
+
+  std::string at(const YAML::Node& node) const {
+    return where + ":" + std::to_string(node.Mark().line + 1) + ": ";
   }
-}
+
+  // YAML lets a mapping repeat a key and yaml-cpp keeps the first: refuse that,
+  // naming both lines and the key's path ("skills[0].role"), in every mapping
+  // of the document, those inside lists included.
+  void visit(const YAML::Node& node, const std::string& path = "") {
+    if (++nodes > kMaxNodes)
+      throw UserError(where + ": more than " + std::to_string(kMaxNodes) +
+                      " values once its aliases are expanded; aliases that repeat each other are refused");
+    for (const auto& ancestor : ancestors)
+      if (ancestor.is(node))
+        throw UserError(at(node) +
+                        "an alias refers to a node that contains it (a recursive alias); aliases "
+                        "must name a finished node");
+    if (!node.IsMap() && !node.IsSequence()) return;
+    if (static_cast<int>(ancestors.size()) >= kMaxDepth)
+      throw UserError(at(node) + "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    ancestors.push_back(node);
+    if (node.IsMap()) {
+      std::map<std::string, int> first_line;
+      for (const auto& entry : node) {
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+        const std::string key_path = path.empty() ? key : path + "." + key;
+        if (entry.first.IsScalar()) {
+          const int line = entry.first.Mark().line + 1;
+          const auto [it, inserted] = first_line.emplace(key, line);
+          if (!inserted)
+            throw UserError(where + ":" + std::to_string(line) + ": " + key_path +
+                            ": the key appears twice (first at line " + std::to_string(it->second) +
+                            "); each key may appear once");
+        } else {
+          visit(entry.first, key_path);
+        }
+        visit(entry.second, key_path);
+      }
+    } else {
+      std::size_t index = 0;
+      for (const auto& item : node) visit(item, path + "[" + std::to_string(index++) + "]");
+    }
+    ancestors.pop_back();
+  }
+};
 
 }  // namespace
 
@@ -50,7 +82,25 @@ YAML::Node load_yaml_file(const std::filesystem::path& path) {
   } catch (const YAML::Exception& e) {
     throw UserError(path.string() + ": cannot read: " + e.msg);
   }
-  refuse_duplicate_keys(document, path);
+  check_yaml_document(document, path.string());
+  return document;
+}
+
+void check_yaml_document(const YAML::Node& document, const std::string& where) {
+  DocumentWalk walk{where, {}, 0};
+  walk.visit(document);
+}
+
+YAML::Node load_yaml_text(const std::string& text, const std::string& where) {
+  YAML::Node document;
+  try {
+    document = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UserError(where + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw UserError(where + ": cannot read: " + e.msg);
+  }
+  check_yaml_document(document, where);
   return document;
 }
 

@@ -20,8 +20,16 @@
 
 namespace autotune {
 
-// Loads a YAML file; a missing file or a syntax error is a UserError naming it.
+// Loads a YAML file; a missing file or a syntax error is a UserError naming it,
+// and so is what check_yaml_document refuses.
 YAML::Node load_yaml_file(const std::filesystem::path& path);
+// The same for YAML text (a goal stored with its run); `where` names it in errors.
+YAML::Node load_yaml_text(const std::string& text, const std::string& where);
+// Refuses (UserError, one line naming `where` and the line) a key repeated in
+// a mapping, a recursive alias (`a: &a [*a]`), nesting deeper than 100 levels
+// and a document of more than 200,000 values once its aliases are expanded
+// ("billion laughs"): every reader that walks it afterwards is bounded.
+void check_yaml_document(const YAML::Node& document, const std::string& where);
 
 // Where each key of a YAML document was written. Kept with what was read from
 // the document, so that a check made later (a parameter the kernel does not

@@ -29,6 +29,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/json_text.hpp"
 #include "core/log.hpp"
 
 extern char** environ;
@@ -165,7 +166,8 @@ class SpawnedChild {
 
   // Returns the reason on failure, "" on success.
   std::string spawn(const std::vector<std::string>& argv, const std::filesystem::path& workdir,
-                    const std::map<std::string, std::string>& extra_env) {
+                    const std::map<std::string, std::string>& extra_env,
+                    const std::vector<std::filesystem::path>& inherited_files = {}) {
     if (!workdir.empty()) {
       std::error_code ec;
       if (!std::filesystem::is_directory(workdir, ec)) {
@@ -187,6 +189,9 @@ class SpawnedChild {
     posix_spawn_file_actions_adddup2(&actions, in_read.get(), STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+    for (std::size_t i = 0; i < inherited_files.size(); ++i)
+      posix_spawn_file_actions_addopen(&actions, 3 + static_cast<int>(i), inherited_files[i].c_str(),
+                                       O_RDONLY, 0);
     if (!workdir.empty()) posix_spawn_file_actions_addchdir_np(&actions, workdir.c_str());
 
     posix_spawnattr_t attributes;
@@ -408,7 +413,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   ProcessResult result;
   const auto start = Clock::now();
   SpawnedChild child;
-  if (std::string reason = child.spawn(argv, options.workdir, options.extra_env); !reason.empty()) {
+  if (std::string reason = child.spawn(argv, options.workdir, options.extra_env, options.inherited_files);
+      !reason.empty()) {
     result.outcome = ProcessResult::Outcome::spawn_failed;
     result.error = reason;
     return result;
@@ -678,7 +684,7 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       child.stdout_buffer.erase(0, newline + 1);
       if (reply.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are not replies
       try {
-        return nlohmann::json::parse(reply);
+        return parse_json(reply);
       } catch (const nlohmann::json::exception&) {
         return fail(JsonLinesFailure::malformed,
                     "replied with a line that is not JSON: '" + one_line_tail(reply, 200) + "'");

@@ -31,6 +31,9 @@ struct ProcessOptions {
   std::optional<std::string> stdin_text;         // written then closed; no value: stdin is empty
   std::filesystem::path workdir;                 // empty: this process's working directory
   std::map<std::string, std::string> extra_env;  // added to (or overriding) this process's environment
+  // Opened read-only in the child as descriptors 3, 4, ... before it starts
+  // (e.g. a seccomp program for bubblewrap's --seccomp 3).
+  std::vector<std::filesystem::path> inherited_files;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::size_t max_stdout_bytes = 16u << 20;   // stdout beyond this is read and dropped
   bool keep_stdout_tail = false;              // drop the start instead: the last bytes are the result

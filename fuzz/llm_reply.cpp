@@ -11,7 +11,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const orchestrator::llm::ChatCompletion completion = orchestrator::llm::parse_chat_completion(body);
     // The content as the model's text, or the raw input when the body is no completion.
     const std::string& text = completion.error.empty() ? completion.content : body;
-    (void)orchestrator::llm::extract_json_object(text);
+    const auto extracted = orchestrator::llm::extract_json_object(text);
+    // The loop copies and dumps what it got (into the decision log): so does this.
+    if (extracted.object) {
+      const nlohmann::json copy = *extracted.object;
+      (void)copy.dump();
+    }
     std::string reason;
     (void)orchestrator::llm::extract_kernel_source(text, reason);
   });

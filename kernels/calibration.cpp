@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 
@@ -265,7 +266,7 @@ std::vector<Measurement> read_measurements(const fs::path& file, bool fit_defaul
     if (trim(line).empty()) continue;
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(line);
+      j = parse_json(line);
     } catch (const nlohmann::json::parse_error& e) {
       fail(name + ":" + std::to_string(number), "",
            "not a JSON object (" + std::string(e.what()) +

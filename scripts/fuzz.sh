@@ -2,16 +2,28 @@
 # Runs autotune's libFuzzer targets (fuzz/, docs/fuzzing.md), each for a given time, from the committed
 # seed corpus; new inputs go to a scratch folder, never into the committed corpus.
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]    default: 60 s, every target
+#   scripts/fuzz.sh [--build-dir DIR] [SECONDS_PER_TARGET] [TARGET...]    default: 60 s, every target
 #
 # Builds with clang 16 (Debian's clang-16 and libclang-rt-16-dev, installed here when missing; clang 14
-# lacks what libstdc++ 12's std::source_location needs) in build-fuzz/.
+# lacks what libstdc++ 12's std::source_location needs) in a build folder of its own, outside the
+# checkout (which may be read-only or shared): DIR, else $AUTOTUNE_FUZZ_BUILD_DIR, else
+# ${TMPDIR:-/tmp}/autotune-fuzz-build-<user>-<checksum of the checkout's path>. It writes nothing into
+# the checkout (web/'s npm packages aside, when they are missing).
 # Prints, per target, the executions run, the coverage reached and the crashes found (0, or where the
 # crashing input was saved); exits non-zero when any target found one. Reproduce a finding with
-#   build-fuzz/fuzz/fuzz_TARGET ARTIFACT
+#   BUILD_DIR/fuzz/fuzz_TARGET ARTIFACT
 # then minimise it (-minimize_crash=1), fix the reader, and add the input to fuzz/corpus/TARGET/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build=${AUTOTUNE_FUZZ_BUILD_DIR:-}
+if [ "${1:-}" = "--build-dir" ]; then
+  [ $# -ge 2 ] || { echo "fuzz: --build-dir needs a folder" >&2; exit 2; }
+  build=$2
+  shift 2
+fi
+if [ -z "$build" ]; then
+  build="${TMPDIR:-/tmp}/autotune-fuzz-build-$(id -un)-$(pwd -P | cksum | cut -d' ' -f1)"
+fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
@@ -27,8 +39,8 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-scripts/setup.sh >/dev/null  # Debian's libraries and web/'s packages the build needs
-build=build-fuzz
+scripts/setup.sh --packages-only >/dev/null  # Debian's libraries and web/'s packages the build needs
+mkdir -p "$build"
 if [ ! -f "$build/build.ninja" ]; then
   CXX=clang++-16 CC=clang-16 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUTOTUNE_FUZZ=ON >/dev/null
 fi
@@ -45,7 +57,7 @@ for target in "${targets[@]}"; do
   log="$scratch/$target/log"
   set +e
   "$build/fuzz/fuzz_$target" "$scratch/$target/corpus" "fuzz/corpus/$target" -max_total_time="$seconds" \
-    -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -max_len=262144 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$scratch/$target/artifacts/" >"$log" 2>&1
   set -e
   executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")

@@ -9,16 +9,19 @@
 #                               throwaway cluster of, and Chromium for the report's browser tests
 #                               (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
+#   scripts/setup.sh --packages-only   the packages only (Debian's and web/'s npm ones), no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all=0
 optuna=0
+packages_only=0
 for argument in "$@"; do
   case "$argument" in
     --all) all=1 ;;
     --optuna) optuna=1 ;;
-    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna)" >&2; exit 2 ;;
+    --packages-only) packages_only=1 ;;
+    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna, --packages-only)" >&2; exit 2 ;;
   esac
 done
 
@@ -48,6 +51,7 @@ if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt w
   npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+((packages_only)) && exit 0
 build_dir=${AUTOTUNE_BUILD_DIR:-build}
 if [ ! -f "$build_dir/build.ninja" ]; then
   echo "setup: configuring $build_dir/" >&2

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 namespace autotune::search {
 
@@ -23,7 +25,7 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
     throw UserError(path.string() + ": cachefile not found");
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(in);
+    document = parse_json(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
   } catch (const nlohmann::json::exception& e) {
     malformed(path, std::string("invalid JSON (") + e.what() + ")");
   }

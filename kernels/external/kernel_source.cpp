@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/json_text.hpp"
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
@@ -121,7 +122,7 @@ std::optional<Json> last_json_object(const std::string& text) {
     const std::string line = text.substr(from, end - from);
     if (line.find('{') != std::string::npos) {
       try {
-        Json value = Json::parse(line);
+        Json value = parse_json(line);
         if (value.is_object()) return value;
       } catch (const Json::exception&) {
       }
@@ -145,14 +146,14 @@ WorkerCall call_worker(const Json& request, const WorkerOptions& options) {
   process_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   process_options.stderr_tail_bytes = 2048;
   WorkerCall call;
-  std::vector<std::string> command = {worker.string(), "kernel-worker"};
+  const std::vector<std::string> command = {worker.string(), "kernel-worker"};
   if (options.sandboxed) {
     SandboxLimits limits;
     limits.cpu_seconds = options.timeout_s + 10;
-    command = sandboxed_command(
-        command, {fs::temp_directory_path() / ("autotune-sandbox-" + std::to_string(::getpid()))}, limits);
+    call.process = run_sandboxed(command, {}, limits, process_options);
+  } else {
+    call.process = run_process(command, process_options);
   }
-  call.process = run_process(command, process_options);
   if (call.process.outcome == ProcessResult::Outcome::exited)
     call.reply = last_json_object(call.process.stdout_text);
   return call;
@@ -314,12 +315,16 @@ CompileResult compile_kernel_source(const std::string& source_path_or_text, cons
   ProcessOptions process_options;
   process_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   process_options.stderr_tail_bytes = 1u << 20;
+  // Generated sources: the compiler is as untrusted as what it reads (an
+  // include bomb), so it runs in the sandbox with the run's limits.
+  ProcessResult process;
   if (options.sandboxed) {
     SandboxLimits limits;
     limits.cpu_seconds = options.timeout_s + 10;
-    command = sandboxed_command(command, {cache_dir / "sandbox-tmp", cache_dir}, limits);
+    process = run_sandboxed(command, {cache_dir}, limits, process_options);
+  } else {
+    process = run_process(command, process_options);
   }
-  const ProcessResult process = run_process(command, process_options);
   result.compiler_output = first_lines(process.stderr_tail, kCompilerOutputLines);
   if (!process.ok()) {
     fs::remove(temp_so, ec);

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/hash.hpp"
+#include "core/json_text.hpp"
 #include "core/subprocess.hpp"
 #include "kernels/external/sandbox.hpp"
 
@@ -56,7 +57,7 @@ class CurlHeaders {
 // when present, otherwise the start of the body.
 std::string error_excerpt(const std::string& body) {
   try {
-    auto parsed = nlohmann::json::parse(body);
+    auto parsed = parse_json(body);
     if (parsed.is_object() && parsed.contains("error")) {
       const auto& e = parsed["error"];
       if (e.is_object() && e.contains("message") && e["message"].is_string()) {
@@ -248,7 +249,7 @@ ChatCompletion parse_chat_completion(const std::string& body) {
   ChatCompletion out;
   nlohmann::json parsed;
   try {
-    parsed = nlohmann::json::parse(body);
+    parsed = parse_json(body);
   } catch (const nlohmann::json::exception&) {
     out.error = "the response body is not JSON: '" + one_line_tail(body.substr(0, 120), 120) + "'";
     return out;
@@ -286,7 +287,7 @@ ExtractedJson extract_json_object(const std::string& text) {
   bool saw_non_object = false;
   auto attempt = [&](std::string_view candidate) {
     try {
-      auto value = nlohmann::json::parse(candidate);
+      auto value = parse_json(candidate);
       if (value.is_object()) {
         out.object = std::move(value);
         return true;

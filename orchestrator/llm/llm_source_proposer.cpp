@@ -192,6 +192,7 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   config.tolerance = goal.tolerance;
   config.verification_seed = goal.verification_seed;
   config.worker.timeout_s = request.worker_timeout_s;
+  config.compile.timeout_s = request.worker_timeout_s;  // the compiler is no less untrusted (an include bomb)
   // Generated code: compiled and run in the sandbox, unless the goal opted
   // out where none can be made (parse_llm_config refuses otherwise).
   const bool sandboxed = !kernels::external::sandbox_unavailable().has_value();

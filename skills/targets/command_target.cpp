@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/subprocess.hpp"
 #include "skills/candidate.hpp"
 
@@ -38,7 +40,7 @@ std::optional<nlohmann::json> last_json_object(const std::string& text) {
     const std::string_view line(text.data() + from, end - from);
     if (line.find('{') != std::string_view::npos) {
       try {
-        auto value = nlohmann::json::parse(line);
+        auto value = parse_json(line);
         if (value.is_object()) return value;
       } catch (const nlohmann::json::exception&) {
       }
@@ -171,7 +173,16 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
     if (!output) {
       std::string reason = which + "printed no JSON object on stdout";
       const std::string tail = last_line(run.stdout_text);
-      reason += tail.empty() ? " (stdout is empty)" : " (last line: '" + tail + "')";
+      // A deep object is no JSON object to the reader: say why (the bound, not "no object").
+      const std::size_t last_end = run.stdout_text.find_last_not_of("\r\n ");
+      const std::size_t last_start =
+          last_end == std::string::npos ? 0 : run.stdout_text.rfind('\n', last_end);
+      if (json_too_deep(
+              std::string_view(run.stdout_text).substr(last_start == std::string::npos ? 0 : last_start + 1)))
+        reason = which + "printed JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                 " levels (arrays and objects), which is refused";
+      else
+        reason += tail.empty() ? " (stdout is empty)" : " (last line: '" + tail + "')";
       if (run.stdout_truncated) reason += " (only the last 16 MiB of stdout were kept)";
       const std::string err = one_line_tail(run.stderr_tail, 400);
       if (!err.empty()) reason += "; stderr: " + err;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 namespace autotune::skills {
 
@@ -16,7 +17,7 @@ ReplayTarget::ReplayTarget(const std::filesystem::path& cachefile, const std::st
   content_hash_ = stable_hash(text.str());
   Json document;
   try {
-    document = Json::parse(text.str());
+    document = parse_json(text.str());
   } catch (const Json::exception& e) {
     throw UserError(cachefile.string() + ": not a JSON cachefile: " + e.what());
   }

@@ -34,8 +34,9 @@ REPLIES = {
 class FakeEndpoint:
     """An OpenAI-compatible /v1/chat/completions on 127.0.0.1, answering per `mode`."""
 
-    def __init__(self, mode):
+    def __init__(self, mode, suffix=""):
         self.mode = mode
+        self.suffix = suffix  # appended to an echoed source (test_sandbox.py's probes)
         self.requests = []
         outer = self
 
@@ -61,7 +62,7 @@ class FakeEndpoint:
                     if outer.mode == "hostile_source":  # runs when the worker loads the kernel
                         source += ("\n#include <cstdlib>\n"
                                    f"static const int hostile = std::system(\"touch {HOSTILE_MARKER}\");\n")
-                    content = json.dumps({"source": source, "rationale": "echo"})
+                    content = json.dumps({"source": source + outer.suffix, "rationale": "echo"})
                 time.sleep(delay)
                 if status != 200:
                     payload = json.dumps({"error": {"message": "the model is overloaded"}})
