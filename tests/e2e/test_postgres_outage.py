@@ -1,5 +1,6 @@
 """The PostgreSQL server goes away for longer than a store call keeps reconnecting (60 s) in the middle of a
-sweep with its own job and two workers, on the throwaway cluster of tests/support/postgres_cluster.py.
+sweep with its own job and two workers, on a throwaway cluster of its own (tests/support/postgres_cluster.py):
+stopping the shared one would take the server from the other PostgreSQL tests running beside it.
 A result whose storing failed during the outage used to be dropped while its row stayed claimed under the
 claimer's live heartbeat, so nobody measured it again and the in-order commits waited for it for ever;
 now the sweep finishes within a bounded time once the server is back, one trial per configuration. And a
@@ -15,7 +16,7 @@ from loop_support import BIN, check, fail, tempdir, write_goal
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
-STATE = postgres_cluster.load(os.environ["AUTOTUNE_TEST_POSTGRES"])
+STATE = {}  # this test's own cluster, started by main()
 OUTAGE_S = 66           # beyond PostgresStore::kReconnectTimeout
 RECOVERY_S = 90         # the sweep must end within this once the server is back
 
@@ -128,4 +129,11 @@ def check_lost_claim(tmp, env):
 
 
 if __name__ == "__main__":
-    main()
+    with tempdir() as cluster:
+        state_file = os.path.join(cluster, "cluster.json")
+        postgres_cluster.start(state_file)
+        try:
+            STATE.update(postgres_cluster.load(state_file))
+            main()
+        finally:
+            postgres_cluster.stop(state_file)
