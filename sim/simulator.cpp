@@ -141,9 +141,6 @@ class Scheduler {
     for (int e = 0; e < kComputeEngines; ++e) compute_busy_[e].reserve(per_engine[e]);
     dma_busy_.reserve(per_engine[static_cast<int>(Engine::dma)]);
     if (record_) timeline_.resize(program.size());
-    pe_group_size_ = std::clamp(t_.pe_tile_min, 1, t_.max_contraction);
-    pe_grid_ = std::max(1, t_.max_contraction / pe_group_size_);
-    pe_cells_.assign(std::size_t(pe_grid_) * std::size_t(pe_grid_), PeCells{});
     // The shortest PE instruction: a matmul at the documented fixed minimum
     // plus the access start-up every instruction pays. Nothing documents how
     // fast the engine accepts instructions for tiles side by side; taking its
@@ -153,6 +150,11 @@ class Scheduler {
         (t_.matmul_min_cycles + t_.access_startup_cycles) * cycle_ns_[static_cast<int>(Engine::tensor)];
     const bool tiled = std::any_of(program.instructions().begin(), program.instructions().end(),
                                    [](const Instruction& in) { return !in.pe_tile.whole(); });
+    // Without a tiled matmul every PE instruction takes the whole array: one
+    // cell group schedules the same and keeps the per-instruction work flat.
+    pe_group_size_ = tiled ? std::clamp(t_.pe_tile_min, 1, t_.max_contraction) : t_.max_contraction;
+    pe_grid_ = std::max(1, t_.max_contraction / pe_group_size_);
+    pe_cells_.assign(std::size_t(pe_grid_) * std::size_t(pe_grid_), PeCells{});
     if (tiled) {
       pe_bound_.assign(program.size(), kNoInstruction);
       pe_bound_time_.assign(program.size(), 0.0);
