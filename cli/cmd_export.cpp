@@ -1,7 +1,8 @@
 // autotune export RUN [TRIAL] [--nki] [--db F] -o FILE
 //
 // With --nki, writes the trial's kernel as an NKI kernel in Python for the
-// Neuron SDK (kernels/external/export_nki.hpp). Otherwise writes a
+// Neuron SDK (kernels/external/export_nki.hpp), for NKI 0.6 or with
+// --nki-version legacy for the neuronxcc.nki namespace. Otherwise writes a
 // standalone C++ source for one trial (default: the run's best
 // verified trial): the variant's template instantiated with the trial's
 // parameters, declared as a user kernel, with a header comment naming the
@@ -32,6 +33,7 @@ struct ExportOptions {
   std::optional<int64_t> trial;
   std::string output;
   bool nki = false;
+  std::string nki_version = "0.6";
 };
 
 // SBUF bytes per partition of the run's simulated target; trn1's when the
@@ -45,6 +47,8 @@ std::int64_t target_sbuf_bytes(const std::string& name) {
 }
 
 int run_export(const ExportOptions& o) {
+  if (!o.nki && o.nki_version != "0.6") throw UserError("--nki-version is for --nki exports");
+  if (o.nki) kernels::external::parse_nki_version(o.nki_version);  // refused before any work
   auto store = open_store_for_reading(o.db);
   const auto run = store->run(o.run);
   if (!run)
@@ -78,7 +82,8 @@ int run_export(const ExportOptions& o) {
       family.name, variant->name, "run" + std::to_string(run->id) + "_trial" + std::to_string(trial->id));
   const std::string source =
       o.nki ? kernels::external::export_nki(family, *variant, kernel.shape, kernel.dtype, kernel.params, name,
-                                            provenance, target_sbuf_bytes(kernel.target_name))
+                                            provenance, target_sbuf_bytes(kernel.target_name),
+                                            kernels::external::parse_nki_version(o.nki_version))
             : kernels::external::export_source(family, *variant, kernel.shape, kernel.dtype, kernel.params,
                                                name, provenance);
 
@@ -111,6 +116,10 @@ const CommandRegistration registration{
           "--nki", o->nki,
           "Write an NKI kernel (Python, @nki.jit) with the variant's tiles, loops and buffers and the "
           "trial's parameters, instead of C++ against autotune's kernel API");
+      command.add_option(
+          "--nki-version", o->nki_version,
+          "NKI to write for: 0.6 (default; NKI 0.6 in Neuron SDK 2.32, `import nki`) or legacy "
+          "(the neuronxcc.nki namespace of SDKs before 2.27)");
       add_database_option(command, o->db);
       return [o] { return run_export(*o); };
     }};

@@ -78,14 +78,26 @@ std::string nl_dtype(Dtype dtype) {
   return "nl.float32";
 }
 
+// The numpy dtype of the example's inputs: the tuned dtype (numpy's bfloat16
+// comes from ml_dtypes, which the NKI simulator uses too).
 std::string numpy_dtype(Dtype dtype) {
-  // numpy has no bfloat16: the example builds float32 arrays, which the host framework converts.
-  return dtype == Dtype::fp16 ? "np.float16" : "np.float32";
+  switch (dtype) {
+    case Dtype::bf16:
+      return "ml_dtypes.bfloat16";
+    case Dtype::fp16:
+      return "np.float16";
+    case Dtype::int32:
+      return "np.int32";
+    case Dtype::fp32:
+      break;
+  }
+  return "np.float32";
 }
 
-// The usage example: random inputs of the tuned shape, one call.
-std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dtype,
-                          const std::string& name) {
+// The usage example: random inputs of the tuned shape and dtype, one call on
+// the device and, for the current NKI, one under its CPU simulator.
+std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dtype, const std::string& name,
+                          NkiVersion version) {
   std::string inputs;
   for (const auto& input : family.inputs) {
     const auto [rows, cols] = input.dims(shape);
@@ -95,11 +107,36 @@ std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dt
   const auto name_of = [](const auto& operand) { return operand.name; };
   const std::string arguments = join(family.inputs, ", ", name_of);
   const std::string outputs = join(family.outputs, ", ", name_of);
-  return "    import numpy as np\n    from " + name + " import " + name + "\n" + inputs + "    " + outputs +
-         " = " + name + "(" + arguments + ")\n";
+  std::string s = "    import numpy as np\n";
+  if (dtype == Dtype::bf16) s += "    import ml_dtypes  # numpy's bfloat16\n";
+  if (version == NkiVersion::current) s += "    import nki\n";
+  s += "    from " + name + " import " + name + "\n" + inputs;
+  s += "    " + outputs + " = " + name + "(" + arguments + ")  # compiled and run on the NeuronCore\n";
+  if (version == NkiVersion::current)
+    s += "    " + outputs + " = nki.simulate(" + name + ")(" + arguments + ")  # NKI's CPU simulator\n";
+  return s;
+}
+
+// Variants whose trial transposes by DMA: the current NKI's dma_transpose
+// takes 2-byte data only.
+bool transposes_by_dma(const std::string& family, const std::string& variant, const ParamValues& params) {
+  if (family == "transpose") return variant == "dma";
+  if (family != "attention") return false;
+  if (variant == "cte") return true;
+  const auto found = params.find("dma_transpose");
+  return variant == "flash_banked" && found != params.end() && found->second > 0;
 }
 
 }  // namespace
+
+NkiVersion parse_nki_version(const std::string& text) {
+  if (text == "current" || text == "0.6") return NkiVersion::current;
+  if (text == "legacy" || text == "0.1") return NkiVersion::legacy;
+  throw UserError(
+      "--nki-version '" + text +
+      "' is not known; accepted: 0.6 (current, the default: NKI 0.6 in Neuron SDK 2.32, `import nki`) "
+      "or legacy (0.1: the neuronxcc.nki namespace of SDKs before 2.27)");
+}
 
 std::vector<std::string> nki_exportable_variants() {
   std::vector<std::string> out;
@@ -115,7 +152,9 @@ std::vector<std::string> nki_exportable_variants() {
 
 std::string export_nki(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
                        const ParamValues& params, const std::string& kernel_name,
-                       const ExportProvenance& provenance, std::int64_t sbuf_bytes_per_partition) {
+                       const ExportProvenance& provenance, std::int64_t sbuf_bytes_per_partition,
+                       NkiVersion version) {
+  const bool legacy = version == NkiVersion::legacy;
   const auto recipe = recipe_for(family.name, variant.name, shape, sbuf_bytes_per_partition);
   if (!recipe) {
     std::vector<std::string> with_template;
@@ -127,13 +166,21 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                                        : " (variants with one: " + available + ")") +
                     "; `autotune export` without --nki writes it as C++");
   }
+  if (!legacy && sim::dtype_bytes(dtype) != 2 && transposes_by_dma(family.name, variant.name, params))
+    throw UserError("trial of '" + family.name + "/" + variant.name + "' transposes " +
+                    std::string(sim::dtype_name(dtype)) +
+                    " data by DMA, which NKI's dma_transpose does not take (it transposes 2-byte data only); "
+                    "export a bf16 or fp16 trial, or one that transposes on the tensor engine "
+                    "(--nki-version legacy writes it for the neuronxcc.nki namespace)");
   const std::string params_line = exported_params_line(variant, params);
   const Shape verification = variant.verification_shape ? variant.verification_shape(shape, params) : shape;
   const std::string dtype_name(sim::dtype_name(dtype));
 
   std::string s;
   s += "\"\"\"" + kernel_name + ": kernel '" + family.name + "', variant '" + variant.name +
-       "', exported by autotune as an NKI kernel.\n\n";
+       "', exported by autotune as an NKI kernel\n" +
+       (legacy ? std::string("for the neuronxcc.nki namespace (NKI 0.1, Neuron SDK before 2.27).\n\n")
+               : std::string("for NKI 0.6 (Neuron SDK 2.32: `import nki`).\n\n"));
   if (!provenance.run.empty())
     s +=
         "  from         " + provenance.run + (provenance.trial.empty() ? "" : ", " + provenance.trial) + "\n";
@@ -146,14 +193,19 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
   s += "measured in autotune's simulator of the target:\n" +
        measured_figures(provenance.metrics, provenance.verification, "  ");
   s += "\nUsage, on a Trainium host with the Neuron SDK (torch tensors on the XLA device work the same):\n\n";
-  s += usage_example(family, shape, dtype, kernel_name);
+  s += usage_example(family, shape, dtype, kernel_name, version);
   s +=
       "\nThe loops are Python loops: they unroll while the kernel is traced, so the compiler receives the\n"
       "instruction stream autotune measured, tile by tile, ragged last tiles included. The kernel reads its\n"
       "sizes from its arguments; the tuned parameters below are the constants it was measured with.\n";
   s += "\"\"\"\n";
-  s += "import neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as "
-       "nl\n\n";
+  s +=
+      legacy
+          ? "import neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as "
+            "nl\n\n"
+          : "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n";
+  s +=
+      "NKI_VERSION = \"" + std::string(legacy ? "0.1" : "0.6") + "\"  # the NKI this kernel is written for\n";
   s += "SHAPE = " + python_dict(shape, family) + "\n";
   s += "VERIFICATION_SHAPE = " + python_dict(verification, family) + "\n";
   s += "DTYPE = " + nl_dtype(dtype) + "\n\n";
@@ -167,7 +219,7 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
   std::vector<std::string> parts = {"prelude"};
   parts.insert(parts.end(), recipe->templates.begin(), recipe->templates.end());
   for (const auto& part : parts) {
-    const auto found = templates.find(part);
+    const auto found = templates.find(legacy ? "legacy/" + part : part);
     if (found == templates.end())
       throw InternalError("NKI template '" + part + "' was not embedded at build time");
     s += "\n" + found->second;

@@ -1,11 +1,16 @@
 """`autotune export RUN [TRIAL] --nki` writes an NKI kernel that computes what its family's reference computes.
 
 Each case tunes nothing: a one-evaluation run measures one configuration of a variant (parameters chosen off
-their defaults, shapes ragged), `export --nki` writes it, and the kernel runs under the numpy stand-in of the
-nki modules (tests/support/nki_standin, NOT the Neuron compiler) at the export's VERIFICATION_SHAPE. Its
-output must match a float64 numpy reference written here, independently of the C++ reference."""
+their defaults, shapes ragged), `export --nki` writes it for NKI 0.6, and the kernel runs under the strict
+numpy stand-in of the nki modules (tests/support/nki_standin, NOT the Neuron compiler nor nki.simulate), which
+checks every call against the signatures and rules of the NKI API documentation, at the export's
+VERIFICATION_SHAPE and for the NeuronCore of the run's target. Its output must match a float64 numpy reference
+written here, independently of the C++ reference. `--nki-version legacy` exports run under the old
+neuronxcc.nki stand-in (tests/support/nki_legacy_standin). The stand-in itself must reject documented misuses."""
+import ast
 import importlib.util
 import os
+import subprocess
 import sys
 
 try:
@@ -19,6 +24,7 @@ except ImportError:  # the interpreter CTest found has no numpy: Debian's has py
 from loop_support import SOURCE, check, fail, query, run, tempdir, write_goal
 
 STANDIN = os.path.join(SOURCE, "tests", "support", "nki_standin")
+LEGACY_STANDIN = os.path.join(SOURCE, "tests", "support", "nki_legacy_standin")
 
 # family, variant, shape, dtype, parameters (off their defaults where it matters)
 CASES = [
@@ -47,7 +53,7 @@ CASES = [
     ("rope", "wide", "{seq: 300, heads: 3, head_dim: 64}", "fp32",
      {"unroll_factor": 2, "engine_split": 1, "gather_by_dma": 1, "pipeline_depth": 3}),
     ("rope", "wide", "{seq: 200, heads: 5, head_dim: 32}", "fp32", {"gather_by_dma": 0, "engine_split": 0}),
-    ("attention", "flash_banked", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32",
+    ("attention", "flash_banked", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "bf16",
      {"kv_tile": 512, "q_tiles": 2, "dma_transpose": 2, "stats_on_gpsimd": 1, "evacuate_on_scalar": 1}),
     # Score matmuls on two PE row tiles side by side (nc_matmul tile_position / tile_size), a ragged bank.
     ("attention", "flash_banked", "{seq: 1300, q_heads: 2, kv_heads: 2, head_dim: 64}", "bf16",
@@ -59,7 +65,7 @@ CASES = [
      {"kv_tile": 512, "q_tile": 128, "pipeline_depth": 1}),
     ("attention", "flash_banked", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_tiles": 4, "dma_transpose": 0, "pipeline_depth": 3}),
-    ("attention", "cte", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32",
+    ("attention", "cte", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp16",
      {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
     ("attention", "cte", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_grps_per_load": 4}),
@@ -151,41 +157,165 @@ def load_module(path):
     return module
 
 
+def check_source(label, text):
+    """What the stand-in cannot see at run time: the namespace, no deprecated loop helpers, helper classes on
+    nl.NKIObject (the NKI language guide), every nisa call given its destination."""
+    check("import nki\n" in text and "import nki.isa as nisa" in text and "import nki.language as nl" in text and
+          "neuronxcc" not in text, f"{label}: not written for the nki namespace")
+    for name in ("affine_range", "sequential_range", "static_range", "nl.load(", "nl.store(", "par_dim",
+                 "nisa.vector_engine", "nisa.gpsimd_engine", "nisa.scalar_engine", "nisa.tensor_engine"):
+        check(name not in text, f"{label}: uses {name}, deprecated or removed in NKI 0.6")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(b) for b in node.bases]
+            check(bases == ["nl.NKIObject"], f"{label}: class {node.name} derives from {bases}, not nl.NKIObject")
+        if isinstance(node, ast.Call) and ast.unparse(node.func).startswith("nisa.") and \
+                ast.unparse(node.func) != "nisa.get_nc_version":
+            check(any(k.arg == "dst" for k in node.keywords), f"{label}: {ast.unparse(node)[:80]} has no dst=")
+
+
+def export(db, tmp, number, label, family, variant, shape, dtype, params, version=None):
+    goal = write_goal(tmp, f"g{number}.yaml", goal_text(family, variant, shape, dtype, params))
+    proc = run(["run", goal], db)
+    check(proc.returncode == 0, f"{label}: run exited {proc.returncode}: {proc.stderr[-1500:]}")
+    run_id = query(db, "SELECT max(id) FROM runs")[0][0]
+    trial = query(db, "SELECT id FROM trials WHERE run = ? ORDER BY id LIMIT 1", (run_id,))[0][0]
+    path = os.path.join(tmp, f"k{number}{version or ''}.py")
+    proc = run(["export", str(run_id), str(trial), "--nki", "-o", path] +
+               (["--nki-version", version] if version else []), db)
+    return proc, path, run_id, trial
+
+
+def run_kernel(label, family, variant, path, run_id, trial, rng, extra_shapes=()):
+    text = open(path).read()
+    module = load_module(path)
+    kernel = getattr(module, f"{family}_{variant}_run{run_id}_trial{trial}")
+    for s in [module.VERIFICATION_SHAPE] + list(extra_shapes):
+        args = inputs_for(family, s, rng)
+        for a in args:  # the kernel's HBM inputs are of its dtype (numpy has no bfloat16: marked, float32 values)
+            a.nki_dtype = {"nl.bfloat16": "bfloat16", "nl.float16": "float16"}.get(
+                text.split("\nDTYPE = ")[1].split("\n")[0], "float32")
+        got = np.asarray(kernel(*args), dtype=np.float64)
+        want = reference(family, s, args)
+        check(got.shape == want.shape, f"{label}: output shape {got.shape}, expected {want.shape}")
+        check(np.isfinite(got).all(), f"{label}: the output has unwritten (NaN) or infinite elements")
+        error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30)
+        cosine = float(np.sum(got * want) / np.sqrt(np.sum(got * got) * np.sum(want * want)))
+        check(error < 1e-4 and cosine > 0.99999, f"{label}: max error {error:.3g}, cosine {cosine:.6f} at {s}")
+        print(f"{label}: {s} max error {error:.2g}")
+
+
+class Marked(np.ndarray):
+    """A float32 array that can carry the NKI dtype it stands for (nki_dtype)."""
+
+
 def main():
-    sys.path.insert(0, STANDIN)
     rng = np.random.default_rng(7)
+    global inputs_for
+    plain_inputs = inputs_for
+    inputs_for = lambda family, s, rng: [a.view(Marked) for a in plain_inputs(family, s, rng)]  # noqa: E731
+    misuse_tests()
     with tempdir() as tmp:
         db = os.path.join(tmp, "nki.db")
+        sys.path.insert(0, STANDIN)
         for number, (family, variant, shape, dtype, params) in enumerate(CASES, start=1):
-            label = f"{family}/{variant} {params}"
-            goal = write_goal(tmp, f"g{number}.yaml", goal_text(family, variant, shape, dtype, params))
-            proc = run(["run", goal], db)
-            check(proc.returncode == 0, f"{label}: run exited {proc.returncode}: {proc.stderr[-1500:]}")
-            run_id = query(db, "SELECT max(id) FROM runs")[0][0]
-            trial = query(db, "SELECT id FROM trials WHERE run = ? ORDER BY id LIMIT 1", (run_id,))[0][0]
-            path = os.path.join(tmp, f"k{number}.py")
-            proc = run(["export", str(run_id), str(trial), "--nki", "-o", path], db)
+            label = f"{family}/{variant} {dtype} {params}"
+            proc, path, run_id, trial = export(db, tmp, number, label, family, variant, shape, dtype, params)
             check(proc.returncode == 0, f"{label}: export exited {proc.returncode}: {proc.stderr}")
             text = open(path).read()
-            check("@nki.jit" in text and "import neuronxcc.nki.language as nl" in text, f"{label}: not an NKI kernel")
+            check_source(label, text)
+            check("@nki.jit" in text and 'NKI_VERSION = "0.6"' in text, f"{label}: not an NKI 0.6 kernel")
             for name, value in params.items():
                 check(f"{name.upper()} = {value}  #" in text, f"{label}: {name} = {value} missing from the header")
             check(f"run {run_id} (goal nki-{family}-{variant}" in text and "Usage" in text,
                   f"{label}: the header lacks the run or the usage example")
-            module = load_module(path)
-            kernel = getattr(module, f"{family}_{variant}_run{run_id}_trial{trial}")
-            for s in [module.VERIFICATION_SHAPE] + EXTRA_SHAPES.get((family, variant), []):
-                args = inputs_for(family, s, rng)
-                got = np.asarray(kernel(*args), dtype=np.float64)
-                want = reference(family, s, args)
-                check(got.shape == want.shape, f"{label}: output shape {got.shape}, expected {want.shape}")
-                check(np.isfinite(got).all(), f"{label}: the output has unwritten (NaN) or infinite elements")
-                error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30)
-                cosine = float(np.sum(got * want) / np.sqrt(np.sum(got * got) * np.sum(want * want)))
-                check(error < 1e-4 and cosine > 0.99999,
-                      f"{label}: max error {error:.3g}, cosine {cosine:.6f} at {s}")
-                print(f"{label}: {s} max error {error:.2g}")
+            numpy_dtype = {"bf16": "ml_dtypes.bfloat16", "fp16": "np.float16", "fp32": "np.float32"}[dtype]
+            check(f".astype({numpy_dtype})" in text and "nki.simulate(" in text,
+                  f"{label}: the usage example does not feed {numpy_dtype} inputs")
+            target = text.split("  target       ")[1].split()[0]
+            os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = target
+            run_kernel(label, family, variant, path, run_id, trial, rng, EXTRA_SHAPES.get((family, variant), []))
+            if number in LEGACY_CASES:
+                legacy_path = path[:-3] + "_legacy.py"
+                proc = run(["export", str(run_id), str(trial), "--nki", "--nki-version", "legacy", "-o",
+                            legacy_path], db)
+                check(proc.returncode == 0, f"{label}: legacy export exited {proc.returncode}: {proc.stderr}")
+                legacy = open(legacy_path).read()
+                check("import neuronxcc.nki.language as nl" in legacy and 'NKI_VERSION = "0.1"' in legacy,
+                      f"{label}: the legacy export is not in the neuronxcc.nki namespace")
+                LEGACY_PATHS.append((label + " legacy", family, variant, legacy_path, run_id, trial))
+        sys.path.insert(0, LEGACY_STANDIN)
+        for label, family, variant, path, run_id, trial in LEGACY_PATHS:
+            run_kernel(label, family, variant, path, run_id, trial, rng)
+        # A trial that transposes fp32 data by DMA has no NKI 0.6 form: refused in one line.
+        label = "attention/cte fp32"
+        proc, path, _, _ = export(db, tmp, 99, label, "attention", "cte",
+                                  "{seq: 300, q_heads: 2, kv_heads: 1, head_dim: 64}", "fp32", {})
+        check(proc.returncode != 0 and "2-byte data only" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1,
+              f"{label}: export exited {proc.returncode}: {proc.stderr}")
+        proc = run(["export", "1", "--nki", "--nki-version", "0.4"], db)
+        check(proc.returncode != 0 and "--nki-version '0.4' is not known" in proc.stderr,
+              f"--nki-version 0.4: exited {proc.returncode}: {proc.stderr}")
     print("ok")
+
+
+LEGACY_CASES = {1, 9, 22}  # exp/naive, gemm/tiled, attention/flash: the legacy templates still export
+LEGACY_PATHS = []
+
+
+def misuse_tests():
+    """The stand-in rejects calls that the NKI documentation rejects, each in a fresh interpreter."""
+    prelude = ("import sys; sys.path.insert(0, %r)\nimport nki, nki.isa as nisa, nki.language as nl\n"
+               "sb = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+               "bf = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+               "ps = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+               "hb = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.hbm)\n") % STANDIN
+    accepted = [
+        "nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=sb, accumulate=False)",
+        "nisa.dma_transpose(dst=bf[0:64, 0:128], src=hb[0:128, 0:64])",
+        "nisa.tensor_copy(dst=sb, src=ps[:, 0:128], engine=nisa.engine.vector)",
+    ]
+    rejected = [  # (call, what the message must say)
+        ("nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=sb, acumulate=False)", "unexpected keyword"),
+        ("nl.ndarray((256, 64), dtype=nl.float32, buffer=nl.sbuf)", "exceeds 128"),
+        ("nisa.nc_matmul(dst=sb, stationary=sb, moving=sb, accumulate=False)", "must be a PSUM tile"),
+        ("nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=bf, accumulate=False)", "float32 pairs only"),
+        ("nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=sb, accumulate=True)", "where no matmul wrote"),
+        ("p2 = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)\n"
+         "nisa.nc_matmul(dst=p2[:, 256:768], stationary=sb, moving=nl.ndarray((128, 512), dtype=nl.float32), "
+         "accumulate=False)", "spans PSUM banks"),
+        ("nl.ndarray((128, 4608), dtype=nl.float32, buffer=nl.psum)", "more than the 8 banks"),
+        ("nisa.dma_transpose(dst=sb[0:64, :], src=nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.hbm))",
+         "2-byte data only"),
+        ("nisa.dma_transpose(dst=bf[:, 0:16], src=nl.ndarray((16, 256), dtype=nl.bfloat16, buffer=nl.hbm))",
+         "exceeds 128"),
+        ("nisa.dma_transpose(dst=bf[0:128, 0:32], src=hb[0:32, 0:128], dge_mode=nisa.dge_mode.hwdge)",
+         "src.shape[0] == 16"),
+        ("nisa.tensor_copy(dst=sb, src=ps[:, 0:128], engine=nisa.engine.gpsimd)", "cannot access PSUM"),
+        ("nisa.tensor_tensor(dst=sb, data1=ps[:, 0:128], data2=ps[:, 128:256], op=nl.add)", "both reside in PSUM"),
+        ("nisa.tensor_scalar(dst=sb, data=sb, op0=nl.multiply, operand0=2.0, engine=nisa.engine.gpsimd)",
+         "rsqrt only"),
+        ("nisa.tensor_reduce(dst=sb[:, 0:1], op=nl.add, data=sb, axis=0)", "axis 0"),
+        ("nisa.activation(dst=sb, op=nl.exp, data=sb, bias=1.0)\n"
+         "import os; os.environ['NEURON_PLATFORM_TARGET_OVERRIDE'] = 'trn1'\n"
+         "nisa.activation(dst=sb, op=nl.exp, data=sb, bias=1.0)", "NeuronCore v2"),
+        ("sb[...] = 1.0", "no item assignment"),
+        ("if sb: pass", "no truth value"),
+        ("x = sb + sb", "unsupported operand"),
+        ("sb[0:129, :]", "out of bounds"),
+        ("nisa.vector_engine", "has no attribute"),
+        ("nisa.affine_select(dst=sb, pattern=[[-1, 64]], channel_multiplier=1, on_true_tile=sb, "
+         "on_false_value=-1.0)", "covers 64 elements"),
+    ]
+    for call in accepted + ["nisa.tensor_copy(sb, ps[:, 0:128])"]:
+        proc = subprocess.run([sys.executable, "-c", prelude + call], capture_output=True, text=True)
+        check(proc.returncode == 0, f"the stand-in rejects a documented call {call}: {proc.stderr[-600:]}")
+    for call, message in rejected:
+        proc = subprocess.run([sys.executable, "-c", prelude + call], capture_output=True, text=True)
+        check(proc.returncode != 0 and message in proc.stderr,
+              f"the stand-in accepts or misreports {call!r} (expected {message!r}): exit {proc.returncode}, "
+              f"{proc.stderr[-400:]}")
+    print(f"the stand-in rejects {len(rejected)} misuses")
 
 
 if __name__ == "__main__":

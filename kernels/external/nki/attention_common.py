@@ -1,14 +1,14 @@
 MASKED_SCORE = -30000.0
 
 
-class _Record:
+class _Record(nl.NKIObject):
     """A step's or a query tile's state, handed from stage to stage."""
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
 
-class _StepPipeline:
+class _StepPipeline(nl.NKIObject):
     """Emits attention steps software-pipelined, in the order autotune traced and measured: with a lookahead L
     the softmax half (scores_and_max, probabilities) of step j + L is emitted between the parts of step j's
     output half (transpose_probs, probs_times_v, accumulate), so the tensor engine computes later scores while
@@ -47,7 +47,7 @@ class _StepPipeline:
             self.accumulate(oldest)
 
 
-def _causal_mask(scores, q0, k0):
-    """Keeps scores[p, c] where (q0 + p) - (k0 + c) >= 0; the rest become MASKED_SCORE."""
-    i_q, i_k = nl.arange(scores.shape[0])[:, None], nl.arange(scores.shape[1])[None, :]
-    return nisa.affine_select(pred=(q0 - k0 + i_q - i_k >= 0), on_true_tile=scores, on_false_value=MASKED_SCORE)
+def _causal_mask(dst, scores, q0, k0):
+    """dst[p, c] = scores[p, c] where (q0 + p) - (k0 + c) >= 0, MASKED_SCORE elsewhere (GpSimd)."""
+    nisa.affine_select(dst=dst, pattern=[[-1, scores.shape[1]]], channel_multiplier=1, on_true_tile=scores,
+                       on_false_value=MASKED_SCORE, cmp_op=nl.greater_equal, offset=q0 - k0)

@@ -77,14 +77,14 @@ def tuned_kernel(q_t, k_t, v):
                 if k0 >= sec_end:
                     break
                 n = min(K_TILE, sec_end - k0)
-                k_sb[:, t * K_TILE:t * K_TILE + n] = nl.load(k_t[g * d:(g + 1) * d, k0:k0 + n])
+                nisa.dma_copy(dst=k_sb[:, t * K_TILE:t * K_TILE + n], src=k_t[g * d:(g + 1) * d, k0:k0 + n])
             v_sb = v_pool.next()
             for t in range(v_tiles):
                 k0 = sec0 + t * V_TILE
                 if k0 >= sec_end:
                     break
                 n = min(V_TILE, sec_end - k0)
-                v_sb[0:n, t * d:(t + 1) * d] = nl.load(v[g * seq + k0:g * seq + k0 + n, :])
+                nisa.dma_copy(dst=v_sb[0:n, t * d:(t + 1) * d], src=v[g * seq + k0:g * seq + k0 + n, :])
             q_sb, partial_max, partial_sum = take(q_pool), take(partial_max_pool), take(partial_sum_pool)
             stats, scores, probs = take(stats_pool), take(scores_pool), probs_pool.next()
             probs_t, acc, finals = take(probs_t_pool), take(acc_pool), take(final_pool)
@@ -113,7 +113,7 @@ def tuned_kernel(q_t, k_t, v):
                     return
                 q0 = gi * GROUP
                 cols = min(seq - q0, q_per_load * GROUP)
-                q_sb[(gi // q_per_load) % 2][:, 0:cols] = nl.load(q_t[h * d:(h + 1) * d, q0:q0 + cols])
+                nisa.dma_copy(dst=q_sb[(gi // q_per_load) % 2][:, 0:cols], src=q_t[h * d:(h + 1) * d, q0:q0 + cols])
 
             def qk_large(gi, L):
                 """Scores of group gi against the 512-key tiles of large tile L, out of PSUM scaled with their
@@ -128,24 +128,22 @@ def tuned_kernel(q_t, k_t, v):
                         continue
                     n = min(K_TILE, sec_end - k0)
                     ps = s_psum[t % SCORE_BANKS][0:rows, 0:n]
-                    ps[...] = nisa.nc_matmul(q_tile, k_sb[:, t * K_TILE:t * K_TILE + n])
+                    nisa.nc_matmul(dst=ps, stationary=q_tile, moving=k_sb[:, t * K_TILE:t * K_TILE + n], accumulate=False)
                     dst = slot(scores, gi)[0:rows, t * K_TILE:t * K_TILE + n]
                     tile_max = slot(partial_max, gi)[0:rows, t:t + 1]
                     if q0 < k0 + K_TILE:
                         copy = diag_copy[t % MASK_SCRATCH][0:rows, 0:n]
                         masked = diag_masked[t % MASK_SCRATCH][0:rows, 0:n]
-                        copy[...] = nisa.tensor_copy(ps)
-                        masked[...] = _causal_mask(copy, q0, k0)
-                        dst[...] = nisa.tensor_scalar_reduce(data=masked, op0=nl.multiply, operand0=scale,
-                                                             reduce_op=nl.max, reduce_res=tile_max)
+                        nisa.tensor_copy(dst=copy, src=ps)
+                        _causal_mask(masked, copy, q0, k0)
+                        nisa.tensor_scalar_reduce(dst=dst, data=masked, op0=nl.multiply, operand0=scale, reduce_op=nl.maximum, reduce_res=tile_max)
                     else:
-                        dst[...] = nisa.tensor_scalar_reduce(data=ps, op0=nl.multiply, operand0=scale,
-                                                             reduce_op=nl.max, reduce_res=tile_max)
+                        nisa.tensor_scalar_reduce(dst=dst, data=ps, op0=nl.multiply, operand0=scale, reduce_op=nl.maximum, reduce_res=tile_max)
 
             def qk_and_max(gi):
                 if not has_compute(gi, sec0):
                     return
-                slot(partial_max, gi)[0:rows_of(gi), :] = nisa.memset((rows_of(gi), k_tiles), lowest, nl.float32)
+                nisa.memset(dst=slot(partial_max, gi)[0:rows_of(gi), :], value=lowest)
                 for L in range(large_tiles):
                     qk_large(gi, L)
 
@@ -155,42 +153,38 @@ def tuned_kernel(q_t, k_t, v):
                 if not has_compute(gi, sec0):
                     return
                 section_max = stat(gi, SECTION_MAX)
-                section_max[...] = nisa.tensor_reduce(op=nl.max, data=slot(partial_max, gi)[0:rows_of(gi), :],
-                                                      axis=(1,), keepdims=True)
+                nisa.tensor_reduce(dst=section_max, op=nl.maximum, data=slot(partial_max, gi)[0:rows_of(gi), :], axis=(1,), keepdims=True)
                 if not sectioned or s == 0:
-                    running_max(gi)[...] = nisa.tensor_scalar(section_max, op0=nl.multiply, operand0=-1.0)
+                    nisa.tensor_scalar(dst=running_max(gi), data=section_max, op0=nl.multiply, operand0=-1.0)
                     return
                 prev_max = stat(gi, PREV_MAX)
-                prev_max[...] = nisa.activation(op=nl.copy, data=running_max(gi), scale=-1.0)
-                running_max(gi)[...] = nisa.scalar_tensor_tensor(data=section_max, op0=nl.multiply, operand0=-1.0,
-                                                                 op1=nl.minimum, operand1=running_max(gi))
-                stat(gi, CORRECTION)[...] = nisa.activation(op=nl.exp, data=prev_max, bias=running_max(gi))
+                nisa.activation(dst=prev_max, op=nl.copy, data=running_max(gi), scale=-1.0)
+                nisa.scalar_tensor_tensor(dst=running_max(gi), data=section_max, op0=nl.multiply, operand0=-1.0, op1=nl.minimum, operand1=running_max(gi))
+                nisa.activation(dst=stat(gi, CORRECTION), op=nl.exp, data=prev_max, bias=running_max(gi))
 
             def exp_probs(gi):
                 """P per 512-key tile with its row sum, then P^T 128 keys at a time by transposing DMAs."""
                 if not has_compute(gi, sec0):
                     return
                 rows = rows_of(gi)
-                slot(partial_sum, gi)[0:rows, :] = nisa.memset((rows, k_tiles), 0.0, nl.float32)
+                nisa.memset(dst=slot(partial_sum, gi)[0:rows, :], value=0.0)
                 for t in range(k_tiles):
                     k0 = sec0 + t * K_TILE
                     if k0 >= sec_end or not has_compute(gi, k0):
                         continue
                     n, c0 = min(K_TILE, sec_end - k0), t * K_TILE
                     p = probs[0:rows, c0:c0 + n]
-                    p[...] = nisa.activation_reduce(op=nl.exp, data=slot(scores, gi)[0:rows, c0:c0 + n],
-                                                    bias=running_max(gi), reduce_op=nl.add,
-                                                    reduce_res=slot(partial_sum, gi)[0:rows, t:t + 1])
+                    nisa.activation_reduce(dst=p, op=nl.exp, data=slot(scores, gi)[0:rows, c0:c0 + n], bias=running_max(gi), reduce_op=nl.add, reduce_res=slot(partial_sum, gi)[0:rows, t:t + 1])
                     # The tile's whole 128-key blocks in one transposing DMA (a 3-d transpose: block b lands
                     # in columns c0 + b * rows), a ragged last block in another.
                     full, rest = n // V_TILE, n % V_TILE
                     pt = slot(probs_t, gi)
                     if full:
                         blocks = probs[0:rows, c0:c0 + full * V_TILE].reshape((rows, full, V_TILE))
-                        pt[:, c0:c0 + full * rows] = nisa.dma_transpose(blocks).reshape((V_TILE, full * rows))
+                        nisa.dma_transpose(dst=pt[:, c0:c0 + full * rows].reshape((V_TILE, full, rows)), src=blocks,
+                                           axes=(2, 1, 0))
                     if rest:
-                        pt[0:rest, c0 + full * rows:c0 + (full + 1) * rows] = nisa.dma_transpose(
-                            probs[0:rows, c0 + full * V_TILE:c0 + n])
+                        nisa.dma_transpose(dst=pt[0:rest, c0 + full * rows:c0 + (full + 1) * rows], src=probs[0:rows, c0 + full * V_TILE:c0 + n], axes=(1, 0))
 
             def pv_large(gi, L):
                 """P V of group gi over the 128-key blocks of large tile L in one PSUM bank, into SBUF."""
@@ -204,21 +198,21 @@ def tuned_kernel(q_t, k_t, v):
                         continue
                     n = min(V_TILE, sec_end - k0)
                     col = vi // (K_TILE // V_TILE) * K_TILE + vi % (K_TILE // V_TILE) * rows  # block vi of P^T
-                    product = nisa.nc_matmul(slot(probs_t, gi)[0:n, col:col + rows], v_sb[0:n, vi * d:(vi + 1) * d])
-                    if started:
-                        ps[...] += product
-                    else:
-                        ps[...] = product
+                    nisa.nc_matmul(dst=ps, stationary=slot(probs_t, gi)[0:n, col:col + rows],
+                                   moving=v_sb[0:n, vi * d:(vi + 1) * d], accumulate=started)
                     started = True
                 if not started:
                     return
                 a = slot(acc, gi)[0:rows, :]
-                a[...] = nisa.tensor_copy(ps) if L == 0 else nisa.tensor_tensor(a, ps, op=nl.add)
+                if L == 0:
+                    nisa.tensor_copy(dst=a, src=ps)
+                else:
+                    nisa.tensor_tensor(dst=a, data1=a, data2=ps, op=nl.add)
 
             def pv(gi):
                 if not has_compute(gi, sec0):
                     return
-                slot(acc, gi)[0:rows_of(gi), :] = nisa.memset((rows_of(gi), d), 0.0, nl.float32)
+                nisa.memset(dst=slot(acc, gi)[0:rows_of(gi), :], value=0.0)
                 for L in range(large_tiles):
                     pv_large(gi, L)
 
@@ -227,8 +221,7 @@ def tuned_kernel(q_t, k_t, v):
                 qk = gi + 2
                 do_pv, do_qk = has_compute(gi, sec0), has_compute(qk, sec0)
                 if do_qk:
-                    slot(partial_max, qk)[0:rows_of(qk), :] = nisa.memset((rows_of(qk), k_tiles), lowest,
-                                                                          nl.float32)
+                    nisa.memset(dst=slot(partial_max, qk)[0:rows_of(qk), :], value=lowest)
                 for L in range(large_tiles):
                     if do_pv:
                         pv_large(gi, L)
@@ -237,8 +230,8 @@ def tuned_kernel(q_t, k_t, v):
 
             def scale_and_store(src, gi, out_rows):
                 o = slot(finals, gi)[0:rows_of(gi), :]
-                o[...] = nisa.tensor_scalar(src, op0=nl.multiply, operand0=sum_recip(gi), engine=nisa.scalar_engine)
-                nl.store(out_rows, value=o)
+                nisa.tensor_scalar(dst=o, data=src, op0=nl.multiply, operand0=sum_recip(gi), engine=nisa.engine.scalar)
+                nisa.dma_copy(dst=out_rows, src=o)
 
             def write_back(gi):
                 """The row sums and their reciprocal, the output (across sections merged with the earlier
@@ -250,32 +243,29 @@ def tuned_kernel(q_t, k_t, v):
                 out_rows = out[row0:row0 + rows, :]
                 section_sum = stat(gi, SECTION_SUM)
                 a = slot(acc, gi)[0:rows, :]
-                section_sum[...] = nisa.tensor_reduce(op=nl.add, data=slot(partial_sum, gi)[0:rows, :], axis=(1,),
-                                                      keepdims=True)
+                nisa.tensor_reduce(dst=section_sum, op=nl.add, data=slot(partial_sum, gi)[0:rows, :], axis=(1,), keepdims=True)
                 if not sectioned:
-                    sum_recip(gi)[...] = nisa.reciprocal(section_sum)
+                    nisa.reciprocal(dst=sum_recip(gi), data=section_sum)
                     scale_and_store(a, gi, out_rows)
                     return
                 if s == 0:
-                    running_sum(gi)[...] = nisa.tensor_copy(section_sum)
+                    nisa.tensor_copy(dst=running_sum(gi), src=section_sum)
                 else:
                     prev_sum = stat(gi, PREV_SUM)
-                    prev_sum[...] = nisa.tensor_copy(running_sum(gi))
-                    running_sum(gi)[...] = nisa.tensor_scalar(prev_sum, op0=nl.multiply, operand0=stat(gi, CORRECTION),
-                                                              op1=nl.add, operand1=section_sum)
+                    nisa.tensor_copy(dst=prev_sum, src=running_sum(gi))
+                    nisa.tensor_scalar(dst=running_sum(gi), data=prev_sum, op0=nl.multiply, operand0=stat(gi, CORRECTION), op1=nl.add, operand1=section_sum)
                 if last:
-                    sum_recip(gi)[...] = nisa.reciprocal(running_sum(gi))
+                    nisa.reciprocal(dst=sum_recip(gi), data=running_sum(gi))
                 result = a
                 if s > 0:
                     prev = slot(prev_out, gi)[0:rows, :]
-                    prev[...] = nl.load(out_rows)
+                    nisa.dma_copy(dst=prev, src=out_rows)
                     result = slot(merged, gi)[0:rows, :]
-                    result[...] = nisa.scalar_tensor_tensor(data=prev, op0=nl.multiply, operand0=stat(gi, CORRECTION),
-                                                            op1=nl.add, operand1=a)
+                    nisa.scalar_tensor_tensor(dst=result, data=prev, op0=nl.multiply, operand0=stat(gi, CORRECTION), op1=nl.add, operand1=a)
                 if last:
                     scale_and_store(result, gi, out_rows)
                 else:
-                    nl.store(out_rows, value=result)  # unnormalised, read back by the next section
+                    nisa.dma_copy(dst=out_rows, src=result)  # unnormalised, read back by the next section
 
             if num_grps <= 1:
                 load_q(0), qk_and_max(0), update_max(0), exp_probs(0), pv(0), write_back(0)

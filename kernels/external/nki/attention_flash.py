@@ -29,7 +29,7 @@ def tuned_kernel(q_t, k_t, v):
     p_pool = _Pool(depth, (q_tile, kv_tile), DTYPE)
     alpha_pool = _Pool(depth + 1, (q_tile, 1), nl.float32)
     s_psum = _Pool(2, (q_tile, kv_tile), nl.float32, buffer=nl.psum)
-    pt_psum = _Pool(2, (P, kv_chunks * q_tile), nl.float32, buffer=nl.psum)
+    pt_psum = _Pool(2, (P, kv_chunks * q_tile), DTYPE, buffer=nl.psum)  # a transpose keeps the dtype
     pv_psum = _Pool(2, (q_tile, d), nl.float32, buffer=nl.psum)
     masked_pool = _Pool(2, (q_tile, kv_tile), nl.float32)
     pt_pool = _Pool(2, (P, kv_chunks * q_tile), DTYPE)
@@ -40,22 +40,22 @@ def tuned_kernel(q_t, k_t, v):
         """Scores, the causal mask on diagonal tiles, the new running max."""
         t, rows = s.tile, s.tile.rows
         s_ps = s_psum.next()[0:rows, 0:s.cols]
-        s_ps[...] = nisa.nc_matmul(t.q_t, s.k_t)
+        nisa.nc_matmul(dst=s_ps, stationary=t.q_t, moving=s.k_t, accumulate=False)
         s.scores = s_ps
         if s.k0 + s.cols - 1 > t.q0:  # the tile crosses the diagonal
             s.scores = masked_pool.next()[0:rows, 0:s.cols]
-            s.scores[...] = nisa.tensor_copy(s_ps)
-            s.scores[...] = _causal_mask(s.scores, t.q0, s.k0)
+            nisa.tensor_copy(dst=s.scores, src=s_ps)
+            _causal_mask(s.scores, s.scores, t.q0, s.k0)
         m_old = t.stats[:, t.max_col:t.max_col + 1]
         m_new = t.stats[:, 1 - t.max_col:2 - t.max_col]
         if s.first:
-            m_new[...] = nisa.tensor_reduce(op=nl.max, data=s.scores, axis=(1,), keepdims=True)
+            nisa.tensor_reduce(dst=m_new, op=nl.maximum, data=s.scores, axis=(1,), keepdims=True)
         else:
             tile_max = col_pool.next()[0:rows, :]
-            tile_max[...] = nisa.tensor_reduce(op=nl.max, data=s.scores, axis=(1,), keepdims=True)
-            m_new[...] = nisa.tensor_tensor(m_old, tile_max, op=nl.maximum)
+            nisa.tensor_reduce(dst=tile_max, op=nl.maximum, data=s.scores, axis=(1,), keepdims=True)
+            nisa.tensor_tensor(dst=m_new, data1=m_old, data2=tile_max, op=nl.maximum)
         s.neg_scaled_max = col_pool.next()[0:rows, :]
-        s.neg_scaled_max[...] = nisa.tensor_scalar(m_new, op0=nl.multiply, operand0=-scale)
+        nisa.tensor_scalar(dst=s.neg_scaled_max, data=m_new, op0=nl.multiply, operand0=-scale)
 
     def probabilities(s):
         """P = exp(scale S - scale m) with its row sums; alpha = exp(scale (m_old - m_new)) and the running sum."""
@@ -63,13 +63,12 @@ def tuned_kernel(q_t, k_t, v):
         l = t.stats[:, 2:3]
         s.probs = p_pool.next()[0:rows, 0:s.cols]
         row_sum = l if s.first else col_pool.next()[0:rows, :]
-        s.probs[...] = nisa.activation_reduce(op=nl.exp, data=s.scores, bias=s.neg_scaled_max, scale=scale,
-                                              reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation_reduce(dst=s.probs, op=nl.exp, data=s.scores, bias=s.neg_scaled_max, scale=scale, reduce_op=nl.add, reduce_res=row_sum)
         if not s.first:
             m_old = t.stats[:, t.max_col:t.max_col + 1]
             s.alpha = alpha_pool.next()[0:rows, :]
-            s.alpha[...] = nisa.activation(op=nl.exp, data=m_old, bias=s.neg_scaled_max, scale=scale)
-            l[...] = nisa.tensor_scalar(l, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=row_sum)
+            nisa.activation(dst=s.alpha, op=nl.exp, data=m_old, bias=s.neg_scaled_max, scale=scale)
+            nisa.tensor_scalar(dst=l, data=l, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=row_sum)
         t.max_col = 1 - t.max_col
 
     def transpose_probs(s):
@@ -80,14 +79,13 @@ def tuned_kernel(q_t, k_t, v):
         s.probs_t = pt_pool.next()
         for c in range(chunks):
             crows = min(P, s.cols - c * P)
-            pt_ps[0:crows, c * rows:(c + 1) * rows] = nisa.nc_transpose(s.probs[:, c * P:c * P + crows])
+            nisa.nc_transpose(dst=pt_ps[0:crows, c * rows:(c + 1) * rows], data=s.probs[:, c * P:c * P + crows])
         full_chunks = s.cols // P
         if full_chunks > 0:
-            s.probs_t[:, 0:full_chunks * rows] = nisa.activation(op=nl.copy, data=pt_ps[:, 0:full_chunks * rows])
+            nisa.activation(dst=s.probs_t[:, 0:full_chunks * rows], op=nl.copy, data=pt_ps[:, 0:full_chunks * rows])
         if full_chunks < chunks:  # the ragged last block of keys
             crows = s.cols - full_chunks * P
-            s.probs_t[0:crows, full_chunks * rows:chunks * rows] = nisa.activation(
-                op=nl.copy, data=pt_ps[0:crows, full_chunks * rows:chunks * rows])
+            nisa.activation(dst=s.probs_t[0:crows, full_chunks * rows:chunks * rows], op=nl.copy, data=pt_ps[0:crows, full_chunks * rows:chunks * rows])
 
     def probs_times_v(s):
         """P V accumulated over the key blocks in one PSUM tile."""
@@ -95,29 +93,26 @@ def tuned_kernel(q_t, k_t, v):
         s.pv = pv_psum.next()[0:rows, :]
         for c in range(-(-s.cols // P)):
             crows = min(P, s.cols - c * P)
-            product = nisa.nc_matmul(s.probs_t[0:crows, c * rows:(c + 1) * rows], s.v[0:crows, c * d:(c + 1) * d])
-            if c > 0:
-                s.pv[...] += product
-            else:
-                s.pv[...] = product
+            nisa.nc_matmul(dst=s.pv, stationary=s.probs_t[0:crows, c * rows:(c + 1) * rows],
+                           moving=s.v[0:crows, c * d:(c + 1) * d], accumulate=c > 0)
 
     def accumulate(s):
         """acc = acc * alpha + P V; after the tile's last step, out = acc / l."""
         t = s.tile
         if s.first:
-            t.acc[...] = nisa.tensor_copy(s.pv)
+            nisa.tensor_copy(dst=t.acc, src=s.pv)
         else:
-            t.acc[...] = nisa.tensor_scalar(t.acc, op0=nl.multiply, operand0=s.alpha)
-            t.acc[...] = nisa.tensor_tensor(t.acc, s.pv, op=nl.add)
+            nisa.tensor_scalar(dst=t.acc, data=t.acc, op0=nl.multiply, operand0=s.alpha)
+            nisa.tensor_tensor(dst=t.acc, data1=t.acc, data2=s.pv, op=nl.add)
         t.steps_left -= 1
         if t.steps_left > 0:
             return
         inv_sum = col_pool.next()[0:t.rows, :]
-        inv_sum[...] = nisa.reciprocal(t.stats[:, 2:3])
+        nisa.reciprocal(dst=inv_sum, data=t.stats[:, 2:3])
         o = out_pool.next()[0:t.rows, :]
-        o[...] = nisa.tensor_scalar(t.acc, op0=nl.multiply, operand0=inv_sum)
+        nisa.tensor_scalar(dst=o, data=t.acc, op0=nl.multiply, operand0=inv_sum)
         row0 = t.head * seq + t.q0
-        nl.store(out[row0:row0 + t.rows, :], value=o)
+        nisa.dma_copy(dst=out[row0:row0 + t.rows, :], src=o)
 
     pipeline = _StepPipeline(lookahead, scores_and_max, probabilities, transpose_probs, probs_times_v, accumulate)
     for g in range(kv_heads):
@@ -126,7 +121,7 @@ def tuned_kernel(q_t, k_t, v):
             for j in range(group):
                 h = g * group + j
                 q_block = q_pool.next()
-                q_block[:, 0:block.size] = nl.load(q_t[h * d:(h + 1) * d, block.begin:block.end])
+                nisa.dma_copy(dst=q_block[:, 0:block.size], src=q_t[h * d:(h + 1) * d, block.begin:block.end])
                 for q in _tiles(block.size, q_tile, block.begin):
                     block_tiles.append(_Record(
                         head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
@@ -135,12 +130,12 @@ def tuned_kernel(q_t, k_t, v):
             for kv in _tiles(block.end, kv_tile):  # key tiles after the block's last query are never needed
                 cols = min(kv_tile, seq - kv.begin)
                 kt = k_pool.next()[:, 0:cols]
-                kt[...] = nl.load(k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
+                nisa.dma_copy(dst=kt, src=k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
                 vt = v_pool.next()
                 for c in range(-(-cols // P)):
                     crows = min(P, cols - c * P)
                     row0 = g * seq + kv.begin + c * P
-                    vt[0:crows, c * d:(c + 1) * d] = nl.load(v[row0:row0 + crows, :])
+                    nisa.dma_copy(dst=vt[0:crows, c * d:(c + 1) * d], src=v[row0:row0 + crows, :])
                 for t in block_tiles:
                     if kv.begin > t.q0 + t.rows - 1:
                         continue  # fully masked for this query tile

@@ -28,7 +28,9 @@ def tuned_kernel(q_t, k_t, v):
     lookahead = max(PIPELINE_DEPTH, 1) - 1
     depth = lookahead + 1
     pe_transposes = DMA_TRANSPOSE < BLOCKS_PER_BANK
-    stats_engine = nisa.gpsimd_engine if STATS_ON_GPSIMD else nisa.vector_engine
+    # NKI 0.6 runs tensor_scalar on GpSimd for rsqrt only: with STATS_ON_GPSIMD the statistics' tensor_scalar
+    # instructions are left to the compiler's choice of engine (autotune measured them on GpSimd).
+    stats_engine = nisa.engine.unknown if STATS_ON_GPSIMD else nisa.engine.vector
     scale = 1.0 / d ** 0.5
 
     # Score matmuls on PE_ROW_TILES row tiles of the PE array side by side (bank b's on tile b % PE_ROW_TILES):
@@ -40,13 +42,15 @@ def tuned_kernel(q_t, k_t, v):
     v_pool = _Pool(depth + 1, (KEY_BLOCK, key_blocks * d), DTYPE)
     q_pool = _Pool(2 * group, (qk_rows, block_rows), DTYPE)
 
-    def bank_matmul(q_tile_t, k_tile_t, b):
+    def bank_matmul(dst, q_tile_t, k_tile_t, b):
         """Bank b's scores, on its PE row tile when the matmuls are tiled."""
         r0, c0 = b.index % PE_ROW_TILES * tile_rows, b.index // PE_ROW_TILES * BANK_COLUMNS
         stationary, moving = q_tile_t[r0:r0 + d, :], k_tile_t[r0:r0 + d, c0:c0 + b.size]
         if PE_ROW_TILES == 1:
-            return nisa.nc_matmul(stationary, moving)
-        return nisa.nc_matmul(stationary, moving, tile_position=(r0, 0), tile_size=(tile_rows, P))
+            nisa.nc_matmul(dst=dst, stationary=stationary, moving=moving, accumulate=False)
+        else:
+            nisa.nc_matmul(dst=dst, stationary=stationary, moving=moving, accumulate=False, tile_position=(r0, 0),
+                           tile_size=(tile_rows, P))
     acc_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, d), nl.float32)
     stats_pool = _Pool((lookahead + 2) * tiles_per_block, (q_tile, 3), nl.float32)  # max, next max, sum
     p_pool = _Pool(depth + 1, (q_tile, kv_tile), DTYPE)
@@ -60,7 +64,7 @@ def tuned_kernel(q_t, k_t, v):
     # transposes; the others rotate score banks.
     pv_bank = _Pool(1, (q_tile, PV_TILES_PER_BANK * d), nl.float32, buffer=nl.psum).next()
     pv_next = [0]
-    pt_psum = _Pool(2, (KEY_BLOCK, BLOCKS_PER_BANK * q_tile), nl.float32, buffer=nl.psum) if pe_transposes else None
+    pt_psum = _Pool(2, (KEY_BLOCK, BLOCKS_PER_BANK * q_tile), DTYPE, buffer=nl.psum) if pe_transposes else None
     s_psum = _Pool(5 if pe_transposes else 7, (q_tile, BANK_COLUMNS), nl.float32, buffer=nl.psum)
 
     def scores_and_max(s):
@@ -71,27 +75,25 @@ def tuned_kernel(q_t, k_t, v):
         s.scores = scores_pool.next()[0:rows, 0:s.cols]
         for b in _tiles(s.cols, BANK_COLUMNS):
             s_ps = s_psum.next()[0:rows, 0:b.size]
-            s_ps[...] = bank_matmul(t.q_t, s.k_t, b)
+            bank_matmul(s_ps, t.q_t, s.k_t, b)
             scores = s.scores[:, b.begin:b.end]
             key0 = s.k0 + b.begin
             if key0 + b.size - 1 > t.q0:
-                scores[...] = nisa.tensor_copy(s_ps)
-                scores[...] = _causal_mask(scores, t.q0, key0)
-                bank_max[:, b.index:b.index + 1] = nisa.tensor_reduce(op=nl.max, data=scores, axis=(1,),
-                                                                      keepdims=True)
+                nisa.tensor_copy(dst=scores, src=s_ps)
+                _causal_mask(scores, scores, t.q0, key0)
+                nisa.tensor_reduce(dst=bank_max[:, b.index:b.index + 1], op=nl.maximum, data=scores, axis=(1,), keepdims=True)
             else:
-                scores[...] = nisa.tensor_scalar_reduce(data=s_ps, op0=nl.multiply, operand0=1.0, reduce_op=nl.max,
-                                                        reduce_res=bank_max[:, b.index:b.index + 1])
+                nisa.tensor_scalar_reduce(dst=scores, data=s_ps, op0=nl.multiply, operand0=1.0, reduce_op=nl.maximum, reduce_res=bank_max[:, b.index:b.index + 1])
         m_old = t.stats[:, t.max_col:t.max_col + 1]
         m_new = t.stats[:, 1 - t.max_col:2 - t.max_col]
         if s.first:
-            m_new[...] = nisa.tensor_reduce(op=nl.max, data=bank_max, axis=(1,), keepdims=True)
+            nisa.tensor_reduce(dst=m_new, op=nl.maximum, data=bank_max, axis=(1,), keepdims=True)
         else:
             tile_max = col_pool.next()[0:rows, :]
-            tile_max[...] = nisa.tensor_reduce(op=nl.max, data=bank_max, axis=(1,), keepdims=True)
-            m_new[...] = nisa.tensor_tensor(m_old, tile_max, op=nl.maximum)
+            nisa.tensor_reduce(dst=tile_max, op=nl.maximum, data=bank_max, axis=(1,), keepdims=True)
+            nisa.tensor_tensor(dst=m_new, data1=m_old, data2=tile_max, op=nl.maximum)
         s.neg_scaled_max = col_pool.next()[0:rows, :]
-        s.neg_scaled_max[...] = nisa.tensor_scalar(m_new, op0=nl.multiply, operand0=-scale, engine=stats_engine)
+        nisa.tensor_scalar(dst=s.neg_scaled_max, data=m_new, op0=nl.multiply, operand0=-scale, engine=stats_engine)
 
     def probabilities(s):
         """P over the whole step in one activation with its row sum; alpha and the running sum."""
@@ -99,19 +101,20 @@ def tuned_kernel(q_t, k_t, v):
         s.probs = p_pool.next()[0:rows, 0:s.cols]
         l = t.stats[:, 2:3]
         row_sum = l if s.first else col_pool.next()[0:rows, :]
-        s.probs[...] = nisa.activation_reduce(op=nl.exp, data=s.scores, bias=s.neg_scaled_max, scale=scale,
-                                              reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation_reduce(dst=s.probs, op=nl.exp, data=s.scores, bias=s.neg_scaled_max, scale=scale, reduce_op=nl.add, reduce_res=row_sum)
         if not s.first:
             m_old = t.stats[:, t.max_col:t.max_col + 1]
             s.alpha = alpha_pool.next()[0:rows, :]
-            s.alpha[...] = nisa.activation(op=nl.exp, data=m_old, bias=s.neg_scaled_max, scale=scale)
-            l[...] = nisa.tensor_scalar(l, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=row_sum,
-                                        engine=stats_engine)
+            nisa.activation(dst=s.alpha, op=nl.exp, data=m_old, bias=s.neg_scaled_max, scale=scale)
+            nisa.tensor_scalar(dst=l, data=l, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=row_sum, engine=stats_engine)
         t.max_col = 1 - t.max_col
 
     def evacuate(dst, src):
         """P^T blocks out of PSUM, on the scalar engine when EVACUATE_ON_SCALAR, else the vector engine."""
-        dst[...] = nisa.activation(op=nl.copy, data=src) if EVACUATE_ON_SCALAR else nisa.tensor_copy(src)
+        if EVACUATE_ON_SCALAR:
+            nisa.activation(dst=dst, op=nl.copy, data=src)
+        else:
+            nisa.tensor_copy(dst=dst, src=src)
 
     def transpose_probs(s):
         """P^T per 128 keys: the step's last DMA_TRANSPOSE quarters of its blocks by transposing DMAs (SBUF to
@@ -126,10 +129,12 @@ def tuned_kernel(q_t, k_t, v):
         if full_end > first_dma:
             n = full_end - first_dma
             src = s.probs[:, first_dma * KEY_BLOCK:full_end * KEY_BLOCK].reshape((rows, n, KEY_BLOCK))
-            s.probs_t[:, first_dma * rows:full_end * rows] = nisa.dma_transpose(src).reshape((KEY_BLOCK, n * rows))
+            dst = s.probs_t[:, first_dma * rows:full_end * rows].reshape((KEY_BLOCK, n, rows))
+            nisa.dma_transpose(dst=dst, src=src, axes=(2, 1, 0))
         if on_dma > 0 and full_end < blocks:
             k0 = full_end * KEY_BLOCK
-            s.probs_t[0:s.cols - k0, full_end * rows:blocks * rows] = nisa.dma_transpose(s.probs[:, k0:s.cols])
+            nisa.dma_transpose(dst=s.probs_t[0:s.cols - k0, full_end * rows:blocks * rows], src=s.probs[:, k0:s.cols],
+                               axes=(1, 0))
         for group4 in _tiles(first_dma, BLOCKS_PER_BANK):
             on_pe = group4.size
             pt_ps = pt_psum.next()
@@ -137,7 +142,7 @@ def tuned_kernel(q_t, k_t, v):
             for j in range(on_pe):
                 k0 = (group4.begin + j) * KEY_BLOCK
                 krows = min(KEY_BLOCK, s.cols - k0)
-                pt_ps[0:krows, j * rows:(j + 1) * rows] = nisa.nc_transpose(s.probs[:, k0:k0 + krows])
+                nisa.nc_transpose(dst=pt_ps[0:krows, j * rows:(j + 1) * rows], data=s.probs[:, k0:k0 + krows])
                 if krows == KEY_BLOCK:
                     full = j + 1
             base = group4.begin * rows
@@ -155,30 +160,25 @@ def tuned_kernel(q_t, k_t, v):
         pv_next[0] += 1
         s.pv = pv_bank[0:rows, slot * d:(slot + 1) * d]
         for c in _tiles(s.cols, KEY_BLOCK):
-            product = nisa.nc_matmul(s.probs_t[0:c.size, c.index * rows:(c.index + 1) * rows],
-                                     s.v[0:c.size, c.index * d:(c.index + 1) * d])
-            if c.index > 0:
-                s.pv[...] += product
-            else:
-                s.pv[...] = product
+            nisa.nc_matmul(dst=s.pv, stationary=s.probs_t[0:c.size, c.index * rows:(c.index + 1) * rows],
+                           moving=s.v[0:c.size, c.index * d:(c.index + 1) * d], accumulate=c.index > 0)
 
     def accumulate(s):
         """acc = acc * alpha + P V in one instruction; after the tile's last step, out = acc / l."""
         t = s.tile
         if s.first:
-            t.acc[...] = nisa.tensor_copy(s.pv)
+            nisa.tensor_copy(dst=t.acc, src=s.pv)
         else:
-            t.acc[...] = nisa.scalar_tensor_tensor(data=t.acc, op0=nl.multiply, operand0=s.alpha, op1=nl.add,
-                                                   operand1=s.pv)
+            nisa.scalar_tensor_tensor(dst=t.acc, data=t.acc, op0=nl.multiply, operand0=s.alpha, op1=nl.add, operand1=s.pv)
         t.steps_left -= 1
         if t.steps_left > 0:
             return
         inv_sum = col_pool.next()[0:t.rows, :]
-        inv_sum[...] = nisa.reciprocal(t.stats[:, 2:3])
+        nisa.reciprocal(dst=inv_sum, data=t.stats[:, 2:3])
         o = out_pool.next()[0:t.rows, :]
-        o[...] = nisa.tensor_scalar(t.acc, op0=nl.multiply, operand0=inv_sum, engine=stats_engine)
+        nisa.tensor_scalar(dst=o, data=t.acc, op0=nl.multiply, operand0=inv_sum, engine=stats_engine)
         row0 = t.head * seq + t.q0
-        nl.store(out[row0:row0 + t.rows, :], value=o)
+        nisa.dma_copy(dst=out[row0:row0 + t.rows, :], src=o)
 
     pipeline = _StepPipeline(lookahead, scores_and_max, probabilities, transpose_probs, probs_times_v, accumulate)
     for g in range(kv_heads):
@@ -188,8 +188,7 @@ def tuned_kernel(q_t, k_t, v):
                 h = g * group + j
                 q_block = q_pool.next()
                 for j in range(PE_ROW_TILES):
-                    q_block[j * tile_rows:j * tile_rows + d, 0:block.size] = nl.load(
-                        q_t[h * d:(h + 1) * d, block.begin:block.end])
+                    nisa.dma_copy(dst=q_block[j * tile_rows:j * tile_rows + d, 0:block.size], src=q_t[h * d:(h + 1) * d, block.begin:block.end])
                 for q in _tiles(block.size, q_tile, block.begin):
                     block_tiles.append(_Record(
                         head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
@@ -199,16 +198,16 @@ def tuned_kernel(q_t, k_t, v):
                 cols = min(kv.size, block.end - kv.begin)  # keys past the block's last query are never needed
                 if PE_ROW_TILES == 1:
                     kt = k_pool.next()[:, 0:cols]
-                    kt[...] = nl.load(k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
+                    nisa.dma_copy(dst=kt, src=k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
                 else:
                     kt = k_pool.next()
                     for b in _tiles(cols, BANK_COLUMNS):
                         r0, c0 = b.index % PE_ROW_TILES * tile_rows, b.index // PE_ROW_TILES * BANK_COLUMNS
-                        kt[r0:r0 + d, c0:c0 + b.size] = nl.load(k_t[g * d:(g + 1) * d, kv.begin + b.begin:kv.begin + b.end])
+                        nisa.dma_copy(dst=kt[r0:r0 + d, c0:c0 + b.size], src=k_t[g * d:(g + 1) * d, kv.begin + b.begin:kv.begin + b.end])
                 vt = v_pool.next()  # V in 128-key blocks side by side: keys on partitions, as P^T has them
                 for c in _tiles(cols, KEY_BLOCK):
                     row0 = g * seq + kv.begin + c.begin
-                    vt[0:c.size, c.index * d:(c.index + 1) * d] = nl.load(v[row0:row0 + c.size, :])
+                    nisa.dma_copy(dst=vt[0:c.size, c.index * d:(c.index + 1) * d], src=v[row0:row0 + c.size, :])
                 for t in block_tiles:
                     last_query = t.q0 + t.rows - 1
                     if kv.begin > last_query:

@@ -56,7 +56,7 @@ def tuned_kernel(q_t, k_t, v):
             if on_chip:
                 return block
             staged = staging.next()[0:block.shape[0], 0:seq]
-            staged[...] = nl.load(block)
+            nisa.dma_copy(dst=staged, src=block)
             return staged
 
         heads = range(h0, h0 + heads_per_round)
@@ -68,19 +68,19 @@ def tuned_kernel(q_t, k_t, v):
         for h in heads:
             g = h // group
             kt = k_pool.next()
-            kt[...] = nl.load(k_t[g * d:(g + 1) * d, :])
+            nisa.dma_copy(dst=kt, src=k_t[g * d:(g + 1) * d, :])
             for r in row_tiles:
                 qt = q_pool.next()[:, 0:r.size]
-                qt[...] = nl.load(q_t[h * d:(h + 1) * d, r.begin:r.end])
+                nisa.dma_copy(dst=qt, src=q_t[h * d:(h + 1) * d, r.begin:r.end])
                 s_row = s_rows(h, r.begin, r.size)
                 for c in _tiles(seq, COL_CHUNK):
                     s_ps = s_psum.next()[0:r.size, 0:c.size]
-                    s_ps[...] = nisa.nc_matmul(qt, kt[:, c.begin:c.end])
+                    nisa.nc_matmul(dst=s_ps, stationary=qt, moving=kt[:, c.begin:c.end], accumulate=False)
                     s = s_row[:, c.begin:c.end] if on_chip else s_pool.next()[0:r.size, 0:c.size]
-                    s[...] = nisa.activation(op=nl.copy, data=s_ps, scale=scale)
-                    s[...] = _causal_mask(s, r.begin, c.begin)
+                    nisa.activation(dst=s, op=nl.copy, data=s_ps, scale=scale)
+                    _causal_mask(s, s, r.begin, c.begin)
                     if not on_chip:
-                        nl.store(s_row[:, c.begin:c.end], value=s)
+                        nisa.dma_copy(dst=s_row[:, c.begin:c.end], src=s)
         # Pass 2: P = softmax(S) over whole rows.
         s_pool = None if on_chip else _Pool(1, (P, seq), nl.float32)
         p_pool = None if on_chip else _Pool(1, (P, seq), DTYPE)
@@ -89,23 +89,23 @@ def tuned_kernel(q_t, k_t, v):
             for r in row_tiles:
                 s = readable(s_rows(h, r.begin, r.size), s_pool)
                 row_max = col_pool.next()[0:r.size, :]
-                row_max[...] = nisa.tensor_reduce(op=nl.max, data=s, axis=(1,), keepdims=True)
+                nisa.tensor_reduce(dst=row_max, op=nl.maximum, data=s, axis=(1,), keepdims=True)
                 neg_max = col_pool.next()[0:r.size, :]
-                neg_max[...] = nisa.tensor_scalar(row_max, op0=nl.multiply, operand0=-1.0)
+                nisa.tensor_scalar(dst=neg_max, data=row_max, op0=nl.multiply, operand0=-1.0)
                 row_sum = col_pool.next()[0:r.size, :]
-                s[...] = nisa.activation_reduce(op=nl.exp, data=s, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
+                nisa.activation_reduce(dst=s, op=nl.exp, data=s, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
                 inv_sum = col_pool.next()[0:r.size, :]
-                inv_sum[...] = nisa.reciprocal(row_sum)
+                nisa.reciprocal(dst=inv_sum, data=row_sum)
                 p_row = p_rows(h, r.begin, r.size)
                 p = p_row if on_chip else p_pool.next()[0:r.size, :]
-                p[...] = nisa.tensor_scalar(s, op0=nl.multiply, operand0=inv_sum)
+                nisa.tensor_scalar(dst=p, data=s, op0=nl.multiply, operand0=inv_sum)
                 if not on_chip:
-                    nl.store(p_row, value=p)
+                    nisa.dma_copy(dst=p_row, src=p)
         # Pass 3: O = P V, P transposed on the tensor engine (the contraction over keys needs keys on partitions).
         chunks = len(row_tiles)
         v_pool = _Pool(1, (P, chunks * d), DTYPE)
         p_pool = None if on_chip else _Pool(1, (P, seq), DTYPE)
-        pt_psum = _Pool(2, (P, CHUNKS_PER_BANK * P), nl.float32, buffer=nl.psum)
+        pt_psum = _Pool(2, (P, CHUNKS_PER_BANK * P), DTYPE, buffer=nl.psum)  # a transpose keeps the dtype
         pt_pool = _Pool(2, (P, CHUNKS_PER_BANK * P), DTYPE)
         o_psum = _Pool(2, (P, d), nl.float32, buffer=nl.psum)
         o_pool = _Pool(2, (P, d), DTYPE)
@@ -113,7 +113,7 @@ def tuned_kernel(q_t, k_t, v):
             g = h // group
             vt = v_pool.next()
             for c in row_tiles:
-                vt[0:c.size, c.index * d:(c.index + 1) * d] = nl.load(v[g * seq + c.begin:g * seq + c.end, :])
+                nisa.dma_copy(dst=vt[0:c.size, c.index * d:(c.index + 1) * d], src=v[g * seq + c.begin:g * seq + c.end, :])
             for r in row_tiles:
                 rows = r.size
                 p = readable(p_rows(h, r.begin, rows), p_pool)
@@ -125,24 +125,20 @@ def tuned_kernel(q_t, k_t, v):
                     for j in range(in_bank):
                         k0 = (c0 + j) * P
                         crows = min(P, seq - k0)
-                        pt_ps[0:crows, j * rows:(j + 1) * rows] = nisa.nc_transpose(p[:, k0:k0 + crows])
+                        nisa.nc_transpose(dst=pt_ps[0:crows, j * rows:(j + 1) * rows], data=p[:, k0:k0 + crows])
                         if crows == P:
                             full_chunks = j + 1
                     if full_chunks > 0:
-                        pt[:, 0:full_chunks * rows] = nisa.tensor_copy(pt_ps[:, 0:full_chunks * rows])
+                        nisa.tensor_copy(dst=pt[:, 0:full_chunks * rows], src=pt_ps[:, 0:full_chunks * rows])
                     if full_chunks < in_bank:  # the ragged last chunk
                         crows = seq - (c0 + full_chunks) * P
-                        pt[0:crows, full_chunks * rows:in_bank * rows] = nisa.tensor_copy(
-                            pt_ps[0:crows, full_chunks * rows:in_bank * rows])
+                        nisa.tensor_copy(dst=pt[0:crows, full_chunks * rows:in_bank * rows], src=pt_ps[0:crows, full_chunks * rows:in_bank * rows])
                     for j in range(in_bank):
                         c = c0 + j
                         crows = min(P, seq - c * P)
-                        product = nisa.nc_matmul(pt[0:crows, j * rows:(j + 1) * rows], vt[0:crows, c * d:(c + 1) * d])
-                        if c > 0:
-                            o_ps[...] += product
-                        else:
-                            o_ps[...] = product
+                        nisa.nc_matmul(dst=o_ps, stationary=pt[0:crows, j * rows:(j + 1) * rows],
+                                       moving=vt[0:crows, c * d:(c + 1) * d], accumulate=c > 0)
                 o = o_pool.next()[0:rows, :]
-                o[...] = nisa.tensor_copy(o_ps)
-                nl.store(out[h * seq + r.begin:h * seq + r.end, :], value=o)
+                nisa.tensor_copy(dst=o, src=o_ps)
+                nisa.dma_copy(dst=out[h * seq + r.begin:h * seq + r.end, :], src=o)
     return out

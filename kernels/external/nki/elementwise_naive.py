@@ -11,14 +11,14 @@ def tuned_kernel(a, b):
     for r in _tiles(rows, P):
         at = a_tiles.next()[0:r.size, :]
         bt = b_tiles.next()[0:r.size, :]
-        at[...] = nl.load(a[r.begin:r.end, :])
-        bt[...] = nl.load(b[r.begin:r.end, :])
+        nisa.dma_copy(dst=at, src=a[r.begin:r.end, :])
+        nisa.dma_copy(dst=bt, src=b[r.begin:r.end, :])
         ot = out_tiles.next()[0:r.size, :]
         if OPERATION == "add":
-            ot[...] = nisa.tensor_tensor(at, bt, op=nl.add, engine=nisa.vector_engine)
+            nisa.tensor_tensor(dst=ot, data1=at, data2=bt, op=nl.add, engine=nisa.engine.vector)
         else:
             work = work_tiles.next()[0:r.size, :]
-            work[...] = nisa.activation(op=nl.silu, data=at)
-            ot[...] = nisa.tensor_tensor(work, bt, op=nl.multiply, engine=nisa.vector_engine)
-        nl.store(out[r.begin:r.end, :], value=ot)
+            nisa.activation(dst=work, op=nl.silu, data=at)
+            nisa.tensor_tensor(dst=ot, data1=work, data2=bt, op=nl.multiply, engine=nisa.engine.vector)
+        nisa.dma_copy(dst=out[r.begin:r.end, :], src=ot)
     return out

@@ -16,17 +16,17 @@ def tuned_kernel(a, b):
         for c in _tiles(cols, TILE_SIZE):
             at = a_tiles.next()[0:parts, 0:fold, 0:c.size]
             bt = b_tiles.next()[0:parts, 0:fold, 0:c.size]
-            at[...] = nl.load(_folded(a, group, c.begin, c.end))
-            bt[...] = nl.load(_folded(b, group, c.begin, c.end))
+            nisa.dma_copy(dst=at, src=_folded(a, group, c.begin, c.end))
+            nisa.dma_copy(dst=bt, src=_folded(b, group, c.begin, c.end))
             use_gpsimd = ENGINE == 1 or (ENGINE == 2 and step % 2 == 1)
-            engine = nisa.gpsimd_engine if use_gpsimd else nisa.vector_engine
+            engine = nisa.engine.gpsimd if use_gpsimd else nisa.engine.vector
             step += 1
             ot = out_tiles.next()[0:parts, 0:fold, 0:c.size]
             if OPERATION == "add":
-                ot[...] = nisa.tensor_tensor(at, bt, op=nl.add, engine=engine)
+                nisa.tensor_tensor(dst=ot, data1=at, data2=bt, op=nl.add, engine=engine)
             else:
                 work = work_tiles.next()[0:parts, 0:fold, 0:c.size]
-                work[...] = nisa.activation(op=nl.silu, data=at)
-                ot[...] = nisa.tensor_tensor(work, bt, op=nl.multiply, engine=engine)
-            nl.store(_folded(out, group, c.begin, c.end), value=ot)
+                nisa.activation(dst=work, op=nl.silu, data=at)
+                nisa.tensor_tensor(dst=ot, data1=work, data2=bt, op=nl.multiply, engine=engine)
+            nisa.dma_copy(dst=_folded(out, group, c.begin, c.end), src=ot)
     return out

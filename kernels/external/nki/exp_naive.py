@@ -9,11 +9,11 @@ def tuned_kernel(in_tensor):
     inputs = []
     for r in row_tiles:
         inputs.append(in_tiles.next()[0:r.size, :])
-        inputs[-1][...] = nl.load(in_tensor[r.begin:r.end, :])
+        nisa.dma_copy(dst=inputs[-1], src=in_tensor[r.begin:r.end, :])
     results = []
     for r in row_tiles:
         results.append(out_tiles.next()[0:r.size, :])
-        results[-1][...] = nisa.activation(op=nl.exp, data=inputs[r.index])
+        nisa.activation(dst=results[-1], op=nl.exp, data=inputs[r.index])
     for r in row_tiles:
-        nl.store(out_tensor[r.begin:r.end, :], value=results[r.index])
+        nisa.dma_copy(dst=out_tensor[r.begin:r.end, :], src=results[r.index])
     return out_tensor

@@ -10,8 +10,8 @@ def tuned_kernel(in_tensor):
         _, parts, fold = group
         for c in _tiles(cols, TILE_SIZE):
             x = in_tiles.next()[0:parts, 0:fold, 0:c.size]
-            x[...] = nl.load(_folded(in_tensor, group, c.begin, c.end))
+            nisa.dma_copy(dst=x, src=_folded(in_tensor, group, c.begin, c.end))
             y = out_tiles.next()[0:parts, 0:fold, 0:c.size]
-            y[...] = nisa.activation(op=nl.exp, data=x)
-            nl.store(_folded(out_tensor, group, c.begin, c.end), value=y)
+            nisa.activation(dst=y, op=nl.exp, data=x)
+            nisa.dma_copy(dst=_folded(out_tensor, group, c.begin, c.end), src=y)
     return out_tensor

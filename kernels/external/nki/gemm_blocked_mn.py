@@ -18,24 +18,22 @@ def tuned_kernel(lhsT, rhs):
             lhsT_block.append([])
             for k in k_tiles:
                 lhsT_block[-1].append(lhsT_tiles.next()[0:k.size, 0:bm.size])
-                lhsT_block[-1][-1][...] = nl.load(lhsT[k.begin:k.end, bm.begin:bm.end])
+                nisa.dma_copy(dst=lhsT_block[-1][-1], src=lhsT[k.begin:k.end, bm.begin:bm.end])
         for n in _tiles(N, block_n):
             rhs_block = []
             for bn in _tiles(n.size, TILE_N, n.begin):
                 rhs_block.append([])
                 for k in k_tiles:
                     rhs_block[-1].append(rhs_tiles.next()[0:k.size, 0:bn.size])
-                    rhs_block[-1][-1][...] = nl.load(rhs[k.begin:k.end, bn.begin:bn.end])
+                    nisa.dma_copy(dst=rhs_block[-1][-1], src=rhs[k.begin:k.end, bn.begin:bn.end])
             for bm in _tiles(m.size, TILE_M, m.begin):
                 for step in _tiles(n.size, step_n, n.begin):
                     res_psum = psum_tiles.next()[0:bm.size, 0:step.size]
                     for k in k_tiles:
                         for j in _tiles(step.size, TILE_N, step.begin):
-                            product = nisa.nc_matmul(lhsT_block[bm.index][k.index],
-                                                     rhs_block[(step.offset + j.offset) // TILE_N][k.index])
-                            if k.index > 0:
-                                res_psum[:, j.offset:j.offset + j.size] += product
-                            else:
-                                res_psum[:, j.offset:j.offset + j.size] = product
+                            nisa.nc_matmul(dst=res_psum[:, j.offset:j.offset + j.size],
+                                           stationary=lhsT_block[bm.index][k.index],
+                                           moving=rhs_block[(step.offset + j.offset) // TILE_N][k.index],
+                                           accumulate=k.index > 0)
                     _drain(res_psum, result_tiles, result, bm, step)
     return result

@@ -16,17 +16,17 @@ def tuned_kernel(lhsT, rhs):
         partial = []  # by M tile
         for m in m_tiles:
             partial.append(partial_rows.next()[0:m.size, 0:n.size])
-            partial[-1][...] = nisa.memset(shape=(m.size, n.size), value=0.0, dtype=DTYPE, engine=nisa.gpsimd_engine)
+            nisa.memset(dst=partial[-1], value=0.0, engine=nisa.engine.gpsimd)
         for k in _tiles(K, block_k):
             rhs_block = []  # by K tile: [TILE_K, block_n]
             for bk in _tiles(k.size, TILE_K, k.begin):
                 rhs_block.append(rhs_tiles.next()[0:bk.size, 0:n.size])
-                rhs_block[-1][...] = nl.load(rhs[bk.begin:bk.end, n.begin:n.end])
+                nisa.dma_copy(dst=rhs_block[-1], src=rhs[bk.begin:bk.end, n.begin:n.end])
             for m in _tiles(M, block_m):
                 lhsT_block = []  # by K tile: [TILE_K, block_m]
                 for bk in _tiles(k.size, TILE_K, k.begin):
                     lhsT_block.append(lhsT_tiles.next()[0:bk.size, 0:m.size])
-                    lhsT_block[-1][...] = nl.load(lhsT[bk.begin:bk.end, m.begin:m.end])
+                    nisa.dma_copy(dst=lhsT_block[-1], src=lhsT[bk.begin:bk.end, m.begin:m.end])
                 for step in _tiles(n.size, step_n, n.begin):
                     for bm in _tiles(m.size, TILE_M, m.begin):
                         res_psum = psum_tiles.next()[0:bm.size, 0:step.size]
@@ -35,7 +35,7 @@ def tuned_kernel(lhsT, rhs):
                             moving = rhs_block[bk.index][:, step.offset:step.offset + step.size]
                             _matmul_step(res_psum, stationary, moving, accumulate=bk.index > 0)
                         total = partial[bm.begin // TILE_M][:, step.offset:step.offset + step.size]
-                        total[...] = nisa.tensor_tensor(total, res_psum, op=nl.add)
+                        nisa.tensor_tensor(dst=total, data1=total, data2=res_psum, op=nl.add)
         for m in m_tiles:
-            nl.store(result[m.begin:m.end, n.begin:n.end], value=partial[m.index])
+            nisa.dma_copy(dst=result[m.begin:m.end, n.begin:n.end], src=partial[m.index])
     return result

@@ -15,12 +15,12 @@ def tuned_kernel(lhsT, rhs):
         lhsT_column = []
         for k in k_tiles:
             lhsT_column.append(lhsT_tiles.next()[0:k.size, 0:m.size])
-            lhsT_column[-1][...] = nl.load(lhsT[k.begin:k.end, m.begin:m.end])
+            nisa.dma_copy(dst=lhsT_column[-1], src=lhsT[k.begin:k.end, m.begin:m.end])
         for n in _tiles(N, step_n):
             rhs_column = []
             for k in k_tiles:
                 rhs_column.append(rhs_tiles.next()[0:k.size, 0:n.size])
-                rhs_column[-1][...] = nl.load(rhs[k.begin:k.end, n.begin:n.end])
+                nisa.dma_copy(dst=rhs_column[-1], src=rhs[k.begin:k.end, n.begin:n.end])
             res_psum = psum_tiles.next()[0:m.size, 0:n.size]
             for k in k_tiles:
                 _matmul_step(res_psum, lhsT_column[k.index], rhs_column[k.index], accumulate=k.index > 0)

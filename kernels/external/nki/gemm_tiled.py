@@ -16,8 +16,8 @@ def tuned_kernel(lhsT, rhs):
             for k in _tiles(K, TILE_K):
                 lhsT_tile = lhsT_tiles.next()[0:k.size, 0:m.size]
                 rhs_tile = rhs_tiles.next()[0:k.size, 0:n.size]
-                lhsT_tile[...] = nl.load(lhsT[k.begin:k.end, m.begin:m.end])
-                rhs_tile[...] = nl.load(rhs[k.begin:k.end, n.begin:n.end])
+                nisa.dma_copy(dst=lhsT_tile, src=lhsT[k.begin:k.end, m.begin:m.end])
+                nisa.dma_copy(dst=rhs_tile, src=rhs[k.begin:k.end, n.begin:n.end])
                 _matmul_step(res_psum, lhsT_tile, rhs_tile, accumulate=k.index > 0)
             _drain(res_psum, result_tiles, result, m, n)
     return result

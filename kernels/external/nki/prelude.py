@@ -1,15 +1,13 @@
 P = nl.tile_size.pmax  # partitions: 128
 
 
-class _Span:
-    """One tile of a loop: its index, first element, size (the last may be ragged) and offset in the loop's range."""
+class _Span(nl.NKIObject):
+    """One tile of a loop: its index, first element, size (the last may be ragged), end and offset in the loop's
+    range."""
 
     def __init__(self, index, begin, size, offset):
         self.index, self.begin, self.size, self.offset = index, begin, size, offset
-
-    @property
-    def end(self):
-        return self.begin + self.size
+        self.end = begin + size
 
 
 def _tiles(extent, tile, begin=0):
@@ -37,13 +35,12 @@ def _folded(tensor, group, c0, c1):
     return tensor[begin:begin + parts * fold, c0:c1].reshape((parts, fold, c1 - c0))
 
 
-class _Pool:
+class _Pool(nl.NKIObject):
     """`count` rotating buffers of one shape in SBUF or PSUM, handed out in turn by next(): up to `count`
     loop steps use distinct buffers, so their loads, compute and stores can overlap (the pipeline depth)."""
 
     def __init__(self, count, shape, dtype, buffer=nl.sbuf):
-        self.buffers = [nl.ndarray((nl.par_dim(shape[0]),) + tuple(shape[1:]), dtype=dtype, buffer=buffer)
-                        for _ in range(count)]
+        self.buffers = [nl.ndarray(tuple(shape), dtype=dtype, buffer=buffer) for _ in range(count)]
         self.turn = 0
 
     def next(self):

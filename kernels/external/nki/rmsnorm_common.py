@@ -6,11 +6,11 @@ def _broadcast_to_partitions(dst, row_hbm):
     512 columns (one PSUM bank) at a time."""
     cols = row_hbm.shape[1]
     row = _Pool(1, (1, cols), DTYPE).next()
-    row[...] = nl.load(row_hbm)
+    nisa.dma_copy(dst=row, src=row_hbm)
     ones = _Pool(1, (1, P), DTYPE).next()
-    ones[...] = nisa.memset(shape=(1, P), value=1.0, dtype=DTYPE)
+    nisa.memset(dst=ones, value=1.0)
     psum = _Pool(2, (P, 512), nl.float32, buffer=nl.psum)
     for c in _tiles(cols, 512):
         broadcast = psum.next()[:, 0:c.size]
-        broadcast[...] = nisa.nc_matmul(ones, row[:, c.begin:c.end])
-        dst[:, c.begin:c.end] = nisa.tensor_copy(broadcast)
+        nisa.nc_matmul(dst=broadcast, stationary=ones, moving=row[:, c.begin:c.end], accumulate=False)
+        nisa.tensor_copy(dst=dst[:, c.begin:c.end], src=broadcast)

@@ -13,26 +13,26 @@ def tuned_kernel(x, gamma):
     columns = _Pool(4, (P, 1), nl.float32)
     for r in _tiles(rows, P):  # pass 1: 1/rms of every row, to HBM
         xt = x_tiles.next()[0:r.size, :]
-        xt[...] = nl.load(x[r.begin:r.end, :])
+        nisa.dma_copy(dst=xt, src=x[r.begin:r.end, :])
         squares = work_tiles.next()[0:r.size, :]
-        squares[...] = nisa.tensor_tensor(xt, xt, op=nl.multiply)
+        nisa.tensor_tensor(dst=squares, data1=xt, data2=xt, op=nl.multiply)
         total = columns.next()[0:r.size, :]
-        total[...] = nisa.tensor_reduce(op=nl.add, data=squares, axis=(1,), keepdims=True)
+        nisa.tensor_reduce(dst=total, op=nl.add, data=squares, axis=(1,), keepdims=True)
         mean = columns.next()[0:r.size, :]
-        mean[...] = nisa.tensor_scalar(total, op0=nl.multiply, operand0=1.0 / cols, op1=nl.add, operand1=EPSILON)
+        nisa.tensor_scalar(dst=mean, data=total, op0=nl.multiply, operand0=1.0 / cols, op1=nl.add, operand1=EPSILON)
         rms = columns.next()[0:r.size, :]
-        rms[...] = nisa.activation(op=nl.sqrt, data=mean)
+        nisa.activation(dst=rms, op=nl.sqrt, data=mean)
         inv = columns.next()[0:r.size, :]
-        inv[...] = nisa.reciprocal(rms)
-        nl.store(inv_rms[r.begin:r.end, :], value=inv)
+        nisa.reciprocal(dst=inv, data=rms)
+        nisa.dma_copy(dst=inv_rms[r.begin:r.end, :], src=inv)
     for r in _tiles(rows, P):  # pass 2: y = x * (1/rms) * gamma
         xt = x_tiles.next()[0:r.size, :]
-        xt[...] = nl.load(x[r.begin:r.end, :])
+        nisa.dma_copy(dst=xt, src=x[r.begin:r.end, :])
         inv = columns.next()[0:r.size, :]
-        inv[...] = nl.load(inv_rms[r.begin:r.end, :])
+        nisa.dma_copy(dst=inv, src=inv_rms[r.begin:r.end, :])
         normalised = work_tiles.next()[0:r.size, :]
-        normalised[...] = nisa.tensor_scalar(xt, op0=nl.multiply, operand0=inv)
+        nisa.tensor_scalar(dst=normalised, data=xt, op0=nl.multiply, operand0=inv)
         yt = y_tiles.next()[0:r.size, :]
-        yt[...] = nisa.tensor_tensor(normalised, gamma_bcast[0:r.size, :], op=nl.multiply)
-        nl.store(y[r.begin:r.end, :], value=yt)
+        nisa.tensor_tensor(dst=yt, data1=normalised, data2=gamma_bcast[0:r.size, :], op=nl.multiply)
+        nisa.dma_copy(dst=y[r.begin:r.end, :], src=yt)
     return y

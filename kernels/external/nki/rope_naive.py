@@ -14,22 +14,22 @@ def tuned_kernel(x, cos, sin):
     products = _Pool(2, (P, half), nl.float32)
     for r in _tiles(seq, P):
         xt = x_tiles.next()[0:r.size, :]
-        xt[...] = nl.load(x[r.begin:r.end, :])
+        nisa.dma_copy(dst=xt, src=x[r.begin:r.end, :])
         c = tables.next()[0:r.size, :]
         s = tables.next()[0:r.size, :]
-        c[...] = nl.load(cos[r.begin:r.end, :])
-        s[...] = nl.load(sin[r.begin:r.end, :])
+        nisa.dma_copy(dst=c, src=cos[r.begin:r.end, :])
+        nisa.dma_copy(dst=s, src=sin[r.begin:r.end, :])
         yt = y_tiles.next()[0:r.size, :]
         for h in range(heads):
             at = h * head_dim
             x1, x2 = xt[:, at:at + half], xt[:, at + half:at + head_dim]
             a = products.next()[0:r.size, :]
             b = products.next()[0:r.size, :]
-            a[...] = nisa.tensor_tensor(x1, c, op=nl.multiply)
-            b[...] = nisa.tensor_tensor(x2, s, op=nl.multiply)
-            yt[:, at:at + half] = nisa.tensor_tensor(a, b, op=nl.subtract)
-            a[...] = nisa.tensor_tensor(x2, c, op=nl.multiply)
-            b[...] = nisa.tensor_tensor(x1, s, op=nl.multiply)
-            yt[:, at + half:at + head_dim] = nisa.tensor_tensor(a, b, op=nl.add)
-        nl.store(y[r.begin:r.end, :], value=yt)
+            nisa.tensor_tensor(dst=a, data1=x1, data2=c, op=nl.multiply)
+            nisa.tensor_tensor(dst=b, data1=x2, data2=s, op=nl.multiply)
+            nisa.tensor_tensor(dst=yt[:, at:at + half], data1=a, data2=b, op=nl.subtract)
+            nisa.tensor_tensor(dst=a, data1=x2, data2=c, op=nl.multiply)
+            nisa.tensor_tensor(dst=b, data1=x1, data2=s, op=nl.multiply)
+            nisa.tensor_tensor(dst=yt[:, at + half:at + head_dim], data1=a, data2=b, op=nl.add)
+        nisa.dma_copy(dst=y[r.begin:r.end, :], src=yt)
     return y

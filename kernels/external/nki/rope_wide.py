@@ -12,7 +12,7 @@ def tuned_kernel(x, cos, sin):
     y = nl.ndarray((seq, width), dtype=DTYPE, buffer=nl.shared_hbm)
     fold = UNROLL_FACTOR
     wide = heads * half  # one token's halves of every head, side by side
-    sin_engine = nisa.gpsimd_engine if ENGINE_SPLIT == 1 else nisa.vector_engine
+    sin_engine = nisa.engine.gpsimd if ENGINE_SPLIT == 1 else nisa.engine.vector
     x_tiles = _Pool(PIPELINE_DEPTH, (P, fold, width), DTYPE)
     y_tiles = _Pool(PIPELINE_DEPTH, (P, fold, width), DTYPE)
     raw_tables = _Pool(2 * PIPELINE_DEPTH, (P, fold, half), DTYPE)
@@ -25,26 +25,25 @@ def tuned_kernel(x, cos, sin):
         if GATHER_BY_DMA:
             nisa.dma_copy(dst=dst, src=src)
         else:
-            dst[...] = nisa.activation(op=nl.copy, data=src)
+            nisa.activation(dst=dst, op=nl.copy, data=src)
 
     for group in _folded_row_groups(seq, fold):
         _, rows, f_count = group
         xt = x_tiles.next()[0:rows, 0:f_count, :]
-        xt[...] = nl.load(_folded(x, group, 0, width))
+        nisa.dma_copy(dst=xt, src=_folded(x, group, 0, width))
         c = raw_tables.next()[0:rows, 0:f_count, :]
         s = raw_tables.next()[0:rows, 0:f_count, :]
-        c[...] = nl.load(_folded(cos, group, 0, half))
-        s[...] = nl.load(_folded(sin, group, 0, half))
+        nisa.dma_copy(dst=c, src=_folded(cos, group, 0, half))
+        nisa.dma_copy(dst=s, src=_folded(sin, group, 0, half))
 
         def widen(table):
             out = wide_tables.next()[0:rows, 0:f_count, :]
             for t in range(f_count):
-                out[:, t, 0:half] = nisa.tensor_copy(table[:, t, :], engine=nisa.gpsimd_engine)
+                nisa.tensor_copy(dst=out[:, t, 0:half], src=table[:, t, :], engine=nisa.engine.gpsimd)
                 filled = 1
                 while filled < heads:
                     n = min(filled, heads - filled)
-                    out[:, t, filled * half:(filled + n) * half] = nisa.tensor_copy(out[:, t, 0:n * half],
-                                                                                    engine=nisa.gpsimd_engine)
+                    nisa.tensor_copy(dst=out[:, t, filled * half:(filled + n) * half], src=out[:, t, 0:n * half], engine=nisa.engine.gpsimd)
                     filled *= 2
             return out
 
@@ -59,20 +58,20 @@ def tuned_kernel(x, cos, sin):
         a = products.next()[0:rows, 0:f_count, :]
         b = products.next()[0:rows, 0:f_count, :]
         y1 = results.next()[0:rows, 0:f_count, :]
-        a[...] = nisa.tensor_tensor(x1, cw, op=nl.multiply)
-        b[...] = nisa.tensor_tensor(x2, sw, op=nl.multiply, engine=sin_engine)
-        y1[...] = nisa.tensor_tensor(a, b, op=nl.subtract)
+        nisa.tensor_tensor(dst=a, data1=x1, data2=cw, op=nl.multiply)
+        nisa.tensor_tensor(dst=b, data1=x2, data2=sw, op=nl.multiply, engine=sin_engine)
+        nisa.tensor_tensor(dst=y1, data1=a, data2=b, op=nl.subtract)
         a2 = products.next()[0:rows, 0:f_count, :]
         b2 = products.next()[0:rows, 0:f_count, :]
         y2 = results.next()[0:rows, 0:f_count, :]
-        a2[...] = nisa.tensor_tensor(x2, cw, op=nl.multiply)
-        b2[...] = nisa.tensor_tensor(x1, sw, op=nl.multiply, engine=sin_engine)
-        y2[...] = nisa.tensor_tensor(a2, b2, op=nl.add)
+        nisa.tensor_tensor(dst=a2, data1=x2, data2=cw, op=nl.multiply)
+        nisa.tensor_tensor(dst=b2, data1=x1, data2=sw, op=nl.multiply, engine=sin_engine)
+        nisa.tensor_tensor(dst=y2, data1=a2, data2=b2, op=nl.add)
         yt = y_tiles.next()[0:rows, 0:f_count, :]
         for t in range(f_count):
             for h in range(heads):
                 at = h * head_dim
                 move(yt[:, t, at:at + half], y1[:, t, h * half:(h + 1) * half])
                 move(yt[:, t, at + half:at + head_dim], y2[:, t, h * half:(h + 1) * half])
-        nl.store(_folded(y, group, 0, width), value=yt)
+        nisa.dma_copy(dst=_folded(y, group, 0, width), src=yt)
     return y

@@ -9,6 +9,6 @@ def tuned_kernel(x, batch=BATCH):
         for c in _tiles(cols, P):
             for r in _tiles(rows, TILE_SIZE):
                 piece = pieces.next()[0:c.size, 0:r.size]
-                piece[...] = nisa.dma_transpose(x[b * rows + r.begin:b * rows + r.end, c.begin:c.end])
-                nl.store(y[b * cols + c.begin:b * cols + c.end, r.begin:r.end], value=piece)
+                nisa.dma_transpose(dst=piece, src=x[b * rows + r.begin:b * rows + r.end, c.begin:c.end])
+                nisa.dma_copy(dst=y[b * cols + c.begin:b * cols + c.end, r.begin:r.end], src=piece)
     return y

@@ -11,10 +11,10 @@ def tuned_kernel(x, batch=BATCH):
         for r in _tiles(rows, P):
             for c in _tiles(cols, P):
                 block = in_tiles.next()[0:r.size, 0:c.size]
-                block[...] = nl.load(x[b * rows + r.begin:b * rows + r.end, c.begin:c.end])
+                nisa.dma_copy(dst=block, src=x[b * rows + r.begin:b * rows + r.end, c.begin:c.end])
                 t = psum.next()[0:c.size, 0:r.size]
-                t[...] = nisa.nc_transpose(block)
+                nisa.nc_transpose(dst=t, data=block)
                 out = out_tiles.next()[0:c.size, 0:r.size]
-                out[...] = nisa.tensor_copy(t)
-                nl.store(y[b * cols + c.begin:b * cols + c.end, r.begin:r.end], value=out)
+                nisa.tensor_copy(dst=out, src=t)
+                nisa.dma_copy(dst=y[b * cols + c.begin:b * cols + c.end, r.begin:r.end], src=out)
     return y

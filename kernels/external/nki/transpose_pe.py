@@ -16,18 +16,18 @@ def tuned_kernel(x, batch=BATCH):
                 for r in _tiles(rg.size, P):
                     s = strips.next()[0:r.size, 0:strip.size]
                     first = b * rows + rg.begin + r.begin
-                    s[...] = nl.load(x[first:first + r.size, strip.begin:strip.end])
+                    nisa.dma_copy(dst=s, src=x[first:first + r.size, strip.begin:strip.end])
                     loaded.append(s)
                 for c in _tiles(strip.size, P):
                     bank = psum.next()[0:c.size, 0:rg.size]
                     for r in _tiles(rg.size, P):
-                        bank[:, r.begin:r.end] = nisa.nc_transpose(loaded[r.index][:, c.begin:c.end])
+                        nisa.nc_transpose(dst=bank[:, r.begin:r.end], data=loaded[r.index][:, c.begin:c.end])
                     piece = pieces.next()[0:c.size, 0:rg.size]
                     if EVACUATE_ENGINE == 1:
-                        piece[...] = nisa.activation(op=nl.copy, data=bank)
+                        nisa.activation(dst=piece, op=nl.copy, data=bank)
                     else:
-                        engine = nisa.gpsimd_engine if EVACUATE_ENGINE == 2 else nisa.vector_engine
-                        piece[...] = nisa.tensor_copy(bank, engine=engine)
+                        engine = nisa.engine.gpsimd if EVACUATE_ENGINE == 2 else nisa.engine.vector
+                        nisa.tensor_copy(dst=piece, src=bank, engine=engine)
                     y_row = b * cols + strip.begin + c.begin
-                    nl.store(y[y_row:y_row + c.size, rg.begin:rg.end], value=piece)
+                    nisa.dma_copy(dst=y[y_row:y_row + c.size, rg.begin:rg.end], src=piece)
     return y
