@@ -108,6 +108,18 @@ budget: {{evaluations: 2}}
         status, error = query(wrong_db, "SELECT status, error FROM trials ORDER BY id")[0]
         check(proc.returncode != 0 and status == "failed" and "wrong answer: max relative error" in error,
               f"a wrong output through the loop: exit {proc.returncode}, trial {status}: {error}")
+        # The shipped goal reads, and without the SDK (or numpy) it stops at its baseline with the harness's line.
+        # (a copy in the temporary folder, so that the harness's cache stays out of the source tree)
+        text = open(os.path.join(SOURCE, "configs", "goals", "attention-on-device.yaml")).read()
+        check("../../examples/trainium/nki_device_bench.py" in text, "the shipped goal names another program")
+        copy = write_goal(tmp, "attention-on-device.yaml", text.replace("../../examples/trainium/nki_device_bench.py",
+                                                                        HARNESS))
+        shipped = os.path.join(tmp, "shipped.db")
+        proc = run(["run", copy], shipped,
+                   env_extra={"PYTHONPATH": "", "AUTOTUNE_BIN": os.path.abspath(BIN)})
+        status, error = query(shipped, "SELECT status, error FROM trials ORDER BY id")[0]
+        check(proc.returncode != 0 and status == "failed" and "exited with code 3" in error
+              and "nki_device_bench: " in error, f"the shipped goal without the SDK: {status}: {error}")
     print("ok")
 
 
