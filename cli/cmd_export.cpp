@@ -1,4 +1,12 @@
 // autotune export RUN [TRIAL] [--nki] [--db F] -o FILE
+// autotune export --kernel K [--variant V] [--shape A=1,B=2] [--dtype D] [--param N=V]... [--target T]
+//                 [--nki] -o FILE
+//
+// The second form exports a configuration that is no stored trial (what a
+// command target's measuring program does for each candidate it is given,
+// examples/trainium/), checked like `autotune profile` checks it: known
+// family, variant and parameters, a shape and dtype the family takes, the
+// variant's constraints on the target.
 //
 // With --nki, writes the trial's kernel as an NKI kernel in Python for the
 // Neuron SDK (kernels/external/export_nki.hpp), for NKI 0.6 or with
@@ -16,6 +24,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/kernel_flags.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
@@ -29,7 +38,9 @@ namespace {
 
 struct ExportOptions {
   DatabaseOption db;
-  int64_t run = 0;
+  std::optional<int64_t> run;
+  std::string kernel, variant, shape, dtype, target;
+  std::vector<std::string> params;
   std::optional<int64_t> trial;
   std::string output;
   bool nki = false;
@@ -46,24 +57,77 @@ std::int64_t target_sbuf_bytes(const std::string& name) {
   }
 }
 
+// Writes `source` to o.output (stdout for "" or "-"), saying what was written.
+int write_export(const ExportOptions& o, const std::string& source, const std::string& what) {
+  if (o.output.empty() || o.output == "-") {
+    std::cout << source;
+    return 0;
+  }
+  std::ofstream out(o.output, std::ios::binary);
+  if (!out) throw UserError("cannot write " + o.output);
+  out << source;
+  out.close();
+  if (!out) throw UserError("cannot write " + o.output);
+  std::cout << "wrote " << o.output << (o.nki ? " (NKI)" : "") << ": " << what << "\n";
+  return 0;
+}
+
+// The configuration given by --kernel, --variant, --shape, --dtype, --param and --target.
+int export_configuration(const ExportOptions& o) {
+  const auto& family = kernels::family_registry().get(o.kernel);
+  const kernels::VariantSpec& variant =
+      family.variant(o.variant.empty() ? family.baseline_variant : o.variant);
+  const std::string target_name = o.target.empty() ? "trn1" : o.target;
+  const sim::TargetSpec target = sim::load_target(target_name);
+  const kernels::Shape shape = kernels::parse_shape(family, o.shape);
+  const sim::Dtype dtype = resolve_dtype(family, o.dtype);
+  const kernels::ParamValues params = kernels::resolve_params(variant, parse_param_flags(o.params));
+  check_constraints(variant, params, target, shape, dtype);
+  kernels::external::ExportProvenance provenance;
+  provenance.run = "parameters given to autotune export --kernel (no stored trial)";
+  provenance.target = target_name;
+  const std::string name = kernels::external::export_kernel_name(family.name, variant.name, "given");
+  const std::string source =
+      o.nki ? kernels::external::export_nki(family, variant, shape, dtype, params, name, provenance,
+                                            target.sbuf_bytes_per_partition,
+                                            kernels::external::parse_nki_version(o.nki_version))
+            : kernels::external::export_source(family, variant, shape, dtype, params, name, provenance);
+  return write_export(o, source, family.name + " / " + variant.name + ", the parameters given");
+}
+
 int run_export(const ExportOptions& o) {
   if (!o.nki && o.nki_version != "0.6") throw UserError("--nki-version is for --nki exports");
   if (o.nki) kernels::external::parse_nki_version(o.nki_version);  // refused before any work
+  const bool given = !o.kernel.empty();
+  const bool configuration_flags =
+      !o.variant.empty() || !o.shape.empty() || !o.dtype.empty() || !o.target.empty() || !o.params.empty();
+  if (given && (o.run || o.trial))
+    throw UserError("give RUN [TRIAL] (a stored trial) or --kernel K with its configuration, not both");
+  if (given) return export_configuration(o);
+  if (!o.run)
+    throw UserError(configuration_flags
+                        ? "--variant, --shape, --dtype, --param and --target describe a configuration of "
+                          "--kernel K; give --kernel too, or RUN [TRIAL] for a stored trial"
+                        : "give RUN [TRIAL] (see `autotune runs`) or --kernel K (see `autotune kernels`)");
+  if (configuration_flags)
+    throw UserError(
+        "--variant, --shape, --dtype, --param and --target go with --kernel; a stored trial (RUN "
+        "[TRIAL]) brings its own configuration");
   auto store = open_store_for_reading(o.db);
-  const auto run = store->run(o.run);
+  const auto run = store->run(*o.run);
   if (!run)
-    throw UserError("no run " + std::to_string(o.run) + " in " + store->location() +
+    throw UserError("no run " + std::to_string(*o.run) + " in " + store->location() +
                     " (see `autotune runs`)");
   std::optional<store::Trial> trial;
   if (o.trial) {
-    trial = store->trial(o.run, *o.trial);
+    trial = store->trial(*o.run, *o.trial);
     if (!trial)
-      throw UserError("run " + std::to_string(o.run) + " has no trial " + std::to_string(*o.trial) +
-                      " (see `autotune trials " + std::to_string(o.run) + "`)");
+      throw UserError("run " + std::to_string(*o.run) + " has no trial " + std::to_string(*o.trial) +
+                      " (see `autotune trials " + std::to_string(*o.run) + "`)");
   } else {
-    if (run->best_trial) trial = store->trial(o.run, *run->best_trial);
-    if (!trial || !is_measured(trial->status)) trial = store->best_trial(o.run);
-    if (!trial) throw UserError("run " + std::to_string(o.run) + " has no verified trial to export");
+    if (run->best_trial) trial = store->trial(*o.run, *run->best_trial);
+    if (!trial || !is_measured(trial->status)) trial = store->best_trial(*o.run);
+    if (!trial) throw UserError("run " + std::to_string(*o.run) + " has no verified trial to export");
   }
 
   // Shape, dtype and target come from the goal as the run resolved it.
@@ -87,18 +151,9 @@ int run_export(const ExportOptions& o) {
             : kernels::external::export_source(family, *variant, kernel.shape, kernel.dtype, kernel.params,
                                                name, provenance);
 
-  if (o.output.empty() || o.output == "-") {
-    std::cout << source;
-    return 0;
-  }
-  std::ofstream out(o.output, std::ios::binary);
-  if (!out) throw UserError("cannot write " + o.output);
-  out << source;
-  out.close();
-  if (!out) throw UserError("cannot write " + o.output);
-  std::cout << "wrote " << o.output << (o.nki ? " (NKI)" : "") << ": " << family.name << " / "
-            << variant->name << ", trial " << trial->id << " of run " << run->id << "\n";
-  return 0;
+  return write_export(o, source,
+                      family.name + " / " + variant->name + ", trial " + std::to_string(trial->id) +
+                          " of run " + std::to_string(run->id));
 }
 
 const CommandRegistration registration{
@@ -107,7 +162,7 @@ const CommandRegistration registration{
     "Trainium",
     [](CLI::App& command) -> CommandAction {
       auto o = std::make_shared<ExportOptions>();
-      command.add_option("RUN", o->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("RUN", o->run, "Run id (see `autotune runs`); or give --kernel instead");
       auto* positional =
           command.add_option("TRIAL", o->trial, "Trial id (default: the run's best verified trial)");
       command.add_option("--trial", o->trial, "Trial id, as TRIAL")->excludes(positional);
@@ -120,6 +175,17 @@ const CommandRegistration registration{
           "--nki-version", o->nki_version,
           "NKI to write for: 0.6 (default; NKI 0.6 in Neuron SDK 2.32, `import nki`) or legacy "
           "(the neuronxcc.nki namespace of SDKs before 2.27)");
+      command.add_option(
+          "--kernel", o->kernel,
+          "Export a configuration that is no stored trial: kernel family (see `autotune kernels`)");
+      command.add_option("--variant", o->variant,
+                         "With --kernel: the variant (default: the family's baseline)");
+      command.add_option("--shape", o->shape,
+                         "With --kernel: shape, e.g. M=256,N=512,K=512 (default: the family's)");
+      command.add_option("--dtype", o->dtype, "With --kernel: data type (default: the family's first)");
+      command.add_option("--param", o->params,
+                         "With --kernel: parameter NAME=VALUE; repeatable (others take their defaults)");
+      command.add_option("--target", o->target, "With --kernel: target name or YAML path (default: trn1)");
       add_database_option(command, o->db);
       return [o] { return run_export(*o); };
     }};

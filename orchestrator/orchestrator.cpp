@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/noise.hpp"
 #include "core/text.hpp"
 #include "orchestrator/distributed.hpp"
 #include "orchestrator/llm/llm_policy.hpp"
@@ -500,6 +501,8 @@ class RunLoop {
                         {"best_after", state_.best_value},
                         {"improvement", current_improvement()},
                         {"evaluations", runner_->counters().evaluations}};
+    if (const Json best = figures(*state_.best_trial); best.contains("interval"))
+      verdict.evidence["best_interval"] = best["interval"];
     // An idea that settled without measuring anything (its region's history
     // already shows it stopped paying) did not use the iteration: the next
     // idea gets it (the idea is now tried; kMaxUnspentIdeasInARow bounds it).
@@ -619,11 +622,98 @@ class RunLoop {
     log_->append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
     return std::move(batch.result);
   }
+  // Observes a batch in order. With a noisy target (measurements with
+  // intervals, core/noise.hpp) a lower median within the noise is not an
+  // improvement, and a win far beyond the noise is measured again before it
+  // counts: both are logged with the intervals.
   std::vector<search::Observation> observe_all(const std::vector<skills::MeasuredTrial>& measured) {
     std::vector<search::Observation> out;
-    for (const auto& m : measured) out.push_back(observe(m));
+    std::vector<std::size_t> suspicious;
+    Json within_noise = Json::array();
+    std::optional<store::Trial> best_before = state_.best_trial;
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      Comparison comparison = Comparison::not_better;
+      out.push_back(observe(measured[i], &comparison));
+      if (comparison == Comparison::suspicious) suspicious.push_back(i);
+      if (comparison == Comparison::within_noise && measured[i].fresh)
+        within_noise.push_back(figures(measured[i].trial));
+    }
+    if (!within_noise.empty()) {
+      skills::SkillDecision decision;
+      decision.action = "within_noise";
+      decision.inputs = {{"trials", within_noise.size()}};
+      decision.evidence = {{"best", figures(*state_.best_trial)}, {"within_noise", within_noise}};
+      decision.rationale = std::to_string(within_noise.size()) +
+                           (within_noise.size() == 1 ? " candidate has" : " candidates have") +
+                           " a lower median than the best (trial " + std::to_string(state_.best_trial->id) +
+                           ") but an interval that overlaps the best's: within the noise, not an improvement";
+      decision.outcome = "best kept";
+      log_->append(state_.progress.iteration, kOrchestrator, decision);
+    }
+    if (!suspicious.empty()) measure_again(measured, suspicious, out);
     report(state_.progress.phase);
     return out;
+  }
+
+  static std::string number_text(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
+  }
+
+  // A trial's figures for the log: its median, interval and runs.
+  static Json figures(const store::Trial& trial) {
+    Json out = {{"trial", trial.id}, {"latency_s", trial.metrics.value("latency_s", Json())}};
+    if (const auto e = estimate_from_metrics(trial.metrics, "latency_s"); e && e->width() > 0)
+      out["interval"] = {e->low, e->high};
+    if (trial.repeats.is_array()) out["runs"] = trial.repeats.size();
+    return out;
+  }
+
+  // The suspicious wins of a batch, measured again: each stands as its two
+  // measurements combined and counts only if they still beat the best beyond
+  // the noise.
+  void measure_again(const std::vector<skills::MeasuredTrial>& measured,
+                     const std::vector<std::size_t>& which, std::vector<search::Observation>& out) {
+    const int iteration = state_.progress.iteration;
+    skills::SkillDecision decision;
+    decision.action = "measure_again";
+    Json ids = Json::array(), trials = Json::array();
+    for (std::size_t i : which) {
+      ids.push_back(measured[i].trial.id);
+      trials.push_back(figures(measured[i].trial));
+    }
+    const double beyond = context_.target.remeasure_beyond();
+    decision.inputs = {{"trials", ids}};
+    decision.evidence = {
+        {"best", figures(*state_.best_trial)}, {"suspicious", trials}, {"remeasure_beyond", beyond}};
+    decision.rationale =
+        std::to_string(which.size()) + (which.size() == 1 ? " candidate beats" : " candidates beat") +
+        " the best (trial " + std::to_string(state_.best_trial->id) + ") by more than " +
+        number_text(beyond) +
+        " noise widths: measured again before it counts; it counts only if its runs together "
+        "still lie wholly below the best's interval";
+    const int64_t seq = log_->append(iteration, kOrchestrator, decision);
+    std::vector<skills::TrialRequest> requests;
+    for (std::size_t i : which) {
+      const store::Trial& first = measured[i].trial;
+      requests.push_back({{first.variant, first.params}, iteration, seq, first});
+    }
+    const auto started_batch = Clock::now();
+    auto again =
+        runner_->measure(requests, [&](const skills::MeasuredTrial&) { report(state_.progress.phase); });
+    log_->append(iteration, skills::kBenchmarkRunner, again.decision, elapsed_ms(started_batch));
+    std::vector<std::string> outcomes;
+    for (std::size_t k = 0; k < which.size(); ++k) {
+      Comparison comparison = Comparison::not_better;
+      out[which[k]] = observe(again.result[k], &comparison);
+      outcomes.push_back("trial " + std::to_string(measured[which[k]].trial.id) + " again as trial " +
+                         std::to_string(again.result[k].trial.id) + ": " +
+                         (comparison == Comparison::better
+                              ? std::string("confirmed, the new best")
+                              : "not confirmed (" + std::string(to_string(comparison)) + ")"));
+    }
+    log_->set_outcome(seq, join(outcomes, "; "));
   }
 
   // The start does not fit the target (an SBUF overflow, a tile limit):
@@ -692,7 +782,7 @@ class RunLoop {
     return out;
   }
 
-  search::Observation observe(const skills::MeasuredTrial& measured) {
+  search::Observation observe(const skills::MeasuredTrial& measured, Comparison* comparison = nullptr) {
     const store::Trial& trial = measured.trial;
     const skills::VariantSpace& variant = catalog_.variant(trial.variant);
     search::Configuration configuration;
@@ -707,17 +797,41 @@ class RunLoop {
         value ? search::Observation::success(configuration, *value)
               : search::Observation::failed(
                     configuration, trial.error.empty() ? std::string(to_string(trial.status)) : trial.error);
-    if (measured.fresh && !configuration.empty()) state_.observations[trial.variant].push_back(observation);
+    if (measured.fresh && !configuration.empty()) {
+      auto& list = state_.observations[trial.variant];
+      if (trial.metrics.contains("remeasured"))  // it stands for the first measurement of its candidate
+        std::erase_if(list, [&](const auto& o) { return o.configuration == configuration; });
+      list.push_back(observation);
+    }
     if (value) {
       state_.measured_variants.insert(trial.variant);
-      // Ties go to the lower trial id, as in `autotune trials --top`.
-      if (!state_.best_trial || *value < state_.best_value ||
-          (*value == state_.best_value && trial.id < state_.best_trial->id)) {
+      const Comparison c = state_.best_trial ? compare_with_best(trial, *value) : Comparison::better;
+      if (comparison) *comparison = c;
+      if (c == Comparison::better) {
         state_.best_trial = trial;
         state_.best_value = *value;
       }
     }
     return observation;
+  }
+
+  // How a measured trial compares with the best so far. Deterministic
+  // measurements: the lower value, ties to the lower trial id (as in
+  // `autotune trials --top`). Noisy ones (an interval on either side): the
+  // rule of core/noise.hpp, without suspicion for a trial measured again.
+  Comparison compare_with_best(const store::Trial& trial, double value) const {
+    const bool mfu = goal_.objective == Objective::mfu;
+    const char* key = mfu ? "mfu_percent" : "latency_s";
+    const auto candidate = estimate_from_metrics(trial.metrics, key, mfu);
+    const auto incumbent = estimate_from_metrics(state_.best_trial->metrics, key, mfu);
+    if (candidate && incumbent && (candidate->width() > 0 || incumbent->width() > 0) &&
+        trial.config_hash != state_.best_trial->config_hash)
+      return compare_estimates(
+          *candidate, *incumbent,
+          trial.metrics.contains("remeasured") ? -1.0 : context_.target.remeasure_beyond());
+    return value < state_.best_value || (value == state_.best_value && trial.id < state_.best_trial->id)
+               ? Comparison::better
+               : Comparison::not_better;
   }
 
   double current_improvement() const {

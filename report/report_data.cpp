@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/noise.hpp"
 #include "kernels/evaluate.hpp"
 #include "report/stored_kernel.hpp"
 #include "sim/simulator.hpp"
@@ -82,6 +83,24 @@ GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& bas
   } catch (const YAML::Exception&) {
   }
   return view;
+}
+
+// How many noise widths a win had to clear before it was measured again
+// (the command target's remeasure_beyond, core/noise.hpp), from the run's goal.
+double remeasure_beyond_of(const store::Run& run) {
+  try {
+    const YAML::Node goal = YAML::Load(run.goal_yaml);
+    if (goal["target"] && goal["target"].IsMap() && goal["target"]["remeasure_beyond"])
+      return goal["target"]["remeasure_beyond"].as<double>();
+  } catch (const YAML::Exception&) {
+  }
+  return kDefaultRemeasureBeyond;
+}
+
+// A trial's median interval of latency, [low, high], when it has one wider than a point.
+Json interval_of(const store::Trial& trial) {
+  const auto e = estimate_from_metrics(trial.metrics, "latency_s");
+  return e && e->width() > 0 ? Json{e->low, e->high} : Json();
 }
 
 std::string objective_of(const store::Run& run) {
@@ -339,32 +358,42 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   auto number_or_null = [](std::optional<double> value) { return value ? Json(*value) : Json(); };
   if (overview.baseline)
     doc["baseline"] = {{"trial", overview.baseline->id},
-                       {"latency_s", number_or_null(overview.baseline_latency_s)}};
+                       {"latency_s", number_or_null(overview.baseline_latency_s)},
+                       {"interval", interval_of(*overview.baseline)}};
   if (overview.best)
-    doc["best"] = {{"trial", overview.best->id}, {"latency_s", number_or_null(overview.best_latency_s)}};
+    doc["best"] = {{"trial", overview.best->id},
+                   {"latency_s", number_or_null(overview.best_latency_s)},
+                   {"interval", interval_of(*overview.best)}};
   if (overview.improvement) doc["improvement"] = *overview.improvement;
   const GoalView goal = goal_view(run, overview.baseline);
   if (!goal.text.empty()) doc["goal"] = goal.text;
   if (goal.latency_s) doc["goal_latency_s"] = *goal.latency_s;
 
   // Points in commit order; the evaluation number is the position in it.
+  // The best so far follows the loop's rule (core/noise.hpp): with intervals,
+  // a trial improves on the best only beyond the noise, and a win the loop
+  // measured again counts at its second measurement.
   std::vector<std::string> variants;
   std::map<std::string, int> variant_index;
   std::vector<std::size_t> improving;  // indices where the best so far improved
   Json best_so_far = Json::array();
-  std::optional<double> best;
+  std::optional<Estimate> best;
+  const double remeasure_beyond = remeasure_beyond_of(run);
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const auto& trial = trials[i];
     if (!variant_index.count(trial.variant)) {
       variant_index[trial.variant] = static_cast<int>(variants.size());
       variants.push_back(trial.variant);
     }
-    const auto latency = trial.metric("latency_s");
-    if (is_measured(trial.status) && latency && (!best || *latency < *best)) {
-      best = latency;
-      improving.push_back(i);
-      best_so_far.push_back({i + 1, *latency, trial.id});
-    }
+    const auto estimate = estimate_from_metrics(trial.metrics, "latency_s");
+    if (!is_measured(trial.status) || !estimate) continue;
+    if (best &&
+        compare_estimates(*estimate, *best, trial.metrics.contains("remeasured") ? -1.0 : remeasure_beyond) !=
+            Comparison::better)
+      continue;
+    best = estimate;
+    improving.push_back(i);
+    best_so_far.push_back({i + 1, estimate->value, trial.id});
   }
   std::vector<std::size_t> shown;
   const std::size_t first =
@@ -399,6 +428,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
     points.push_back({{"n", i + 1},
                       {"trial", trial.id},
                       {"latency_s", is_measured(trial.status) && latency ? Json(*latency) : Json()},
+                      {"interval", is_measured(trial.status) ? interval_of(trial) : Json()},
                       {"status", status_class(trial.status)},
                       {"variant", variant_index[trial.variant]},
                       {"params", trial.params},

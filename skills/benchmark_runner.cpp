@@ -214,6 +214,12 @@ class BenchmarkRunner::Batch {
   // or marks it for the queue).
   void serve_or_start(std::size_t i) {
     const TrialRequest& request = requests_[i];
+    if (request.remeasure_of) {
+      results_[i] = MeasuredTrial{make_trial(request), nullptr, true};
+      running_.push_back(i);
+      if (!runner_.options_.queue) start_on_pool(i);
+      return;
+    }
     const std::string hash = config_hash(request.candidate);
     if (auto it = runner_.measured_.find(hash); it != runner_.measured_.end()) {
       results_[i] = it->second;
@@ -296,8 +302,9 @@ class BenchmarkRunner::Batch {
   // then this runner's jobs claim them alongside the workers.
   void queue_running() {
     std::vector<std::pair<std::string, Json>> items;
-    for (std::size_t i : running_)
-      items.emplace_back(results_[i]->trial.config_hash, candidate_to_json(requests_[i].candidate));
+    for (std::size_t i : running_)  // a measurement again is a row of its own
+      items.emplace_back(results_[i]->trial.config_hash + (requests_[i].remeasure_of ? "#remeasure" : ""),
+                         candidate_to_json(requests_[i].candidate));
     const auto rows = runner_.store_.enqueue_measurements(runner_.run_, items);
     std::map<int64_t, std::size_t> index_of_row;
     for (std::size_t k = 0; k < running_.size(); ++k) {
@@ -351,7 +358,11 @@ class BenchmarkRunner::Batch {
     }
   }
 
-  void record(std::size_t i, const Measurement& m) {
+  void record(std::size_t i, const Measurement& measured) {
+    const auto& first = requests_[i].remeasure_of;
+    const Measurement m = first && measured.status == Outcome::ok && is_measured(first->status)
+                              ? remeasured(*first, measured)
+                              : measured;
     store::Trial& trial = results_[i]->trial;
     trial.status = m.status;
     trial.metrics = m.metrics;
@@ -365,6 +376,19 @@ class BenchmarkRunner::Batch {
     ++runner_.counters_.measured;
     ++runner_.counters_.evaluations;
     settle(i);
+  }
+
+  // Both measurements of a candidate measured again, as one.
+  Measurement remeasured(const store::Trial& first, const Measurement& again) const {
+    auto figures = [](const Json& metrics) {
+      Json out = {{"latency_s", metrics.value("latency_s", Json())}};
+      if (const auto e = estimate_from_metrics(metrics, "latency_s")) out["interval"] = {e->low, e->high};
+      return out;
+    };
+    Measurement m = runner_.target_.combine(first.repeats, again);
+    m.metrics["remeasured"] = {
+        {"of_trial", first.id}, {"first", figures(first.metrics)}, {"again", figures(again.metrics)}};
+    return m;
   }
 
   // Trials are committed in proposal order, so that their ids do not depend
@@ -409,11 +433,15 @@ class BenchmarkRunner::Batch {
   SkillResult<std::vector<MeasuredTrial>> decide() {
     SkillResult<std::vector<MeasuredTrial>> out;
     std::optional<double> best;
+    std::optional<Estimate> best_estimate;
     for (auto& r : results_) {
       AUTOTUNE_CHECK(r.has_value(), "a candidate of the batch was left unmeasured");
       if (is_measured(r->trial.status)) {
         const auto latency = r->trial.metric("latency_s");
-        if (latency && (!best || *latency < *best)) best = latency;
+        if (latency && (!best || *latency < *best)) {
+          best = latency;
+          best_estimate = estimate_from_metrics(r->trial.metrics, "latency_s");
+        }
       }
       out.result.push_back(std::move(*r));
     }
@@ -431,6 +459,11 @@ class BenchmarkRunner::Batch {
                          {"reused_in_run", reused_},
                          {"statuses", statuses_}};
     if (best) decision.evidence["best_latency_s"] = *best;
+    if (best_estimate && best_estimate->width() > 0)  // a noisy target's median interval
+      decision.evidence["best_latency_interval_s"] = {best_estimate->low, best_estimate->high};
+    int remeasured = 0;
+    for (const auto& request : requests_) remeasured += request.remeasure_of.has_value();
+    if (remeasured > 0) decision.evidence["measured_again"] = remeasured;
     // Candidates the target found to trace the very program of one it
     // measured already (a parameter that changes nothing here), or the same
     // instructions with the same dependencies on buffers allocated

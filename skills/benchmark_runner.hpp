@@ -22,6 +22,12 @@
 //    hosts) and committed here as they come back; a candidate queued by an
 //    earlier life of the run is not queued again, and its result, if one is
 //    waiting, is used as it is. The claimer enforces the timeout.
+//  - A request with `remeasure_of` measures its candidate again although it
+//    was measured (a noisy win that must be confirmed): never served from
+//    this run, the cache or the queue's first row; the new trial holds both
+//    measurements combined by the target (MeasurementTarget::combine) and
+//    metrics["remeasured"] = {of_trial, first, again}, and stands for the
+//    candidate from then on.
 //  - Trials are committed as they finish, in batches (one transaction per
 //    batch: whenever `commit_every` results are waiting, or `commit_interval_s`
 //    passed, and at the end of measure()). Profiles are saved right after.
@@ -60,6 +66,7 @@ struct TrialRequest {
   Candidate candidate;
   int iteration = 0;
   std::optional<int64_t> decision_seq;
+  std::optional<store::Trial> remeasure_of;  // the earlier trial of the candidate, to measure again
 };
 
 struct MeasuredTrial {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "core/noise.hpp"
 #include "skills/candidate.hpp"
 
 namespace autotune::skills {
@@ -47,6 +48,18 @@ class MeasurementTarget {
   // compile), on one line; "" when candidates can be measured. Such a target
   // still measures: every candidate fails with the reason in full.
   virtual std::string unusable_reason() const { return ""; }
+
+  // Noisy targets (whose measurements carry intervals in
+  // metrics["intervals"], core/noise.hpp): how many noise widths beyond the
+  // incumbent a win must be to be measured again before it counts.
+  virtual double remeasure_beyond() const { return kDefaultRemeasureBeyond; }
+  // A candidate measured again: the measurement that stands for both, given
+  // the first one's repeats and the second measurement (ok). The default
+  // keeps the second; a target that repeats runs pools them.
+  virtual Measurement combine(const Json& earlier_repeats, const Measurement& again) const {
+    (void)earlier_repeats;
+    return again;
+  }
 };
 
 }  // namespace autotune::skills

@@ -51,6 +51,9 @@
     return c;
   }
 
+  // " [low, high]": a noisy measurement's interval of its median.
+  function withInterval(m) { return m.interval ? " [" + seconds(m.interval[0]) + ", " + seconds(m.interval[1]) + "]" : ""; }
+
   // ---- convergence: one chart for every run shown, points coloured by variant
   function convergenceSeries(run, runIndex, many) {
     var measured = run.points.filter(function (p) { return p.latency_s !== null; });
@@ -60,13 +63,31 @@
     run.variants.forEach(function (variant, vi) {
       var pts = run.points.filter(function (p) { return p.variant === vi; }).map(function (p) {
         return { value: [p.n, p.latency_s !== null ? p.latency_s : failY], trial: p.trial, status: p.status,
-                 params: p.params, error: p.error, symbol: statusSymbol[p.status] || "circle",
+                 params: p.params, error: p.error, interval: p.interval, symbol: statusSymbol[p.status] || "circle",
                  itemStyle: p.status === "ok" ? undefined : { color: "#b3261e", opacity: 0.8 } };
       });
       series.push({ name: (many ? "run " + run.id + " " : "") + variant, type: "scatter", symbolSize: 7,
                     data: pts, itemStyle: { color: variantColour(vi, runIndex), opacity: 0.75 },
                     runId: run.id, kind: "points" });
     });
+    // A noisy target's trials: the interval of each median as a vertical bar behind its point.
+    var bars = run.points.filter(function (p) { return p.interval && p.latency_s !== null; })
+                         .map(function (p) { return [p.n, p.interval[0], p.interval[1]]; });
+    if (bars.length) {
+      series.push({ name: (many ? "run " + run.id + " " : "") + "interval of the median", type: "custom", silent: true,
+                    data: bars, encode: { x: 0, y: [1, 2] }, z: 1, kind: "intervals",
+                    itemStyle: { color: "#6b7280" },
+                    renderItem: function (params, api) {
+                      var low = api.coord([api.value(0), api.value(1)]), high = api.coord([api.value(0), api.value(2)]);
+                      return { type: "group", children: [
+                        { type: "line", shape: { x1: low[0], y1: low[1], x2: high[0], y2: high[1] },
+                          style: { stroke: "#6b7280", lineWidth: 1.5 } },
+                        { type: "line", shape: { x1: low[0] - 3, y1: low[1], x2: low[0] + 3, y2: low[1] },
+                          style: { stroke: "#6b7280", lineWidth: 1.5 } },
+                        { type: "line", shape: { x1: high[0] - 3, y1: high[1], x2: high[0] + 3, y2: high[1] },
+                          style: { stroke: "#6b7280", lineWidth: 1.5 } }] };
+                    } });
+    }
     var line = run.best_so_far.map(function (b) { return [b[0], b[1]]; });
     if (line.length) line.push([run.evaluations, line[line.length - 1][1]]);
     var marks = [];
@@ -89,6 +110,7 @@
         var d = p.data || {};
         if (d.trial === undefined) return esc(p.seriesName);
         return "trial " + esc(d.trial) + " (" + esc(p.seriesName) + ")<br>" + esc(d.status === "ok" ? seconds(d.value[1]) : d.status) +
+               (d.interval ? esc(" (median; interval " + seconds(d.interval[0]) + " to " + seconds(d.interval[1]) + ")") : "") +
                "<br>" + esc(params(d.params)) + (d.error ? "<br>" + esc(d.error) : "");
       } },
       legend: { type: "scroll", top: 0 },
@@ -331,8 +353,8 @@
       fact("status", run.status + (run.stop_reason ? " (" + run.stop_reason + ")" : "")),
       fact("kernel / target", run.kernel + " on " + run.target),
       fact("evaluations", String(run.evaluations)),
-      fact("baseline", run.baseline ? seconds(run.baseline.latency_s) + " (trial " + run.baseline.trial + ")" : "-"),
-      fact("best", run.best ? seconds(run.best.latency_s) + " (trial " + run.best.trial + ")" : "-"),
+      fact("baseline", run.baseline ? seconds(run.baseline.latency_s) + withInterval(run.baseline) + " (trial " + run.baseline.trial + ")" : "-"),
+      fact("best", run.best ? seconds(run.best.latency_s) + withInterval(run.best) + " (trial " + run.best.trial + ")" : "-"),
       fact("improvement", run.improvement !== undefined ? (100 * run.improvement).toFixed(1) + " %" : "-"),
       fact("goal", run.goal ? run.goal + (run.goal_latency_s ? " (" + seconds(run.goal_latency_s) + ")" : "")
                             : run.goal_latency_s ? seconds(run.goal_latency_s) : "-"),
@@ -363,7 +385,7 @@
     var kernelRuns = runs.filter(function (run) { return !run.model; });
     if (kernelRuns.length) {
       app.appendChild(el("h2", { text: kernelRuns.length > 1 ? "convergence, side by side" : "convergence" }));
-      app.appendChild(el("p", { class: "note", text: "every trial is a point coloured by variant; failed and invalid trials are marked in red on a band above the highest latency; the line is the best so far; dashed: baseline and goal. Click a point for its decision." }));
+      app.appendChild(el("p", { class: "note", text: "every trial is a point coloured by variant; failed and invalid trials are marked in red on a band above the highest latency; the line is the best so far; dashed: baseline and goal; grey bars: the interval of a noisy measurement's median (a trial improves on the best only beyond them). Click a point for its decision." }));
       var conv = el("div", { class: "chart", id: "convergence" });
       app.appendChild(conv);
       drawConvergence(conv, kernelRuns);

@@ -25,12 +25,6 @@ std::string argument_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
 // The last non-empty line of `text` that parses as a JSON object.
 std::optional<nlohmann::json> last_json_object(const std::string& text) {
   std::size_t end = text.size();
@@ -61,6 +55,37 @@ std::string last_line(const std::string& text) {
 }
 
 }  // namespace
+
+nlohmann::json summarise_runs(const std::vector<nlohmann::json>& runs, double confidence) {
+  nlohmann::json metrics = nlohmann::json::object();
+  std::map<std::string, std::vector<double>> numeric;
+  for (const auto& output : runs) {
+    if (!output.is_object()) continue;
+    for (const auto& [key, value] : output.items()) {
+      if (key == "valid" || key == "error") continue;
+      if (value.is_number()) {
+        numeric[key].push_back(value.get<double>());
+      } else if (!metrics.contains(key)) {
+        metrics[key] = value;
+      }
+    }
+  }
+  nlohmann::json intervals = nlohmann::json::object();
+  for (auto& [key, values] : numeric) {
+    const bool all_integers = std::all_of(runs.begin(), runs.end(), [&](const auto& o) {
+      return !o.is_object() || !o.contains(key) || o[key].is_number_integer();
+    });
+    const MedianInterval interval = median_interval(values, confidence);
+    if (all_integers && values.size() % 2 == 1) {
+      metrics[key] = static_cast<long long>(interval.median);  // an odd count's median is one of the integers
+    } else {
+      metrics[key] = interval.median;
+    }
+    if (values.size() >= 2) intervals[key] = interval_json(interval);
+  }
+  if (!intervals.empty()) metrics["intervals"] = intervals;
+  return metrics;
+}
 
 CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(config)) {
   if (config_.argv.empty())
@@ -217,29 +242,7 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
     }
   }
 
-  // Medians of numeric fields; everything else as the first run reported it.
-  std::map<std::string, std::vector<double>> numeric;
-  for (const auto& output : measurement.repeats) {
-    for (const auto& [key, value] : output.items()) {
-      if (key == "valid" || key == "error") continue;
-      if (value.is_number()) {
-        numeric[key].push_back(value.get<double>());
-      } else if (!measurement.metrics.contains(key)) {
-        measurement.metrics[key] = value;
-      }
-    }
-  }
-  for (auto& [key, values] : numeric) {
-    const bool all_integers =
-        std::all_of(measurement.repeats.begin(), measurement.repeats.end(),
-                    [&](const auto& o) { return !o.contains(key) || o[key].is_number_integer(); });
-    const double m = median(values);
-    if (all_integers && values.size() % 2 == 1) {
-      measurement.metrics[key] = static_cast<long long>(m);  // an odd count's median is one of the integers
-    } else {
-      measurement.metrics[key] = m;
-    }
-  }
+  measurement.metrics = summarise_runs(measurement.repeats, config_.confidence);
   return finish(Outcome::ok, "");
 }
 
@@ -264,6 +267,19 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
     const YAML::Node node = target.raw("repeats");
     target.fail("repeats", "must be at least 1", &node);
   }
+  config.confidence = target.optional<double>("confidence", config.confidence);
+  if (!(config.confidence > 0 && config.confidence < 1)) {
+    const YAML::Node node = target.raw("confidence");
+    target.fail("confidence", "must be a probability between 0 and 1 (exclusive), e.g. 0.95", &node);
+  }
+  config.remeasure_beyond = target.optional<double>("remeasure_beyond", config.remeasure_beyond);
+  if (!(config.remeasure_beyond >= 0) || !std::isfinite(config.remeasure_beyond)) {
+    const YAML::Node node = target.raw("remeasure_beyond");
+    target.fail(
+        "remeasure_beyond",
+        "must be a number of noise widths, 0 or more (0: every win beyond the noise is measured again)",
+        &node);
+  }
   config.objective = target.optional<std::string>("objective", config.objective);
   if (config.objective.empty()) {
     const YAML::Node node = target.raw("objective");
@@ -280,7 +296,8 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
     target.fail(workdir ? "workdir" : "",
                 "working directory '" + config.workdir.string() + "' does not exist");
   }
-  target.finish({"kind", "argv", "timeout_s", "repeats", "objective", "metrics", "workdir"});
+  target.finish({"kind", "argv", "timeout_s", "repeats", "confidence", "remeasure_beyond", "objective",
+                 "metrics", "workdir"});
 
   std::optional<CommandTarget> parsed;
   try {
@@ -311,6 +328,8 @@ CommandMeasurementTarget::CommandMeasurementTarget(CommandTargetConfig config) :
   const auto& c = target_.config();
   Json identity = {{"argv", c.argv},       {"workdir", c.workdir.string()}, {"objective", c.objective},
                    {"repeats", c.repeats}, {"metrics", c.metrics},          {"files", Json::object()}};
+  // Only when not the default, so that trials measured before intervals existed stay cached.
+  if (c.confidence != kDefaultConfidence) identity["confidence"] = c.confidence;
   for (const auto& element : c.argv) {
     if (element.empty() || element.find('{') != std::string::npos) continue;
     std::filesystem::path path(element);
@@ -333,24 +352,42 @@ std::string CommandMeasurementTarget::description() const {
 
 std::string CommandMeasurementTarget::cache_identity() const { return cache_identity_; }
 
-Measurement CommandMeasurementTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
-  CommandMeasurement run = target_.evaluate(candidate.params, options.deadline_s);
+Measurement CommandMeasurementTarget::from_summary(Json metrics) const {
   Measurement m;
-  m.status = run.status;
-  m.metrics = run.metrics;
+  m.metrics = std::move(metrics);
   if (m.metrics.contains("profile") && m.metrics["profile"].is_object()) {
     m.profile = m.metrics["profile"];
     m.metrics.erase("profile");
   }
   const std::string& objective = target_.config().objective;
-  if (run.ok() && objective != "latency_s" && !m.metrics.contains("latency_s")) {
+  if (objective != "latency_s" && m.metrics.contains(objective) && !m.metrics.contains("latency_s")) {
     m.metrics["latency_s"] = m.metrics[objective];
     m.metrics["objective"] = objective;
+    if (m.metrics.contains("intervals") && m.metrics["intervals"].contains(objective))
+      m.metrics["intervals"]["latency_s"] = m.metrics["intervals"][objective];
   }
+  return m;
+}
+
+Measurement CommandMeasurementTarget::measure(const Candidate& candidate, const MeasureOptions& options) {
+  CommandMeasurement run = target_.evaluate(candidate.params, options.deadline_s);
+  Measurement m = from_summary(run.metrics);
+  m.status = run.status;
   m.repeats = Json::array();
   for (const auto& output : run.repeats) m.repeats.push_back(output);
   m.error = run.error;
   m.duration_ms = run.wall_s * 1000.0;
+  return m;
+}
+
+Measurement CommandMeasurementTarget::combine(const Json& earlier_repeats, const Measurement& again) const {
+  if (again.status != Outcome::ok || !earlier_repeats.is_array() || !again.repeats.is_array()) return again;
+  std::vector<Json> runs(earlier_repeats.begin(), earlier_repeats.end());
+  runs.insert(runs.end(), again.repeats.begin(), again.repeats.end());
+  Measurement m = from_summary(summarise_runs(runs, target_.config().confidence));
+  m.status = Outcome::ok;
+  m.repeats = Json(runs);
+  m.duration_ms = again.duration_ms;
   return m;
 }
 

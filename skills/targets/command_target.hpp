@@ -8,7 +8,9 @@
 //     kind: command
 //     argv: [python3, bench.py, --tile, "{tile_size}", --unroll, "{unroll}"]
 //     timeout_s: 120          # per run, default 60
-//     repeats: 3              # runs per candidate, default 1; metrics are medians
+//     repeats: 5              # runs per candidate, default 1; metrics are medians
+//     confidence: 0.95        # of each median's interval (core/noise.hpp), default 0.95
+//     remeasure_beyond: 3     # noise widths beyond which a win is measured again, default 3
 //     objective: latency_s    # metric to minimise, default latency_s
 //     metrics: [gflops]       # further metrics every run must report (optional)
 //     workdir: bench/         # relative to the goal file; default: the goal file's folder
@@ -26,6 +28,10 @@
 // as a number, and may hold `valid` (false: the candidate is invalid, with
 // `error` as the reason), any other metric, and profile fields.
 //
+// With two runs or more, every numeric metric also gets the order-statistic
+// interval of its median (core/noise.hpp) in metrics["intervals"][name]:
+// {low, high, confidence, n}; the loop compares noisy candidates by it.
+//
 // Outcomes (a candidate's failure is data, never an exception):
 //   ok       every run printed the objective; metrics are medians over runs
 //   invalid  a run reported valid: false (no further runs)
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "core/config_reader.hpp"
+#include "core/noise.hpp"
 #include "core/outcome.hpp"
 #include "skills/measurement_target.hpp"
 
@@ -48,6 +55,8 @@ struct CommandTargetConfig {
   std::vector<std::string> argv;  // templates with {name} placeholders
   double timeout_s = 60.0;        // per run
   int repeats = 1;
+  double confidence = kDefaultConfidence;             // of the medians' intervals
+  double remeasure_beyond = kDefaultRemeasureBeyond;  // see core/noise.hpp
   std::string objective = "latency_s";
   std::vector<std::string> metrics;  // expected besides the objective
   std::filesystem::path workdir;     // where the program runs; empty: the current directory
@@ -60,6 +69,12 @@ struct CommandTargetConfig {
 // without placeholders) that cannot be found is a UserError too.
 CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesystem::path& goal_dir,
                                          const std::vector<std::string>* parameter_names = nullptr);
+
+// The metrics of a candidate's runs (each run's JSON object): the median of
+// every numeric field over the runs that reported it, with its interval when
+// two runs or more reported it; other fields (strings, objects: profile data)
+// as the first run reported them. `valid` and `error` are not metrics.
+nlohmann::json summarise_runs(const std::vector<nlohmann::json>& runs, double confidence);
 
 struct CommandMeasurement {
   Outcome status = Outcome::failed;
@@ -131,10 +146,15 @@ class CommandMeasurementTarget : public MeasurementTarget {
   // so an edited benchmark program does not reuse stale cached trials.
   std::string cache_identity() const override;
   Measurement measure(const Candidate& candidate, const MeasureOptions& options) override;
+  double remeasure_beyond() const override { return target_.config().remeasure_beyond; }
+  // Both measurements' runs summarised as one (medians and intervals over all of them).
+  Measurement combine(const Json& earlier_repeats, const Measurement& again) const override;
 
   const CommandTarget& command() const { return target_; }
 
  private:
+  // A measurement from the runs' summary: `profile` moved out, the objective reported as latency_s.
+  Measurement from_summary(Json metrics) const;
   CommandTarget target_;
   std::string cache_identity_;
 };

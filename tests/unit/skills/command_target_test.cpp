@@ -87,6 +87,45 @@ TEST_CASE("command target summarises repeats by their median and keeps every run
   CHECK(even.metrics["latency_s"] == doctest::Approx(2.5));
 }
 
+TEST_CASE("command target gives each repeated metric the order-statistic interval of its median") {
+  TempDir dir;
+  auto m =
+      target_for(dir, {"sequence", "3.0", "1.0", "2.0", "5.0", "4.0"}, 5).evaluate(nlohmann::json::object());
+  REQUIRE_MESSAGE(m.ok(), m.error);
+  CHECK(m.metrics["latency_s"] == doctest::Approx(3.0));
+  const auto& interval = m.metrics["intervals"]["latency_s"];
+  CHECK(interval["low"] == doctest::Approx(1.0));  // five runs: the range, 93.75%
+  CHECK(interval["high"] == doctest::Approx(5.0));
+  CHECK(interval["confidence"] == doctest::Approx(0.9375));
+  CHECK(interval["n"] == 5);
+  CHECK(m.metrics["intervals"]["iterations"]["low"] == 10);
+  // One run: no interval, the metrics as before.
+  TempDir one;
+  CHECK_FALSE(target_for(one, {"ok", "4"}).evaluate(nlohmann::json::object()).metrics.contains("intervals"));
+}
+
+TEST_CASE("command measurement target pools a candidate measured again") {
+  TempDir dir;
+  const auto program = dir.python_script("bench.py", kBenchProgram);
+  skills::CommandTargetConfig config;
+  config.argv = {program.string(), "sequence", "1.0", "1.1", "1.2", "3.0", "3.1", "3.2"};
+  config.workdir = dir.path();
+  config.repeats = 3;
+  skills::CommandMeasurementTarget target(config);
+  const skills::Measurement first = target.measure({"default", {}}, skills::MeasureOptions{});
+  const skills::Measurement again = target.measure({"default", {}}, skills::MeasureOptions{});
+  REQUIRE(first.status == Outcome::ok);
+  REQUIRE(again.status == Outcome::ok);
+  CHECK(first.metrics["latency_s"] == doctest::Approx(1.1));
+  const skills::Measurement both = target.combine(first.repeats, again);
+  CHECK(both.status == Outcome::ok);
+  CHECK(both.repeats.size() == 6);
+  CHECK(both.metrics["latency_s"] == doctest::Approx(2.1));  // (1.2 + 3.0) / 2
+  // Six runs: ranks 1 and 6 (96.9%); two measurements that disagree give an interval spanning both.
+  CHECK(both.metrics["intervals"]["latency_s"]["low"] == doctest::Approx(1.0));
+  CHECK(both.metrics["intervals"]["latency_s"]["high"] == doctest::Approx(3.2));
+}
+
 TEST_CASE("command target turns a non-zero exit into a failed measurement with the stderr tail") {
   TempDir dir;
   auto m = target_for(dir, {"fail"}).evaluate(nlohmann::json::object());
@@ -181,8 +220,7 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
         dir.path() / "work");
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [python3], repeat: 3}\n", nullptr),
                        "goal.yaml:1: target.repeat: unknown key (did you mean repeats?); accepted: kind, "
-                       "argv, timeout_s, repeats, "
-                       "objective, metrics, workdir",
+                       "argv, timeout_s, repeats, confidence, remeasure_beyond, objective, metrics, workdir",
                        UserError);
   CHECK_THROWS_WITH_AS(
       parse("target: {kind: command, argv: [python3, '{tyle}']}\n", &params),
@@ -215,6 +253,14 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
                          UserError);
   }
   CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], repeats: 0}\n", nullptr), UserError);
+  CHECK(parse("target: {kind: command, argv: [python3], confidence: 0.9, remeasure_beyond: 2}\n", nullptr)
+            .remeasure_beyond == 2);
+  CHECK_THROWS_WITH_AS(
+      parse("target: {kind: command, argv: [python3], confidence: 95}\n", nullptr),
+      "goal.yaml:1: target.confidence: must be a probability between 0 and 1 (exclusive), e.g. 0.95",
+      UserError);
+  CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], remeasure_beyond: -1}\n", nullptr),
+                  UserError);
   CHECK_THROWS_AS(parse("target: {kind: command, argv: [python3], workdir: nowhere}\n", nullptr), UserError);
   CHECK_THROWS_AS(parse("target: {kind: command, argv: []}\n", nullptr), UserError);
 }
