@@ -1,4 +1,5 @@
 // autotune report RUN [RUN...] -o report.html: one self-contained HTML page.
+// autotune report --suite SUITE.yaml -o suite.html: a suite's table, a row per task linking its run.
 // autotune trace RUN TRIAL -o trace.json: a trial's Perfetto trace, re-simulated.
 // autotune serve --db DB [--port 8080]: the runs, live, in a browser.
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "orchestrator/suite.hpp"
 #include "report/html.hpp"
 #include "report/report_data.hpp"
 #include "report/server.hpp"
@@ -35,10 +37,14 @@ const CommandRegistration report_registration(
         std::string output = "report.html";
         std::size_t max_points = 5000;
         bool no_timelines = false;
+        std::optional<std::string> suite;
       };
       auto o = std::make_shared<Options>();
       add_database_option(app, o->db);
-      app.add_option("runs", o->runs, "Run ids (several: their curves side by side)")->required();
+      app.add_option("runs", o->runs, "Run ids (several: their curves side by side)");
+      app.add_option(
+          "--suite", o->suite,
+          "A suite file (docs/suite.md): its table, a row per task and target, then each task's run");
       app.add_option("-o,--output", o->output, "The HTML file to write")->default_val("report.html");
       app.add_option("--max-points", o->max_points,
                      "Trials drawn per run at most; beyond, a seeded sample keeping every improvement")
@@ -47,15 +53,32 @@ const CommandRegistration report_registration(
                    "Skip re-simulating the baseline's and best's timelines");
       return [o]() -> int {
         if (o->max_points < 10) throw UserError("--max-points must be at least 10");
+        if (o->runs.empty() == !o->suite)
+          throw UserError(o->suite ? "give run ids or --suite, not both"
+                                   : "give run ids, or --suite SUITE.yaml");
         const auto started = std::chrono::steady_clock::now();
+        // The suite file first: a mistake in it is found before the database is opened.
+        std::optional<orchestrator::Suite> suite;
+        if (o->suite) suite = orchestrator::load_suite(*o->suite);
         auto store = open_store_for_reading(o->db);
         report::ReportOptions options;
         options.max_points = o->max_points;
         options.timelines = !o->no_timelines;
+        report::PageOptions page;
+        if (suite) {
+          orchestrator::SuiteResult table;
+          table.rows = orchestrator::suite_rows(*suite, *store);
+          for (const auto& row : table.rows) {
+            table.wall_time_s += row.wall_time_s;
+            if (row.run) o->runs.push_back(*row.run);
+          }
+          page.suite = table.to_json(*suite, store->location());
+          page.title = "autotune suite " + suite->name;
+        } else {
+          page.title = (o->runs.size() == 1 ? "autotune run " : "autotune runs ") + join(o->runs, ", ");
+        }
         nlohmann::json runs = nlohmann::json::array();
         for (int64_t id : o->runs) runs.push_back(report::run_report(*store, id, options));
-        report::PageOptions page;
-        page.title = (o->runs.size() == 1 ? "autotune run " : "autotune runs ") + join(o->runs, ", ");
         page.subtitle = store->location();
         const std::string html = report::report_page(runs, page);
         write_file(o->output, html);

@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
+#include "orchestrator/goal_sections.hpp"
 #include "orchestrator/target_kind.hpp"
 #include "search/strategy.hpp"
 #include "sim/program.hpp"
@@ -40,8 +41,6 @@ search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& no
   return text;
 }
 
-// One parameter's values as a goal writes them: a list, a single value,
-// {range: [lo, hi], step: s} or {pow2: [lo, hi]}.
 std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::string& key) {
   const YAML::Node node = space.raw(key);
   std::vector<search::ParamValue> values;
@@ -309,6 +308,14 @@ void read_target(ConfigReader& top, Goal& goal) {
 }
 
 }  // namespace
+
+std::vector<search::ParamValue> read_space_domain(ConfigReader& space, const std::string& key) {
+  return read_domain(space, key);
+}
+
+void read_kernel_section(ConfigReader& top, Goal& goal) { read_kernel(top, goal); }
+
+Json yaml_value_json(const YAML::Node& node) { return yaml_to_json(node); }
 
 KernelSignature kernel_signature(const kernels::FamilySpec& family) {
   KernelSignature signature;

@@ -88,11 +88,12 @@ std::string html_escape(const std::string& text) {
 }  // namespace
 
 std::string report_page(const Json& runs, const PageOptions& options) {
-  const Json data = {{"title", options.title},
-                     {"subtitle", options.subtitle},
-                     {"live", options.live},
-                     {"api", options.api},
-                     {"runs", runs}};
+  Json data = {{"title", options.title},
+               {"subtitle", options.subtitle},
+               {"live", options.live},
+               {"api", options.api},
+               {"runs", runs}};
+  if (!options.suite.is_null()) data["suite"] = options.suite;
   std::string page(asset("report.html"));
   // Filled last to first, so no inserted text is searched for a later marker.
   fill(page, "SCRIPT", script_safe(std::string(asset("report.js"))));

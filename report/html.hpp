@@ -15,6 +15,9 @@ struct PageOptions {
   // new trials every second.
   bool live = false;
   std::string api;
+  // A suite's table (orchestrator/suite.hpp, SuiteResult::to_json): drawn
+  // first, a row per task and target linking its run's section below.
+  Json suite;
 };
 
 // The page for `runs` (documents of run_report, shown side by side).

@@ -45,9 +45,11 @@ VariantSpec tiled_variant(ElementwiseOp op, const std::string& family) {
       param("unroll_factor", "consecutive rows per partition in a tile: row tiles folded into one DMA",
             {1, 2, 4, 8}, defaults.unroll_factor, ParamRole::unroll),
       param("engine",
-            op == ElementwiseOp::add
-                ? "the add on 0: the vector engine, 1: GpSimd, 2: alternating by tile"
-                : "the multiply on 0: the vector engine, 1: GpSimd, 2: alternating by tile",
+            op == ElementwiseOp::add ? "the add on 0: the vector engine, 1: GpSimd, 2: alternating by tile"
+            : op == ElementwiseOp::silu_mul
+                ? "the multiply on 0: the vector engine, 1: GpSimd, 2: alternating by tile"
+                : "0: one silu activation on the scalar engine; a sigmoid there and the product with x on "
+                  "1: the vector engine, 2: GpSimd",
             {0, 1, 2}, defaults.engine, ParamRole::placement),
   };
   v.trace = [op](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
@@ -66,18 +68,45 @@ VariantSpec tiled_variant(ElementwiseOp op, const std::string& family) {
   return v;
 }
 
+const char* family_name(ElementwiseOp op) {
+  switch (op) {
+    case ElementwiseOp::add:
+      return "add";
+    case ElementwiseOp::silu_mul:
+      return "silu_mul";
+    case ElementwiseOp::silu:
+      return "silu";
+  }
+  return "?";
+}
+
 FamilySpec elementwise_family(ElementwiseOp op) {
-  const bool silu = op == ElementwiseOp::silu_mul;
   FamilySpec f;
-  f.name = silu ? "silu_mul" : "add";
-  f.description = silu ? "the gated MLP's activation out = silu(gate) * up over [rows, cols]"
-                       : "the residual add out = a + b over [rows, cols]";
+  f.name = family_name(op);
+  switch (op) {
+    case ElementwiseOp::add:
+      f.description = "the residual add out = a + b over [rows, cols]";
+      f.default_shape = Shape{{"rows", 16384}, {"cols", 1024}};
+      break;
+    case ElementwiseOp::silu_mul:
+      f.description = "the gated MLP's activation out = silu(gate) * up over [rows, cols]";
+      f.default_shape = Shape{{"rows", 3072}, {"cols", 16384}};
+      break;
+    case ElementwiseOp::silu:
+      f.description = "the activation out = silu(x) = x / (1 + exp(-x)) over [rows, cols] (NKIBench's silu)";
+      f.default_shape = Shape{{"rows", 4096}, {"cols", 7168}};
+      break;
+  }
   f.shape_args = {"rows", "cols"};
-  f.default_shape = silu ? Shape{{"rows", 3072}, {"cols", 16384}} : Shape{{"rows", 16384}, {"cols", 1024}};
   f.shape_struct = "autotune::kernels::ElementwiseShape";
   f.dtypes = {Dtype::bf16, Dtype::fp32, Dtype::fp16};
   auto dims = [](const Shape& s) { return std::pair{s.at("rows"), s.at("cols")}; };
-  f.inputs = {{silu ? "gate" : "a", dims, -3.0, 3.0}, {silu ? "up" : "b", dims, -2.0, 2.0}};
+  const auto names = elementwise_inputs(op);
+  // silu's input spans both signs well past the sigmoid's knee; the others as before.
+  if (op == ElementwiseOp::silu)
+    f.inputs = {{names[0], dims, -6.0, 6.0}};
+  else
+    f.inputs = {{names[0], dims, -3.0, 3.0}, {names[1], dims, -2.0, 2.0}};
   f.outputs = {{"out", dims}};
   f.variants = {naive_variant(op, f.name), tiled_variant(op, f.name)};
   for (auto& v : f.variants) v.header = "kernels/families/elementwise.hpp";
@@ -88,17 +117,33 @@ FamilySpec elementwise_family(ElementwiseOp op) {
     if (s.at("cols") < 1 || s.at("cols") > (1 << 20)) return "cols must be in [1, 1048576]";
     return "";
   };
-  f.reference = [silu](const Shape&, const HostTensors& in) {
+  f.reference = [op](const Shape&, const HostTensors& in) {
     std::vector<double> out(in[0].size());
     for (std::size_t i = 0; i < out.size(); ++i) {
-      const double a = in[0][i], b = in[1][i];
-      out[i] = silu ? a / (1.0 + std::exp(-a)) * b : a + b;
+      const double a = in[0][i];
+      switch (op) {
+        case ElementwiseOp::add:
+          out[i] = a + in[1][i];
+          break;
+        case ElementwiseOp::silu_mul:
+          out[i] = a / (1.0 + std::exp(-a)) * in[1][i];
+          break;
+        case ElementwiseOp::silu:
+          out[i] = a / (1.0 + std::exp(-a));
+          break;
+      }
     }
     return HostTensors{std::move(out)};
   };
-  // add: one per element; silu_mul: sigmoid, multiply by x, multiply by up.
-  f.flops = [silu](const Shape& s) { return (silu ? 3.0 : 1.0) * elements(s); };
-  f.hbm_bytes = [](const Shape& s, Dtype dtype) { return 3.0 * elements(s) * sim::dtype_bytes(dtype); };
+  // add: one per element; silu_mul: sigmoid, multiply by x, multiply by up;
+  // silu: sigmoid, multiply by x.
+  const double per_element = op == ElementwiseOp::add ? 1.0 : op == ElementwiseOp::silu_mul ? 3.0 : 2.0;
+  f.flops = [per_element](const Shape& s) { return per_element * elements(s); };
+  // Every input read once and the output written once.
+  const double tensors = double(names.size()) + 1.0;
+  f.hbm_bytes = [tensors](const Shape& s, Dtype dtype) {
+    return tensors * elements(s) * sim::dtype_bytes(dtype);
+  };
   f.tensor_engine_bound = false;
   f.tolerance = {{Dtype::fp32, 1e-5}, {Dtype::bf16, 2e-2}, {Dtype::fp16, 4e-3}};
   return f;
@@ -106,6 +151,7 @@ FamilySpec elementwise_family(ElementwiseOp op) {
 
 const FamilyRegistration add_registration(elementwise_family(ElementwiseOp::add));
 const FamilyRegistration silu_mul_registration(elementwise_family(ElementwiseOp::silu_mul));
+const FamilyRegistration silu_registration(elementwise_family(ElementwiseOp::silu));
 
 }  // namespace
 }  // namespace autotune::kernels

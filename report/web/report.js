@@ -347,6 +347,32 @@
     pointCounts["kernel-runs-" + run.id] = m.kernel_runs.length;
   }
 
+  // ---- a suite (autotune report --suite): a row per task and target, linking the run's section
+  function percent(f) { return f === null || f === undefined ? "-" : (100 * f).toFixed(1) + " %"; }
+  function drawSuite(suite, app) {
+    app.appendChild(el("h2", { text: "suite " + suite.suite + ": " + suite.rows.length + " rows, " + suite.budget.evaluations + " evaluations per task" }));
+    app.appendChild(el("p", { class: "note", text: "fraction of peak: the task's roofline bound on the target over its latency (baseline, then tuned). Click a run for its section." }));
+    var t = el("table", { class: "rows", id: "suite-rows" }, [el("tr", {}, ["task", "target", "family", "shape", "dtype", "baseline", "peak", "tuned", "peak", "evaluations", "wall", "run"].map(function (h) { return el("th", { text: h }); }))]);
+    var shown = {};
+    runs.forEach(function (run) { shown[run.id] = true; });
+    suite.rows.forEach(function (r) {
+      var runCell = el("td", {});
+      if (r.run !== null && shown[r.run]) runCell.appendChild(el("a", { class: "trial", href: "#run-" + r.run, text: "run " + r.run }));
+      else runCell.textContent = r.status === "not yet a family" ? "not yet a family: " + r.reason : r.status;
+      if (r.run !== null && r.status !== "completed") runCell.appendChild(el("span", { text: " (" + r.status + ")" }));
+      var cells = [r.task, r.target, r.family || "-", r.shape || "-", r.dtype || "-", seconds(r.baseline_latency_s), percent(r.baseline_fraction_of_peak),
+                   seconds(r.tuned_latency_s), percent(r.fraction_of_peak), String(r.evaluations), r.wall_time_s.toFixed(1) + " s"];
+      var tr = el("tr", {}, cells.map(function (c) { return el("td", { text: c }); }));
+      tr.appendChild(runCell);
+      t.appendChild(tr);
+    });
+    app.appendChild(t);
+    pointCounts["suite-rows"] = suite.rows.length;
+    suite.means.forEach(function (m) {
+      app.appendChild(el("p", { text: "mean fraction of peak on " + m.target + ": " + percent(m.fraction_of_peak) + " over " + m.tasks + " tasks (baseline " + percent(m.baseline_fraction_of_peak) + ")" }));
+    });
+  }
+
   function header(run) {
     if (run.model) return modelHeader(run);
     var facts = el("div", { class: "facts" }, [
@@ -376,8 +402,9 @@
     document.getElementById("subtitle").textContent = data.subtitle || "";
     if (data.live) document.getElementById("title").appendChild(el("span", { class: "live", text: "live" }));
     var app = document.getElementById("app");
+    if (data.suite) drawSuite(data.suite, app);
     runs.forEach(function (run) {
-      var section = el("section", { class: "run" }, [el("h2", { text: "run " + run.id + ": " + run.goal_name }), header(run)]);
+      var section = el("section", { class: "run", id: "run-" + run.id }, [el("h2", { text: "run " + run.id + ": " + run.goal_name }), header(run)]);
       if (run.sampled) section.appendChild(el("p", { class: "note", text: "points: " + run.sampled.shown + " of " + run.sampled.of + " trials shown (" + run.sampled.how + ")" }));
       app.appendChild(section);
     });

@@ -123,6 +123,29 @@ try {
     check((await page.locator(".note", { hasText: "no trial" }).count()) === 0, "the model report shows empty timelines");
   }
 
+  // A suite's page: a row per task and target, each run's link landing on that run's section, and the
+  // task without a family said so.
+  const suite = join(dir, "suite.yaml");
+  writeFileSync(suite, "name: tiny-suite\ntargets: [trn1, trn2]\nbudget: {evaluations: 3}\nmax_iterations: 1\ntasks:\n" +
+    "  - name: act\n    kernel: {family: silu, shape: {rows: 256, cols: 512}, dtype: fp32}\n" +
+    "  - name: later\n    unavailable: needs a family\n");
+  const suiteRun = JSON.parse(autotune(["suite", suite, "--json"], db));
+  const suitePage = join(dir, "suite.html");
+  autotune(["report", "--suite", suite, "--no-timelines", "-o", suitePage], db);
+  {
+    const { page, errors } = await openPage(chrome, "file://" + suitePage);
+    const status = await page.evaluate(() => window.__autotuneRender);
+    check(errors.length === 0 && status.errors.length === 0, `suite report script errors: ${errors} ${status.errors}`);
+    check((await page.locator("#suite-rows tr").count()) === 5, "four suite rows and a header");
+    for (const row of suiteRun.rows.filter((r) => r.run !== null)) {
+      const link = page.locator(`#suite-rows a[href="#run-${row.run}"]`);
+      check((await link.count()) === 1, `a link to run ${row.run}`);
+      check((await page.locator(`section#run-${row.run}`).count()) === 1, `run ${row.run}'s section`);
+    }
+    check((await page.locator("#suite-rows td", { hasText: "not yet a family: needs a family" }).count()) === 2,
+          "the unavailable task on both targets");
+  }
+
   // The live dashboard: a sweep whose measurements take a while; its page gains trials without a reload.
   writeFileSync(join(dir, "slow.py"), 'import sys, time\ntime.sleep(0.3)\nprint(\'{"latency_s": %g}\' % (1e-3 * int(sys.argv[1])))\n');
   const goal = join(dir, "slow.yaml");

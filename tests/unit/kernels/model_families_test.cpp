@@ -1,5 +1,6 @@
 // The families a model's forward needs besides GEMM, RMSNorm and attention
-// (residual add, SiLU-gated multiply, rotary embedding, transposes): every
+// (residual add, SiLU-gated multiply, rotary embedding, transposes) and
+// NKIBench's single-input SiLU: every
 // variant over a spread of parameters, ragged shapes, both dtypes and both
 // targets, against the double reference with NaN-poisoned outputs; and a
 // wrong kernel is caught.
@@ -46,9 +47,9 @@ void check(const Case& c, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("add and silu_mul match the reference, ragged rows and columns, every engine placement") {
+TEST_CASE("add, silu_mul and silu match the reference, ragged rows and columns, every engine placement") {
   std::uint64_t seed = 300;
-  for (const char* family : {"add", "silu_mul"}) {
+  for (const char* family : {"add", "silu_mul", "silu"}) {
     check({family, "naive", {{"rows", 300}, {"cols", 700}}, sim::Dtype::bf16, {}}, seed++);
     check({family, "naive", {{"rows", 130}, {"cols", 77}}, sim::Dtype::fp32, {}, "trn1"}, seed++);
     for (std::int64_t engine : {0, 1, 2})

@@ -91,7 +91,7 @@ TEST_CASE("the built-in kinds, families, skills and strategies are registered by
   CHECK_FALSE(target_kind_registry().get("replay").runs_kernel_sources);
 
   // Every file under kernels/families/ that defines a family registers it.
-  for (const char* family : {"exp", "gemm", "rmsnorm", "attention", "add", "silu_mul", "rope", "transpose"})
+  for (const char* family : {"exp", "gemm", "rmsnorm", "attention", "add", "silu_mul", "silu", "rope", "transpose"})
     CHECK(kernels::family_registry().contains(family));
   for (const auto& [name, family] : kernels::family_registry().entries()) CHECK(family.name == name);
 
