@@ -26,61 +26,13 @@
 #include "orchestrator/sweep.hpp"
 #include "search/strategy.hpp"
 #include "skills/benchmark_runner.hpp"
+#include "skills/flat_space.hpp"
 #include "store/store.hpp"
 
 using namespace autotune;
 using Json = nlohmann::json;
 
 namespace {
-
-struct Flattened {
-  std::unique_ptr<search::SearchSpace> space;
-  std::vector<std::string> variants;
-};
-
-Flattened flatten(const skills::VariantCatalog& catalog) {
-  std::vector<std::string> names;
-  std::map<std::string, std::vector<search::ParamValue>> domains;
-  std::vector<std::string> order;
-  std::map<std::string, double> constants;
-  for (const auto& v : catalog.variants) {
-    names.push_back(v.name);
-    constants.insert(v.constants.begin(), v.constants.end());
-    for (const auto& p : v.parameters) {
-      if (!domains.count(p.name())) order.push_back(p.name());
-      auto& d = domains[p.name()];
-      for (const auto& value : p.values())
-        if (std::none_of(d.begin(), d.end(), [&](const auto& x) { return search::same_value(x, value); }))
-          d.push_back(value);
-    }
-  }
-  std::vector<search::ParameterSpec> parameters{search::ParameterSpec::categorical("variant", names)};
-  for (const auto& name : order) {
-    auto d = domains[name];
-    std::sort(d.begin(), d.end(), [](const auto& a, const auto& b) {
-      return search::numeric_value(a) < search::numeric_value(b);
-    });
-    parameters.push_back(search::ParameterSpec::ordered(name, d));
-  }
-  std::vector<std::string> constraints;
-  for (const auto& v : catalog.variants) {
-    const std::string guard = "variant != '" + v.name + "' || ";
-    for (const auto& c : v.constraints) constraints.push_back(guard + "(" + c + ")");
-    for (const auto& name : order) {
-      const auto* p = v.parameter(name);
-      if (!p) {  // not a parameter of this variant: pinned, so no configuration repeats another
-        constraints.push_back(guard + name + " == " + search::to_string(domains[name].front()));
-        continue;
-      }
-      if (p->size() == domains[name].size()) continue;
-      std::string allowed;
-      for (const auto& value : p->values())
-        allowed += (allowed.empty() ? "" : " || ") + name + " == " + search::to_string(value);
-      constraints.push_back(guard + "(" + allowed + ")");
-    }
-  }
-  return {std::make_unique<search::SearchSpace>(parameters, constraints, constants), names};
-}
 
 // Evaluations one search needed to come within the bound (none: not within
 // the evaluations it made).
@@ -145,7 +97,7 @@ SearchOutcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator:
 }
 
 // Plain bayes over the flattened space, the goal's seed, budget and batches.
-SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flattened& flat,
+SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const skills::FlatSpace& flat,
                              const orchestrator::Goal& goal, double threshold,
                              std::optional<double> start_value, store::Store& store) {
   store::Run record;
@@ -165,14 +117,7 @@ SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const Flatten
     if (batch.empty()) break;
     std::vector<skills::TrialRequest> requests;
     for (const auto& configuration : batch) {
-      const std::string variant = std::get<std::string>(configuration[0]);
-      const auto& space = prepared.setup.catalog.variant(variant);
-      skills::Candidate candidate{variant, nlohmann::json::object()};
-      for (const auto& p : space.parameters) {
-        const auto index = flat.space->parameter_index(p.name());
-        candidate.params[p.name()] = search::to_json(configuration[*index]);
-      }
-      requests.push_back({candidate, 0, std::nullopt});
+      requests.push_back({flat.candidate(configuration), 0, std::nullopt});
     }
     const auto measured = runner.measure(requests);
     std::vector<search::Observation> observations;
@@ -246,7 +191,9 @@ int main(int argc, char** argv) {
                              ? best.metric("mfu_percent").value_or(0) / 1.05
                              : threshold;
 
-    const Flattened flat = flatten(prepared.setup.catalog);
+    std::vector<std::string> names;
+    for (const auto& v : prepared.setup.catalog.variants) names.push_back(v.name);
+    const skills::FlatSpace flat = skills::flatten(prepared.setup.catalog, names);
     std::vector<SearchOutcome> loop, bayes;
     for (int k = 0; k < seeds; ++k) {
       orchestrator::Goal seeded = goal;

@@ -162,7 +162,9 @@ std::string format_explanation(const Explanation& e) {
       if (finding.contains("evidence")) line("evidence", compact(finding["evidence"], 200));
     }
     if (e.findings.empty())
-      line("finding", e.analysis ? "none acted on: an exploration idea" : "no analysis recorded");
+      line("finding", !e.analysis                               ? "no analysis recorded"
+                      : string_at(e.idea, "kind") == "handover" ? "none proposes anything new: the handover"
+                                                                : "none acted on: an exploration idea");
     if (!e.idea.is_null()) {
       std::string text = string_at(e.idea, "id");
       if (e.generation)

@@ -395,8 +395,12 @@ class RunLoop {
     generation_request.analysis = plan.analysis.result;
     generation_request.tried_ideas = state_.tried_ideas;
     generation_request.measured_variants = state_.measured_variants;
-    for (const auto& [name, list] : state_.observations)
+    for (const auto& [name, list] : state_.observations) {
       generation_request.measured_counts[name] = list.size();
+      auto& values = generation_request.measured_values[name];
+      for (const auto& observation : list)
+        if (observation.ok()) values.push_back(*observation.value);
+    }
     t0 = Clock::now();
     plan.generation = skills_.generator->generate(generation_request);
     log_->append(iteration, skills_.generator->name(), plan.generation.decision, elapsed_ms(t0));
@@ -444,15 +448,18 @@ class RunLoop {
         return keep_iteration() ? IterationEnd::kept : IterationEnd::spent;  // nothing was measured
       }
     }
+    if (!idea.variants.empty()) hand_over(idea, request);
     request.strategy_chosen = !idea.strategy.empty();
     request.strategy = request.strategy_chosen ? idea.strategy : goal_.strategy;
     request.strategy_options = request.strategy_chosen ? idea.strategy_options : goal_.strategy_options;
     request.seed = rng_.fork("param_explorer").fork(std::uint64_t(iteration)).seed();
     request.budget = plan.choice.result.budget;
     request.batch_size = goal_.effective_batch_size();
-    request.known = state_.observations[variant.name];
-    if (auto related = state_.related.find(variant.name); related != state_.related.end())
-      request.related = related->second;
+    if (!request.flat) {
+      request.known = state_.observations[variant.name];
+      if (auto related = state_.related.find(variant.name); related != state_.related.end())
+        request.related = related->second;
+    }
     request.carry_patience = !idea.continuation;
 
     const auto t0 = Clock::now();
@@ -464,6 +471,7 @@ class RunLoop {
     std::vector<std::string> names{variant.name};
     for (const auto& probe : idea.probes)
       if (std::find(names.begin(), names.end(), probe.variant) == names.end()) names.push_back(probe.variant);
+    if (!idea.variants.empty()) names = idea.variants;
     report("search " + idea.kind + " " + join(names, ", "));
 
     const double before = state_.best_value;
@@ -489,6 +497,33 @@ class RunLoop {
     log_->set_outcome(plan_seq, result);
     log_->set_outcome(plan.policy_seq, improved ? "improved" : "no improvement");
     return verdict(iteration, idea, exploration, before, improved);
+  }
+
+  // The handover's request: its variants as one flat space, everything
+  // measured of them (and, with search.transfer, their earlier runs' measurements)
+  // in that space.
+  void hand_over(const skills::Idea& idea, skills::ExplorationRequest& request) {
+    auto flat = std::make_shared<const skills::FlatSpace>(skills::flatten(catalog_, idea.variants));
+    request.region = flat->space;
+    std::map<int64_t, std::vector<search::Observation>> related;
+    for (const auto& name : flat->variants) {
+      for (const auto& observation : state_.observations[name])
+        if (auto configuration = flat->configuration(name, observation.configuration)) {
+          search::Observation o = observation;
+          o.configuration = std::move(*configuration);
+          request.known.push_back(std::move(o));
+        }
+      if (auto runs = state_.related.find(name); runs != state_.related.end())
+        for (const auto& run : runs->second)
+          for (const auto& observation : run.observations)
+            if (auto configuration = flat->configuration(name, observation.configuration)) {
+              search::Observation o = observation;
+              o.configuration = std::move(*configuration);
+              related[run.run].push_back(std::move(o));
+            }
+    }
+    for (auto& [run, observations] : related) request.related.push_back({run, std::move(observations)});
+    request.flat = std::move(flat);
   }
 
   // --- verdict: accept the idea's best or roll back to the best so far ---

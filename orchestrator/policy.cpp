@@ -50,17 +50,21 @@ skills::SkillResult<PolicyChoice> RulePolicy::decide(const PolicyState& state) {
   const int share = std::max(state.batch_size, remaining / iterations_left);
   const skills::Idea& idea = state.ideas.front();
   choice.idea = 0;
-  if (idea.kind == "explore") {
+  if (idea.kind == "handover") {
+    choice.budget = remaining;  // the search takes over: no finding proposes anything new
+  } else if (idea.kind == "explore") {
     choice.budget = std::min(remaining, share);
   } else {
     choice.budget = std::min(remaining, 2 * share);
   }
   choice.budget = std::max(choice.budget, std::min(remaining, 1));
   decision.action = std::string(kTryPrefix) + idea.kind;
-  decision.rationale =
-      (idea.finding.empty() ? "no finding left to act on; " : "strongest finding " + idea.finding + "; ") +
-      idea.rationale + "; budget " + std::to_string(choice.budget) + " of " + std::to_string(remaining) +
-      " left over " + std::to_string(iterations_left) + " iterations";
+  decision.rationale = (idea.kind == "handover" ? ""
+                        : idea.finding.empty()  ? "no finding left to act on; "
+                                                : "strongest finding " + idea.finding + "; ") +
+                       idea.rationale + "; budget " + std::to_string(choice.budget) + " of " +
+                       std::to_string(remaining) + " left over " + std::to_string(iterations_left) +
+                       " iterations";
   return out;
 }
 

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "core/text.hpp"
+#include "skills/flat_space.hpp"
 
 namespace autotune::skills {
 
@@ -81,6 +85,7 @@ struct Generating {
   // findings): a raise that needs more of it also tries them one step down.
   std::vector<std::string> room_roles;
   std::string room_reason;
+  Json handover = nullptr;  // the handover's evidence, when one is proposed
 
   void consider(Idea idea) {
     for (const auto& other : ideas)
@@ -367,6 +372,118 @@ void continue_spaces(Generating& g, const std::vector<const VariantSpace*>& orde
   }
 }
 
+// A ratio of two objective values (minimised, of one sign): how many times
+// worse `value` is than `best`; infinite when they cannot be compared.
+double times_worse(double value, double best) {
+  if (value > 0 && best > 0) return value / best;
+  if (value < 0 && best < 0) return best / value;
+  return value == best ? 1.0 : std::numeric_limits<double>::infinity();
+}
+
+std::string ratio_text(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", ratio);
+  return text;
+}
+
+// The handover: no finding proposes anything new, so the remaining budget goes
+// to the goal's strategy over the variants worth keeping, as one flat space,
+// with everything measured of them as its history. Stepping from best to best
+// (the neighbourhood searches) lost to a flat search there (docs/loop.md).
+//
+// A variant is worth keeping unless the run's measurements say it cannot
+// catch up: its best is further from the run's best than the parameters were
+// seen to move any one variant (the largest ratio of a variant's worst to its
+// best successful measurement). A variant without a successful measurement is
+// kept: nothing says it is worse. When the kept variants hold more than
+// kMaxHandoverSize configurations, the best's variant alone is kept (the flat
+// space is built by enumerating them).
+constexpr std::uint64_t kMaxHandoverSize = std::uint64_t(1) << 21;
+
+std::optional<Idea> handover_idea(Generating& g, const std::string& why) {
+  const auto& values = g.request.measured_values;
+  std::optional<double> best;
+  double spread = 1.0;
+  std::string spread_variant;
+  for (const auto& [name, list] : values) {
+    if (list.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(list.begin(), list.end());
+    if (!best || *lo < *best) best = *lo;
+    if (const double r = times_worse(*hi, *lo); list.size() >= 2 && r > spread && std::isfinite(r))
+      spread = r, spread_variant = name;
+  }
+  Json kept_json = Json::array(), dropped_json = Json::array();
+  std::vector<std::string> kept, dropped_text;
+  for (const auto& variant : g.catalog.variants) {
+    const auto it = values.find(variant.name);
+    const bool measured = it != values.end() && !it->second.empty();
+    const double variant_best = measured ? *std::min_element(it->second.begin(), it->second.end()) : 0;
+    const double gap = measured && best ? times_worse(variant_best, *best) : 1.0;
+    Json entry = {{"variant", variant.name}, {"successes", measured ? it->second.size() : 0}};
+    if (measured) entry["best"] = variant_best, entry["times_the_best"] = gap;
+    if (!measured || gap <= spread * (1 + 1e-9)) {
+      entry["why"] = !measured ? "no successful measurement: nothing says it is worse"
+                               : "its best is within the spread the parameters gave";
+      kept.push_back(variant.name);
+      kept_json.push_back(entry);
+    } else {
+      entry["why"] = "its best is " + ratio_text(gap) + " the run's best, beyond the " + ratio_text(spread) +
+                     " the parameters moved any one variant";
+      dropped_text.push_back(variant.name + " (" + ratio_text(gap) + ")");
+      dropped_json.push_back(entry);
+    }
+  }
+  if (kept.size() > 1 && flat_size(g.catalog, kept) > kMaxHandoverSize) {
+    for (auto& entry : kept_json)
+      if (entry["variant"] != g.current.name) {
+        entry["why"] = "set aside: the kept variants hold more than " + std::to_string(kMaxHandoverSize) +
+                       " configurations, so the best's variant is searched alone";
+        dropped_json.push_back(entry);
+        dropped_text.push_back(entry["variant"].get<std::string>() + " (space too large to flatten)");
+      }
+    kept = {g.current.name};
+    Json only = Json::array();
+    for (const auto& entry : kept_json)
+      if (entry["variant"] == g.current.name) only.push_back(entry);
+    kept_json = only;
+  }
+  std::uint64_t size = 0, measured_count = 0, history = 0;
+  for (const auto& name : kept) {
+    size += g.catalog.variant(name).space->size();
+    const auto count = g.request.measured_counts.find(name);
+    if (count != g.request.measured_counts.end()) measured_count += count->second;
+  }
+  history = measured_count;
+  if (measured_count >= size) {
+    g.considered.push_back({{"idea", "handover:" + join(kept, ",")},
+                            {"outcome", "every configuration of the kept variants measured"}});
+    return std::nullopt;
+  }
+  Idea idea;
+  idea.kind = "handover";
+  idea.variant = g.current.name;
+  idea.variants = kept;
+  idea.id = "handover:" + join(kept, ",");
+  idea.rationale = why + ": hand the remaining budget to the goal's strategy over " +
+                   (kept.size() == 1 ? "the variant " + kept.front()
+                                     : "the variants " + join(kept, ", ") + " as one space") +
+                   " (" + std::to_string(size) + " configurations), with the " + std::to_string(history) +
+                   " measured so far as its history" +
+                   (dropped_text.empty() ? std::string()
+                                         : "; set aside " + join(dropped_text, ", ") +
+                                               ": their best is further from the run's best than the " +
+                                               ratio_text(spread) + " the parameters moved any one variant");
+  g.handover = {{"why", why},
+                {"kept_variants", kept},
+                {"kept", kept_json},
+                {"set_aside", dropped_json},
+                {"spread", spread},
+                {"spread_variant", spread_variant},
+                {"configurations", size},
+                {"history", history}};
+  return idea;
+}
+
 }  // namespace
 
 SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& request) {
@@ -396,6 +513,19 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   // of the whole space beats stepping from best to best (docs/loop.md), so
   // the whole spaces come first.
   const bool no_evidence = request.analysis.findings.empty() && request.analysis.bound == "unknown";
+  // No finding proposes anything new: the handover comes first, and the
+  // explorations below stay as alternatives (and follow it should it exhaust
+  // its space).
+  if (g.ideas.empty()) {
+    std::vector<std::string> findings;
+    for (const auto& finding : request.analysis.findings) findings.push_back(finding.kind);
+    const std::string why = no_evidence ? "no profile evidence points anywhere (no finding, bound unknown)"
+                            : findings.empty() ? "no finding on the best"
+                                               : "no finding proposes anything new (" + join(findings, ", ") +
+                                                     ": their ideas were tried or have nothing to turn)";
+    if (auto idea = handover_idea(g, why)) g.consider(std::move(*idea));
+    if (g.ideas.empty()) g.handover = nullptr;  // tried already
+  }
   std::vector<Idea> local_ideas;
   Region neighbourhood;
   if (auto idea = neighbourhood_idea(g, neighbourhood)) local_ideas.push_back(std::move(*idea));
@@ -415,6 +545,7 @@ SkillResult<Generation> KernelGenerator::generate(const GenerationRequest& reque
   Json proposed = Json::array();
   for (const auto& idea : g.ideas) proposed.push_back(idea);
   decision.evidence = {{"bound", request.analysis.bound}, {"ideas", proposed}};
+  if (!g.handover.is_null()) decision.evidence["handover"] = g.handover;
   decision.alternatives = g.considered;
   decision.rationale = g.ideas.empty() ? "every idea was tried" : g.ideas.front().rationale;
   return out;

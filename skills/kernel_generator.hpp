@@ -8,9 +8,11 @@
 //  - a "structural" finding -> every variant not measured yet, each probed
 //    once with the best's settings carried over (same name, else same role,
 //    else the variant's default);
-//  - when no finding is left to act on: the best's neighbourhood along its
-//    roled parameters, then the best variant's whole space, then the other
-//    variants' spaces, best measured first.
+//  - when no finding proposes anything new: the handover, the goal's strategy
+//    over the variants worth keeping as one flat space (skills/flat_space.hpp)
+//    with the rest of the budget; then, as alternatives, the best's
+//    neighbourhood along its roled parameters, the best variant's whole
+//    space, the other variants' spaces, best measured first.
 // Ideas already tried in the run are skipped (their ids are stable).
 #include "skills/skill.hpp"
 

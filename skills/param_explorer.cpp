@@ -1,7 +1,10 @@
 #include "skills/param_explorer.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
+
+#include "core/text.hpp"
 
 namespace autotune::skills {
 
@@ -81,7 +84,12 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
                        {"probes_measured_before", request.probes.size() - probes.size()},
                        {"budget_offered", request.budget},
                        {"proposing", plan.budget}};
-  if (request.region) decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
+  if (request.flat) {
+    decision.inputs["variants"] = request.flat->variants;
+    decision.evidence["patience"] = "none: the handover searches until the budget is spent";
+  } else if (request.region) {
+    decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
+  }
   if (!request.related.empty()) decision.evidence["related_observations"] = related_observations;
   decision.alternatives =
       Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
@@ -101,6 +109,15 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
     decision.rationale = "propose up to " + std::to_string(plan.budget) + " of " + what +
                          ": the idea searches them with " + request.strategy + " " +
                          request.strategy_options.dump();
+  else if (request.flat)
+    decision.rationale =
+        "propose " + std::to_string(plan.budget) + " of " + what +
+        (request.flat->variants.size() == 1 ? " of the variant " + request.flat->variants.front()
+                                            : " of the variants " + join(request.flat->variants, ", ") +
+                                                  " as one space (the variant a parameter)") +
+        ": search with " + request.strategy + " until the budget of " + offered + " is spent, told the " +
+        std::to_string(request.known.size()) + " measurements of " +
+        (request.flat->variants.size() == 1 ? "it" : "them") + " so far";
   else
     decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what +
                          ", more than the budget of " + offered + ": search with " + request.strategy;
@@ -161,7 +178,8 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
   // The stretch grows with the region (a model-based strategy spends its
   // first batches on an initial design), so a large region is not written off
   // after a handful of samples.
-  const int patience = region_patience(*request.region, request.batch_size);
+  const int patience =
+      request.flat ? std::numeric_limits<int>::max() : region_patience(*request.region, request.batch_size);
   std::uint64_t unmeasured = unknown_in_region(request);
   // Earlier measurements count towards the stretch (in the order they were
   // made), so a region continued by a later iteration keeps its history.
@@ -207,7 +225,8 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     }
     std::vector<Candidate> batch;
     for (const auto& c : configurations)
-      batch.push_back({request.variant->name, search::to_json(*request.region, c)});
+      batch.push_back(request.flat ? request.flat->candidate(c)
+                                   : Candidate{request.variant->name, search::to_json(*request.region, c)});
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
     unmeasured -= std::min<std::uint64_t>(unmeasured, batch.size());

@@ -66,6 +66,7 @@ void to_json(Json& out, const Idea& idea) {
              {"expected_gain", idea.expected_gain}};
   if (idea.continuation) out["continuation"] = true;
   if (!idea.strategy.empty()) out["strategy"] = {{"name", idea.strategy}, {"options", idea.strategy_options}};
+  if (!idea.variants.empty()) out["variants"] = idea.variants;
 }
 
 }  // namespace autotune::skills

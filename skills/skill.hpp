@@ -20,6 +20,7 @@
 #include "core/registry.hpp"
 #include "search/strategy.hpp"
 #include "skills/candidate.hpp"
+#include "skills/flat_space.hpp"
 #include "skills/variant_catalog.hpp"
 
 namespace autotune::skills {
@@ -144,6 +145,11 @@ struct Idea {
   // is small enough to enumerate.
   std::string strategy;
   Json strategy_options = Json::object();
+  // The handover (kind "handover"): these variants searched as one flat
+  // space (skills/flat_space.hpp) with the goal's strategy until the budget
+  // is spent, everything measured of them as its history; `variant` is the
+  // best's. Empty: `variant` and `region` alone.
+  std::vector<std::string> variants;
 };
 void to_json(Json& out, const Idea& idea);
 
@@ -156,6 +162,8 @@ struct GenerationRequest {
       tried_ideas;  // ideas whose region settled (Exploration::settled); never proposed again
   std::set<std::string> measured_variants;               // variants with at least one measurement
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured (any outcome)
+  // variant -> objective values (minimised) of its successful measurements
+  std::map<std::string, std::vector<double>> measured_values;
 };
 
 struct Generation {
@@ -194,6 +202,10 @@ struct ExplorationRequest {
   // Whether the earlier measurements without improvement count towards the
   // explorer's patience (false for a continuation: a fresh stretch).
   bool carry_patience = true;
+  // The handover: `region` is this flat space of several variants (its
+  // configurations name their variant), and the search goes on until the
+  // budget is spent or the space is exhausted, without patience.
+  std::shared_ptr<const FlatSpace> flat;
 };
 
 struct ExplorationPlan {

@@ -255,6 +255,9 @@ Json analysis_request_json(const AnalysisRequest& request) {
 }
 
 Json generation_request_json(const GenerationRequest& request) {
+  Json measured_best = Json::object();  // variant -> its best objective value (minimised)
+  for (const auto& [name, values] : request.measured_values)
+    if (!values.empty()) measured_best[name] = *std::min_element(values.begin(), values.end());
   Json variants = Json::array();
   if (request.catalog) {
     for (const auto& v : request.catalog->variants) {
@@ -274,7 +277,8 @@ Json generation_request_json(const GenerationRequest& request) {
           {"analysis", request.analysis},
           {"tried_ideas", request.tried_ideas},
           {"measured_variants", request.measured_variants},
-          {"measured_counts", request.measured_counts}};
+          {"measured_counts", request.measured_counts},
+          {"measured_best", measured_best}};
 }
 
 Json exploration_request_json(const ExplorationRequest& request) {
@@ -335,7 +339,7 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
 
 std::optional<Generation> generation_from_plugin(const Json& result, const GenerationRequest& request,
                                                  std::string* error) {
-  static const std::set<std::string> kKinds = {"raise", "vary", "structural", "explore"};
+  static const std::set<std::string> kKinds = {"raise", "vary", "structural", "explore", "handover"};
   AUTOTUNE_CHECK(request.catalog != nullptr, "a generation request without a catalog");
   if (!result.contains("ideas") || !result["ideas"].is_array())
     return fail_with(error, "\"ideas\" must be a list"), std::nullopt;
@@ -352,7 +356,8 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
     idea.id = in["id"];
     if (!ids.insert(idea.id).second) return bad("id '" + idea.id + "' is used twice");
     idea.kind = in.value("kind", "explore");
-    if (!kKinds.count(idea.kind)) return bad("\"kind\" must be one of raise, vary, structural, explore");
+    if (!kKinds.count(idea.kind))
+      return bad("\"kind\" must be one of raise, vary, structural, explore, handover");
     if (!in.contains("variant") || !in["variant"].is_string()) return bad("\"variant\" must be a string");
     idea.variant = in["variant"];
     const VariantSpace* variant = request.catalog->find(idea.variant);
@@ -392,6 +397,18 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
         return bad("probe " + c.text() + ": " + e.what());
       }
       idea.probes.push_back(std::move(c));
+    }
+    if (idea.kind == "handover") {
+      // The variants searched as one flat space; the idea's own at least.
+      const Json variants = in.value("variants", Json::array({idea.variant}));
+      if (!variants.is_array() || variants.empty()) return bad("\"variants\" must be a non-empty list");
+      for (const auto& name : variants) {
+        if (!name.is_string() || !request.catalog->find(name.get<std::string>()))
+          return bad("\"variants\": unknown variant " + name.dump());
+        if (std::find(idea.variants.begin(), idea.variants.end(), name.get<std::string>()) ==
+            idea.variants.end())
+          idea.variants.push_back(name.get<std::string>());
+      }
     }
     if (in.contains("finding") && !in["finding"].is_string()) return bad("\"finding\" must be a string");
     idea.finding = in.value("finding", "");

@@ -97,8 +97,9 @@ def check_gemm_article(tmp, db):
 
 
 def check_iterations_all_measure(tmp, db):
-    """A replay run held to an unreachable bound runs all its iterations and measures something in each: none is
-    spent on an idea that measured nothing (tests/unit/orchestrator/loop_test.cpp forces that case)."""
+    """A replay run held to an unreachable bound spends its whole budget and measures something in each of its
+    iterations: none is spent on an idea that measured nothing (tests/unit/orchestrator/loop_test.cpp forces that
+    case). Without a profile no finding proposes anything, so the handover takes the budget after the baseline."""
     with open(goal_path("replay-convolution.yaml")) as f:
         text = f.read()
     cachefile = os.path.abspath(os.path.join(os.path.dirname(goal_path("replay-convolution.yaml")),
@@ -106,10 +107,14 @@ def check_iterations_all_measure(tmp, db):
     text = text.replace(text.split("cachefile: ")[1].split("\n")[0], cachefile)
     text = text.replace("improvement: 0.80", "latency_s: 0.0001")  # below the recorded optimum
     summary = run_json(["run", write_goal(tmp, "replay-unreachable.yaml", text)], db)
-    check(summary["stop_reason"].startswith("max_iterations"), f"replay-unreachable: {summary['stop_reason']}")
+    check(summary["stop_reason"].startswith("evaluation budget") and summary["evaluations"] == 120,
+          f"replay-unreachable: {summary['stop_reason']} after {summary['evaluations']}")
+    handover = query(db, "SELECT COUNT(*) FROM decisions WHERE run = ? AND action = 'try:handover'",
+                     (summary["run_id"],))[0][0]
+    check(handover == 1, f"replay-unreachable: {handover} handovers")
     measured = {row[0] for row in query(db, "SELECT DISTINCT iteration FROM trials WHERE run = ?",
                                         (summary["run_id"],))}
-    missing = [i for i in range(1, 7) if i not in measured]
+    missing = [i for i in range(1, summary["iterations"] + 1) if i not in measured]
     check(not missing, f"iterations that measured nothing: {missing}")
 
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "skills/benchmark_runner.hpp"
+#include "skills/flat_space.hpp"
 #include "skills/kernel_generator.hpp"
 #include "skills/param_explorer.hpp"
 #include "skills/profile_analyzer.hpp"
@@ -431,6 +432,7 @@ TEST_CASE("generator: with every idea settled, the budget left goes on in the be
   request.measured_counts = {{"fast", 10}, {"slow", 27}};
   auto generation = generator.generate(request);
   REQUIRE_FALSE(generation.result.ideas.empty());
+  CHECK(generation.result.ideas.front().kind == "handover");  // no finding proposes anything
   for (const auto& idea : generation.result.ideas) {
     CHECK_FALSE(idea.continuation);
     request.tried_ideas.insert(idea.id);
@@ -451,7 +453,8 @@ TEST_CASE("generator: without any evidence the whole space comes before the best
   GenerationRequest request = request_for(catalog);
   request.measured_variants = {"fast"};
   request.measured_counts = {{"fast", 1}};
-  request.analysis.bound = "unknown";  // what the analyzer says without a profile
+  request.analysis.bound = "unknown";       // what the analyzer says without a profile
+  request.tried_ideas = {"handover:fast"};  // the handover (below) is first; the alternatives after it
   auto ideas = generator.generate(request).result.ideas;
   REQUIRE(ideas.size() >= 2);
   CHECK(ideas.front().id == "space:fast");
@@ -926,4 +929,130 @@ TEST_CASE(
   REQUIRE(alone.status == Outcome::ok);
   CHECK(overlapping.metrics.at("cycles") == alone.metrics.at("cycles"));
   CHECK(overlapping.metrics.at("cycles") != first.metrics.at("cycles"));
+}
+
+TEST_CASE("flat space: the variants as one space, each one's valid configurations exactly, both ways") {
+  VariantCatalog catalog = catalog_of({"fast", "slow"});
+  // A third variant with a parameter of its own and a recorded (allowed-list) space.
+  VariantSpace recorded;
+  recorded.name = "recorded";
+  recorded.parameters = {search::ParameterSpec::ordered("a", {std::int64_t(16), std::int64_t(64)}),
+                         search::ParameterSpec::categorical("layout", {"row", "col"})};
+  recorded.allowed = {{0, 1}, {1, 0}};
+  recorded.defaults = {{"a", 16}, {"layout", "col"}};
+  build_space(recorded);
+  catalog.variants.push_back(recorded);
+
+  const FlatSpace one = flatten(catalog, {"slow"});
+  CHECK(one.space == catalog.variant("slow").space);  // one variant: its own space, shared
+  CHECK(one.variant_parameter.empty());
+
+  const FlatSpace flat = flatten(catalog, {"recorded", "fast"});
+  CHECK(flat.variants == std::vector<std::string>{"fast", "recorded"});  // the catalog's order
+  CHECK(flat.variant_parameter == "variant");
+  const auto fast_size = catalog.variant("fast").space->size();
+  REQUIRE(flat.space->size() == fast_size + 2);
+  CHECK(flat_size(catalog, {"fast", "recorded"}) == fast_size + 2);
+  CHECK(flat.space->parameter_index("a").has_value());
+  CHECK(flat.space->parameters()[*flat.space->parameter_index("a")].size() == 4);  // 16, 32, 64, 128
+  std::set<std::string> seen;
+  for (std::uint64_t i = 0; i < flat.space->size(); ++i) {
+    const Candidate c = flat.candidate(flat.space->configuration_at(i));
+    CHECK(seen.insert(c.key()).second);
+    const VariantSpace& own = catalog.variant(c.variant);
+    const auto configuration = search::configuration_from_json(*own.space, c.params);
+    REQUIRE(own.space->contains(configuration));
+    const auto back = flat.configuration(c.variant, configuration);
+    REQUIRE(back.has_value());
+    CHECK(flat.space->index_of(*back) == i);
+  }
+  CHECK(seen.count("recorded{a=16,layout=col}"));
+  CHECK_FALSE(seen.count("recorded{a=16,layout=row}"));  // not recorded, so not in the flat space either
+  CHECK_FALSE(flat.configuration("slow", catalog.variant("slow").space->configuration_at(0)).has_value());
+}
+
+TEST_CASE(
+    "generator: when no finding proposes anything new, the budget goes to a flat search of the variants "
+    "worth keeping") {
+  const VariantCatalog catalog = catalog_of({"fast", "slow", "untried"});
+  KernelGenerator generator;
+  GenerationRequest request = request_for(catalog);
+  request.best = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  request.analysis.bound = "memory";
+  request.measured_variants = {"fast", "slow"};
+  request.measured_counts = {{"fast", 3}, {"slow", 1}};
+  // Within "fast" the parameters moved the latency 1.5x; "slow" is 2x the best: no tuning seen here closes
+  // that.
+  request.measured_values = {{"fast", {1.0, 1.5, 1.2}}, {"slow", {2.0}}};
+  auto generation = generator.generate(request);
+  REQUIRE_FALSE(generation.result.ideas.empty());
+  const Idea& idea = generation.result.ideas.front();
+  CHECK(idea.kind == "handover");
+  CHECK(idea.variant == "fast");
+  CHECK(idea.variants == std::vector<std::string>{"fast", "untried"});  // nothing says "untried" is worse
+  CHECK(idea.rationale.find("set aside slow (2.00x)") != std::string::npos);
+  const Json& evidence = generation.decision.evidence.at("handover");
+  CHECK(evidence.at("spread").get<double>() == doctest::Approx(1.5));
+  CHECK(evidence.at("set_aside").size() == 1);
+  CHECK(evidence.at("history").get<int>() == 3);
+  // The neighbourhood searches stay as alternatives after it.
+  CHECK(generation.result.ideas.size() > 1);
+  CHECK(generation.result.ideas[1].id.starts_with("neighbourhood:"));
+
+  // Where the parameters moved a variant further than the gap, it is kept.
+  request.measured_values["fast"] = {1.0, 2.5};
+  generation = generator.generate(request);
+  CHECK(generation.result.ideas.front().variants == std::vector<std::string>{"fast", "slow", "untried"});
+
+  // A finding with a new idea comes first; no handover then.
+  Finding finding;
+  finding.kind = "dma_bound_no_overlap";
+  finding.action = "raise";
+  finding.roles = {kRolePipelineDepth};
+  finding.expected_gain = 0.3;
+  request.analysis.findings = {finding};
+  generation = generator.generate(request);
+  CHECK(generation.result.ideas.front().kind == "raise");
+  for (const auto& other : generation.result.ideas) CHECK(other.kind != "handover");
+  CHECK_FALSE(generation.decision.evidence.contains("handover"));
+}
+
+TEST_CASE(
+    "explorer: the handover searches the flat space across variants until its budget, without patience") {
+  const VariantCatalog catalog = catalog_of({"fast", "slow"});
+  auto flat = std::make_shared<const FlatSpace>(flatten(catalog, {"fast", "slow"}));
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &catalog.variant("fast");
+  request.region = flat->space;
+  request.flat = flat;
+  request.strategy = "random";
+  request.seed = 11;
+  request.batch_size = 2;
+  request.budget = 40;  // more than the patience (12): nothing ever improves below
+  request.known = {search::Observation::success(
+      *flat->configuration("fast", catalog.variant("fast").space->configuration_at(0)), 0.5)};
+  std::set<std::string> variants, seen;
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch) {
+      variants.insert(c.variant);
+      CHECK(seen.insert(c.key()).second);
+      CHECK(catalog.variant(c.variant).space->contains(
+          search::configuration_from_json(*catalog.variant(c.variant).space, c.params)));
+      out.push_back(search::Observation::success({}, 1.0));
+    }
+    return out;
+  };
+  const auto plan = explorer.plan(request);
+  CHECK(plan.result.strategy == "random");
+  CHECK(plan.decision.inputs.at("variants") == Json::array({"fast", "slow"}));
+  const auto result = explorer.explore(request, plan.result, measure, {});
+  CHECK(result.evaluations == 40);
+  CHECK_FALSE(result.settled);
+  CHECK(variants == std::set<std::string>{"fast", "slow"});
+  CHECK_FALSE(
+      seen.count(Candidate{"fast", search::to_json(*catalog.variant("fast").space,
+                                                   catalog.variant("fast").space->configuration_at(0))}
+                     .key()));
 }

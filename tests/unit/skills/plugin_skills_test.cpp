@@ -156,7 +156,20 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
       "ideas[0]: probe a{depth=2,tile=128} violates the variant's constraints");
   CHECK(rejected({{"variant", "a"}}) == "ideas[0]: \"id\" must be a non-empty string");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"kind", "magic"}}) ==
-        "ideas[0]: \"kind\" must be one of raise, vary, structural, explore");
+        "ideas[0]: \"kind\" must be one of raise, vary, structural, explore, handover");
+
+  // The handover (the built-in's, passed on by an after plugin): its variants as one flat space.
+  generation = generation_from_plugin(
+      {{"ideas", {{{"id", "h"}, {"kind", "handover"}, {"variant", "a"}, {"variants", {"a", "b"}}}}}}, request,
+      &error);
+  REQUIRE_MESSAGE(generation, error);
+  CHECK(generation->ideas[0].variants == std::vector<std::string>{"a", "b"});
+  generation = generation_from_plugin({{"ideas", {{{"id", "h"}, {"kind", "handover"}, {"variant", "a"}}}}},
+                                      request, &error);
+  REQUIRE_MESSAGE(generation, error);
+  CHECK(generation->ideas[0].variants == std::vector<std::string>{"a"});
+  CHECK(rejected({{"id", "h"}, {"kind", "handover"}, {"variant", "a"}, {"variants", {"a", "c"}}}) ==
+        "ideas[0]: \"variants\": unknown variant \"c\"");
 }
 
 TEST_CASE("a plan from a plugin may change the strategy and lower the budget, nothing else") {
