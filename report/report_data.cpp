@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
 #include "report/stored_kernel.hpp"
@@ -32,10 +33,16 @@ std::string number(const char* format, double value) {
   return text;
 }
 
-GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& baseline) {
+// The goal stored with a run, read with the bounds of every YAML reader (a
+// recursive alias or a billion laughs is one UserError line, not a crash or
+// a hang): the database is written by other processes.
+YAML::Node stored_goal(const store::Run& run) {
+  return load_yaml_text(run.goal_yaml, "run " + std::to_string(run.id) + "'s stored goal");
+}
+
+GoalView goal_view(const YAML::Node& goal, const std::optional<store::Trial>& baseline) {
   GoalView view;
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
     const std::string objective = goal["objective"] ? goal["objective"].Scalar() : "latency";
     const YAML::Node target = goal["goal"];
     if (!target || !target.IsMap()) return view;
@@ -84,9 +91,8 @@ GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& bas
   return view;
 }
 
-std::string objective_of(const store::Run& run) {
+std::string objective_of(const YAML::Node& goal) {
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
     if (goal["objective"]) return goal["objective"].Scalar();
   } catch (const YAML::Exception&) {
   }
@@ -333,8 +339,9 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   if (overview.model) return model_report(store, run, overview);
   const std::vector<store::Trial> trials = store.trials(run_id);
 
+  const YAML::Node goal_document = stored_goal(run);
   Json doc = store::run_listing_json(run);
-  doc["objective"] = objective_of(run);
+  doc["objective"] = objective_of(goal_document);
   doc["evaluations"] = trials.size();
   auto number_or_null = [](std::optional<double> value) { return value ? Json(*value) : Json(); };
   if (overview.baseline)
@@ -343,7 +350,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   if (overview.best)
     doc["best"] = {{"trial", overview.best->id}, {"latency_s", number_or_null(overview.best_latency_s)}};
   if (overview.improvement) doc["improvement"] = *overview.improvement;
-  const GoalView goal = goal_view(run, overview.baseline);
+  const GoalView goal = goal_view(goal_document, overview.baseline);
   if (!goal.text.empty()) doc["goal"] = goal.text;
   if (goal.latency_s) doc["goal_latency_s"] = *goal.latency_s;
 
