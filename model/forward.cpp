@@ -8,7 +8,9 @@
 #include <mutex>
 #include <regex>
 
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "model/fit.hpp"
 
 namespace autotune::model {
@@ -22,8 +24,16 @@ struct RunKernel {
 };
 
 std::optional<RunKernel> run_kernel(const store::Run& run) {
+  YAML::Node goal;
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
+    // Bounded like every YAML reader: a stored goal with a recursive alias or
+    // a billion laughs is passed over with one line, never a crash or a hang.
+    goal = load_yaml_text(run.goal_yaml, "run " + std::to_string(run.id) + "'s stored goal");
+  } catch (const UserError& error) {
+    log::warn(std::string(error.what()) + "; its trials are not used");
+    return std::nullopt;
+  }
+  try {
     const YAML::Node kernel = goal["kernel"];
     const YAML::Node target = goal["target"];
     if (!kernel || !kernel.IsMap() || !kernel["family"] || !kernel["shape"] || !kernel["shape"].IsMap())

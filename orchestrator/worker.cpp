@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -79,6 +81,13 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
   std::atomic<bool> stop{false};
   std::mutex activity_mutex;
   auto last_activity = Clock::now();
+  // The rows this worker's jobs hold, and rows the store says this worker
+  // holds that none of its jobs does (a claim whose COMMIT went through while
+  // the connection broke, so the job never heard of it): since when, and
+  // those handed back to the jobs. Guarded by activity_mutex.
+  std::set<int64_t> in_flight;
+  std::map<int64_t, Clock::time_point> unheld_since;
+  std::deque<store::QueuedMeasurement> orphans;
   double claim_seconds = 0;  // in claims that returned a candidate
   auto touch = [&] {
     std::lock_guard lock(activity_mutex);
@@ -94,11 +103,22 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
       while (!stop) {
         std::optional<store::QueuedMeasurement> item;
         const auto asked = Clock::now();
-        try {
-          item = store.claim_measurement(summary.id, options.lease_s, std::nullopt);
-        } catch (const std::exception& error) {
-          if (options.note) options.note(std::string("claiming failed: ") + error.what());
+        {
+          std::lock_guard lock(activity_mutex);
+          if (!orphans.empty()) {
+            item = orphans.front();
+            orphans.pop_front();
+          }
         }
+        if (!item) try {
+            item = store.claim_measurement(summary.id, options.lease_s, std::nullopt);
+            if (item) {
+              std::lock_guard lock(activity_mutex);
+              in_flight.insert(item->id);
+            }
+          } catch (const std::exception& error) {
+            if (options.note) options.note(std::string("claiming failed: ") + error.what());
+          }
         if (!item) {
           std::this_thread::sleep_for(idle_wait);
           idle_wait = std::min(2 * idle_wait, std::chrono::milliseconds(1000));
@@ -143,26 +163,75 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
           if (stop) break;
           std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200 * attempt, 2000)));
         }
+        {
+          std::lock_guard lock(activity_mutex);
+          in_flight.erase(item->id);
+        }
         --busy;
         touch();
       }
     });
   }
 
+  // A row the store says this worker holds yet none of its jobs does stays
+  // so under this worker's live heartbeat, and no one else would take it:
+  // held unmeasured for kOrphanAfterS (a claim in progress reaches its job in
+  // far less), it goes back to this worker's jobs.
+  auto take_back_unheld = [&](const std::vector<int64_t>& held) {
+    std::vector<int64_t> lost;
+    {
+      std::lock_guard lock(activity_mutex);
+      for (auto it = unheld_since.begin(); it != unheld_since.end();)
+        it = std::binary_search(held.begin(), held.end(), it->first) ? std::next(it) : unheld_since.erase(it);
+      for (const int64_t id : held) {
+        if (in_flight.count(id)) {
+          unheld_since.erase(id);
+          continue;
+        }
+        const auto since = unheld_since.emplace(id, Clock::now()).first->second;
+        if (std::chrono::duration<double>(Clock::now() - since).count() >= skills::kOrphanAfterS)
+          lost.push_back(id);
+      }
+    }
+    if (lost.empty()) return;
+    std::vector<store::QueuedMeasurement> rows;
+    try {
+      rows = store.queued_measurements(lost);
+    } catch (const std::exception& error) {
+      if (options.note) options.note(std::string("reading the queue failed: ") + error.what());
+      return;
+    }
+    std::lock_guard lock(activity_mutex);
+    for (const auto& row : rows) {
+      if (row.state != store::QueueState::claimed || row.worker != summary.id || in_flight.count(row.id))
+        continue;
+      if (options.note)
+        options.note("queued candidate " + std::to_string(row.id) +
+                     " was claimed by this worker but not measured (a claim lost with its connection): "
+                     "measuring it");
+      unheld_since.erase(row.id);
+      in_flight.insert(row.id);
+      orphans.push_back(row);
+    }
+  };
+
   auto last_heartbeat = Clock::now();
   while (!stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (std::chrono::duration<double>(Clock::now() - last_heartbeat).count() >= skills::kHeartbeatIntervalS) {
       last_heartbeat = Clock::now();
+      std::optional<std::vector<int64_t>> held;
       try {
-        store.heartbeat_worker(summary.id, skills::claimer_id(""), options.jobs, measured);
+        held = store.heartbeat_worker(summary.id, skills::claimer_id(""), options.jobs, measured);
       } catch (const std::exception& error) {
         if (options.note) options.note(std::string("heartbeat failed: ") + error.what());
       }
+      if (held) take_back_unheld(*held);
     }
     if (options.idle_exit_s && busy == 0) {
       std::lock_guard lock(activity_mutex);
-      if (std::chrono::duration<double>(Clock::now() - last_activity).count() >= *options.idle_exit_s)
+      if (orphans.empty() &&
+          std::chrono::duration<double>(Clock::now() - last_activity).count() >= *options.idle_exit_s)
         stop = true;
     }
   }

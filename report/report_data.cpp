@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "core/noise.hpp"
 #include "kernels/evaluate.hpp"
@@ -33,10 +34,16 @@ std::string number(const char* format, double value) {
   return text;
 }
 
-GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& baseline) {
+// The goal stored with a run, read with the bounds of every YAML reader (a
+// recursive alias or a billion laughs is one UserError line, not a crash or
+// a hang): the database is written by other processes.
+YAML::Node stored_goal(const store::Run& run) {
+  return load_yaml_text(run.goal_yaml, "run " + std::to_string(run.id) + "'s stored goal");
+}
+
+GoalView goal_view(const YAML::Node& goal, const std::optional<store::Trial>& baseline) {
   GoalView view;
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
     const std::string objective = goal["objective"] ? goal["objective"].Scalar() : "latency";
     const YAML::Node target = goal["goal"];
     if (!target || !target.IsMap()) return view;
@@ -87,9 +94,8 @@ GoalView goal_view(const store::Run& run, const std::optional<store::Trial>& bas
 
 // How many noise widths a win had to clear before it was measured again
 // (the command target's remeasure_beyond, core/noise.hpp), from the run's goal.
-double remeasure_beyond_of(const store::Run& run) {
+double remeasure_beyond_of(const YAML::Node& goal) {
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
     if (goal["target"] && goal["target"].IsMap() && goal["target"]["remeasure_beyond"])
       return goal["target"]["remeasure_beyond"].as<double>();
   } catch (const YAML::Exception&) {
@@ -103,9 +109,8 @@ Json interval_of(const store::Trial& trial) {
   return e && e->width() > 0 ? Json{e->low, e->high} : Json();
 }
 
-std::string objective_of(const store::Run& run) {
+std::string objective_of(const YAML::Node& goal) {
   try {
-    const YAML::Node goal = YAML::Load(run.goal_yaml);
     if (goal["objective"]) return goal["objective"].Scalar();
   } catch (const YAML::Exception&) {
   }
@@ -352,8 +357,9 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   if (overview.model) return model_report(store, run, overview);
   const std::vector<store::Trial> trials = store.trials(run_id);
 
+  const YAML::Node goal_document = stored_goal(run);
   Json doc = store::run_listing_json(run);
-  doc["objective"] = objective_of(run);
+  doc["objective"] = objective_of(goal_document);
   doc["evaluations"] = trials.size();
   auto number_or_null = [](std::optional<double> value) { return value ? Json(*value) : Json(); };
   if (overview.baseline)
@@ -365,7 +371,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
                    {"latency_s", number_or_null(overview.best_latency_s)},
                    {"interval", interval_of(*overview.best)}};
   if (overview.improvement) doc["improvement"] = *overview.improvement;
-  const GoalView goal = goal_view(run, overview.baseline);
+  const GoalView goal = goal_view(goal_document, overview.baseline);
   if (!goal.text.empty()) doc["goal"] = goal.text;
   if (goal.latency_s) doc["goal_latency_s"] = *goal.latency_s;
 
@@ -378,7 +384,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   std::vector<std::size_t> improving;  // indices where the best so far improved
   Json best_so_far = Json::array();
   std::optional<Estimate> best;
-  const double remeasure_beyond = remeasure_beyond_of(run);
+  const double remeasure_beyond = remeasure_beyond_of(goal_document);
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const auto& trial = trials[i];
     if (!variant_index.count(trial.variant)) {

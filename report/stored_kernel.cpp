@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/family.hpp"
@@ -10,12 +11,8 @@ namespace autotune::report {
 
 StoredKernel resolve_stored_kernel(const store::Run& run, const store::Trial& trial) {
   const std::string where = "run " + std::to_string(run.id);
-  YAML::Node goal;
-  try {
-    goal = YAML::Load(run.goal_yaml);
-  } catch (const YAML::Exception& e) {
-    throw UserError(where + ": its stored goal does not parse: " + e.what());
-  }
+  // Bounded like every YAML reader: a recursive alias or a billion laughs is one line.
+  const YAML::Node goal = load_yaml_text(run.goal_yaml, where + "'s stored goal");
   const auto& registry = kernels::family_registry();
   if (!registry.contains(run.kernel))
     throw UserError(where + " tuned '" + run.kernel +

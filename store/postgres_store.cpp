@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "store/postgres_schema.hpp"
 #include "store/record_rules.hpp"
 
@@ -205,7 +206,8 @@ std::string PostgresStore::scrubbed(const std::string& text) const {
   return one_line(redact_url_credentials(out));
 }
 
-PostgresStore::PostgresStore(const std::string& url) : url_(url), redacted_url_(displayable_url(url)) {
+PostgresStore::PostgresStore(const std::string& url, std::chrono::seconds outage_wait)
+    : outage_wait_(outage_wait), url_(url), redacted_url_(displayable_url(url)) {
   try {
     std::lock_guard lock(mutex_);
     connect();
@@ -222,37 +224,90 @@ void PostgresStore::connect() { connection_ = std::make_unique<Connection>(url_)
 
 void PostgresStore::with_transaction(const char* doing,
                                      const std::function<void(pqxx::transaction_base&)>& work,
-                                     InDoubt in_doubt) {
-  std::lock_guard lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + kReconnectTimeout;
-  for (int attempt = 1;; ++attempt) {
+                                     InDoubt in_doubt, std::optional<std::chrono::seconds> wait) {
+  using Clock = std::chrono::steady_clock;
+  const auto allowed = wait.value_or(outage_wait_);
+  const auto started = Clock::now();
+  const auto deadline = started + allowed;
+  std::unique_lock lock(mutex_);
+  // Back-off between attempts, with the lock released: other threads' calls
+  // take their turn (and a process being interrupted can freeze the store).
+  auto delay = std::chrono::milliseconds(100);
+  bool warned = false;
+  auto back_off = [&] {
+    if (!warned && Clock::now() - started >= std::chrono::seconds(10) && allowed > std::chrono::seconds(10)) {
+      warned = true;
+      log::warn("PostgreSQL database " + redacted_url_ + " unreachable (" + doing + "); waiting up to " +
+                std::to_string(allowed.count()) + " s for it (AUTOTUNE_DB_OUTAGE_S)");
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(delay);
+    delay = std::min(2 * delay, std::chrono::milliseconds(2000));
+    lock.lock();
+  };
+  const auto unknown = [&] {
+    return UserError(std::string("the connection to PostgreSQL database ") + redacted_url_ + " broke while " +
+                     doing +
+                     " was committing; whether it was stored is unknown (resume the run to continue)");
+  };
+  const auto unreachable = [&](const std::exception& error) {
+    return UserError("lost the connection to PostgreSQL database " + redacted_url_ + " (" + doing +
+                     ") and could not reconnect for " + std::to_string(allowed.count()) +
+                     " s: " + scrubbed(error.what()));
+  };
+  // The fate of transaction `xid`, asked once the server answers again:
+  // true when it committed, false when it did not (run it again).
+  auto committed = [&](int64_t xid) -> bool {
+    for (;;) {
+      try {
+        if (!connection_) {
+          connect();
+          ++reconnects_;
+        }
+        pqxx::work txn(connection_->connection);
+        const auto status = Params().add(xid).exec(txn, "SELECT txid_status($1)")[0][0];
+        txn.commit();
+        if (status.is_null()) throw unknown();  // too old for the server to remember
+        const std::string fate = status.c_str();
+        if (fate == "committed") return true;
+        if (fate == "aborted") return false;
+        // "in progress": the server has not finished with the broken session yet.
+      } catch (const pqxx::broken_connection&) {
+        connection_.reset();
+      } catch (const pqxx::in_doubt_error&) {
+        connection_.reset();
+      }
+      if (Clock::now() >= deadline) throw unknown();
+      back_off();
+    }
+  };
+  for (;;) {
+    std::optional<int64_t> xid;
     try {
       if (!connection_) {
         connect();
         ++reconnects_;
       }
       pqxx::work txn(connection_->connection);
+      if (in_doubt == InDoubt::look_up) xid = txn.exec1("SELECT txid_current()")[0].as<int64_t>();
       work(txn);
       txn.commit();
       return;
     } catch (const pqxx::in_doubt_error&) {
       connection_.reset();
-      if (in_doubt == InDoubt::retry && std::chrono::steady_clock::now() < deadline) continue;
-      throw UserError(std::string("the connection to PostgreSQL database ") + redacted_url_ +
-                      " broke while " + doing +
-                      " was committing; whether it was stored is unknown (resume the run to continue)");
+      if (xid) {
+        if (committed(*xid)) return;
+      } else if (in_doubt == InDoubt::look_up || Clock::now() >= deadline) {
+        throw unknown();
+      }
     } catch (const pqxx::broken_connection& error) {
       // The server restarted or the connection was dropped: nothing of this
       // transaction was committed, so reconnect and run it again.
       connection_.reset();
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw UserError("lost the connection to PostgreSQL database " + redacted_url_ + " (" + doing +
-                        ") and could not reconnect for " + std::to_string(kReconnectTimeout.count()) +
-                        " s: " + scrubbed(error.what()));
-      }
+      if (Clock::now() >= deadline) throw unreachable(error);
     } catch (const pqxx::transaction_rollback& error) {
       // A serialization failure or deadlock: nothing was stored; run it again.
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (Clock::now() >= deadline) {
         throw UserError("PostgreSQL database " + redacted_url_ + " kept rolling back " + doing + ": " +
                         scrubbed(error.what()));
       }
@@ -271,7 +326,7 @@ void PostgresStore::with_transaction(const char* doing,
     } catch (const pqxx::sql_error& error) {
       AUTOTUNE_CHECK(false, std::string("PostgreSQL store, ") + doing + ": " + scrubbed(error.what()));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100 * attempt, 1000)));
+    back_off();
   }
 }
 
@@ -322,7 +377,7 @@ int64_t PostgresStore::create_run(const Run& run) {
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id")[0][0]
                 .as<int64_t>();
       },
-      InDoubt::report);
+      InDoubt::look_up);
   return id;
 }
 
@@ -357,13 +412,17 @@ bool PostgresStore::freeze_interrupted(int64_t id, const std::string& reason) {
   Params params;
   params.add(utc_now()).add(reason).add(id);
   try {
-    with_transaction("freeze_interrupted", [&](pqxx::transaction_base& txn) {
-      marked = params
-                   .exec(txn,
-                         "UPDATE runs SET updated = $1, status = 'interrupted', stop_reason = $2 "
-                         "WHERE id = $3 AND status = 'running'")
-                   .affected_rows() == 1;
-    });
+    // A few seconds at most: an interruption during an outage must not wait for the server.
+    with_transaction(
+        "freeze_interrupted",
+        [&](pqxx::transaction_base& txn) {
+          marked = params
+                       .exec(txn,
+                             "UPDATE runs SET updated = $1, status = 'interrupted', stop_reason = $2 "
+                             "WHERE id = $3 AND status = 'running'")
+                       .affected_rows() == 1;
+        },
+        InDoubt::retry, std::chrono::seconds(5));
   } catch (const std::exception&) {
     // The process is exiting on an interruption; an unreachable server must not stop it.
   }
@@ -477,7 +536,7 @@ int64_t PostgresStore::append_decision(Decision& decision) {
                     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq")[0][0]
                 .as<int64_t>();
       },
-      InDoubt::report);
+      InDoubt::look_up);
   decision.seq = seq;
   decision.created = created;
   return seq;
@@ -571,7 +630,7 @@ void PostgresStore::commit_trials(std::vector<Trial>& trials) {
                   .as<int64_t>());
         }
       },
-      InDoubt::report);
+      InDoubt::look_up);
   for (std::size_t i = 0; i < trials.size(); ++i) {
     trials[i].id = ids[i];
     trials[i].created = created[i];
@@ -767,17 +826,24 @@ std::optional<QueuedMeasurement> PostgresStore::claim_measurement(const std::str
   return out;
 }
 
-void PostgresStore::heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
-                                     int64_t measured) {
+std::vector<int64_t> PostgresStore::heartbeat_worker(const std::string& worker, const std::string& host,
+                                                     int jobs, int64_t measured) {
+  std::vector<int64_t> held;
   with_transaction("heartbeat_worker", [&](pqxx::transaction_base& txn) {
+    held.clear();
     const double now = unix_now();
     Params().add(worker).add(host).add(jobs).add(measured).add(utc_now()).add(now).exec(
         txn,
         "INSERT INTO workers (id, host, jobs, measured, started, heartbeat) VALUES ($1, $2, $3, $4, $5, $6) "
         "ON CONFLICT (id) DO UPDATE SET measured = excluded.measured, heartbeat = excluded.heartbeat");
-    Params().add(now).add(worker).exec(
-        txn, "UPDATE measurement_queue SET heartbeat = $1 WHERE state = 'claimed' AND worker = $2");
+    for (const auto& row :
+         Params().add(now).add(worker).exec(txn,
+                                            "UPDATE measurement_queue SET heartbeat = $1 WHERE state = "
+                                            "'claimed' AND worker = $2 RETURNING id"))
+      held.push_back(row[0].as<int64_t>());
   });
+  std::sort(held.begin(), held.end());
+  return held;
 }
 
 bool PostgresStore::complete_measurement(int64_t id, const std::string& worker, const Json& result) {
@@ -853,7 +919,7 @@ int64_t PostgresStore::append_llm_call(const LlmCall& call) {
                        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id")[0][0]
                  .as<int64_t>();
       },
-      InDoubt::report);
+      InDoubt::look_up);
   return id;
 }
 

@@ -5,16 +5,22 @@
 //
 // One connection per PostgresStore, guarded by a mutex like SqliteStore's.
 // Every call is one transaction (READ COMMITTED). When the connection breaks
-// (the server restarted, a proxy dropped it), the call reconnects and runs
-// its transaction again, for up to kReconnectTimeout. A break while COMMIT
-// was in flight leaves the outcome unknown: calls that would store a record
-// twice report it (UserError: resume the run), the others run again.
+// (the server restarted, a proxy dropped it, an outage), the call reconnects
+// with back-off (0.1 s doubling to 2 s, the lock released meanwhile) and runs
+// its transaction again, for up to the store's outage wait; past it, one
+// UserError line. A break while COMMIT was in flight leaves the outcome
+// unknown: calls that would store a record twice asked for their
+// transaction id first, and look its fate up (txid_status) once the server
+// is back: committed, the call is done; aborted, it runs again; only when the
+// server cannot say (or does not come back in time) is it a UserError
+// (resume the run). The others run again.
 // Credentials come from the URL or libpq's conventions (PGPASSWORD,
 // ~/.pgpass); the store never writes them anywhere and location() hides them.
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "store/store.hpp"
 
@@ -26,13 +32,17 @@ namespace autotune::store {
 
 class PostgresStore : public Store {
  public:
-  static constexpr std::chrono::seconds kReconnectTimeout{60};
+  // How long a call waits for an unreachable server: commands that write
+  // (run, sweep, worker: an outage must not end a long run) and those that
+  // only read. AUTOTUNE_DB_OUTAGE_S overrides both (open_store).
+  static constexpr std::chrono::seconds kWriterOutageWait{600};
+  static constexpr std::chrono::seconds kReaderOutageWait{60};
 
   // Connects to `url` (a libpq connection URI) and migrates the database to
   // the latest schema. The database must exist (CREATE DATABASE is the
   // administrator's); a connection failure is a UserError naming the
-  // redacted URL and libpq's reason.
-  explicit PostgresStore(const std::string& url);
+  // redacted URL and libpq's reason (the first connection is not waited for).
+  explicit PostgresStore(const std::string& url, std::chrono::seconds outage_wait = kReaderOutageWait);
   ~PostgresStore() override;
 
   std::string location() const override;
@@ -69,8 +79,8 @@ class PostgresStore : public Store {
       int64_t run, const std::vector<std::pair<std::string, Json>>& items) override;
   std::optional<QueuedMeasurement> claim_measurement(const std::string& worker, double stale_after_s,
                                                      std::optional<int64_t> only_run) override;
-  void heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
-                        int64_t measured) override;
+  std::vector<int64_t> heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                        int64_t measured) override;
   bool complete_measurement(int64_t id, const std::string& worker, const Json& result) override;
   std::vector<QueuedMeasurement> queued_measurements(const std::vector<int64_t>& ids) override;
   void mark_measurements_committed(const std::vector<int64_t>& ids) override;
@@ -86,20 +96,23 @@ class PostgresStore : public Store {
 
  private:
   // Whether running a transaction again is harmless when a broken connection
-  // left unknown whether its COMMIT went through: true for updates, upserts
-  // and claims (a claim that did commit only goes stale); false for inserts
-  // whose repetition would store a record twice.
-  enum class InDoubt { retry, report };
+  // left unknown whether its COMMIT went through: retry for updates, upserts
+  // and claims (a claim that did commit is found by its claimer's heartbeat);
+  // look_up for inserts whose repetition would store a record twice.
+  enum class InDoubt { retry, look_up };
   // Runs `work` in one transaction, reconnecting and running it again after
-  // a broken connection (see the class comment). `doing` names the call in errors.
+  // a broken connection for up to `wait` (the store's outage wait when
+  // absent; see the class comment). `doing` names the call in errors.
   void with_transaction(const char* doing, const std::function<void(pqxx::transaction_base&)>& work,
-                        InDoubt in_doubt = InDoubt::retry);
+                        InDoubt in_doubt = InDoubt::retry,
+                        std::optional<std::chrono::seconds> wait = std::nullopt);
   void connect();
   // `text` (a libpq or server message) on one line, without the URL's
   // password: libpq repeats the whole URL in some of its errors.
   std::string scrubbed(const std::string& text) const;
 
   mutable std::mutex mutex_;
+  std::chrono::seconds outage_wait_;
   std::string url_;
   std::string redacted_url_;
   struct Connection;  // the pqxx connection, absent while broken

@@ -506,8 +506,8 @@ std::optional<QueuedMeasurement> SqliteStore::claim_measurement(const std::strin
   return item;
 }
 
-void SqliteStore::heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
-                                   int64_t measured) {
+std::vector<int64_t> SqliteStore::heartbeat_worker(const std::string& worker, const std::string& host,
+                                                   int jobs, int64_t measured) {
   std::lock_guard lock(mutex_);
   sqlite::Transaction transaction(connection_);
   const double now = unix_now();
@@ -517,11 +517,15 @@ void SqliteStore::heartbeat_worker(const std::string& worker, const std::string&
       "ON CONFLICT (id) DO UPDATE SET measured = excluded.measured, heartbeat = excluded.heartbeat");
   upsert.bind(1, worker).bind(2, host).bind(3, jobs).bind(4, measured).bind(5, utc_now()).bind(6, now);
   upsert.run();
-  Statement renew(connection_,
-                  "UPDATE measurement_queue SET heartbeat = ? WHERE state = 'claimed' AND worker = ?");
+  Statement renew(
+      connection_,
+      "UPDATE measurement_queue SET heartbeat = ? WHERE state = 'claimed' AND worker = ? RETURNING id");
   renew.bind(1, now).bind(2, worker);
-  renew.run();
+  std::vector<int64_t> held;
+  while (renew.step()) held.push_back(renew.int64(0));
   transaction.commit();
+  std::sort(held.begin(), held.end());
+  return held;
 }
 
 bool SqliteStore::complete_measurement(int64_t id, const std::string& worker, const Json& result) {

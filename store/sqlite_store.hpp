@@ -58,8 +58,8 @@ class SqliteStore : public Store {
       int64_t run, const std::vector<std::pair<std::string, Json>>& items) override;
   std::optional<QueuedMeasurement> claim_measurement(const std::string& worker, double stale_after_s,
                                                      std::optional<int64_t> only_run) override;
-  void heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
-                        int64_t measured) override;
+  std::vector<int64_t> heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                        int64_t measured) override;
   bool complete_measurement(int64_t id, const std::string& worker, const Json& result) override;
   std::vector<QueuedMeasurement> queued_measurements(const std::vector<int64_t>& ids) override;
   void mark_measurements_committed(const std::vector<int64_t>& ids) override;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/error.hpp"
 #include "store/postgres_store.hpp"
 #include "store/sqlite_store.hpp"
 
@@ -17,9 +18,29 @@ bool is_postgres_url(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
 }
 
+std::chrono::seconds outage_wait(OpenMode mode, const char* environment) {
+  if (environment == nullptr || *environment == '\0')
+    return mode == OpenMode::create ? PostgresStore::kWriterOutageWait : PostgresStore::kReaderOutageWait;
+  const std::string text = environment;
+  std::size_t used = 0;
+  long long seconds = -1;
+  try {
+    seconds = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.find_first_not_of("0123456789") != std::string::npos || seconds < 0 ||
+      seconds > 86400)
+    throw UserError("AUTOTUNE_DB_OUTAGE_S=" + text +
+                    " is not accepted; accepted: a whole number of seconds from 0 to 86400 (how long a "
+                    "PostgreSQL store call waits for an unreachable server)");
+  return std::chrono::seconds(seconds);
+}
+
 std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode) {
   if (path == ":memory:") return std::make_unique<MemoryStore>();
-  if (is_postgres_url(path)) return std::make_unique<PostgresStore>(path);
+  if (is_postgres_url(path))
+    return std::make_unique<PostgresStore>(path, outage_wait(mode, std::getenv("AUTOTUNE_DB_OUTAGE_S")));
   constexpr std::string_view kSqliteScheme = "sqlite:";
   if (path.rfind(kSqliteScheme, 0) == 0) return open_store(path.substr(kSqliteScheme.size()), mode);
   return std::make_unique<SqliteStore>(path, mode);

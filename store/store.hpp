@@ -18,6 +18,7 @@
 //    build, another writer holding the lock too long) is a UserError; a broken
 //    caller invariant (unknown run on update, dangling decision_seq) is an
 //    InternalError.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -130,9 +131,13 @@ class Store {
   virtual std::optional<QueuedMeasurement> claim_measurement(const std::string& worker, double stale_after_s,
                                                              std::optional<int64_t> only_run) = 0;
   // Renews the heartbeat of `worker` (its registration and every row it has
-  // claimed). `host`, `jobs` and `measured` describe it for `workers`.
-  virtual void heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
-                                int64_t measured) = 0;
+  // claimed) and returns the ids of the rows it renewed: those the store
+  // thinks `worker` holds. A claimer holding one it never heard of (a claim
+  // whose COMMIT went through while the connection broke) must measure it or
+  // stop heartbeating: no one else takes a row under a live heartbeat.
+  // `host`, `jobs` and `measured` describe it for `workers`.
+  virtual std::vector<int64_t> heartbeat_worker(const std::string& worker, const std::string& host, int jobs,
+                                                int64_t measured) = 0;
   // Stores the result of a claimed row; false (nothing written) when
   // `worker` no longer holds the claim, because the row was handed to
   // another worker: the result is then discarded, so no measurement is
@@ -167,6 +172,12 @@ bool is_postgres_url(const std::string& location);
 // a SqliteStore on the file (a "sqlite:" prefix is allowed and dropped);
 // ":memory:" gives the in-memory twin (MemoryStore).
 std::unique_ptr<Store> open_store(const std::string& location, OpenMode mode = OpenMode::create);
+
+// How long a PostgreSQL store call waits for an unreachable server:
+// `environment` (the value of AUTOTUNE_DB_OUTAGE_S: whole seconds, 0 to
+// 86400; anything else is a UserError) if non-empty, else 600 s for a store
+// opened to write (runs, sweeps, workers) and 60 s for one opened to read.
+std::chrono::seconds outage_wait(OpenMode mode, const char* environment);
 
 // The database a command uses: `flag` (--db) if given, else `environment`
 // (the value of AUTOTUNE_DB) if non-empty, else "autotune.db".

@@ -1,7 +1,11 @@
 #include "orchestrator/llm/llm_source_proposer.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -177,9 +181,19 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   const auto text = extract_kernel_source(consultation.content, reason);
   if (!text) return finish(reject(std::move(proposal), "malformed reply: " + reason));
 
-  // The source goes to a file of its own (the source target compiles files).
-  const auto file = std::filesystem::temp_directory_path() /
-                    ("autotune-llm-" + consultation.prompt_hash + "-" + std::to_string(::getpid()) + ".cc");
+  // The source goes to a file of its own (the source target compiles files),
+  // made with mkstemps: a name another local user planted in the temporary
+  // folder (a symbolic link) is never opened, and so never written through.
+  std::string name = (std::filesystem::temp_directory_path() /
+                      ("autotune-llm-" + consultation.prompt_hash.substr(0, 16) + "-XXXXXX.cc"))
+                         .string();
+  const int fd = ::mkstemps(name.data(), 3);
+  if (fd < 0)
+    return finish(reject(std::move(proposal), "cannot write the source to the temporary folder: " +
+                                                  std::string(std::strerror(errno))));
+  ::fchmod(fd, 0644);  // the sandboxed compiler runs as another user
+  ::close(fd);
+  const std::filesystem::path file = name;
   {
     std::ofstream out(file, std::ios::trunc);
     out << *text;

@@ -4,7 +4,9 @@ A goal holding a recursive YAML alias (`a: &a [*a]`, here under `skills:` and at
 whose aliases expand to ten billion values ("billion laughs") must each get one error line, exit 2,
 within seconds and without a run; so must a model file holding the alias. A command target that
 prints a JSON object nested 100,000 levels deep must give a failed trial with its reason, and the run
-must complete (not crash, not be left `running`)."""
+must complete (not crash, not be left `running`). A goal stored with a run and changed in the database to
+hold the alias or the laughs must give `report` and `export` one error line and exit 2, and `model` one
+warning line (the run's trials are passed over) and its table."""
 import json
 import os
 import subprocess
@@ -56,6 +58,8 @@ def main():
         if os.path.exists(db):
             check(query(db, "SELECT COUNT(*) FROM runs")[0][0] == 0, "a refused goal started a run")
 
+        check_stored_goals(tmp)
+
         # A command target whose output nests 100,000 levels deep: a failed trial, a completed run.
         program = write_goal(tmp, "deep.py", DEEP_PROGRAM + "\n")
         goal = write_goal(tmp, "deep_json.yaml", f"""name: deep-json
@@ -74,6 +78,37 @@ goal: {{improvement: 0.95}}
         check(trials and all(t[0] == "failed" for t in trials), f"deep JSON: trials {trials}")
         check(all("nested deeper than 256 levels" in t[1] for t in trials), f"deep JSON: reasons {trials}")
     print("OK")
+
+
+def check_stored_goals(tmp):
+    """The readers of goals stored with runs (report, export, model) are bounded like the goal reader."""
+    db = os.path.join(tmp, "stored.db")
+    good = write_goal(tmp, "good.yaml", GOOD)
+    proc = run(["run", good, "--json"], db, timeout=120)
+    check(proc.returncode in (0, 1), f"good run: exit {proc.returncode}: {proc.stderr[-2000:]!r}")
+    run_id = json.loads(proc.stdout)["run_id"]
+    stored = query(db, "SELECT goal_yaml FROM runs WHERE id = ?", (run_id,))[0][0]
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "models", "qwen3-0.6b.yaml")
+    where = f"run {run_id}'s stored goal"
+    for poison, needle in (("a: &a [*a]\n", "recursive alias"), (LAUGHS, "once its aliases are expanded")):
+        changed = sql_text(stored.rstrip("\n") + "\n" + poison)
+        subprocess.run(["sqlite3", db, f"UPDATE runs SET goal_yaml = {changed} WHERE id = {run_id}"], check=True)
+        for command in (["report", str(run_id), "-o", os.path.join(tmp, "r.html")], ["export", str(run_id)]):
+            started = time.monotonic()
+            proc = subprocess.run([BIN, *command, "--db", db], capture_output=True, text=True, timeout=60)
+            refused(proc, f"{command[0]} of a stored goal with {needle}", where, needle)
+            check(time.monotonic() - started < 20, f"{command[0]}: took {time.monotonic() - started:.0f} s")
+        proc = subprocess.run([BIN, "model", model, "--layers", "1", "--seq", "384", "--target", "trn2", "--db", db,
+                               "--json"], capture_output=True, text=True, timeout=120)
+        check(proc.returncode == 0, f"model over a stored goal with {needle}: exit {proc.returncode}: "
+                                    f"{proc.stderr[-1000:]!r}")
+        warnings = [line for line in proc.stderr.splitlines() if where in line]
+        check(len(warnings) >= 1 and all(needle in line for line in warnings),
+              f"model: no warning naming {where!r} and {needle!r}: {proc.stderr[-1000:]!r}")
+
+
+def sql_text(text):
+    return "'" + text.replace("'", "''") + "'"
 
 
 if __name__ == "__main__":

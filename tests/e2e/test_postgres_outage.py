@@ -1,10 +1,14 @@
-"""The PostgreSQL server goes away for longer than a store call keeps reconnecting (60 s) in the middle of a
-sweep with its own job and two workers, on a throwaway cluster of its own (tests/support/postgres_cluster.py):
-stopping the shared one would take the server from the other PostgreSQL tests running beside it.
-A result whose storing failed during the outage used to be dropped while its row stayed claimed under the
-claimer's live heartbeat, so nobody measured it again and the in-order commits waited for it for ever;
-now the sweep finishes within a bounded time once the server is back, one trial per configuration. And a
-claim lost with its connection (its COMMIT went through unheard) is measured by the sweep itself."""
+"""The PostgreSQL server goes away for 66 s in the middle of a sweep with its own job and two workers, on a
+throwaway cluster of its own (tests/support/postgres_cluster.py): stopping the shared one would take the
+server from the other PostgreSQL tests running beside it.
+The outage starts while the sweep is committing a batch of trials (a lock this test holds on `trials`
+keeps the commit waiting until the server goes): a store call used to give up after 60 s and end the run;
+now a writer waits for the server (AUTOTUNE_DB_OUTAGE_S, 600 s by default), and the sweep finishes within
+a bounded time once the server is back, one trial per configuration, none lost, none twice. Results
+stored during the outage are kept too.
+A claim lost with its connection (its COMMIT went through unheard) is measured by its claimer: by the
+sweep itself when the sweep's own job claimed it, and by the worker when a worker did (the row the store
+reports under the worker's heartbeat, unknown to its jobs)."""
 import json
 import os
 import subprocess
@@ -17,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = {}  # this test's own cluster, started by main()
-OUTAGE_S = 66           # beyond PostgresStore::kReconnectTimeout
+OUTAGE_S = 66           # beyond the 60 s a store call used to wait
 RECOVERY_S = 90         # the sweep must end within this once the server is back
 
 MEASURE = r"""
@@ -59,9 +63,20 @@ def main():
             deadline = time.time() + 60
             while time.time() < deadline and int(psql("pg_outage", "SELECT COUNT(*) FROM trials") or 0) < 3:
                 time.sleep(0.1)
-            # Every claimer is mid-measurement when the server goes: their results arrive during the outage.
-            time.sleep(0.2)
+            # The owner's next commit waits on this lock until the server goes: the outage lasts through it.
+            holder = subprocess.Popen(["psql", url, "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+            holder.stdin.write("BEGIN;\nLOCK TABLE trials IN EXCLUSIVE MODE;\nSELECT pg_sleep(600);\n")
+            holder.stdin.flush()
+            deadline = time.time() + 60
+            while time.time() < deadline and psql("pg_outage", "SELECT COUNT(*) FROM pg_stat_activity WHERE "
+                                                  "wait_event_type = 'Lock' AND query LIKE 'INSERT INTO trials%'") != "1":
+                time.sleep(0.05)
+            check(time.time() < deadline, "the sweep's commit never waited on the lock")
+            # Every claimer is mid-measurement or holding a result when the server goes.
             postgres_cluster.stop_server(STATE, "immediate")
+            holder.kill()
+            holder.wait()
             time.sleep(OUTAGE_S)
             postgres_cluster.start_server(STATE)
             try:
@@ -84,6 +99,7 @@ def main():
                 p.kill()
                 p.wait()
         check_lost_claim(tmp, env)
+        check_worker_lost_claim(tmp, env)
     print("ok")
 
 
@@ -126,6 +142,52 @@ def check_lost_claim(tmp, env):
     finally:
         coordinator.kill()
         coordinator.wait()
+
+
+def check_worker_lost_claim(tmp, env):
+    """The same for a worker: a row claimed in its name that none of its jobs knows of stays claimed under
+    its live heartbeat, and with the sweep leaving all measuring to workers (--jobs 0) no one else would
+    take it. The worker must find it in what its heartbeat renews and measure it, so the sweep finishes."""
+    psql("postgres", "DROP DATABASE IF EXISTS pg_worker_lost_claim WITH (FORCE)")
+    check(psql("postgres", "CREATE DATABASE pg_worker_lost_claim") is not None, "CREATE DATABASE")
+    url = STATE["url"] % "pg_worker_lost_claim"
+    goal = write_goal(tmp, "worker-lost.yaml", GOAL.replace("name: outage", "name: worker-lost-claim"))
+    worker = subprocess.Popen([BIN, "worker", "--db", url, "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    coordinator = subprocess.Popen([BIN, "sweep", goal, "--db", url, "--json", "--no-cache", "--jobs", "0"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 60
+        claimer = None
+        while time.time() < deadline and not claimer:
+            queued = psql("pg_worker_lost_claim", "SELECT COUNT(*) FROM measurement_queue WHERE state = 'queued'")
+            if queued and int(queued) >= 5:
+                claimer = psql("pg_worker_lost_claim", "SELECT id FROM workers WHERE id LIKE '%:worker' LIMIT 1")
+            time.sleep(0.05)
+        check(claimer, "the worker never heartbeat")
+        lost = psql("pg_worker_lost_claim",
+                    f"WITH c AS (UPDATE measurement_queue SET state = 'claimed', worker = '{claimer}', "
+                    "heartbeat = extract(epoch from now()), attempts = attempts + 1 WHERE id = "
+                    "(SELECT max(id) FROM measurement_queue WHERE state = 'queued') RETURNING id) SELECT id FROM c")
+        check(lost, "no queued row left to claim")
+        try:
+            out, err = coordinator.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            fail(f"the sweep waits for the row {lost} its worker claimed without knowing: "
+                 + str(psql("pg_worker_lost_claim", f"SELECT state, worker FROM measurement_queue WHERE id = {lost}")))
+        check(coordinator.returncode == 0, f"sweep exited {coordinator.returncode}: {err[-2000:]}")
+        result = json.loads(out)
+        db = "pg_worker_lost_claim"
+        count = psql(db, f"SELECT COUNT(DISTINCT config_hash) FROM trials WHERE run = {result['run_id']}")
+        total = psql(db, f"SELECT COUNT(*) FROM trials WHERE run = {result['run_id']}")
+        check(count == total == str(CONFIGURATIONS), f"{total} trials of {count} configurations")
+        row = psql(db, f"SELECT attempts, worker FROM measurement_queue WHERE id = {lost}")
+        check(row == f"1|{claimer}", f"the lost claim's row: attempts|worker = {row}, expected 1|{claimer}")
+    finally:
+        for p in (coordinator, worker):
+            p.kill()
+            p.wait()
+    check("claimed by this worker but not measured" in worker.stderr.read(), "the worker did not say what it found")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from loop_support import BIN, check, goal_path, query, run, run_json, tempdir, write_goal
+from loop_support import BIN, check, fail, goal_path, query, run, run_json, tempdir, write_goal
 
 
 def page_data(html):
@@ -152,6 +152,76 @@ def check_serve_network(db):
     server.wait()
 
 
+def tasks_of(uid):
+    """Processes and threads of user `uid` now: RLIMIT_NPROC counts them all."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass
+    return count
+
+
+def check_serve_processes(db, tmp):
+    """Out of processes, as found: `ulimit -u 100` and 184 idle connections used to take the server down
+    ("Resource temporarily unavailable"). Root is exempt from RLIMIT_NPROC, so as root the server runs as
+    nobody (setpriv), on a copy of the database nobody owns; the limit is 100 above what the user runs now."""
+    import sqlite3
+    prefix, uid = [], os.getuid()
+    if uid == 0:
+        uid = 65534
+        prefix = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        probe = subprocess.run(prefix + ["true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"SKIP serve under a process limit: setpriv cannot become user {uid}: {probe.stderr.strip()}")
+            return
+    os.chmod(tmp, 0o755)  # the way to the copy
+    folder = os.path.join(tmp, "nobody")
+    os.makedirs(folder)
+    copy = os.path.join(folder, "runs.db")
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    for path in (folder, copy):
+        os.chown(path, uid, uid)
+    limit = tasks_of(uid) + 100
+    env = dict(os.environ)
+    env.pop("AUTOTUNE_DB", None)
+    # Every connection accepted (no 503 to lean on): a fixed set of threads must serve them all.
+    server = subprocess.Popen(prefix + [BIN, "serve", "--db", copy, "--port", "0", "--max-connections", "1000"],
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=folder,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit)))
+    clients = []
+    try:
+        port = re.search(r"http://\S+:(\d+)/", server.stdout.readline())
+        if not port:
+            server.kill()
+            fail("serve under a process limit printed no URL: " + server.stderr.read()[-1000:])
+        port = int(port.group(1))
+        for _ in range(184):
+            clients.append(socket.create_connection(("127.0.0.1", port)))
+        time.sleep(1)
+        if server.poll() is not None:
+            fail(f"the server died with 184 idle connections under a process limit of {limit}: "
+                 + server.stderr.read()[-1000:])
+        busy = exchange(port, b"GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(busy.startswith("HTTP/1.1 200"), f"no answer with 184 idle connections: {busy[:200]!r}")
+        for c in clients:
+            c.close()
+        clients = []
+        time.sleep(0.5)
+        ok = exchange(port, b"GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(ok.startswith("HTTP/1.1 200"), f"the server does not answer under a process limit: {ok[:200]!r}")
+        check(server.poll() is None, "the server died")
+    finally:
+        for c in clients:
+            c.close()
+        server.kill()
+        server.wait()
+
+
 def main():
     with tempdir() as tmp:
         db = os.path.join(tmp, "runs.db")
@@ -203,6 +273,7 @@ def main():
         finally:
             server.kill()
         check_serve_network(db)
+        check_serve_processes(db, tmp)
     print("ok")
 
 

@@ -11,7 +11,12 @@ probe tries, each of which must fail:
   - reading OPENAI_API_KEY and PGPASSWORD from its environment (a clean environment), and a file
     holding a secret (what comes back is redacted): no secret may reach the database.
 A second answer is an include bomb (a header that includes itself twice): its compile must stop at the
-goal's timeout. Scratch files must not outlive the run."""
+goal's timeout. A third includes /dev/zero, whose compile grows without end: the compiler must stop at the
+sandbox's 4 GiB of address space (this test watches its peak from outside), long before the timeout,
+with the compiler's "out of memory" in the decision, and the run goes on. A fourth, a sound kernel, runs
+with symbolic links planted in the temporary folder at the names the scratch folder once had
+(`autotune-sandbox-<pid>`, for the next few thousand pids): the kernel must still be measured, the links
+and what they point to left alone. Scratch files must not outlive the run."""
 import json
 import os
 import pty
@@ -204,7 +209,92 @@ def main():
     check(elapsed < 120, f"bomb: the run took {elapsed:.0f} s against a 20 s compile timeout")
     left = [name for name in os.listdir(scratch)]
     check(not left, f"bomb: scratch files outlived the run: {left}")
+
+    check_memory_bomb(directory, scratch, run_goal)
+    check_planted_links(directory, scratch, run_goal)
     print("OK")
+
+
+def peak_address_space(directory, stop, peaks):
+    """Polls the compilers of this test (their command lines name `directory`) for their VmPeak, in kB."""
+    while not stop.is_set():
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                if b"cc1plus" not in cmdline or directory.encode() not in cmdline:
+                    continue
+                with open(f"/proc/{pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmPeak:"):
+                            peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]))
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+
+def check_memory_bomb(directory, scratch, run_goal):
+    """A generated source that includes /dev/zero: the preprocessor reads it into ever larger buffers."""
+    stop = threading.Event()
+    peaks = {}
+    watcher = threading.Thread(target=peak_address_space, args=(directory, stop, peaks), daemon=True)
+    watcher.start()
+    try:
+        db, summary, proc, elapsed = run_goal("memory", '\n#include "/dev/zero"\n', 240)
+    finally:
+        stop.set()
+        watcher.join()
+    rows = query(db, "SELECT rationale, seq FROM decisions WHERE run = ? AND action = 'propose_source'",
+                 (summary["run_id"],))
+    check(len(rows) == 1 and "out of memory" in rows[0][0] and "timed out" not in rows[0][0],
+          f"memory: the compile did not stop for want of memory: {rows}")
+    trials = query(db, "SELECT status, error FROM trials WHERE run = ? AND decision_seq = ?",
+                   (summary["run_id"], rows[0][1]))
+    check(len(trials) == 1 and trials[0][0] == "failed" and "out of memory" in trials[0][1],
+          f"memory: the source's trial is not a failure saying so: {trials}")
+    check(peaks, "memory: the compiler was never seen")
+    peak = max(peaks.values())
+    check(peak <= 4 << 20, f"memory: the compiler reached {peak / (1 << 20):.2f} GiB of address space (4 expected)")
+    check(elapsed < 200, f"memory: the run took {elapsed:.0f} s against a 240 s compile timeout")
+    status, later = query(db, "SELECT status, (SELECT COUNT(*) FROM trials WHERE run = runs.id AND decision_seq > ?) "
+                              "FROM runs WHERE id = ?", (rows[0][1], summary["run_id"]))[0]
+    check(status == "completed", f"memory: the run did not go on: {status}, {later} trials after the source")
+    left = [name for name in os.listdir(scratch)]
+    check(not left, f"memory: scratch files outlived the run: {left}")
+
+
+def check_planted_links(directory, scratch, run_goal):
+    """Another local user's links at the scratch folder's old, predictable names do not break a kernel."""
+    decoy = os.path.join(directory, "decoy")
+    with open(decoy, "w") as f:
+        f.write("not a folder\n")
+    with open("/proc/sys/kernel/ns_last_pid") as f:
+        last = int(f.read())
+    planted = set()
+    for pid in range(last + 1, last + 5000):
+        for name in (f"autotune-sandbox-{pid}", f"autotune-sandbox-{pid}-0"):
+            os.symlink(decoy, os.path.join(scratch, name))
+            planted.add(name)
+    os.symlink(os.path.join(directory, "nowhere"), os.path.join(scratch, "autotune-sandbox-XXXXXX"))
+    planted.add("autotune-sandbox-XXXXXX")
+    db, summary, proc, _ = run_goal("links", "", 120)
+    rows = query(db, "SELECT evidence, seq FROM decisions WHERE run = ? AND action = 'propose_source'",
+                 (summary["run_id"],))
+    check(len(rows) == 1, f"links: {len(rows)} propose_source decisions")
+    kernel = json.loads(rows[0][0]).get("kernel")
+    check(kernel, f"links: the generated source was rejected: {rows[0][0][:2000]}")
+    trials = query(db, "SELECT status, error FROM trials WHERE run = ? AND variant = ? AND decision_seq = ?",
+                   (summary["run_id"], kernel["name"], rows[0][1]))
+    check(len(trials) == 1 and trials[0][0] == "ok", f"links: the generated kernel was not measured: {trials}")
+    with open(decoy) as f:
+        check(f.read() == "not a folder\n", "links: the file a planted link points to was changed")
+    left = set(os.listdir(scratch))
+    check(left == planted, f"links: scratch files outlived the run, or planted links went: {sorted(left - planted)[:5]} "
+                           f"{len(planted - left)} links gone")
+    for name in planted:
+        os.unlink(os.path.join(scratch, name))
 
 
 if __name__ == "__main__":

@@ -251,6 +251,17 @@ TEST_CASE("paths: the database path comes from --db, then AUTOTUNE_DB, then ./au
   CHECK(resolve_database_path(std::nullopt, nullptr) == "autotune.db");
 }
 
+TEST_CASE("paths: how long a PostgreSQL call waits for its server: AUTOTUNE_DB_OUTAGE_S, else by mode") {
+  using std::chrono::seconds;
+  CHECK(outage_wait(OpenMode::create, nullptr) == seconds(600));
+  CHECK(outage_wait(OpenMode::existing, "") == seconds(60));
+  CHECK(outage_wait(OpenMode::existing, "900") == seconds(900));
+  CHECK(outage_wait(OpenMode::create, "0") == seconds(0));
+  for (const char* bad : {"abc", "-1", "1e3", " 5", "86401", "99999999999999999999999"})
+    CHECK_THROWS_WITH_AS(outage_wait(OpenMode::create, bad),
+                         doctest::Contains("accepted: a whole number of seconds from 0 to 86400"), UserError);
+}
+
 TEST_CASE("records: status names round-trip and unknown names list the accepted ones") {
   for (auto status : {Outcome::ok, Outcome::invalid, Outcome::wrong_answer, Outcome::failed, Outcome::timeout,
                       Outcome::cached}) {

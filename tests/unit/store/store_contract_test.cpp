@@ -536,9 +536,10 @@ TEST_CASE_TEMPLATE("contract: a claim whose worker stopped heartbeating is hande
   store.enqueue_measurements(run, {{"b", candidate_json(2)}});
   const auto kept = store.claim_measurement("busy", 60, std::nullopt);
   REQUIRE(kept);
-  store.heartbeat_worker("busy", "host-a", 2, 5);
+  // The heartbeat names the rows it renewed: those the store thinks the claimer holds.
+  CHECK(store.heartbeat_worker("busy", "host-a", 2, 5) == std::vector<int64_t>{kept->id});
   CHECK_FALSE(store.claim_measurement("thief", 10, std::nullopt));
   CHECK(store.active_workers(10) == 1);
-  store.heartbeat_worker("other", "host-b", 1, 0);
+  CHECK(store.heartbeat_worker("other", "host-b", 1, 0).empty());
   CHECK(store.active_workers(10) == 2);
 }
