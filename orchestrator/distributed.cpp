@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -19,10 +21,16 @@ store::MeasurementContext measurement_context(const Goal& goal, int64_t run) {
 }
 
 PreparedGoal prepare_from_context(const store::MeasurementContext& context) {
-  // The goal reader reads files; the text goes through a private one.
-  const auto folder = std::filesystem::temp_directory_path() /
-                      ("autotune-worker-" + std::to_string(::getpid()) + "-" + std::to_string(context.run));
-  std::filesystem::create_directories(folder);
+  // The goal reader reads files; the text goes through a private one, in a
+  // folder made by mkdtemp so that nothing planted in the temporary folder
+  // under a predictable name is written through.
+  std::string pattern = (std::filesystem::temp_directory_path() /
+                         ("autotune-worker-" + std::to_string(context.run) + "-XXXXXX"))
+                            .string();
+  if (!::mkdtemp(pattern.data()))
+    throw UserError("run " + std::to_string(context.run) + ": cannot make a folder for its goal in " +
+                    std::filesystem::temp_directory_path().string() + ": " + std::strerror(errno));
+  const std::filesystem::path folder = pattern;
   const auto file = folder / "goal.yaml";
   {
     std::ofstream out(file);

@@ -64,9 +64,11 @@ def new_database(name):
     return STATE["url"] % name
 
 
-def start_worker(url, *extra):
+def start_worker(url, *extra, tmpdir=None):
     env = dict(os.environ)
     env.pop("AUTOTUNE_DB", None)
+    if tmpdir:
+        env["TMPDIR"] = tmpdir
     return subprocess.Popen([BIN, "worker", "--db", url, "--json", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
 
@@ -133,6 +135,26 @@ def main():
         check(sum(s["measured"] for s in summaries) == CONFIGURATIONS, f"workers measured {summaries}")
         check(all(s["measured"] > 0 for s in summaries), f"one worker measured nothing: {summaries}")
         check_one_result_per_configuration("dist_basic", result["run_id"], "workers only")
+        # A worker writes the run's goal into a folder of its own: links planted in its temporary folder
+        # at the names such a folder once had (autotune-worker-<pid>-<run>, for the next pids) are not
+        # written through.
+        planted_url = new_database("dist_planted")
+        planted_goal = write_goal(tmp, "planted.yaml", GOAL.format(name="planted", sleep=0.0))
+        planted, elsewhere = os.path.join(tmp, "planted-tmp"), os.path.join(tmp, "elsewhere")
+        os.makedirs(planted)
+        os.makedirs(elsewhere)
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            last_pid = int(f.read())
+        for pid in range(last_pid + 1, last_pid + 3000):
+            os.symlink(elsewhere, os.path.join(planted, f"autotune-worker-{pid}-1"))
+        worker = start_worker(planted_url, "--idle-exit", "4", tmpdir=planted)
+        planted_result = finish(sweep(planted_goal, planted_url, "--jobs", "0"), "sweep --jobs 0 beside planted links")
+        check(worker_summary(worker)["measured"] == CONFIGURATIONS, "the worker beside planted links measured less")
+        check(planted_result["measured_by_workers"] == CONFIGURATIONS, f"planted: {planted_result}")
+        check(os.listdir(elsewhere) == [], f"a worker wrote through a planted link: {os.listdir(elsewhere)}")
+        check(not [n for n in os.listdir(planted) if not n.startswith("autotune-worker-") or
+                   not os.path.islink(os.path.join(planted, n))], "a worker left a folder behind")
+
         # Every reading command works on PostgreSQL.
         for args in (["runs"], ["trials", str(result["run_id"])], ["log", str(result["run_id"])],
                      ["explain", str(result["run_id"]), "2"]):
