@@ -194,6 +194,18 @@ struct ExplorationRequest {
   // Whether the earlier measurements without improvement count towards the
   // explorer's patience (false for a continuation: a fresh stretch).
   bool carry_patience = true;
+  // A simulated screen (the goal's `screen:`; docs/loop.md, "Screened
+  // tuning"): each round the strategy proposes `propose` configurations,
+  // choose() returns the indices of the ones the device measures (at most
+  // its `keep` argument, best first), and the others are handed back to the
+  // strategy (Strategy::release). The strategy learns from the device's
+  // measurements alone; the screen only chooses what they are spent on.
+  struct Screening {
+    int keep = 1;
+    int propose = 2;
+    std::function<std::vector<std::size_t>(const std::vector<Candidate>&, std::size_t keep)> choose;
+  };
+  std::optional<Screening> screening;
 };
 
 struct ExplorationPlan {
