@@ -747,6 +747,20 @@ class RunLoop {
                   "its correction is updated from them",
                   rows.size(), compared ? std::sqrt(squares / compared) : 0.0);
     decision.rationale = text;
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < feedback.size(); ++i) {
+      const auto& f = feedback[i];
+      char line[160];
+      if (f.valid)
+        std::snprintf(line, sizeof line, "trial %lld: simulated %.4g ms, measured %.4g ms (x%.3f)",
+                      static_cast<long long>(trials[i]->id), f.simulated_s * 1e3, f.measured_s * 1e3,
+                      f.measured_s / f.simulated_s);
+      else
+        std::snprintf(line, sizeof line, "trial %lld: measured %.4g ms, not simulated",
+                      static_cast<long long>(trials[i]->id), f.measured_s * 1e3);
+      lines.push_back(line);
+    }
+    decision.outcome = join(lines, "; ");
     log_->append(iteration, skills::kParamExplorer, decision, elapsed_ms(t0));
   }
   std::vector<search::Observation> observe_all(const std::vector<skills::MeasuredTrial>& measured) {
