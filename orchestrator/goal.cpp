@@ -354,7 +354,7 @@ void read_screen(ConfigReader& top, Goal& goal) {
   if (choice.keep < 1)
     screen.fail("keep", std::to_string(choice.keep) + " is out of range; accepted: 1 or more");
   const YAML::Node propose_node = screen.raw("propose");
-  choice.propose = screen.optional<int>("propose", std::max(8 * choice.keep, 16), "a whole number > keep");
+  choice.propose = screen.optional<int>("propose", std::max(32 * choice.keep, 64), "a whole number > keep");
   if (choice.propose <= choice.keep)
     screen.fail("propose",
                 std::to_string(choice.propose) + " proposals for keep " + std::to_string(choice.keep) +

@@ -58,7 +58,7 @@ TEST_CASE("a screen in front of a stand-in device: defaults, resolved, written b
   REQUIRE(goal.screen);
   CHECK(goal.screen->target == "trn2");
   CHECK(goal.screen->keep == 3);      // the batch size
-  CHECK(goal.screen->propose == 24);  // 8 x keep
+  CHECK(goal.screen->propose == 96);  // 32 x keep
   CHECK(goal.screen->correction == "refit");
   CHECK(goal.screen->family == "gemm");
   CHECK(goal.screen->shape == goal.shape);
@@ -67,7 +67,7 @@ TEST_CASE("a screen in front of a stand-in device: defaults, resolved, written b
   const Goal again = loaded(dir, yaml);
   REQUIRE(again.screen);
   CHECK(again.screen->keep == 3);
-  CHECK(again.screen->propose == 24);
+  CHECK(again.screen->propose == 96);
   CHECK(to_yaml(again) == yaml);
   CHECK_FALSE(loaded(dir, sim_goal("")).screen);
 }
