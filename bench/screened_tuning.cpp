@@ -13,7 +13,7 @@
 //    (skills/screen.hpp, as the Param Explorer uses it) keeps the best `keep`,
 //    the others are released back to it, and it is told the device's values
 //    only; the screen learns from every device trial;
-//  - the agentic loop with the goal's screen and without it.
+//  - with --loop, the agentic loop with the goal's screen and without it.
 // Each stops once within 5% of the optimum or at the goal's budget. Printed per
 // seed and as medians: device evaluations to within 5% (a search that never got
 // there counts as worse than any that did) and the simulations the screen
@@ -24,7 +24,7 @@
 // between invocations; the device's numbers are the same whether measured or
 // served from it).
 //
-//   build/bench/bench_screened_tuning [goal.yaml ...] [--seeds N] [--first-seed S] [--propose N]
+//   build/bench/bench_screened_tuning [goal.yaml ...] [--seeds N] [--first-seed S] [--propose N] [--loop]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -212,11 +212,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> goals;
   int seeds = 5;
   std::uint64_t first_seed = 1;
-  int propose = 0;  // > 0: overrides the goals' screen.propose
+  bool loop = false;  // also the agentic loop, screened and not
+  int propose = 0;    // > 0: overrides the goals' screen.propose
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--seeds" && i + 1 < argc)
       seeds = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--loop")
+      loop = true;
     else if (arg == "--propose" && i + 1 < argc)
       propose = std::atoi(argv[++i]);
     else if (arg == "--first-seed" && i + 1 < argc)
@@ -276,13 +279,15 @@ int main(int argc, char** argv) {
       seeded.seed = first_seed + std::uint64_t(k);
       orchestrator::Goal plain_goal = seeded;
       plain_goal.screen.reset();
-      const LoopOutcome outcomes[] = {run_flat(prepared, *flat, seeded, threshold, true, *store),
-                                      run_flat(prepared, *flat, seeded, threshold, false, *store),
-                                      run_loop(prepared, seeded, threshold, *store),
-                                      run_loop(prepared, plain_goal, threshold, *store)};
+      std::vector<LoopOutcome> outcomes{run_flat(prepared, *flat, seeded, threshold, true, *store),
+                                        run_flat(prepared, *flat, seeded, threshold, false, *store)};
+      if (loop) {
+        outcomes.push_back(run_loop(prepared, seeded, threshold, *store));
+        outcomes.push_back(run_loop(prepared, plain_goal, threshold, *store));
+      }
       std::printf("  seed %llu  device evaluations to within 5%%:",
                   static_cast<unsigned long long>(seeded.seed));
-      for (std::size_t c = 0; c < columns.size(); ++c) {
+      for (std::size_t c = 0; c < outcomes.size(); ++c) {
         columns[c].to.push_back(outcomes[c].evaluations_to_bound.value_or(kNever));
         columns[c].simulations.push_back(int(outcomes[c].screen_simulations));
         std::printf("  %s %s", columns[c].name, reached(outcomes[c]).c_str());
@@ -295,6 +300,7 @@ int main(int argc, char** argv) {
     auto text = [&](int v) { return v == kNever ? std::string("never") : std::to_string(v); };
     std::printf("%s: medians over %d seeds, device evaluations to within 5%%:", goal.name.c_str(), seeds);
     for (auto& column : columns) {
+      if (column.to.empty()) continue;
       std::printf("  %s %s", column.name, text(median(column.to)).c_str());
       if (median(column.simulations) > 0) std::printf(" (%d simulations)", median(column.simulations));
     }
