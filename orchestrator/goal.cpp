@@ -12,15 +12,16 @@
 #include "orchestrator/target_kind.hpp"
 #include "search/strategy.hpp"
 #include "sim/program.hpp"
+#include "sim/target_constants.hpp"
 
 namespace autotune::orchestrator {
 
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "name",         "kernel", "target", "objective", "goal",     "max_iterations",
-    "budget",       "search", "start",  "variants",  "parallel", "timeout_s",
-    "verification", "roles",  "seed",   "llm",       "skills",   "kernel_source"};
+    "name",   "kernel", "target",   "objective",     "goal",      "max_iterations", "budget",
+    "search", "start",  "variants", "parallel",      "timeout_s", "verification",   "roles",
+    "seed",   "llm",    "skills",   "kernel_source", "screen"};
 
 search::ParamValue scalar_value(const ConfigReader& reader, const YAML::Node& node, const std::string& key) {
   if (!node.IsScalar()) reader.fail(key, "expected a number or a string", &node);
@@ -307,6 +308,117 @@ void read_target(ConfigReader& top, Goal& goal) {
   kinds.get(goal.target.kind).read(target, goal);
 }
 
+const char* const kScreenCorrections = "refit, ratio or none";
+
+// The goal's `screen:` (after its target, kernel and search are read).
+void read_screen(ConfigReader& top, Goal& goal) {
+  const YAML::Node node = top.raw("screen");
+  if (!node || node.IsNull()) return;
+  if (!node.IsMap()) top.fail("screen", "expected a mapping {target, keep, propose, correction}", &node);
+  ConfigReader screen(node, top.file(), "screen");
+  const bool command = goal.target.kind == "command";
+  if (goal.target.kind != "sim" && !command)
+    top.fail("screen",
+             "a screen ranks candidates for a device target: kind command (or sim, as a stand-in device); "
+             "a " +
+                 goal.target.kind + " target's candidates cannot be simulated",
+             &node);
+  if (!goal.kernel_source.empty())
+    top.fail("screen", "a screen simulates the built-in kernel families, not a kernel_source", &node);
+  ScreenChoice choice;
+  const YAML::Node target_node = screen.raw("target");
+  choice.target = screen.required<std::string>("target", "a target name (trn1, trn2) or a target file");
+  sim::TargetSpec screen_target;
+  try {
+    screen_target = sim::load_target(choice.target);
+  } catch (const UserError& e) {
+    screen.fail("target", e.what(), &target_node);
+  }
+  if (!command) {
+    std::optional<sim::TargetSpec> device;
+    try {
+      device = sim::load_target(goal.target.name);
+    } catch (const UserError&) {
+      // The goal's own target does not load: its error comes when the run is prepared.
+    }
+    if (device && sim::target_content_hash(*device) == sim::target_content_hash(screen_target))
+      screen.fail(
+          "target",
+          "'" + choice.target + "' simulates the same machine as the goal's target '" + goal.target.name +
+              "': a screen saves nothing there; name a device target (kind command) or a stand-in device "
+              "as the target",
+          &target_node);
+  }
+  choice.keep = screen.optional<int>("keep", goal.effective_batch_size(), "a whole number >= 1");
+  if (choice.keep < 1)
+    screen.fail("keep", std::to_string(choice.keep) + " is out of range; accepted: 1 or more");
+  const YAML::Node propose_node = screen.raw("propose");
+  choice.propose = screen.optional<int>("propose", std::max(32 * choice.keep, 64), "a whole number > keep");
+  if (choice.propose <= choice.keep)
+    screen.fail("propose",
+                std::to_string(choice.propose) + " proposals for keep " + std::to_string(choice.keep) +
+                    " leave the screen nothing to choose; accepted: more than keep",
+                &propose_node);
+  const YAML::Node correction_node = screen.raw("correction");
+  choice.correction = screen.optional<std::string>("correction", "refit", kScreenCorrections);
+  if (choice.correction != "refit" && choice.correction != "ratio" && choice.correction != "none")
+    screen.fail("correction",
+                "unknown correction '" + choice.correction + "'; accepted: " + kScreenCorrections,
+                &correction_node);
+  if (!command) {
+    if (screen.has("kernel")) {
+      const YAML::Node kernel_node = screen.raw("kernel");
+      screen.fail("kernel",
+                  "only for a command target: on a sim target the screen simulates the goal's kernel",
+                  &kernel_node);
+    }
+    choice.family = goal.family;
+    choice.shape = goal.shape;
+    choice.dtype = goal.dtype;
+  } else {
+    auto kernel = screen.maybe_child("kernel");
+    if (!kernel)
+      screen.fail_missing("kernel",
+                          "missing required key: a command target's screen names the kernel the device runs, "
+                          "{family, variant, shape, dtype}");
+    const YAML::Node family_node = kernel->raw("family");
+    choice.family = kernel->required<std::string>("family", "a kernel family (autotune kernels)");
+    const auto& registry = kernels::family_registry();
+    if (!registry.contains(choice.family))
+      kernel->fail("family", "unknown kernel '" + choice.family + "'; accepted: " + registry.joined_names(),
+                   &family_node);
+    const kernels::FamilySpec& family = registry.get(choice.family);
+    const YAML::Node variant_node = kernel->raw("variant");
+    choice.variant = kernel->optional<std::string>("variant", family.variants.front().name);
+    const kernels::VariantSpec* variant = nullptr;
+    for (const auto& v : family.variants)
+      if (v.name == choice.variant) variant = &v;
+    if (variant == nullptr)
+      kernel->fail("variant",
+                   "unknown variant '" + choice.variant + "' of kernel '" + family.name + "'; accepted: " +
+                       join(family.variants, ", ", [](const kernels::VariantSpec& v) { return v.name; }),
+                   &variant_node);
+    Goal resolved;
+    read_shape_and_dtype(*kernel, kernel_signature(family), resolved);
+    choice.shape = resolved.shape;
+    choice.dtype = resolved.dtype;
+    kernel->finish({"family", "variant", "shape", "dtype"});
+    // Every parameter the device program takes must be one the simulated variant has.
+    for (const auto& [name, values] : goal.space) {
+      const bool known = std::any_of(variant->params.begin(), variant->params.end(),
+                                     [&](const kernels::ParamSpec& p) { return p.name == name; });
+      if (!known)
+        kernel->fail("variant",
+                     "the goal's parameter '" + name + "' is not a parameter of " + family.name + "/" +
+                         variant->name + "; accepted: " +
+                         join(variant->params, ", ", [](const kernels::ParamSpec& p) { return p.name; }),
+                     &variant_node);
+    }
+  }
+  screen.finish({"target", "keep", "propose", "correction", "kernel"});
+  goal.screen = choice;
+}
+
 }  // namespace
 
 std::vector<search::ParamValue> read_space_domain(ConfigReader& space, const std::string& key) {
@@ -451,6 +563,7 @@ Goal load_goal(const std::filesystem::path& path) {
   if (auto llm_section = top.maybe_child("llm")) goal.llm_config = llm::parse_llm_config(*llm_section);
   goal.skills = top.raw("skills");
   goal.plugins = skills::parse_plugin_skills(top, goal.file.parent_path());
+  read_screen(top, goal);
   top.finish(kTopKeys);
   return goal;
 }
@@ -560,6 +673,24 @@ std::string to_yaml(const Goal& goal) {
   out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
   for (const auto& c : goal.constraints) out << c;
   out << YAML::EndSeq << YAML::EndMap;
+  if (goal.screen) {
+    const ScreenChoice& screen = *goal.screen;
+    out << YAML::Key << "screen" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "target" << YAML::Value << screen.target;
+    out << YAML::Key << "keep" << YAML::Value << screen.keep;
+    out << YAML::Key << "propose" << YAML::Value << screen.propose;
+    out << YAML::Key << "correction" << YAML::Value << screen.correction;
+    if (goal.target.kind == "command") {
+      out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "family" << YAML::Value << screen.family;
+      out << YAML::Key << "variant" << YAML::Value << screen.variant;
+      out << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : screen.shape) out << YAML::Key << k << YAML::Value << v;
+      out << YAML::EndMap;
+      out << YAML::Key << "dtype" << YAML::Value << screen.dtype << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "start" << YAML::Value << YAML::BeginMap << YAML::Key << "variant" << YAML::Value
       << goal.start_variant << YAML::Key << "params" << YAML::Value;
   emit_json(out, goal.start_params);

@@ -41,6 +41,26 @@ struct TargetChoice {
   YAML::Node spec;                  // the whole `target:` mapping as written (command targets read it)
 };
 
+// A simulated screen in front of a device target (the goal's `screen:`;
+// docs/goals.md, docs/loop.md "Screened tuning"): each round the Param
+// Explorer proposes `propose` candidates, the simulator ranks them, and only
+// the best `keep` are measured on the device; the device's results correct
+// the screen as they arrive.
+struct ScreenChoice {
+  std::string target;  // a target name or a (calibrated) target file, as `target:` takes them
+  int keep = 0;        // device trials per round
+  int propose = 0;     // proposals the simulator ranks per round (more than keep)
+  // How device results correct the screen: "refit" (the target's fitted
+  // constants refitted on the device trials, then a per-variant log ratio),
+  // "ratio" (the per-variant log ratio alone) or "none".
+  std::string correction = "refit";
+  // What the simulator runs for a candidate: the goal's own kernel on a sim
+  // target; on a command target, `screen.kernel` (the family variant the
+  // device program runs, its shape and dtype). variant empty: the candidate's.
+  std::string family, variant, dtype;
+  std::map<std::string, std::int64_t> shape;
+};
+
 // The most workers a run or sweep may use: each is a thread (and, for
 // command targets, a process); more than this only exhausts the machine.
 inline constexpr int kMaxParallel = 256;
@@ -84,6 +104,7 @@ struct Goal {
   // Learn from earlier runs of the same kernel in the store: the strategy
   // starts from their best configurations (Strategy::learn_from).
   bool transfer = false;
+  std::optional<ScreenChoice> screen;
   // Per parameter, the values the goal allows (in the order written); absent
   // parameters keep the family's domain.
   std::vector<std::pair<std::string, std::vector<search::ParamValue>>> space;

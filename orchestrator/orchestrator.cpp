@@ -14,6 +14,7 @@
 #include "skills/kernel_generator.hpp"
 #include "skills/param_explorer.hpp"
 #include "skills/profile_analyzer.hpp"
+#include "skills/screen.hpp"
 
 namespace autotune::orchestrator {
 
@@ -104,6 +105,7 @@ Json RunSummary::to_json() const {
               {"warnings", warnings}};
   out["baseline"]["metrics"] = baseline_metrics;
   out["best"]["metrics"] = best_metrics;
+  if (screen_simulations) out["screen_simulations"] = *screen_simulations;
   if (baseline_trial) out["baseline"]["trial"] = *baseline_trial;
   if (best_trial) out["best"]["trial"] = *best_trial;
   // The headline figures next to the metrics, where the target reports them.
@@ -247,6 +249,18 @@ class RunLoop {
     if (options_.queue) store_.set_measurement_context(measurement_context(goal_, record.id));
     runner_.emplace(context_.target, store_, record.id, runner_options);
     runner_->resume(state_.committed);
+    if (goal_.screen) {
+      const ScreenChoice& choice = *goal_.screen;
+      skills::ScreenConfig config;
+      config.target = choice.target;
+      config.family = choice.family;
+      config.variant = choice.variant;
+      config.shape = choice.shape;
+      config.dtype = choice.dtype;
+      config.correction = choice.correction;
+      config.threads = unsigned(std::max(runner_options.jobs, 1));
+      screen_.emplace(config);
+    }
 
     if (goal_.transfer) load_related_runs();
 
@@ -461,6 +475,13 @@ class RunLoop {
         request.related = related->second;
     }
     request.carry_patience = !idea.continuation;
+    if (screen_) {
+      request.screening = skills::ExplorationRequest::Screening{
+          goal_.screen->keep, goal_.screen->propose,
+          [this, iteration](const std::vector<skills::Candidate>& proposals, std::size_t keep) {
+            return screen_choice(proposals, keep, iteration);
+          }};
+    }
 
     const auto t0 = Clock::now();
     auto explorer_plan = skills_.explorer->plan(request);
@@ -579,6 +600,7 @@ class RunLoop {
     summary.measured = int(counters.measured);
     summary.target_seconds = counters.target_seconds;
     summary.commit_seconds = counters.commit_seconds;
+    if (screen_) summary.screen_simulations = screen_->simulations();
     warn_about_failed_candidates();
     {
       std::lock_guard lock(state_.warnings_mutex);
@@ -655,7 +677,129 @@ class RunLoop {
     auto batch =
         runner_->measure(requests, [&](const skills::MeasuredTrial&) { report(state_.progress.phase); });
     log_->append(iteration, skills::kBenchmarkRunner, batch.decision, elapsed_ms(started_batch));
+    if (screen_) screen_feedback(batch.result, iteration);
     return std::move(batch.result);
+  }
+
+  // --- the simulated screen (goal.screen; docs/loop.md "Screened tuning") ---
+
+  // Ranks one round's proposals on the screen and logs the ranking; the
+  // indices of the ones the device measures.
+  std::vector<std::size_t> screen_choice(const std::vector<skills::Candidate>& proposals, std::size_t keep,
+                                         int iteration) {
+    const auto t0 = Clock::now();
+    const long simulations_before = screen_->simulations();
+    const auto predictions = screen_->predict(proposals);
+    const auto chosen = skills::SimulatedScreen::choose(predictions, keep);
+    std::vector<bool> is_chosen(proposals.size(), false);
+    for (std::size_t i : chosen) is_chosen[i] = true;
+    // The proposals ranked as the screen ranked them: the chosen first.
+    std::vector<std::size_t> order = skills::SimulatedScreen::choose(predictions, proposals.size());
+    auto entry = [&](std::size_t i) {
+      Json e = candidate_json(proposals[i]);
+      const auto& p = predictions[i];
+      if (p.valid) {
+        e["simulated_s"] = p.simulated_s;
+        e["predicted_s"] = p.predicted_s;
+      } else {
+        e["invalid"] = p.error;
+      }
+      e["chosen"] = bool(is_chosen[i]);
+      return e;
+    };
+    constexpr std::size_t kListed = 12;  // the log keeps the head of the ranking
+    Json ranking = Json::array();
+    Json alternatives = Json::array();
+    for (std::size_t r = 0; r < order.size(); ++r) {
+      if (r < kListed) ranking.push_back(entry(order[r]));
+      if (!is_chosen[order[r]] && alternatives.size() < kListed) alternatives.push_back(entry(order[r]));
+    }
+    const auto invalid =
+        std::count_if(predictions.begin(), predictions.end(), [](const auto& p) { return !p.valid; });
+    skills::SkillDecision decision;
+    decision.action = "screen";
+    decision.proposer = "simulator";
+    decision.inputs = {
+        {"proposals", proposals.size()}, {"keep", keep}, {"screen_target", goal_.screen->target}};
+    decision.evidence = {{"ranking", ranking},
+                         {"invalid_on_screen", invalid},
+                         {"simulations", screen_->simulations() - simulations_before},
+                         {"correction", screen_->correction_json()}};
+    decision.alternatives = alternatives;
+    decision.rationale = "the simulator (" + goal_.screen->target + ", correction " +
+                         goal_.screen->correction + ") ranked " + std::to_string(proposals.size()) +
+                         " proposals by predicted latency; the best " + std::to_string(chosen.size()) +
+                         " go to the device, the others back to the strategy";
+    std::vector<std::string> names;
+    for (std::size_t i : chosen) names.push_back(proposals[i].text());
+    decision.outcome = "to the device: " + join(names, "; ");
+    log_->append(iteration, skills::kParamExplorer, decision, elapsed_ms(t0));
+    return chosen;
+  }
+
+  // Every device trial teaches the screen: its simulated and measured
+  // figures, and the correction that follows, in the log.
+  void screen_feedback(const std::vector<skills::MeasuredTrial>& measured, int iteration) {
+    std::vector<std::pair<skills::Candidate, double>> pairs;
+    std::vector<const store::Trial*> trials;
+    for (const auto& m : measured) {
+      const auto latency = m.trial.metric("latency_s");
+      if (!is_measured(m.trial.status) || !latency || !(*latency > 0)) continue;
+      pairs.push_back({{m.trial.variant, m.trial.params}, *latency});
+      trials.push_back(&m.trial);
+    }
+    if (pairs.empty()) return;
+    const auto t0 = Clock::now();
+    const long simulations_before = screen_->simulations();
+    const auto feedback = screen_->learn(pairs);
+    Json rows = Json::array();
+    double squares = 0;
+    int compared = 0;
+    for (std::size_t i = 0; i < feedback.size(); ++i) {
+      const auto& f = feedback[i];
+      Json row = {{"trial", trials[i]->id}, {"variant", f.candidate.variant}, {"measured_s", f.measured_s}};
+      Json params = f.candidate.params;
+      params.erase("_");
+      row["params"] = params;
+      if (f.valid) {
+        row["simulated_s"] = f.simulated_s;
+        row["predicted_s"] = f.predicted_s;
+        row["measured_over_simulated"] = f.measured_s / f.simulated_s;
+        squares += std::pow(std::log(f.measured_s / f.predicted_s), 2);
+        ++compared;
+      } else {
+        row["not_simulated"] = f.error;
+      }
+      rows.push_back(row);
+    }
+    skills::SkillDecision decision;
+    decision.action = "screen_feedback";
+    decision.proposer = "simulator";
+    decision.inputs = {{"trials", rows.size()}};
+    decision.evidence = {{"trials", rows},
+                         {"simulations", screen_->simulations() - simulations_before},
+                         {"correction", screen_->correction_json()}};
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "the device measured %zu trial(s); the screen had predicted them with rms log error %.3f; "
+                  "its correction is updated from them",
+                  rows.size(), compared ? std::sqrt(squares / compared) : 0.0);
+    decision.rationale = text;
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < feedback.size(); ++i) {
+      const auto& f = feedback[i];
+      char line[160];
+      if (f.valid)
+        std::snprintf(line, sizeof line, "trial %lld: simulated %.4g ms, measured %.4g ms (x%.3f)",
+                      static_cast<long long>(trials[i]->id), f.simulated_s * 1e3, f.measured_s * 1e3,
+                      f.measured_s / f.simulated_s);
+      else
+        std::snprintf(line, sizeof line, "trial %lld: measured %.4g ms, not simulated",
+                      static_cast<long long>(trials[i]->id), f.measured_s * 1e3);
+      lines.push_back(line);
+    }
+    decision.outcome = join(lines, "; ");
+    log_->append(iteration, skills::kParamExplorer, decision, elapsed_ms(t0));
   }
   // Observes a batch in order. With a noisy target (measurements with
   // intervals, core/noise.hpp) a lower median within the noise is not an
@@ -906,6 +1050,7 @@ class RunLoop {
   Rng rng_;
   std::optional<DecisionLog> log_;
   std::optional<skills::BenchmarkRunner> runner_;
+  std::optional<skills::SimulatedScreen> screen_;
   RunSummary summary_;
 };
 

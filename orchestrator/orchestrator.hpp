@@ -108,6 +108,9 @@ struct RunSummary {
   double wall_time_s = 0;
   double target_seconds = 0;  // summed over workers
   double commit_seconds = 0;
+  // Screened (goal.screen): the simulations the screen spent, ranking
+  // proposals, simulating device trials and refitting.
+  std::optional<long> screen_simulations;
   std::string db;
   // Failures the run went on past: plugins, LLM calls, candidates that
   // failed or timed out (one line each, with what to do).

@@ -303,6 +303,20 @@ Json decision_chain(store::Store& store, int64_t run_id, const std::vector<store
   return chain;
 }
 
+// A screened run (a goal's `screen:`): every device trial the screen
+// simulated, from its screen_feedback decisions: [trial, simulated_s,
+// measured_s, variant], in the order measured.
+Json screen_points(const Json& decisions) {
+  Json points = Json::array();
+  for (const auto& d : decisions) {
+    if (d.value("action", "") != "screen_feedback" || !d["evidence"].is_object()) continue;
+    for (const auto& t : d["evidence"].value("trials", Json::array()))
+      if (t.contains("simulated_s") && t.contains("measured_s"))
+        points.push_back({t["trial"], t["simulated_s"], t["measured_s"], t.value("variant", "")});
+  }
+  return points;
+}
+
 // A model goal's run has no trials of its own: its document holds the
 // forward before and after, a row per operator (from the run's summary) and
 // its kernel runs with their evaluations, in place of the trial charts.
@@ -458,6 +472,7 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
       {"parameters", importance(trials)}};
 
   doc["decisions"] = decision_chain(store, run_id, trials);
+  if (Json screen = screen_points(doc["decisions"]); !screen.empty()) doc["screen"] = screen;
 
   if (options.timelines) {
     Json timelines = Json::object();

@@ -70,17 +70,7 @@ class AnnealingStrategy final : public IndexedStrategy {
           restart_best_ = observation.index;
           restart_best_value_ = *observation.value;
         }
-        if (restart_pending_ > 0 || restart_to_propose_ > 0) continue;
-        if (!restart_best_) {
-          restart_to_propose_ = options_.restart_samples;  // every sample failed: sample again
-          continue;
-        }
-        current_ = restart_best_;
-        current_value_ = restart_best_value_;
-        walk_best_ = current_value_;
-        temperature_ = options_.temperature;
-        since_improvement_ = 0;
-        restart_best_.reset();
+        finish_restart();
         continue;
       }
       ++since_improvement_;
@@ -97,6 +87,28 @@ class AnnealingStrategy final : public IndexedStrategy {
       }
     }
     if (current_ && since_improvement_ >= options_.patience) restart();
+  }
+
+  // Restart samples handed back unmeasured: the restart waits for them no longer.
+  void released(const std::vector<std::uint64_t>& indices) override {
+    if (current_) return;
+    restart_pending_ -= std::min(restart_pending_, indices.size());
+    finish_restart();
+  }
+
+  // Once every restart sample is told: walk on from the best of them.
+  void finish_restart() {
+    if (restart_pending_ > 0 || restart_to_propose_ > 0) return;
+    if (!restart_best_) {
+      restart_to_propose_ = options_.restart_samples;  // every sample failed: sample again
+      return;
+    }
+    current_ = restart_best_;
+    current_value_ = restart_best_value_;
+    walk_best_ = current_value_;
+    temperature_ = options_.temperature;
+    since_improvement_ = 0;
+    restart_best_.reset();
   }
 
   void restart() {

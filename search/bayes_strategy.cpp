@@ -184,6 +184,9 @@ class BayesStrategy final : public IndexedStrategy {
   void observed(const std::vector<IndexedObservation>& batch) override {
     for (const auto& o : batch) pending_.erase(o.index);
   }
+  void released(const std::vector<std::uint64_t>& indices) override {
+    for (std::uint64_t index : indices) pending_.erase(index);
+  }
 
   // The GP's inputs; without `with_alignment`, the space's encoding alone.
   Eigen::MatrixXd encode(const std::vector<std::uint64_t>& indices, bool with_alignment = true) const {

@@ -40,8 +40,10 @@ class CoordinateStrategy final : public IndexedStrategy {
         // Nothing measured well yet: sample until something is.
         const auto index = random_unseen();
         if (!index) break;
-        if (!taken(*index)) out.push_back(*index);
-        else break;
+        if (!taken(*index))
+          out.push_back(*index);
+        else
+          break;
         continue;
       }
       if (axis_ >= space_.dimension()) {
@@ -107,7 +109,8 @@ class CoordinateStrategy final : public IndexedStrategy {
 const StrategyRegistration registration(
     "coordinate",
     [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
-      const int passes = options.get<int>("passes", 0, "a whole number >= 0 (0: until converged, then restart)");
+      const int passes =
+          options.get<int>("passes", 0, "a whole number >= 0 (0: until converged, then restart)");
       if (passes < 0)
         throw UserError("strategy 'coordinate': option 'passes': " + std::to_string(passes) +
                         " is not accepted; accepted: a whole number >= 0");

@@ -2,6 +2,7 @@
 // default) or in a space-filling order (`order: "space_filling"`: indices in
 // bit-reversed order, so any prefix of the sweep spreads over the whole index
 // range, coarse to fine). Deterministic; the seed is unused.
+#include <algorithm>
 #include <bit>
 
 #include "search/indexed_strategy.hpp"
@@ -27,6 +28,10 @@ class GridStrategy final : public IndexedStrategy {
       if (index < space_.size() && !seen(index)) out.push_back(index);
     }
     return out;
+  }
+  // Handed back unmeasured: the sweep passes them again.
+  void released(const std::vector<std::uint64_t>& indices) override {
+    for (std::uint64_t index : indices) cursor_ = std::min(cursor_, space_filling_ ? reversed(index) : index);
   }
   std::uint64_t reversed(std::uint64_t x) const {
     std::uint64_t r = 0;

@@ -20,10 +20,21 @@ void IndexedStrategy::tell(const std::vector<Observation>& observations) {
     const auto index = space_.index_of(observation.configuration);
     if (!index) continue;
     seen_.insert(*index);
+    told_.insert(*index);
     batch.push_back({*index, observation.value});
   }
   history_.insert(history_.end(), batch.begin(), batch.end());
   if (!batch.empty()) observed(batch);
+}
+
+void IndexedStrategy::release(const std::vector<Configuration>& configurations) {
+  std::vector<std::uint64_t> indices;
+  for (const auto& configuration : configurations) {
+    const auto index = space_.index_of(configuration);
+    if (!index || told_.count(*index) || !seen_.erase(*index)) continue;
+    indices.push_back(*index);
+  }
+  if (!indices.empty()) released(indices);
 }
 
 std::optional<std::uint64_t> IndexedStrategy::random_unseen() {

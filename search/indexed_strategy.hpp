@@ -23,6 +23,8 @@ class IndexedStrategy : public Strategy {
 
   std::vector<Configuration> ask(std::size_t k) final;
   void tell(const std::vector<Observation>& observations) final;
+  // Proposed configurations not told about become unseen again.
+  void release(const std::vector<Configuration>& configurations) final;
   bool done() const override { return seen_.size() >= space_.size(); }
   std::string name() const final { return name_; }
 
@@ -30,6 +32,8 @@ class IndexedStrategy : public Strategy {
   // Up to k indices not yet seen(); fewer (or none) when exhausted.
   virtual std::vector<std::uint64_t> propose(std::size_t k) = 0;
   virtual void observed(const std::vector<IndexedObservation>& batch) {}
+  // Proposals handed back by release(): forget them wherever propose() kept them.
+  virtual void released(const std::vector<std::uint64_t>& indices) {}
 
   bool seen(std::uint64_t index) const { return seen_.count(index) != 0; }
   std::size_t seen_count() const { return seen_.size(); }
@@ -45,6 +49,7 @@ class IndexedStrategy : public Strategy {
   std::string name_;
   std::unordered_set<std::uint64_t> seen_;
   std::vector<IndexedObservation> history_;
+  std::unordered_set<std::uint64_t> told_;
 };
 
 }  // namespace autotune::search

@@ -18,6 +18,11 @@
 //    from a cache or a previous run); observations outside the space are
 //    ignored. A failure costs that configuration once; the strategy should
 //    steer away from its region.
+//  - release() hands back configurations ask() returned that will not be
+//    measured (a simulated screen passed them over): the strategy forgets
+//    it proposed them and may propose them again later; they are not
+//    observations and must not bias its model. A strategy that cannot may
+//    keep them as proposed (the default), never proposing them again.
 //  - learn_from() (optional, before the first ask) hands over runs on related
 //    spaces: the same kernel and parameters on another device or shape. They
 //    are hints for where to look, not measurements of this space: nothing in
@@ -59,6 +64,7 @@ class Strategy {
   virtual void tell(const std::vector<Observation>& observations) = 0;
   virtual bool done() const = 0;
   virtual std::string name() const = 0;
+  virtual void release(const std::vector<Configuration>& configurations) {}
   // Each inner list: one run on a related space, in any order.
   virtual void learn_from(const std::vector<std::vector<Observation>>& related_runs) {}
 };

@@ -59,8 +59,13 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   plan.region_size = request.region ? request.region->size() : 0;
   const int wanted = int(std::min<std::uint64_t>(fresh + probes.size(), std::uint64_t(1) << 30));
   plan.budget = std::min(request.budget, wanted);
-  const bool enumerable =
-      !request.strategy_chosen && fresh + probes.size() <= std::uint64_t(std::max(request.budget, 0));
+  // Screened, the device budget is what enumeration would spend: the region
+  // is enumerated only when one round's proposals hold all of it (the screen
+  // then orders the whole region); otherwise the strategy proposes.
+  const std::uint64_t enumerable_size = request.screening
+                                            ? std::uint64_t(std::max(request.screening->propose, 0))
+                                            : std::uint64_t(std::max(request.budget, 0));
+  const bool enumerable = !request.strategy_chosen && fresh + probes.size() <= enumerable_size;
   plan.strategy = enumerable ? "grid" : request.strategy;
 
   auto& decision = out.decision;
@@ -121,6 +126,13 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   else
     decision.rationale = "propose " + std::to_string(plan.budget) + " of " + what +
                          ", more than the budget of " + offered + ": search with " + request.strategy;
+  if (request.screening && request.region) {
+    const auto& screening = *request.screening;
+    decision.inputs["screen"] = {{"keep", screening.keep}, {"propose", screening.propose}};
+    decision.rationale += "; screened: each round " + std::to_string(screening.propose) +
+                          " proposals are simulated and the best " + std::to_string(screening.keep) +
+                          " by the corrected simulated latency go to the device";
+  }
   if (!enumerable && !request.related.empty())
     decision.rationale += ", learning from " + std::to_string(related_observations) +
                           " measurements of the variant in earlier run(s) " + related_runs.dump();
@@ -215,9 +227,10 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
       out.settled = true;
       break;
     }
-    const std::size_t k =
-        std::size_t(std::min(std::max(request.batch_size, 1), plan.budget - out.evaluations));
-    const auto configurations = strategy->ask(k);
+    const int per_round = request.screening ? request.screening->keep : request.batch_size;
+    const std::size_t k = std::size_t(std::min(std::max(per_round, 1), plan.budget - out.evaluations));
+    auto configurations =
+        strategy->ask(request.screening ? std::max<std::size_t>(request.screening->propose, k) : k);
     if (configurations.empty()) {
       out.stop_reason = "region exhausted";
       out.settled = true;
@@ -227,6 +240,27 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     for (const auto& c : configurations)
       batch.push_back(request.flat ? request.flat->candidate(c)
                                    : Candidate{request.variant->name, search::to_json(*request.region, c)});
+    if (request.screening && batch.size() > k) {
+      // The screen's choice is measured; the rest go back to the strategy unmeasured.
+      const auto chosen = request.screening->choose(batch, k);
+      std::vector<bool> keep(batch.size(), false);
+      for (std::size_t i : chosen) keep.at(i) = true;
+      std::vector<search::Configuration> kept_configurations, released;
+      std::vector<Candidate> kept;
+      for (std::size_t i : chosen) {
+        kept_configurations.push_back(configurations[i]);
+        kept.push_back(batch[i]);
+      }
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        if (!keep[i]) released.push_back(configurations[i]);
+      strategy->release(released);
+      configurations = std::move(kept_configurations);
+      batch = std::move(kept);
+      if (batch.empty()) {
+        out.stop_reason = "the screen chose nothing";
+        break;
+      }
+    }
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
     unmeasured -= std::min<std::uint64_t>(unmeasured, batch.size());

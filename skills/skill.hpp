@@ -206,6 +206,18 @@ struct ExplorationRequest {
   // configurations name their variant), and the search goes on until the
   // budget is spent or the space is exhausted, without patience.
   std::shared_ptr<const FlatSpace> flat;
+  // A simulated screen (the goal's `screen:`; docs/loop.md, "Screened
+  // tuning"): each round the strategy proposes `propose` configurations,
+  // choose() returns the indices of the ones the device measures (at most
+  // its `keep` argument, best first), and the others are handed back to the
+  // strategy (Strategy::release). The strategy learns from the device's
+  // measurements alone; the screen only chooses what they are spent on.
+  struct Screening {
+    int keep = 1;
+    int propose = 2;
+    std::function<std::vector<std::size_t>(const std::vector<Candidate>&, std::size_t keep)> choose;
+  };
+  std::optional<Screening> screening;
 };
 
 struct ExplorationPlan {

@@ -150,6 +150,31 @@
   }
 
   // ---- parameter importance and slices (of the first run)
+  // ---- the screen: simulated against measured latency of every device trial (log axes)
+  function drawScreen(run, node, runIndex) {
+    var c = chart("screen-" + run.id, node);
+    var names = [];
+    run.screen.forEach(function (p) { if (names.indexOf(p[3]) < 0) names.push(p[3]); });
+    var all = run.screen.reduce(function (v, p) { return v.concat([p[1], p[2]]); }, []);
+    var lo = Math.min.apply(null, all) * 0.9, hi = Math.max.apply(null, all) * 1.1;
+    var series = names.map(function (name) {
+      var vi = run.variants.indexOf(name);
+      return { type: "scatter", name: name, symbolSize: 7, itemStyle: { color: variantColour(vi < 0 ? 0 : vi, runIndex) },
+               data: run.screen.filter(function (p) { return p[3] === name; }).map(function (p) { return { value: [p[1], p[2]], trial: p[0] }; }) };
+    });
+    series.push({ type: "line", name: "simulated = measured", data: [[lo, lo], [hi, hi]], symbol: "none",
+                  lineStyle: { type: "dashed", color: "#888" } });
+    c.setOption({
+      legend: { top: 0 },
+      tooltip: { trigger: "item", formatter: function (p) {
+        return p.data && p.data.trial !== undefined ? "trial " + p.data.trial + "<br>simulated " + seconds(p.data.value[0]) + "<br>measured " + seconds(p.data.value[1]) : ""; } },
+      xAxis: { type: "log", name: "simulated", min: lo, max: hi, axisLabel: { formatter: function (v) { return seconds(v); } } },
+      yAxis: { type: "log", name: "measured", min: lo, max: hi, axisLabel: { formatter: function (v) { return seconds(v); } } },
+      series: series
+    });
+    pointCounts["screen-" + run.id] = run.screen.length;
+  }
+
   function drawImportance(run, node) {
     var items = (run.importance && run.importance.parameters) || [];
     var c = chart("importance-" + run.id, node);
@@ -447,6 +472,13 @@
       section.appendChild(el("p", { class: "note", text: "points coloured by variant, as on the convergence chart" }));
       section.appendChild(slices);
       drawSlices(run, slices, runIndex);
+      if (run.screen && run.screen.length) {
+        section.appendChild(el("h2", { text: "run " + run.id + ": the screen, simulated against measured" }));
+        section.appendChild(el("p", { class: "note", text: "every device trial: the screen's simulated latency (before the trial corrected it) against the device's measurement, coloured by variant; the dashed line is simulated = measured" }));
+        var scatter = el("div", { class: "chart small", id: "screen-" + run.id });
+        section.appendChild(scatter);
+        drawScreen(run, scatter, runIndex);
+      }
       if (run.timelines) {
         section.appendChild(el("h2", { text: "run " + run.id + ": engine timelines, baseline and best" }));
         section.appendChild(el("p", { class: "note", text: "re-simulated from the stored configurations: one row per engine and DMA queue; red: instructions at the critical path's heaviest sites (source line, engine, opcode). Both timelines share one time axis, in microseconds (us) from the kernel's start, as long as the longer of the two." }));

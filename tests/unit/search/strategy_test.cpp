@@ -215,3 +215,37 @@ TEST_CASE("coordinate: one pass tries each parameter's values from the best told
   CHECK(strategy->ask(1).empty());
   CHECK_THROWS_AS(make_strategy("coordinate", space, 1, {{"passes", -1}}), UserError);
 }
+
+TEST_CASE("every strategy: proposals released unmeasured come back, and the space is still exhausted once") {
+  // A screen keeps two of every eight proposals; the rest are handed back.
+  const SearchSpace space = test_space();
+  for (const auto& name : kStrategies) {
+    CAPTURE(name);
+    auto strategy = make_strategy(name, space, 3);
+    std::set<std::string> told, released_once;
+    bool released_came_back = false;
+    for (int round = 0; round < 10000 && !strategy->done(); ++round) {
+      const auto proposals = strategy->ask(8);
+      if (proposals.empty()) break;
+      std::vector<Observation> kept;
+      std::vector<Configuration> released;
+      for (std::size_t i = 0; i < proposals.size(); ++i) {
+        const std::string k = key(space, proposals[i]);
+        CHECK(told.count(k) == 0);
+        if (released_once.count(k)) released_came_back = true;
+        if (i < 2 || proposals.size() <= 2) {
+          told.insert(k);
+          kept.push_back(Observation::success(proposals[i], smooth(space, proposals[i])));
+        } else {
+          released_once.insert(k);
+          released.push_back(proposals[i]);
+        }
+      }
+      strategy->release(released);
+      strategy->tell(kept);
+    }
+    CHECK(released_came_back);
+    CHECK(told.size() == space.size());
+    CHECK(strategy->done());
+  }
+}

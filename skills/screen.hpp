@@ -1,0 +1,102 @@
+#pragma once
+// SimulatedScreen: ranks candidates for a device target by their simulated
+// latency, and learns from the device's measurements how far to trust it
+// (a goal's `screen:`; docs/loop.md, "Screened tuning").
+//
+// predict(): each candidate is traced and simulated (timing only: the
+// device verifies what it runs) on the screen's target as corrected so far;
+// its prediction is the simulated latency times exp(the log ratio of its
+// variant). A candidate the simulator rejects (it does not fit, a parameter
+// it lacks) is predicted invalid and ranks last.
+//
+// learn(): the device's latencies of measured candidates. Each is simulated
+// on the current target, and the correction follows:
+//   ratio  per variant, the mean of log(measured / simulated) over its
+//          device trials; a variant without one takes the mean over all;
+//   refit  first the target's fitted constants are refitted (the calibration
+//          fit, kernels/calibration_fit.hpp) on every device trial so far,
+//          once there are three and whenever they grew by half since the last
+//          fit, each fit starting from the last; then the ratio, on the
+//          refitted target;
+//   none   the simulator as it is.
+// The search strategy never sees a prediction: it learns from the device
+// alone; the screen only chooses which of its proposals the device measures.
+//
+// Deterministic: the same calls in the same order give the same predictions,
+// so a resumed run ranks as its first execution did. Not thread-safe: one
+// caller at a time (predict() simulates in parallel inside).
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skills/candidate.hpp"
+
+namespace autotune::skills {
+
+struct ScreenConfig {
+  std::string target;  // a target name or file (sim::load_target)
+  std::string family;  // the kernel family the candidates are variants of
+  // The family variant every candidate runs (a command target's one
+  // program); empty: the candidate's own variant.
+  std::string variant;
+  std::map<std::string, std::int64_t> shape;
+  std::string dtype;
+  std::string correction = "refit";  // refit | ratio | none
+  unsigned threads = 0;              // simulations in parallel; 0: the machine's cores
+};
+
+struct ScreenPrediction {
+  bool valid = false;
+  std::string error;  // why the simulator rejected it, when not valid
+  double simulated_s = 0;
+  double log_ratio = 0;  // the correction applied: predicted = simulated * exp(log_ratio)
+  double predicted_s = 0;
+};
+
+// One device measurement as the screen saw it: what it had predicted (before
+// learning from it) and what the device measured.
+struct ScreenFeedback {
+  Candidate candidate;
+  bool valid = false;  // the simulator could simulate it (else it does not teach the screen)
+  std::string error;
+  double simulated_s = 0;
+  double predicted_s = 0;
+  double measured_s = 0;
+};
+
+class SimulatedScreen {
+ public:
+  // UserError when the target, family, variant, shape or dtype is unknown.
+  explicit SimulatedScreen(ScreenConfig config);
+  ~SimulatedScreen();
+
+  std::vector<ScreenPrediction> predict(const std::vector<Candidate>& candidates);
+  // The indices of the `keep` best predictions (valid ones by predicted
+  // latency, ties to the earlier proposal; invalid ones only to fill).
+  static std::vector<std::size_t> choose(const std::vector<ScreenPrediction>& predictions, std::size_t keep);
+
+  // Learns from device measurements: (candidate, measured latency in seconds).
+  std::vector<ScreenFeedback> learn(const std::vector<std::pair<Candidate, double>>& measured);
+
+  // The correction as it stands: its kind, the per-variant log ratios and
+  // their trial counts, the fitted constants (refit), how well the screen
+  // now explains the device trials (rms of log(measured / predicted)).
+  Json correction_json() const;
+  // The log ratio a candidate of `variant` is corrected by.
+  double log_ratio(const std::string& variant) const;
+  // Simulations spent so far: rankings, device trials, fits.
+  long simulations() const { return simulations_; }
+  const ScreenConfig& config() const { return config_; }
+
+ private:
+  struct Impl;
+  void update_ratios();
+  ScreenConfig config_;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<long> simulations_{0};
+};
+
+}  // namespace autotune::skills

@@ -1,0 +1,113 @@
+"""Screened tuning end to end (docs/loop.md, "Screened tuning"): a GEMM tuned on a stand-in device (the
+simulator at bench/targets/trn2-standin.yaml) with a screen simulating trn2. The decision log shows the
+simulated and the measured figure of every device trial, the screen's rankings choose what the device
+measures, and `autotune report` carries the simulated-against-measured points. Which configuration wins
+is never asserted."""
+import json
+import os
+import re
+import subprocess
+
+from loop_support import BIN, SOURCE, check, fail, query, run, run_json, tempdir, write_goal
+
+STANDIN = os.path.join(SOURCE, "bench", "targets", "trn2-standin.yaml")
+
+GOAL = f"""
+name: screened
+kernel: {{family: gemm, shape: {{M: 256, N: 512, K: 512}}, dtype: bf16}}
+target: {STANDIN}
+screen: {{target: trn2, keep: 2, propose: 12}}
+objective: latency
+goal: {{improvement: 0.95}}
+max_iterations: 4
+budget: {{evaluations: 14}}
+search: {{strategy: bayes, batch_size: 2}}
+start: {{variant: tiled}}
+variants: [tiled, hoisted]
+parallel: 2
+seed: 2
+"""
+
+
+def decisions(db, run_id):
+    out = run_json(["log", run_id], db)
+    return out if isinstance(out, list) else out["decisions"]
+
+
+def main():
+    with tempdir() as tmp:
+        db = os.path.join(tmp, "t.db")
+        summary = run_json(["run", write_goal(tmp, "screened.yaml", GOAL)], db)
+        run_id = str(summary["run_id"])
+        check(summary.get("screen_simulations", 0) > 0, f"the summary counts the screen's simulations: {summary}")
+        log = decisions(db, run_id)
+        feedback = [d for d in log if d["action"] == "screen_feedback"]
+        rankings = [d for d in log if d["action"] == "screen"]
+        check(rankings, "the screen ranked proposals in some round")
+
+        # Every device trial with a latency: its simulated and measured figures, once.
+        trials = query(db, "SELECT id, metrics FROM trials WHERE run = ? AND status = 'ok' ORDER BY id", (run_id,))
+        check(trials, "the run measured trials")
+        shown = {}
+        for d in feedback:
+            for t in d["evidence"]["trials"]:
+                check(t["trial"] not in shown, f"trial {t['trial']} is in one screen_feedback decision")
+                shown[t["trial"]] = t
+            check(re.search(r"trial \d+: simulated [\d.e+-]+ ms, measured [\d.e+-]+ ms", d["outcome"]),
+                  f"the feedback's outcome says both figures: {d['outcome']}")
+        for trial_id, metrics in trials:
+            check(trial_id in shown, f"trial {trial_id} has its simulated and measured figures in the log")
+            t = shown[trial_id]
+            measured = json.loads(metrics)["latency_s"]
+            check(abs(t["measured_s"] - measured) <= 1e-12 * measured, f"trial {trial_id}: measured as stored")
+            check(t["simulated_s"] > 0, f"trial {trial_id}: simulated")
+        # The stand-in is not the screen's machine: some trial's figures differ by more than rounding.
+        check(any(abs(t["measured_s"] / t["simulated_s"] - 1) > 0.01 for t in shown.values()),
+              "the stand-in device differs from the screen")
+
+        # The baseline's simulated figure is trn2's own (nothing corrected it yet).
+        baseline = min(shown)
+        params = shown[baseline]["params"]
+        proc = subprocess.run([BIN, "profile", "--kernel", "gemm", "--variant", shown[baseline]["variant"], "--target",
+                               "trn2", "--shape", "M=256,N=512,K=512", "--no-verify", "--json"]
+                              + [a for k, v in params.items() for a in ("--param", f"{k}={v}")],
+                              capture_output=True, text=True, timeout=120)
+        check(proc.returncode == 0, f"profile: {proc.stderr}")
+        profile = json.loads(proc.stdout)
+        simulated = profile["latency_s"] if "latency_s" in profile else profile["summary"]["latency_s"]
+        check(abs(shown[baseline]["simulated_s"] / simulated - 1) < 1e-6,
+              f"baseline simulated {shown[baseline]['simulated_s']} on trn2 {simulated}")
+
+        # What a ranking chose is what the device measured next, and it is the head of the ranking.
+        rows = query(db, "SELECT variant, params FROM trials WHERE run = ? ORDER BY id", (run_id,))
+        measured_keys = [(v, json.dumps({k: x for k, x in json.loads(p).items() if k != "_"}, sort_keys=True))
+                         for v, p in rows]
+        for d in rankings:
+            ranking = d["evidence"]["ranking"]
+            chosen = [r for r in ranking if r["chosen"]]
+            check(chosen and all(r["chosen"] for r in ranking[:len(chosen)]), "the chosen head the ranking")
+            predicted = [r["predicted_s"] for r in ranking if "predicted_s" in r]
+            check(predicted == sorted(predicted), "the ranking is by predicted latency")
+            for r in chosen:
+                key = (r["variant"], json.dumps(r["params"], sort_keys=True))
+                check(key in measured_keys, f"the chosen {key} was measured on the device")
+
+        # The report carries one simulated-against-measured point per device trial.
+        page = os.path.join(tmp, "report.html")
+        check(run(["report", run_id, "--no-timelines", "-o", page], db).returncode == 0, "report")
+        html = open(page).read()
+        data = json.loads(re.search(r'<script type="application/json" id="autotune-data">(.*?)</script>', html,
+                                    re.S).group(1))
+        runs = data["runs"] if isinstance(data, dict) and "runs" in data else data
+        points = runs[0]["screen"]
+        check(sorted(p[0] for p in points) == sorted(shown), "a report point per device trial")
+
+        # Without a screen: nothing of it in the log.
+        plain = run_json(["run", write_goal(tmp, "plain.yaml", GOAL.replace("screen: {target: trn2, keep: 2, propose: 12}\n", ""))], db)
+        check(not [d for d in decisions(db, str(plain["run_id"])) if d["action"].startswith("screen")],
+              "an unscreened run logs no screen decision")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
