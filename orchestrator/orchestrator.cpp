@@ -505,9 +505,9 @@ class RunLoop {
     const Json& list = exploration.predicted_failures;
     if (list.empty()) return "";
     const Json& first = list.front();
-    return std::to_string(list.size()) + " not measured, predicted to fail as " + first.value("rule", "") +
-           " (needing at least the on-chip memory of a configuration measured so: e.g. " +
-           first["params"].dump() + " after " + first.value("like", "") + "); ";
+    return std::to_string(list.size()) + " not measured, predicted " + first.value("rule", "") +
+           ": each holds at least what a measured overflow held (e.g. " + first["params"].dump() +
+           " against " + first.value("like", "") + "); ";
   }
 
   // The handover's request: its variants as one flat space, everything
