@@ -511,13 +511,24 @@ class RunLoop {
     const bool improved = state_.best_value < before && state_.best_trial->config_hash != before_key;
     const std::string result =
         std::to_string(exploration.evaluations) + " evaluations (" + exploration.stop_reason +
-        (exploration.settled ? ", settled" : ", may continue") + "); " +
+        (exploration.settled ? ", settled" : ", may continue") + "); " + predicted_text(exploration) +
         (improved ? "improved the best to " +
                         skills::Candidate{state_.best_trial->variant, state_.best_trial->params}.text()
                   : std::string("no improvement"));
     log_->set_outcome(plan_seq, result);
     log_->set_outcome(plan.policy_seq, improved ? "improved" : "no improvement");
     return verdict(iteration, idea, exploration, before, improved);
+  }
+
+  // The configurations the explorer did not measure, predicted to fail like
+  // a measured one: how many, and the first with the one it follows from.
+  static std::string predicted_text(const skills::Exploration& exploration) {
+    const Json& list = exploration.predicted_failures;
+    if (list.empty()) return "";
+    const Json& first = list.front();
+    return std::to_string(list.size()) + " not measured, predicted " + first.value("rule", "") +
+           ": each holds at least what a measured overflow held (e.g. " + first["params"].dump() +
+           " against " + first.value("like", "") + "); ";
   }
 
   // The handover's request: its variants as one flat space, everything

@@ -239,6 +239,9 @@ struct Exploration {
   // improvement for the explorer's patience. A search cut short by its budget
   // or by the orchestrator is not settled, so its idea may be continued.
   bool settled = false;
+  // Configurations of the region not measured because a capacity failure
+  // measured before predicts theirs (params, rule, like: the one measured).
+  Json predicted_failures = Json::array();
 };
 
 class ExplorerSkill : public Skill {

@@ -243,6 +243,73 @@ TEST_CASE("explorer: enumerates a small region, respects the budget, never repea
   CHECK(full.result.budget == int(variant.space->size()));
 }
 
+TEST_CASE("explorer: a configuration holding more than one that overflowed is predicted to, not measured") {
+  // Memory held: b (pipeline depth) x c (block); a is a tile size, which
+  // predicts nothing (a smaller tile along the partitions can hold more).
+  VariantSpace variant = make_variant("fast");
+  variant.roles = {{"a", kRoleTile}, {"b", kRolePipelineDepth}, {"c", kRoleBlock}};
+  auto holds = [](const search::Configuration& c) {
+    return search::numeric_value(c[1]) * search::numeric_value(c[2]);
+  };
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.region = variant.space;
+  request.strategy = "grid";
+  request.seed = 1;
+  request.batch_size = 1;
+  request.budget = 100;
+  // Known before: (a 64, b 2, c 2) overflowed; a wrong answer predicts nothing.
+  const auto at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
+    return search::configuration_from_json(*variant.space, {{"a", a}, {"b", b}, {"c", c}});
+  };
+  request.known = {search::Observation::failed(at(64, 2, 2), "sbuf_overflow: needs 200000 bytes"),
+                   search::Observation::failed(at(32, 1, 1), "wrong_answer: mismatch")};
+  std::vector<search::Configuration> measured, overflowed;
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& candidate : batch) {
+      const auto c = search::configuration_from_json(*variant.space, candidate.params);
+      measured.push_back(c);
+      if (holds(c) >= 6) {
+        overflowed.push_back(c);
+        out.push_back(search::Observation::failed(c, "sbuf_overflow: does not fit"));
+      } else {
+        out.push_back(search::Observation::success(c, -double(measured.size())));  // each better: no patience
+      }
+    }
+    return out;
+  };
+  const auto plan = explorer.plan(request);
+  const auto result = explorer.explore(request, plan.result, measure, {});
+  auto dominates = [](const search::Configuration& c, const search::Configuration& f) {
+    return search::same_value(c[0], f[0]) && search::numeric_value(c[1]) >= search::numeric_value(f[1]) &&
+           search::numeric_value(c[2]) >= search::numeric_value(f[2]);
+  };
+  // Nothing holding at least what the known overflow held is measured...
+  for (const auto& c : measured) CHECK_FALSE(dominates(c, at(64, 2, 2)));
+  // ... nor what holds at least a configuration that overflowed earlier in this search.
+  for (std::size_t i = 0; i < overflowed.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(dominates(overflowed[i], overflowed[j]));
+  // A larger tile is measured: tile sizes predict nothing.
+  CHECK(std::find(measured.begin(), measured.end(), at(128, 2, 2)) != measured.end());
+  CHECK(std::find(measured.begin(), measured.end(), at(32, 2, 1)) != measured.end());
+  // Every configuration is measured, known or predicted, and the count adds up.
+  CHECK(result.evaluations == int(measured.size()));
+  CHECK(measured.size() + result.predicted_failures.size() + 2 == variant.space->size());
+  CHECK(result.predicted_failures.size() >= 3);  // (64, 2|3, 2|4) but (64, 2, 2)
+  CHECK(result.predicted_failures.front().at("rule") == "sbuf_overflow");
+  CHECK(result.settled);
+
+  // Without parameters of those roles nothing is predicted.
+  variant.roles = {{"a", kRoleTile}, {"b", kRoleTile}, {"c", kRoleTile}};
+  measured.clear();
+  overflowed.clear();
+  const auto without_roles = explorer.explore(request, plan.result, measure, {});
+  CHECK(without_roles.predicted_failures.empty());
+  CHECK(std::find(measured.begin(), measured.end(), at(64, 3, 4)) != measured.end());
+}
+
 TEST_CASE("runner: results in request order, committed, re-used within the run and across runs") {
   auto store = store::open_store(":memory:");
   FakeTarget target;
