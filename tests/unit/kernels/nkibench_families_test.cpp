@@ -1,4 +1,4 @@
-// NKIBench's adamw as a family: every variant over a spread of
+// NKIBench's adamw and bmm as families: every variant over a spread of
 // parameters, ragged shapes, dtypes and both targets, against the double
 // reference with NaN-poisoned outputs; the expert structures are faster than
 // the starting kernels at NKIBench's shapes.
@@ -73,6 +73,32 @@ TEST_CASE("adamw matches the reference: ragged rows and columns, folded rows, ev
         seed++);
 }
 
+TEST_CASE("bmm matches the reference: ragged batches, M and N, K over one and several tiles, PE row tiles") {
+  std::uint64_t seed = 800;
+  check({"bmm", "naive", {{"B", 2}, {"M", 300}, {"K", 64}, {"N", 1300}}, sim::Dtype::fp32, {}}, seed++);
+  check({"bmm", "naive", {{"B", 1}, {"M", 130}, {"K", 200}, {"N", 600}}, sim::Dtype::bf16, {}, "trn1"},
+        seed++);
+  for (std::int64_t tiles : {1, 2, 4})
+    check({"bmm",
+           "paired",
+           {{"B", 2 * tiles + 1}, {"M", 300}, {"K", tiles == 4 ? 32 : 64}, {"N", 1300}},
+           tiles == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
+           {{"pe_row_tiles", tiles},
+            {"unroll_factor", tiles == 1 ? 2 : 1},
+            {"pipeline_depth", tiles},
+            {"drain_engine", tiles / 2},
+            {"dma_transpose", tiles == 4 ? 1 : 0}},
+           tiles == 2 ? "trn1" : "trn2"},
+          seed++);
+  // K over two tiles (the whole array, accumulated in PSUM).
+  check({"bmm",
+         "paired",
+         {{"B", 2}, {"M", 200}, {"K", 200}, {"N", 700}},
+         sim::Dtype::fp32,
+         {{"pe_row_tiles", 1}, {"unroll_factor", 2}, {"drain_engine", 2}}},
+        seed++);
+}
+
 TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels on both targets") {
   for (const char* t : {"trn1", "trn2"}) {
     EvaluateOptions options;
@@ -86,5 +112,6 @@ TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels 
       return e.latency_s;
     };
     CHECK(latency("adamw", "fused", {}) < latency("adamw", "naive", {}));
+    CHECK(latency("bmm", "paired", {}) < latency("bmm", "naive", {}));
   }
 }
