@@ -47,8 +47,10 @@ VariantSpec paired_variant() {
           "batches whose matmuls run side by side on PE row tiles (nc_matmul tile_position/tile_size); needs "
           "K <= 128 / pe_row_tiles and a target whose smallest PE tile is at most 128 / pe_row_tiles",
           {1, 2, 4}, d.pe_row_tiles, ParamRole::placement),
-      param("unroll_factor", "512-column matmuls per PSUM tile, drain instruction and store", {1, 2, 4},
+      param("unroll_factor", "512-column matmuls per PSUM tile and drain instruction", {1, 2, 4},
             d.unroll_factor, ParamRole::unroll),
+      param("store_factor", "PSUM tiles drained into one output tile per batch, stored by one DMA",
+            {1, 2, 4, 8}, d.store_factor, ParamRole::block),
       param("pipeline_depth", "rotating output tiles per batch between drain and store", {1, 2, 3, 4},
             d.pipeline_depth, ParamRole::pipeline_depth),
       param("drain_engine", "PSUM -> SBUF on 0: the vector engine, 1: the scalar engine, 2: alternating",
@@ -56,23 +58,29 @@ VariantSpec paired_variant() {
       param("dma_transpose", "1: lhs transposed by a transposing DMA; 0: by the tensor engine", {0, 1},
             d.dma_transpose, ParamRole::placement),
   };
-  v.constraints = {"pe_row_tiles * K <= max_contraction || pe_row_tiles == 1",
-                   "pe_row_tiles * pe_tile_min <= max_contraction",
-                   // two rotating PSUM tiles per batch of the group, and a bank for the PE transposes
-                   "2 * pe_row_tiles * unroll_factor * 512 * 4 + (1 - dma_transpose) * psum_bank_bytes <= "
-                   "psum_banks * psum_bank_bytes"};
+  v.constraints = {
+      "pe_row_tiles * K <= max_contraction || pe_row_tiles == 1",
+      "pe_row_tiles * pe_tile_min <= max_contraction",
+      // two rotating PSUM tiles per batch of the group, and a bank for the PE transposes
+      "2 * pe_row_tiles * unroll_factor * 512 * 4 + (1 - dma_transpose) * psum_bank_bytes <= "
+      "psum_banks * psum_bank_bytes",
+      // each batch's rhs twice, and pipeline_depth output tiles per batch of the group
+      "(2 * N + pipeline_depth * pe_row_tiles * store_factor * unroll_factor * 512) * dtype_bytes "
+      "<= sbuf_bytes_per_partition"};
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const BmmPairedParams params{int_param(p, "pe_row_tiles"), int_param(p, "unroll_factor"),
-                                 int_param(p, "pipeline_depth"), int_param(p, "drain_engine"),
-                                 int_param(p, "dma_transpose")};
+                                 int_param(p, "store_factor"), int_param(p, "pipeline_depth"),
+                                 int_param(p, "drain_engine"), int_param(p, "dma_transpose")};
     dispatch_dtype(dtype, [&]<Dtype D>() { bmm_paired<D>(kernel, bmm_shape(s), params); });
   };
-  // A whole group and a ragged one; M two tiles and a ragged one; N two steps and a ragged one.
+  // A whole group and a ragged one; M two tiles and a ragged one; N two output blocks and a ragged one.
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
     const std::int64_t group = p.at("pe_row_tiles");
-    Shape shape = tiled_verification_shape(full, {{"M", 128, 128}, {"N", 512, 512 * p.at("unroll_factor")}},
-                                           macs, kVerificationMacs, {{"B", group + 1}});
-    return shape;
+    return tiled_verification_shape(
+        full,
+        {{"M", 128, 128},
+         {"N", 512 * p.at("unroll_factor"), 512 * p.at("unroll_factor") * p.at("store_factor")}},
+        macs, kVerificationMacs, {{"B", group + 1}});
   };
   v.template_name = "autotune::kernels::bmm_paired";
   v.params_struct = "autotune::kernels::BmmPairedParams";

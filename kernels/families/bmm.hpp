@@ -34,12 +34,14 @@ struct BmmNaiveParams {};
 // loaded side by side ([128, pe_row_tiles * K]) and transposed once (by the
 // tensor engine, or by a transposing DMA), then for every step of
 // unroll_factor * 512 columns one matmul per 512 columns and batch, each
-// batch on its row tile, into one PSUM tile per batch, drained and stored
-// with one instruction and one DMA.
+// batch on its row tile, into one PSUM tile per batch drained by one
+// instruction; store_factor such steps fill an output tile per batch, stored
+// by one DMA (long rows: the DMA's per-row overhead amortised).
 struct BmmPairedParams {
   int pe_row_tiles = 2;    // batches side by side on the PE array's row tiles (1: the whole array)
-  int unroll_factor = 1;   // 512-column matmuls per PSUM tile, drain and store
-  int pipeline_depth = 2;  // rotating output tiles per batch (steps in flight between drain and store)
+  int unroll_factor = 1;   // 512-column matmuls per PSUM tile and drain instruction
+  int store_factor = 1;    // PSUM tiles drained into one output tile, stored by one DMA
+  int pipeline_depth = 2;  // rotating output tiles per batch (blocks in flight between drain and store)
   int drain_engine = 0;    // PSUM -> SBUF on 0: the vector engine, 1: the scalar engine, 2: alternating
   int dma_transpose = 0;   // 1: lhs transposed by a transposing DMA; 0: by the tensor engine
 };
@@ -132,7 +134,7 @@ void bmm_paired(Kernel& kernel, const BmmShape& shape, const BmmPairedParams& p)
   if (p.dma_transpose == 0) lhsT_psum.emplace(kernel.psum_pool("lhsT_psum", 1, P, P));
   TilePool lhsT_tiles = kernel.sbuf_pool("lhsT_tile", 2, P, k_tiles * P, D);
   TilePool res_psum = kernel.psum_pool("res_psum", 2 * group, P, step_n);
-  TilePool res_tiles = kernel.sbuf_pool("res_tile", p.pipeline_depth * group, P, step_n, D);
+  TilePool res_tiles = kernel.sbuf_pool("res_tile", p.pipeline_depth * group, P, step_n * p.store_factor, D);
   int step = 0;
   for (TileSpan bg : tiles(shape.B, group)) {
     const Tensor rt = rhs_tiles.next();
@@ -171,23 +173,29 @@ void bmm_paired(Kernel& kernel, const BmmShape& shape, const BmmPairedParams& p)
         kernel.transpose(tp, lt.slice(0, m.size, 0, width));
         kernel.tensor_copy(lt_all.slice(0, width, lcol, lcol + m.size), tp);
       }
-      for (TileSpan n : tiles(shape.N, step_n)) {
-        // The batches' matmuls interleaved, so that those on different row tiles run side by side.
-        std::vector<Tensor> ps;
-        for (int j = 0; j < bg.size; ++j) ps.push_back(res_psum.next().slice(0, m.size, 0, n.size));
-        for (TileSpan u : tiles(n.size, kTileN))
-          for (TileSpan k : tiles(shape.K, P))
-            for (int j = 0; j < bg.size; ++j) {
-              const auto [r0, r1] = k_rows(j, k);
-              const int lcol = k.index * P, rcol = k.index * shape.N + n.begin + u.begin;
-              kernel.matmul(ps[j].col_range(u.begin, u.end()), lt_all.slice(r0, r1, lcol, lcol + m.size),
-                            rt.slice(r0, r1, rcol, rcol + u.size), k.index > 0, pe_tile(j));
-            }
+      // Output blocks of store_factor PSUM steps: drained into one SBUF tile per batch, stored by one DMA.
+      for (TileSpan block : tiles(shape.N, step_n * p.store_factor)) {
+        std::vector<Tensor> ot;
+        for (int j = 0; j < bg.size; ++j) ot.push_back(res_tiles.next().slice(0, m.size, 0, block.size));
+        for (TileSpan n : tiles(block, step_n)) {
+          // The batches' matmuls interleaved, so that those on different row tiles run side by side.
+          std::vector<Tensor> ps;
+          for (int j = 0; j < bg.size; ++j) ps.push_back(res_psum.next().slice(0, m.size, 0, n.size));
+          for (TileSpan u : tiles(n.size, kTileN))
+            for (TileSpan k : tiles(shape.K, P))
+              for (int j = 0; j < bg.size; ++j) {
+                const auto [r0, r1] = k_rows(j, k);
+                const int lcol = k.index * P, rcol = k.index * shape.N + n.begin + u.begin;
+                kernel.matmul(ps[j].col_range(u.begin, u.end()), lt_all.slice(r0, r1, lcol, lcol + m.size),
+                              rt.slice(r0, r1, rcol, rcol + u.size), k.index > 0, pe_tile(j));
+              }
+          for (int j = 0; j < bg.size; ++j)
+            detail::bmm_drain(kernel, ot[j].col_range(n.offset, n.offset + n.size), ps[j], p.drain_engine,
+                              step++);
+        }
         for (int j = 0; j < bg.size; ++j) {
-          const Tensor ot = res_tiles.next().slice(0, m.size, 0, n.size);
-          detail::bmm_drain(kernel, ot, ps[j], p.drain_engine, step++);
           const int row0 = (bg.begin + j) * shape.M + m.begin;
-          kernel.dma_copy(out.slice(row0, row0 + m.size, n.begin, n.end()), ot);
+          kernel.dma_copy(out.slice(row0, row0 + m.size, block.begin, block.end()), ot[j]);
         }
       }
     }

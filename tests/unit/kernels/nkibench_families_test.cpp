@@ -85,6 +85,7 @@ TEST_CASE("bmm matches the reference: ragged batches, M and N, K over one and se
            tiles == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
            {{"pe_row_tiles", tiles},
             {"unroll_factor", tiles == 1 ? 2 : 1},
+            {"store_factor", tiles == 4 ? 1 : 2 * tiles},
             {"pipeline_depth", tiles},
             {"drain_engine", tiles / 2},
             {"dma_transpose", tiles == 4 ? 1 : 0}},
