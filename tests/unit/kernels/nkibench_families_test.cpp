@@ -1,4 +1,4 @@
-// NKIBench's adamw and bmm as families: every variant over a spread of
+// NKIBench's adamw, bmm and bmm_softmax as families: every variant over a spread of
 // parameters, ragged shapes, dtypes and both targets, against the double
 // reference with NaN-poisoned outputs; the expert structures are faster than
 // the starting kernels at NKIBench's shapes.
@@ -100,6 +100,32 @@ TEST_CASE("bmm matches the reference: ragged batches, M and N, K over one and se
         seed++);
 }
 
+TEST_CASE("bmm_softmax matches the reference: ragged batches, M and N, K over several tiles, PE row tiles") {
+  std::uint64_t seed = 900;
+  check({"bmm_softmax", "naive", {{"B", 2}, {"M", 300}, {"K", 64}, {"N", 1300}}, sim::Dtype::fp32, {}},
+        seed++);
+  check(
+      {"bmm_softmax", "naive", {{"B", 1}, {"M", 130}, {"K", 200}, {"N", 600}}, sim::Dtype::bf16, {}, "trn1"},
+      seed++);
+  for (std::int64_t tiles : {1, 2, 4})
+    check({"bmm_softmax",
+           "fused",
+           {{"B", 2 * tiles + 1}, {"M", 300}, {"K", tiles == 4 ? 32 : 64}, {"N", 1300}},
+           tiles == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
+           {{"pe_row_tiles", tiles},
+            {"pipeline_depth", tiles == 4 ? 1 : 3 - tiles},
+            {"scale_engine", tiles / 2},
+            {"dma_transpose", tiles == 4 ? 1 : 0}},
+           tiles == 2 ? "trn1" : "trn2"},
+          seed++);
+  check({"bmm_softmax",
+         "fused",
+         {{"B", 2}, {"M", 200}, {"K", 200}, {"N", 700}},
+         sim::Dtype::fp16,
+         {{"pe_row_tiles", 1}, {"scale_engine", 2}}},
+        seed++);
+}
+
 TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels on both targets") {
   for (const char* t : {"trn1", "trn2"}) {
     EvaluateOptions options;
@@ -114,5 +140,6 @@ TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels 
     };
     CHECK(latency("adamw", "fused", {}) < latency("adamw", "naive", {}));
     CHECK(latency("bmm", "paired", {}) < latency("bmm", "naive", {}));
+    CHECK(latency("bmm_softmax", "fused", {}) < latency("bmm_softmax", "naive", {}));
   }
 }
