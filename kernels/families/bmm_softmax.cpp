@@ -50,7 +50,7 @@ VariantSpec fused_variant() {
           "batches whose matmuls run side by side on PE row tiles (nc_matmul tile_position/tile_size); needs "
           "K <= 128 / pe_row_tiles and a target whose smallest PE tile is at most 128 / pe_row_tiles",
           {1, 2, 4}, d.pe_row_tiles, ParamRole::placement),
-      param("pipeline_depth", "rotating score-row tiles per batch", {1, 2, 3}, d.pipeline_depth,
+      param("pipeline_depth", "rotating score-row tiles per batch", {1, 2, 3, 4}, d.pipeline_depth,
             ParamRole::pipeline_depth),
       param("scale_engine", "the scaling by 1 / sum on 0: the vector engine, 1: GpSimd, 2: the scalar engine",
             {0, 1, 2}, d.scale_engine, ParamRole::placement),
@@ -59,8 +59,9 @@ VariantSpec fused_variant() {
   };
   v.constraints = {"pe_row_tiles * K <= max_contraction || pe_row_tiles == 1",
                    "pe_row_tiles * pe_tile_min <= max_contraction",
-                   // each batch's rhs twice; pipeline_depth fp32 score rows (and rows in the dtype) per batch
-                   "2 * N * dtype_bytes + pipeline_depth * pe_row_tiles * N * (4 + dtype_bytes) <= "
+                   // each batch's rhs twice; pipeline_depth fp32 score rows per batch, and as many rows
+                   // in the dtype when it is not fp32 (8 - dtype_bytes: 4 + 2 for 2-byte dtypes, 4 for fp32)
+                   "2 * N * dtype_bytes + pipeline_depth * pe_row_tiles * N * (8 - dtype_bytes) <= "
                    "sbuf_bytes_per_partition"};
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const BmmSoftmaxFusedParams params{int_param(p, "pe_row_tiles"), int_param(p, "pipeline_depth"),

@@ -28,9 +28,9 @@ struct BmmSoftmaxNaiveParams {};
 // tiles, as in bmm's paired variant) and per M tile: the scores of whole
 // rows computed bank by bank (512 columns), each bank drained from PSUM
 // with its row max in one instruction; then one exp over the whole row on
-// the scalar engine, its row sum in the same pass; the reciprocal; the
-// rows scaled in place on the engine `scale_engine` names; one store per
-// row tile. Row tiles rotate through pipeline_depth buffers per batch.
+// the scalar engine, its row sum in the same pass; the reciprocal of the sum
+// and the scaling of the row in place on the engine `scale_engine` names;
+// one store per row tile. Row tiles rotate through pipeline_depth buffers per batch.
 struct BmmSoftmaxFusedParams {
   int pe_row_tiles = 2;    // batches side by side on the PE array's row tiles (1: the whole array)
   int pipeline_depth = 2;  // rotating row-tile buffers per batch
@@ -231,7 +231,9 @@ void bmm_softmax_fused(Kernel& kernel, const BmmSoftmaxShape& shape, const BmmSo
         kernel.tensor_reduce(neg_max, maxima[j], AluOp::max);
         kernel.tensor_scalar(neg_max, neg_max, AluOp::multiply, -1.0f);
         kernel.activation(st[j], st[j], ActivationFunction::exp, neg_max, 1.0f, &row_sum);
-        kernel.reciprocal(inv_sum, row_sum);
+        // 1 / sum on the scaling's engine: the vector engine, when it is not that engine, goes on
+        // draining the next banks instead of waiting for the exp.
+        kernel.tensor_scalar(inv_sum, row_sum, AluOp::pow, -1.0f, AluOp::bypass, 0.0f, scale_engine);
         // fp32 results are scaled in place; other dtypes into a tile of the dtype.
         const Tensor result = D == Dtype::fp32 ? st[j] : out_tiles.next().slice(0, m.size, 0, shape.N);
         kernel.tensor_scalar(result, st[j], AluOp::multiply, inv_sum, AluOp::bypass, 0.0f, scale_engine);
