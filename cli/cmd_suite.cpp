@@ -45,7 +45,7 @@ void print_table(const orchestrator::Suite& suite, const orchestrator::SuiteResu
   std::printf("suite %s: %zu tasks on %s, %d evaluations each; %d runs started, %.1f s; database %s\n",
               suite.name.c_str(), suite.tasks.size(), join(suite.targets, ", ").c_str(),
               suite.budget_evaluations, result.runs_started, result.wall_time_s, database.c_str());
-  std::printf("%-22s %-6s %-8s %-32s %-5s %10s %6s %10s %6s %6s %9s  %s\n", "task", "target", "family",
+  std::printf("%-22s %-6s %-11s %-32s %-5s %10s %6s %10s %6s %6s %9s  %s\n", "task", "target", "family",
               "shape", "dtype", "baseline", "peak", "tuned", "peak", "evals", "wall", "run");
   for (const auto& row : result.rows) {
     if (row.status == "not yet a family") {
@@ -59,7 +59,7 @@ void print_table(const orchestrator::Suite& suite, const orchestrator::SuiteResu
       run += " [" + row.status + (row.reason.empty() ? "" : ": " + row.reason) + "]";
     char wall[32];
     std::snprintf(wall, sizeof wall, "%.1f s", row.wall_time_s);
-    std::printf("%-22s %-6s %-8s %-32s %-5s %10s %6s %10s %6s %6d %9s  %s\n", row.task.c_str(),
+    std::printf("%-22s %-6s %-11s %-32s %-5s %10s %6s %10s %6s %6d %9s  %s\n", row.task.c_str(),
                 row.target.c_str(), row.family.c_str(), row.shape.c_str(), row.dtype.c_str(),
                 seconds_text(row.baseline_latency_s).c_str(),
                 percent_text(row.baseline_fraction_of_peak()).c_str(),

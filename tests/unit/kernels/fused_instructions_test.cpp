@@ -3,6 +3,8 @@
 // compute, and that each is one instruction, not two.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "kernels/api/kernel.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
@@ -133,4 +135,29 @@ TEST_CASE(
   REQUIRE_MESSAGE(a.valid, a.error);
   REQUIRE_MESSAGE(b.valid, b.error);
   CHECK(a.total_time_s < b.total_time_s);
+}
+
+TEST_CASE(
+    "the optimizer arithmetic: scaled square and sqrt activations, (x + c) ^ -1 and divide on each engine") {
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = 0.25f + 0.5f * static_cast<float>(i);
+  // sqrt(1e9 x) on the scalar engine, then (. + 1e-5) ^ -1 on the engine under test.
+  for (const Engine engine : {Engine::vector, Engine::scalar, Engine::gpsimd}) {
+    const Run r =
+        run(x, [engine](Kernel& k, const Tensor& xs, const Tensor& ys, const Tensor& rs, TilePool&) {
+          k.activation(ys, xs, ActivationFunction::sqrt, 0.0f, 1e9f);
+          k.tensor_scalar(ys, ys, AluOp::add, 1e-5f, AluOp::pow, -1.0f, engine);
+          k.memset(rs, 0.0f);
+        });
+    for (int i = 0; i < 32; ++i)
+      CHECK(r.outputs[0][i] == doctest::Approx(1.0 / (std::sqrt(1e9 * x[i]) + 1e-5)).epsilon(1e-6));
+  }
+  // 0.001 x^2 as square(sqrt(0.001) x), and (x * 9) / (x^2) in one scalar_tensor_tensor.
+  const Run r = run(x, [](Kernel& k, const Tensor& xs, const Tensor& ys, const Tensor& rs, TilePool& pool) {
+    const Tensor sq = pool.next();
+    k.activation(sq, xs, ActivationFunction::square, 0.0f, 0.0316227766f);
+    k.scalar_tensor_tensor(ys, xs, AluOp::multiply, 9.0f, AluOp::divide, sq);
+    k.memset(rs, 0.0f);
+  });
+  for (int i = 0; i < 32; ++i) CHECK(r.outputs[0][i] == doctest::Approx(9.0 / (0.001 * x[i])).epsilon(1e-5));
 }

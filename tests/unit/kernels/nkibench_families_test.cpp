@@ -1,0 +1,145 @@
+// NKIBench's adamw, bmm and bmm_softmax as families: every variant over a spread of
+// parameters, ragged shapes, dtypes and both targets, against the double
+// reference with NaN-poisoned outputs; the expert structures are faster than
+// the starting kernels at NKIBench's shapes.
+#include <doctest/doctest.h>
+
+#include "kernels/evaluate.hpp"
+#include "sim/target.hpp"
+
+using namespace autotune;
+using namespace autotune::kernels;
+
+namespace {
+
+const sim::TargetSpec& target(const std::string& name) {
+  static const sim::TargetSpec trn1 = sim::load_target("trn1");
+  static const sim::TargetSpec trn2 = sim::load_target("trn2");
+  return name == "trn1" ? trn1 : trn2;
+}
+
+struct Case {
+  const char* family;
+  const char* variant;
+  Shape shape;
+  sim::Dtype dtype;
+  ParamValues params;
+  const char* target = "trn2";
+};
+
+Evaluation check(const Case& c, std::uint64_t seed) {
+  const FamilySpec& family = family_registry().get(c.family);
+  const ParamValues params = resolve_params(family.variant(c.variant), c.params);
+  EvaluateOptions options;
+  options.seed = seed;
+  const Evaluation e = evaluate(family, c.variant, c.shape, c.dtype, params, target(c.target), options);
+  INFO(std::string(c.family), "/", std::string(c.variant), " ", shape_text(c.shape, family), " ",
+       sim::dtype_name(c.dtype), " on ", std::string(c.target), " -> ", e.status, ": ", e.error);
+  for (const auto& [name, value] : params) INFO(name, "=", value);
+  REQUIRE(e.status == Outcome::ok);
+  CHECK(e.verification.ran);
+  CHECK(e.verification.passed);
+  CHECK(e.verification.cosine_similarity > 0.999);
+  CHECK(e.latency_s >= e.roofline_bound_s);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("adamw matches the reference: ragged rows and columns, folded rows, every engine placement") {
+  std::uint64_t seed = 700;
+  check({"adamw", "naive", {{"M", 300}, {"N", 1500}}, sim::Dtype::fp32, {}}, seed++);
+  check({"adamw", "naive", {{"M", 130}, {"N", 77}}, sim::Dtype::bf16, {}, "trn1"}, seed++);
+  for (std::int64_t e : {0, 1, 2})
+    check({"adamw",
+           "fused",
+           {{"M", 600}, {"N", 1000}},
+           e == 1 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+           {{"tile_size", e == 2 ? 512 : 256},
+            {"pipeline_depth", 1 + e},
+            {"unroll_factor", e == 0 ? 1 : 2 * e},
+            {"square_engine", e % 2},
+            {"recip_engine", e},
+            {"update_engine", e},
+            {"final_engine", e % 2}},
+           e == 1 ? "trn1" : "trn2"},
+          seed++);
+  check({"adamw",
+         "fused",
+         {{"M", 1100}, {"N", 300}},
+         sim::Dtype::fp16,
+         {{"tile_size", 256}, {"pipeline_depth", 4}, {"unroll_factor", 4}, {"final_engine", 1}},
+         "trn1"},
+        seed++);
+}
+
+TEST_CASE("bmm matches the reference: ragged batches, M and N, K over one and several tiles, PE row tiles") {
+  std::uint64_t seed = 800;
+  check({"bmm", "naive", {{"B", 2}, {"M", 300}, {"K", 64}, {"N", 1300}}, sim::Dtype::fp32, {}}, seed++);
+  check({"bmm", "naive", {{"B", 1}, {"M", 130}, {"K", 200}, {"N", 600}}, sim::Dtype::bf16, {}, "trn1"},
+        seed++);
+  for (std::int64_t tiles : {1, 2, 4})
+    check({"bmm",
+           "paired",
+           {{"B", 2 * tiles + 1}, {"M", 300}, {"K", tiles == 4 ? 32 : 64}, {"N", 1300}},
+           tiles == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
+           {{"pe_row_tiles", tiles},
+            {"unroll_factor", tiles == 1 ? 2 : 1},
+            {"store_factor", tiles == 4 ? 1 : 2 * tiles},
+            {"pipeline_depth", tiles},
+            {"drain_engine", tiles / 2},
+            {"dma_transpose", tiles == 4 ? 1 : 0}},
+           tiles == 2 ? "trn1" : "trn2"},
+          seed++);
+  // K over two tiles (the whole array, accumulated in PSUM).
+  check({"bmm",
+         "paired",
+         {{"B", 2}, {"M", 200}, {"K", 200}, {"N", 700}},
+         sim::Dtype::fp32,
+         {{"pe_row_tiles", 1}, {"unroll_factor", 2}, {"drain_engine", 2}}},
+        seed++);
+}
+
+TEST_CASE("bmm_softmax matches the reference: ragged batches, M and N, K over several tiles, PE row tiles") {
+  std::uint64_t seed = 900;
+  check({"bmm_softmax", "naive", {{"B", 2}, {"M", 300}, {"K", 64}, {"N", 1300}}, sim::Dtype::fp32, {}},
+        seed++);
+  check(
+      {"bmm_softmax", "naive", {{"B", 1}, {"M", 130}, {"K", 200}, {"N", 600}}, sim::Dtype::bf16, {}, "trn1"},
+      seed++);
+  for (std::int64_t tiles : {1, 2, 4})
+    check({"bmm_softmax",
+           "fused",
+           {{"B", 2 * tiles + 1}, {"M", 300}, {"K", tiles == 4 ? 32 : 64}, {"N", 1300}},
+           tiles == 2 ? sim::Dtype::fp32 : sim::Dtype::bf16,
+           {{"pe_row_tiles", tiles},
+            {"pipeline_depth", tiles == 4 ? 1 : 3 - tiles},
+            {"scale_engine", tiles / 2},
+            {"dma_transpose", tiles == 4 ? 1 : 0}},
+           tiles == 2 ? "trn1" : "trn2"},
+          seed++);
+  check({"bmm_softmax",
+         "fused",
+         {{"B", 2}, {"M", 200}, {"K", 200}, {"N", 700}},
+         sim::Dtype::fp16,
+         {{"pe_row_tiles", 1}, {"scale_engine", 2}}},
+        seed++);
+}
+
+TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels on both targets") {
+  for (const char* t : {"trn1", "trn2"}) {
+    EvaluateOptions options;
+    options.verify = false;
+    auto latency = [&](const char* family, const char* variant, const ParamValues& given) {
+      const FamilySpec& f = family_registry().get(family);
+      const Evaluation e = evaluate(f, variant, f.default_shape, f.dtypes.front(),
+                                    resolve_params(f.variant(variant), given), target(t), options);
+      INFO(family, "/", variant, " on ", t, ": ", e.status, " ", e.error);
+      REQUIRE(e.status == Outcome::ok);
+      return e.latency_s;
+    };
+    CHECK(latency("adamw", "fused", {}) < latency("adamw", "naive", {}));
+    CHECK(latency("bmm", "paired", {}) < latency("bmm", "naive", {}));
+    CHECK(latency("bmm_softmax", "fused", {}) < latency("bmm_softmax", "naive", {}));
+  }
+}
