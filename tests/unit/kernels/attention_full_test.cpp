@@ -6,6 +6,7 @@
 // the whole score matrix. No winner between variants is asserted.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,7 +122,9 @@ TEST_CASE("attention_full: every variant matches the non-causal reference over s
 
 TEST_CASE(
     "attention_full: the mask separates the families: each family's kernels fail the other's reference") {
+  std::set<std::string> seen;  // the first case of each variant: three functional runs each
   for (const Case& c : cases()) {
+    if (!seen.insert(c.variant).second) continue;
     INFO(describe(c));
     const testing::CheckedRun full_as_causal =
         run_against(full_family(), causal_family(), c.variant, c.shape, c.params, c.dtype, c.target);
@@ -158,15 +161,15 @@ TEST_CASE("attention_full: evaluation verifies every variant at its defaults on 
       REQUIRE(e.status == Outcome::ok);
       CHECK(e.verification.ran);
       CHECK(e.verification.shape == verification);
-      // Several key tiles at the verification shape: beyond one 512-key tile (and kv_tile where tiled).
-      CHECK(verification.at("seq") >
-            std::max<std::int64_t>(512, params.count("kv_tile") ? params.at("kv_tile") : 0));
+      // Several key tiles at the verification shape: beyond one key tile (naive: one 512-column chunk).
+      CHECK(verification.at("seq") > (params.count("kv_tile") ? params.at("kv_tile") : 512));
       CHECK(e.sim.total_time_s >= roofline_bound_s(family, gqa_full, dtype, target));
     }
   }
 }
 
-TEST_CASE("attention_full: every key tile is computed; FLOPs and the roofline count the whole score matrix") {
+TEST_CASE(
+    "attention_full: every key tile is computed, and FLOPs and the roofline count the whole score matrix") {
   const Shape shape = heads(2048, 4, 2, 128);
   const sim::TargetSpec trn2 = sim::load_target("trn2");
   const double seq = 2048, whole = 4.0 * 4 * 128 * seq * seq;  // Q K^T and P V over every (query, key) pair
@@ -195,7 +198,7 @@ TEST_CASE("attention_full: every key tile is computed; FLOPs and the roofline co
 }
 
 TEST_CASE(
-    "attention_full: the same shape arguments, dtypes and variants as attention; its own shape struct") {
+    "attention_full: the same shape arguments, dtypes and variants as attention, with its own shape struct") {
   const FamilySpec& full = full_family();
   const FamilySpec& causal = causal_family();
   CHECK(full.shape_args == causal.shape_args);
