@@ -25,6 +25,7 @@ const std::map<std::string, std::string>& nki_templates() {
 struct NkiRecipe {
   std::vector<std::string> templates;
   std::vector<std::pair<std::string, std::string>> constants;  // name, Python literal
+  bool has_legacy = true;  // the legacy (neuronxcc.nki) templates compute it too
 };
 
 std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant, const Shape& shape,
@@ -44,11 +45,17 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   if (family == "transpose" && (variant == "naive" || variant == "pe" || variant == "dma"))
     return NkiRecipe{{"transpose_" + variant}, {{"BATCH", std::to_string(shape.at("batch"))}}};
   if (key == "rope/naive" || key == "rope/wide") return NkiRecipe{{"rope_" + variant}, {}};
-  if (key == "attention/flash" || key == "attention/flash_banked" || key == "attention/cte")
-    return NkiRecipe{{"attention_common", "attention_" + variant}, {}};
-  if (key == "attention/naive")
-    return NkiRecipe{{"attention_common", "attention_naive"},
-                     {{"SBUF_BYTES_PER_PARTITION", std::to_string(sbuf_bytes_per_partition)}}};
+  // attention (causal) and attention_full (no mask) share the templates, which read CAUSAL; the legacy
+  // templates are causal only.
+  if ((family == "attention" || family == "attention_full") &&
+      (variant == "naive" || variant == "flash" || variant == "flash_banked" || variant == "cte")) {
+    const bool causal = family == "attention";
+    NkiRecipe recipe{{"attention_common", "attention_" + variant}, {{"CAUSAL", causal ? "True" : "False"}}};
+    if (variant == "naive")
+      recipe.constants.emplace_back("SBUF_BYTES_PER_PARTITION", std::to_string(sbuf_bytes_per_partition));
+    recipe.has_legacy = causal;
+    return recipe;
+  }
   return std::nullopt;
 }
 
@@ -121,7 +128,7 @@ std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dt
 // takes 2-byte data only.
 bool transposes_by_dma(const std::string& family, const std::string& variant, const ParamValues& params) {
   if (family == "transpose") return variant == "dma";
-  if (family != "attention") return false;
+  if (family != "attention" && family != "attention_full") return false;
   if (variant == "cte") return true;
   const auto found = params.find("dma_transpose");
   return variant == "flash_banked" && found != params.end() && found->second > 0;
@@ -166,6 +173,11 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                                        : " (variants with one: " + available + ")") +
                     "; `autotune export` without --nki writes it as C++");
   }
+  if (legacy && !recipe->has_legacy)
+    throw UserError(
+        "kernel '" + family.name +
+        "' has no legacy NKI template (the legacy attention templates are causal only); export it "
+        "for NKI 0.6, the default --nki-version");
   if (!legacy && sim::dtype_bytes(dtype) != 2 && transposes_by_dma(family.name, variant.name, params))
     throw UserError("trial of '" + family.name + "/" + variant.name + "' transposes " +
                     std::string(sim::dtype_name(dtype)) +

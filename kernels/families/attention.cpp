@@ -4,6 +4,12 @@
 // softmax. The templates are in attention.hpp; flash_banked's in
 // attention_banked.hpp; cte (the NKI library's attention_cte structure) in
 // attention_cte.hpp.
+//
+// The `attention_full` family: the same variants, shape arguments and layout,
+// not causal (every query attends to every key; NKIBench's gqa_full). A family
+// of its own rather than a `causal` shape argument: shapes are given whole,
+// so an argument would make every existing attention shape incomplete, and
+// the two compute different functions (reference, FLOPs).
 #include "kernels/families/attention.hpp"
 
 #include <cmath>
@@ -17,11 +23,12 @@ namespace autotune::kernels {
 
 namespace {
 
-AttentionShape to_attention_shape(const Shape& shape) {
+AttentionShape to_attention_shape(const Shape& shape, bool causal) {
   return AttentionShape{.seq = int_arg(shape, "seq"),
                         .q_heads = int_arg(shape, "q_heads"),
                         .kv_heads = int_arg(shape, "kv_heads"),
-                        .head_dim = int_arg(shape, "head_dim")};
+                        .head_dim = int_arg(shape, "head_dim"),
+                        .causal = causal};
 }
 
 FlashAttentionParams to_flash_params(const ParamValues& params) {
@@ -48,9 +55,10 @@ std::string check_attention_shape(const Shape& shape) {
   return {};
 }
 
-// Double-precision causal GQA attention on the family's HBM layout.
-HostTensors attention_reference(const Shape& shape_args, const HostTensors& inputs) {
-  const AttentionShape shape = to_attention_shape(shape_args);
+// Double-precision GQA attention on the family's HBM layout; causal: query i
+// attends to keys 0..i, else to all.
+HostTensors attention_reference(const Shape& shape_args, const HostTensors& inputs, bool causal) {
+  const AttentionShape shape = to_attention_shape(shape_args, causal);
   const int seq = shape.seq, d = shape.head_dim;
   const std::vector<double>& q_t = inputs.at(0);
   const std::vector<double>& k_t = inputs.at(1);
@@ -62,17 +70,18 @@ HostTensors attention_reference(const Shape& shape_args, const HostTensors& inpu
     const int g = h / shape.group();
     for (int i = 0; i < seq; ++i) {
       for (int x = 0; x < d; ++x) q_row[x] = q_t[(static_cast<std::size_t>(h) * d + x) * seq + i];
+      const int keys = causal ? i + 1 : seq;
       double row_max = -std::numeric_limits<double>::infinity();
-      for (int j = 0; j <= i; ++j) {
+      for (int j = 0; j < keys; ++j) {
         double s = 0;
         for (int x = 0; x < d; ++x) s += q_row[x] * k_t[(static_cast<std::size_t>(g) * d + x) * seq + j];
         weights[j] = s * scale;
         row_max = std::max(row_max, weights[j]);
       }
       double sum = 0;
-      for (int j = 0; j <= i; ++j) sum += (weights[j] = std::exp(weights[j] - row_max));
+      for (int j = 0; j < keys; ++j) sum += (weights[j] = std::exp(weights[j] - row_max));
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int j = 0; j <= i; ++j) {
+      for (int j = 0; j < keys; ++j) {
         const double* v_row = &v[(static_cast<std::size_t>(g) * seq + j) * d];
         for (int x = 0; x < d; ++x) acc[x] += weights[j] * v_row[x];
       }
@@ -84,11 +93,11 @@ HostTensors attention_reference(const Shape& shape_args, const HostTensors& inpu
 }
 
 // Causal: query i attends to keys 0..i, so seq (seq + 1) / 2 score elements
-// per head, each costing a d-long dot product in Q K^T and in P V.
-double attention_flops(const Shape& shape) {
+// per head; else seq^2. Each costs a d-long dot product in Q K^T and in P V.
+double attention_flops(const Shape& shape, bool causal) {
   const double seq = static_cast<double>(shape.at("seq"));
-  return 4.0 * static_cast<double>(shape.at("q_heads")) * static_cast<double>(shape.at("head_dim")) * seq *
-         (seq + 1.0) / 2.0;
+  const double scores = causal ? seq * (seq + 1.0) / 2.0 : seq * seq;
+  return 4.0 * static_cast<double>(shape.at("q_heads")) * static_cast<double>(shape.at("head_dim")) * scores;
 }
 
 double attention_hbm_bytes(const Shape& shape, Dtype dtype) {
@@ -113,14 +122,19 @@ Shape verification_heads(const Shape& full, std::int64_t seq) {
   return small;
 }
 
-VariantSpec naive_variant() {
+VariantSpec naive_variant(bool causal) {
   VariantSpec v;
   v.name = "naive";
   v.description =
-      "unfused: S = QK^T/sqrt(d) masked, a softmax pass from S to P, then O = PV; a head's S and P are kept "
-      "in SBUF where they fit, else every head's round-trip through HBM; computes the masked half too";
-  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
-    const AttentionShape attention_shape = to_attention_shape(shape);
+      causal
+          ? "unfused: S = QK^T/sqrt(d) masked, a softmax pass from S to P, then O = PV; a head's S and P are "
+            "kept in SBUF where they fit, else every head's round-trip through HBM; computes the masked half "
+            "too"
+          : "unfused: S = QK^T/sqrt(d), a softmax pass from S to P, then O = PV; a head's S and P are kept "
+            "in "
+            "SBUF where they fit, else every head's round-trip through HBM";
+  v.trace = [causal](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues&) {
+    const AttentionShape attention_shape = to_attention_shape(shape, causal);
     dispatch_dtype(dtype,
                    [&]<Dtype D>() { attention_naive<D>(kernel, attention_shape, NaiveAttentionParams{}); });
   };
@@ -129,13 +143,13 @@ VariantSpec naive_variant() {
   v.verification_shape = [](const Shape& full, const ParamValues&) { return verification_heads(full, 520); };
   // Where the full shape's scores spill, so do the verification shape's: it
   // is traced with one byte less SBUF than its scores need on chip.
-  v.verification_limits = [](const Shape& full, const Shape& verification, const ParamValues&, Dtype dtype,
-                             const KernelLimits& target) {
+  v.verification_limits = [causal](const Shape& full, const Shape& verification, const ParamValues&,
+                                   Dtype dtype, const KernelLimits& target) {
     KernelLimits limits = target;
-    if (!naive_keeps_scores_on_chip(to_attention_shape(full), dtype, target))
+    if (!naive_keeps_scores_on_chip(to_attention_shape(full, causal), dtype, target))
       limits.sbuf_bytes_per_partition =
           std::min(target.sbuf_bytes_per_partition,
-                   naive_on_chip_sbuf_bytes(to_attention_shape(verification), dtype) - 1);
+                   naive_on_chip_sbuf_bytes(to_attention_shape(verification, causal), dtype) - 1);
     return limits;
   };
   v.header = "kernels/families/attention.hpp";
@@ -144,13 +158,16 @@ VariantSpec naive_variant() {
   return v;
 }
 
-VariantSpec flash_variant() {
+VariantSpec flash_variant(bool causal) {
   VariantSpec v;
   v.name = "flash";
   v.description =
-      "fused: online softmax over key/value tiles (running max and sum, accumulator rescaled by "
-      "exp(m_old - m_new)); fully masked tiles skipped, diagonal tiles masked with affine_select; each K/V "
-      "tile reused by unroll_factor query tiles of every query head sharing its kv head";
+      std::string(
+          "fused: online softmax over key/value tiles (running max and sum, accumulator rescaled by "
+          "exp(m_old - m_new)); ") +
+      (causal ? "fully masked tiles skipped, diagonal tiles masked with affine_select; "
+              : "every key tile, nothing masked; ") +
+      "each K/V tile reused by unroll_factor query tiles of every query head sharing its kv head";
   const FlashAttentionParams defaults;
   v.params = {
       param("kv_tile", "keys per online-softmax step (free size of the score tile)", {128, 256, 512},
@@ -165,8 +182,8 @@ VariantSpec flash_variant() {
       param("unroll_factor", "unroll: query tiles per query head that share each K/V load", {1, 2, 4, 8},
             defaults.unroll_factor, ParamRole::unroll),
   };
-  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
-    const AttentionShape attention_shape = to_attention_shape(shape);
+  v.trace = [causal](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    const AttentionShape attention_shape = to_attention_shape(shape, causal);
     const FlashAttentionParams flash_params = to_flash_params(params);
     dispatch_dtype(dtype, [&]<Dtype D>() { attention_flash<D>(kernel, attention_shape, flash_params); });
   };
@@ -191,14 +208,18 @@ BankedAttentionParams to_banked_params(const ParamValues& params) {
                                .pe_row_tiles = int_param(params, "pe_row_tiles")};
 }
 
-VariantSpec flash_banked_variant() {
+VariantSpec flash_banked_variant(bool causal) {
   VariantSpec v;
   v.name = "flash_banked";
   v.description =
-      "fused, in the structure of hand-written NKI kernels: key tiles of up to 2048 keys with the score tile "
-      "spread over PSUM banks (row max and exp read each bank), steps trimmed to the diagonal, a block of "
-      "q_tiles query tiles per head of the group kept in SBUF while K/V stream through once per block, P^T "
-      "on the tensor engine or by transposing DMAs, the small per-row updates on the vector engine or GpSimd";
+      std::string(
+          "fused, in the structure of hand-written NKI kernels: key tiles of up to 2048 keys with the score "
+          "tile spread over PSUM banks (row max and exp read each bank), ") +
+      (causal ? "steps trimmed to the diagonal, " : "every key tile whole, nothing masked, ") +
+      "a block of q_tiles query tiles per head of the group kept in SBUF while K/V stream through once per "
+      "block, P^T on the tensor engine or by transposing DMAs, the small per-row updates on the vector "
+      "engine "
+      "or GpSimd";
   const BankedAttentionParams defaults;
   v.params = {
       param("kv_tile", "keys per online-softmax step; the score tile spans kv_tile / 512 PSUM banks",
@@ -225,8 +246,8 @@ VariantSpec flash_banked_variant() {
   };
   v.constraints = {"pe_row_tiles * head_dim <= max_contraction",
                    "pe_row_tiles * pe_tile_min <= max_contraction"};
-  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
-    const AttentionShape attention_shape = to_attention_shape(shape);
+  v.trace = [causal](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    const AttentionShape attention_shape = to_attention_shape(shape, causal);
     const BankedAttentionParams banked = to_banked_params(params);
     dispatch_dtype(dtype, [&]<Dtype D>() { attention_flash_banked<D>(kernel, attention_shape, banked); });
   };
@@ -247,7 +268,7 @@ CteAttentionParams to_cte_params(const ParamValues& params) {
                             .pipeline_depth = int_param(params, "pipeline_depth")};
 }
 
-VariantSpec cte_variant() {
+VariantSpec cte_variant(bool causal) {
   VariantSpec v;
   v.name = "cte";
   v.description =
@@ -255,6 +276,7 @@ VariantSpec cte_variant() {
       "K/V of a head whole in SBUF (in 8K sections above 10K keys), 128-row query groups software-pipelined "
       "three deep, scores per 512-key PSUM bank scaled and max-reduced out of PSUM, exp with its row sum per "
       "512 keys, P^T by transposing DMAs, P V per 128 keys accumulated per kv_tile keys";
+  if (!causal) v.description += "; every key tile, nothing masked";
   const CteAttentionParams defaults;
   v.params = {
       param("kv_tile",
@@ -268,8 +290,8 @@ VariantSpec cte_variant() {
             "pipeline's skew stays the library's (Q and scores two groups ahead, exp one)",
             {2, 3, 4}, defaults.pipeline_depth, ParamRole::pipeline_depth),
   };
-  v.trace = [](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
-    const AttentionShape attention_shape = to_attention_shape(shape);
+  v.trace = [causal](Kernel& kernel, const Shape& shape, Dtype dtype, const ParamValues& params) {
+    const AttentionShape attention_shape = to_attention_shape(shape, causal);
     const CteAttentionParams cte = to_cte_params(params);
     dispatch_dtype(dtype, [&]<Dtype D>() { attention_cte<D>(kernel, attention_shape, cte); });
   };
@@ -285,16 +307,20 @@ VariantSpec cte_variant() {
   return v;
 }
 
-FamilySpec attention_family() {
+// `attention` when causal, else `attention_full`: the same variants and
+// layout; the mask, the key tiles visited, the reference and the FLOPs follow
+// `causal`.
+FamilySpec attention_family(bool causal) {
   FamilySpec f;
-  f.name = "attention";
+  f.name = causal ? "attention" : "attention_full";
   f.description =
-      "causal scaled-dot-product attention with grouped-query heads (Qwen3-0.6B: head_dim 128, 16 query "
-      "heads, 8 kv heads); layout q_t [q_heads*d, seq], k_t [kv_heads*d, seq], v [kv_heads*seq, d], "
-      "out [q_heads*seq, d]";
+      std::string(causal ? "causal" : "non-causal (every query attends to every key)") +
+      " scaled-dot-product attention with grouped-query heads (Qwen3-0.6B: head_dim 128, 16 query heads, 8 "
+      "kv "
+      "heads); layout q_t [q_heads*d, seq], k_t [kv_heads*d, seq], v [kv_heads*seq, d], out [q_heads*seq, d]";
   f.shape_args = {"seq", "q_heads", "kv_heads", "head_dim"};
   f.default_shape = {{"seq", 16384}, {"q_heads", 16}, {"kv_heads", 8}, {"head_dim", 128}};
-  f.shape_struct = "autotune::kernels::AttentionShape";
+  f.shape_struct = causal ? "autotune::kernels::AttentionShape" : "autotune::kernels::FullAttentionShape";
   f.dtypes = {Dtype::bf16, Dtype::fp16, Dtype::fp32};
   f.inputs = {
       {"q_t",
@@ -316,12 +342,15 @@ FamilySpec attention_family() {
          return std::pair{s.at("q_heads") * s.at("seq"), s.at("head_dim")};
        }},
   };
-  f.variants = {naive_variant(), flash_variant(), flash_banked_variant(), cte_variant()};
+  f.variants = {naive_variant(causal), flash_variant(causal), flash_banked_variant(causal),
+                cte_variant(causal)};
   f.baseline_variant = "naive";
   f.default_variant = "flash_banked";
   f.check_shape = check_attention_shape;
-  f.reference = attention_reference;
-  f.flops = attention_flops;
+  f.reference = [causal](const Shape& shape, const HostTensors& inputs) {
+    return attention_reference(shape, inputs, causal);
+  };
+  f.flops = [causal](const Shape& shape) { return attention_flops(shape, causal); };
   f.hbm_bytes = attention_hbm_bytes;
   f.tensor_engine_bound = true;
   // Probabilities are rounded to the input dtype before P V, and the output
@@ -337,7 +366,8 @@ FamilySpec attention_family() {
   return f;
 }
 
-const FamilyRegistration registration(attention_family());
+const FamilyRegistration registration(attention_family(/*causal=*/true));
+const FamilyRegistration full_registration(attention_family(/*causal=*/false));
 
 }  // namespace
 }  // namespace autotune::kernels

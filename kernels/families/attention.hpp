@@ -1,9 +1,10 @@
 #pragma once
-// Causal scaled-dot-product attention with grouped-query heads (the shapes of
+// Scaled-dot-product attention with grouped-query heads (the shapes of
 // Qwen3-0.6B: head_dim 128, 16 query heads, 8 key/value heads): the kernel
-// templates of the `attention` family.
+// templates of the `attention` family (causal) and of `attention_full` (no
+// mask, AttentionShape::causal false).
 //
-//   out_h = softmax(Q_h K_g^T / sqrt(head_dim) + causal mask) V_g,  g = h / (q_heads / kv_heads)
+//   out_h = softmax(Q_h K_g^T / sqrt(head_dim) [+ causal mask]) V_g,  g = h / (q_heads / kv_heads)
 //
 // HBM layout (one sequence, no batch axis; the layout of the NKI flash
 // attention kernels, so that the contraction axis head_dim lands on the
@@ -22,6 +23,8 @@
 //    target's usable SBUF beside the other live tiles (short sequences);
 //    otherwise S and P of every head are spilled to HBM scratch and read back.
 //    It computes the full score matrix, masked part included.
+// Non-causal (shape.causal false), every variant visits every key tile and
+// masks nothing.
 //  - attention_flash: tiles over keys/values with an online softmax (running
 //    row max m, running row sum l, the accumulator rescaled by exp(m_old -
 //    m_new)); scores and probabilities never leave the chip. Fully masked key
@@ -45,7 +48,25 @@ struct AttentionShape {
   int q_heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
+  // true: query i attends to keys 0..i (the `attention` family); false: to
+  // every key (`attention_full`): no mask, no key tile skipped.
+  bool causal = true;
   int group() const { return q_heads / kv_heads; }  // query heads per kv head
+};
+
+// The shape of the `attention_full` family: the same arguments, not causal.
+// A struct of its own so that an exported attention_full kernel names it
+// (kernels/external/export_source.cpp) and converts to the templates' shape.
+struct FullAttentionShape {
+  int seq = 0;
+  int q_heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  operator AttentionShape()
+      const {  // NOLINT(google-explicit-constructor): passed where AttentionShape is taken
+    return AttentionShape{
+        .seq = seq, .q_heads = q_heads, .kv_heads = kv_heads, .head_dim = head_dim, .causal = false};
+  }
 };
 
 // The naive variant has nothing to tune: it is the fixed baseline.
@@ -187,7 +208,7 @@ void attention_naive(Kernel& kernel, const AttentionShape& shape,
                 on_chip ? s_row.slice(0, rows, k0, k0 + cols) : s_pool->next().slice(0, rows, 0, cols);
             kernel.activation(s, s_ps, ActivationFunction::identity, 0.0f, scale);
             // keep where (q0 + p) - (k0 + c) >= 0
-            kernel.affine_select(s, s, static_cast<float>(q0 - k0), 1, -1, kMaskedScore);
+            if (shape.causal) kernel.affine_select(s, s, static_cast<float>(q0 - k0), 1, -1, kMaskedScore);
             if (!on_chip) kernel.dma_copy(s_row.slice(0, rows, k0, k0 + cols), s);
           }
         }
@@ -417,7 +438,7 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
     const Tensor s_ps = s_psum.next().slice(0, rows, 0, s.cols);
     kernel.matmul(s_ps, t.q_t, s.k_t, false);
     s.scores = s_ps;
-    if (s.k0 + s.cols - 1 > t.q0) {  // the tile crosses the diagonal
+    if (shape.causal && s.k0 + s.cols - 1 > t.q0) {  // the tile crosses the diagonal
       s.scores = masked_pool.next().slice(0, rows, 0, s.cols);
       kernel.tensor_copy(s.scores, s_ps);
       // keep where (q0 + p) - (k0 + c) >= 0
@@ -525,13 +546,13 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
           t.q_t = q_t.slice(0, d, q.offset, q.offset + q.size);
           t.acc = acc_pool.next().slice(0, q.size, 0, d);
           t.stats = stats_pool.next().slice(0, q.size, 0, 3);
-          t.steps_left =
-              tile_count(q.end(), kv_tile);  // causal: key tiles starting at or before its last row
+          // Causal: key tiles starting at or before its last row; else every key tile.
+          t.steps_left = tile_count(shape.causal ? q.end() : seq, kv_tile);
           block_tiles.push_back(&t);
         }
       }
       // Causal: key tiles starting after the block's last query are never needed.
-      for (const TileSpan kv : tiles(block.end(), kv_tile)) {
+      for (const TileSpan kv : tiles(shape.causal ? block.end() : seq, kv_tile)) {
         const int cols = std::min(kv_tile, seq - kv.begin);
         const int chunks = tile_count(cols, kPartitions);
         const Tensor k_t = k_pool.next().slice(0, d, 0, cols);
@@ -543,7 +564,7 @@ void attention_flash(Kernel& kernel, const AttentionShape& shape, const FlashAtt
           kernel.dma_copy(v.slice(0, crows, c * d, c * d + d), io.v.slice(row0, row0 + crows, 0, d));
         }
         for (QueryTile* t : block_tiles) {
-          if (kv.begin > t->q0 + t->rows - 1) continue;  // fully masked for this query tile
+          if (shape.causal && kv.begin > t->q0 + t->rows - 1) continue;  // fully masked for this query tile
           Step step;
           step.tile = t;
           step.k0 = kv.begin;

@@ -11,7 +11,8 @@
 // (query tile, key tile) pair that is not fully masked is a step; within a
 // step, keys past the query tile's last row are never touched (the step is
 // trimmed to whole 128-key blocks up to the diagonal), so the causal waste
-// is under one 128-key block per query tile and key tile.
+// is under one 128-key block per query tile and key tile. Not causal
+// (shape.causal false): every step covers its whole key tile, nothing masked.
 //
 // Per step, for a query tile of R rows and a key tile of C keys (C/512 banks):
 //   tensor : S_b = Q K_b^T, one matmul per PSUM bank (N = 512);
@@ -162,7 +163,7 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
       const Tensor scores = s.scores.slice(0, rows, b.begin, b.end());
       const Tensor bank_max = partial_max.slice(0, rows, b.index, b.index + 1);
       const int key0 = s.k0 + b.begin;
-      if (key0 + b.size - 1 > t.q0) {
+      if (shape.causal && key0 + b.size - 1 > t.q0) {
         kernel.tensor_copy(scores, s_ps);
         kernel.affine_select(scores, scores, static_cast<float>(t.q0 - key0), 1, -1, kMaskedScore);
         kernel.tensor_reduce(bank_max, scores, AluOp::max);
@@ -301,13 +302,14 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
           t.q_t = q_t.slice(0, qk_rows, q.offset, q.offset + q.size);
           t.acc = acc_pool.next().slice(0, q.size, 0, d);
           t.stats = stats_pool.next().slice(0, q.size, 0, 3);
-          t.steps_left = tile_count(q.end(), kv_tile);
+          t.steps_left = tile_count(shape.causal ? q.end() : seq, kv_tile);
           block_tiles.push_back(&t);
         }
       }
-      for (const TileSpan kv : tiles(block.end(), kv_tile)) {
-        // Keys past the block's last query are never needed.
-        const int cols = std::min(kv.size, block.end() - kv.begin);
+      // Causal: keys past the block's last query are never needed.
+      const int keys_end = shape.causal ? block.end() : seq;
+      for (const TileSpan kv : tiles(keys_end, kv_tile)) {
+        const int cols = std::min(kv.size, keys_end - kv.begin);
         Tensor k_t;
         if (row_tiles == 1) {
           k_t = k_pool.next().slice(0, d, 0, cols);
@@ -330,12 +332,14 @@ void attention_flash_banked(Kernel& kernel, const AttentionShape& shape,
         }
         for (QueryTile* t : block_tiles) {
           const int last_query = t->q0 + t->rows - 1;
-          if (kv.begin > last_query) continue;  // fully masked for this query tile
+          if (shape.causal && kv.begin > last_query) continue;  // fully masked for this query tile
           Step step;
           step.tile = t;
           step.k0 = kv.begin;
-          // Trimmed to whole 128-key blocks up to the tile's diagonal.
-          step.cols = std::min(cols, tile_count(last_query - kv.begin + 1, kKeyBlock) * kKeyBlock);
+          // Causal: trimmed to whole 128-key blocks up to the tile's diagonal.
+          step.cols = shape.causal
+                          ? std::min(cols, tile_count(last_query - kv.begin + 1, kKeyBlock) * kKeyBlock)
+                          : cols;
           step.first = kv.index == 0;
           step.k_t = k_t;
           step.v = v;

@@ -1,5 +1,5 @@
 #pragma once
-// attention_cte: causal attention in the structure of the NKI library's
+// attention_cte: attention in the structure of the NKI library's
 // context-encoding kernel (nkilib.core.attention.attention_cte), called
 // without a launch grid (one NeuronCore, no sharding), so that the simulator
 // can be checked against public hardware timings of that kernel.
@@ -47,6 +47,9 @@
 //    i+2 per `kv_tile` keys. Per-group buffers rotate over
 //    `pipeline_depth` slots (the library: 2); the probabilities' row is
 //    single-buffered, as in the library.
+//
+// Not causal (shape.causal false): every group has work for every key tile,
+// nothing is masked or skipped.
 //
 // Where this template departs from the library, and why, is in
 // docs/attention.md (section `cte`).
@@ -161,8 +164,8 @@ void attention_cte(Kernel& kernel, const AttentionShape& shape, const CteAttenti
       const int sec_end = std::min(seq, sec0 + section_len);
       const int next_sec0 = sec0 + section_len;
       // Causal: group gi has work for keys from k_start on when its last possible row reaches k_start.
-      auto has_compute = [](int gi, int k_start, int grps = 1) {
-        return gi * kGroup + grps * kGroup - 1 >= k_start;
+      auto has_compute = [&](int gi, int k_start, int grps = 1) {
+        return !shape.causal || gi * kGroup + grps * kGroup - 1 >= k_start;
       };
       auto rows_of = [&](int gi) { return std::min(kGroup, seq - gi * kGroup); };
 
@@ -213,7 +216,7 @@ void attention_cte(Kernel& kernel, const AttentionShape& shape, const CteAttenti
           kernel.matmul(ps, q_t, k_sb.slice(0, d, t * kKTile, t * kKTile + n), false);
           const Tensor dst = slot(scores, gi).slice(0, rows, t * kKTile, t * kKTile + n);
           const Tensor tile_max = slot(partial_max, gi).slice(0, rows, t, t + 1);
-          if (q0 < k0 + kKTile) {  // at or after the diagonal: keep where (q0 + p) - (k0 + c) >= 0
+          if (shape.causal && q0 < k0 + kKTile) {  // at or after the diagonal: keep (q0 + p) - (k0 + c) >= 0
             const Tensor copy = diag_copy[t % diag_copy.size()].slice(0, rows, 0, n);
             const Tensor masked = diag_masked[t % diag_masked.size()].slice(0, rows, 0, n);
             kernel.tensor_copy(copy, ps);

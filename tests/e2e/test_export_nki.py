@@ -69,6 +69,14 @@ CASES = [
      {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
     ("attention", "cte", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_grps_per_load": 4}),
+    # Without the mask: the same templates with CAUSAL False, every key tile.
+    ("attention_full", "naive", "{seq: 300, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32", {}),
+    ("attention_full", "flash", "{seq: 700, q_heads: 4, kv_heads: 1, head_dim: 64}", "fp32",
+     {"kv_tile": 256, "q_tile": 64, "unroll_factor": 2, "pipeline_depth": 3}),
+    ("attention_full", "flash_banked", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "bf16",
+     {"kv_tile": 512, "q_tiles": 2, "dma_transpose": 2, "stats_on_gpsimd": 1}),
+    ("attention_full", "cte", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp16",
+     {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
 ]
 
 # Shapes run besides the verification shape: naive attention's scores leave SBUF for HBM past about 1.6K
@@ -94,7 +102,7 @@ def inputs_for(family, s, rng):
     if family == "rope":
         return [rand(s["seq"], s["heads"] * s["head_dim"]), rand(s["seq"], s["head_dim"] // 2),
                 rand(s["seq"], s["head_dim"] // 2)]
-    if family == "attention":
+    if family in ("attention", "attention_full"):
         d = s["head_dim"]
         return [rand(s["q_heads"] * d, s["seq"]), rand(s["kv_heads"] * d, s["seq"]),
                 rand(s["kv_heads"] * s["seq"], d)]
@@ -126,10 +134,10 @@ def reference(family, s, args):
             out[:, h * 2 * half:h * 2 * half + half] = x1 * x[1] - x2 * x[2]
             out[:, h * 2 * half + half:(h + 1) * 2 * half] = x2 * x[1] + x1 * x[2]
         return out
-    if family == "attention":
+    if family in ("attention", "attention_full"):
         seq, d, group = s["seq"], s["head_dim"], s["q_heads"] // s["kv_heads"]
         out = np.empty((s["q_heads"] * seq, d))
-        causal = np.tril(np.ones((seq, seq), dtype=bool))
+        causal = np.tril(np.ones((seq, seq), dtype=bool)) if family == "attention" else np.ones((seq, seq), bool)
         for h in range(s["q_heads"]):
             g = h // group
             q, k = x[0][h * d:(h + 1) * d].T, x[1][g * d:(g + 1) * d].T
@@ -235,6 +243,9 @@ def main():
             target = text.split("  target       ")[1].split()[0]
             os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = target
             run_kernel(label, family, variant, path, run_id, trial, rng, EXTRA_SHAPES.get((family, variant), []))
+            if family == "attention_full":
+                check("CAUSAL = False" in text, f"{label}: exported without CAUSAL = False")
+                FULL_RUNS.append((label, family, variant, path, run_id, trial))
             if number in LEGACY_CASES:
                 legacy_path = path[:-3] + "_legacy.py"
                 proc = run(["export", str(run_id), str(trial), "--nki", "--nki-version", "legacy", "-o",
@@ -253,6 +264,12 @@ def main():
                                   "{seq: 300, q_heads: 2, kv_heads: 1, head_dim: 64}", "fp32", {})
         check(proc.returncode != 0 and "2-byte data only" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1,
               f"{label}: export exited {proc.returncode}: {proc.stderr}")
+        # The legacy templates are causal: an attention_full trial is refused for them in one line.
+        full_run, full_trial = [(r, t) for (_, family, _, _, r, t) in FULL_RUNS][0]
+        proc = run(["export", str(full_run), str(full_trial), "--nki", "--nki-version", "legacy", "-o",
+                    os.path.join(tmp, "full_legacy.py")], db)
+        check(proc.returncode != 0 and "causal only" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1,
+              f"attention_full legacy export: exited {proc.returncode}: {proc.stderr}")
         proc = run(["export", "1", "--nki", "--nki-version", "0.4"], db)
         check(proc.returncode != 0 and "--nki-version '0.4' is not known" in proc.stderr,
               f"--nki-version 0.4: exited {proc.returncode}: {proc.stderr}")
@@ -261,6 +278,7 @@ def main():
 
 LEGACY_CASES = {1, 9, 22}  # exp/naive, gemm/tiled, attention/flash: the legacy templates still export
 LEGACY_PATHS = []
+FULL_RUNS = []
 
 
 def misuse_tests():

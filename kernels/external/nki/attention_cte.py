@@ -63,7 +63,7 @@ def tuned_kernel(q_t, k_t, v):
 
     def has_compute(gi, k_start, grps=1):
         """Causal: group gi has work for keys from k_start on when its last possible row reaches k_start."""
-        return gi * GROUP + grps * GROUP - 1 >= k_start
+        return not CAUSAL or gi * GROUP + grps * GROUP - 1 >= k_start
 
     for h in range(q_heads):
         g = h // group
@@ -131,7 +131,7 @@ def tuned_kernel(q_t, k_t, v):
                     nisa.nc_matmul(dst=ps, stationary=q_tile, moving=k_sb[:, t * K_TILE:t * K_TILE + n], accumulate=False)
                     dst = slot(scores, gi)[0:rows, t * K_TILE:t * K_TILE + n]
                     tile_max = slot(partial_max, gi)[0:rows, t:t + 1]
-                    if q0 < k0 + K_TILE:
+                    if CAUSAL and q0 < k0 + K_TILE:
                         copy = diag_copy[t % MASK_SCRATCH][0:rows, 0:n]
                         masked = diag_masked[t % MASK_SCRATCH][0:rows, 0:n]
                         nisa.tensor_copy(dst=copy, src=ps)

@@ -42,7 +42,7 @@ def tuned_kernel(q_t, k_t, v):
         s_ps = s_psum.next()[0:rows, 0:s.cols]
         nisa.nc_matmul(dst=s_ps, stationary=t.q_t, moving=s.k_t, accumulate=False)
         s.scores = s_ps
-        if s.k0 + s.cols - 1 > t.q0:  # the tile crosses the diagonal
+        if CAUSAL and s.k0 + s.cols - 1 > t.q0:  # the tile crosses the diagonal
             s.scores = masked_pool.next()[0:rows, 0:s.cols]
             nisa.tensor_copy(dst=s.scores, src=s_ps)
             _causal_mask(s.scores, s.scores, t.q0, s.k0)
@@ -126,8 +126,8 @@ def tuned_kernel(q_t, k_t, v):
                     block_tiles.append(_Record(
                         head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
                         acc=acc_pool.next()[0:q.size, :], stats=stats_pool.next()[0:q.size, :], max_col=0,
-                        steps_left=-(-q.end // kv_tile)))  # causal: key tiles starting at or before its last row
-            for kv in _tiles(block.end, kv_tile):  # key tiles after the block's last query are never needed
+                        steps_left=-(-(q.end if CAUSAL else seq) // kv_tile)))  # causal: key tiles up to its last row
+            for kv in _tiles(block.end if CAUSAL else seq, kv_tile):  # causal: none after the block's last query
                 cols = min(kv_tile, seq - kv.begin)
                 kt = k_pool.next()[:, 0:cols]
                 nisa.dma_copy(dst=kt, src=k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
@@ -137,7 +137,7 @@ def tuned_kernel(q_t, k_t, v):
                     row0 = g * seq + kv.begin + c * P
                     nisa.dma_copy(dst=vt[0:crows, c * d:(c + 1) * d], src=v[row0:row0 + crows, :])
                 for t in block_tiles:
-                    if kv.begin > t.q0 + t.rows - 1:
+                    if CAUSAL and kv.begin > t.q0 + t.rows - 1:
                         continue  # fully masked for this query tile
                     pipeline.issue(_Record(tile=t, k0=kv.begin, cols=cols, first=kv.index == 0, k_t=kt, v=vt))
     pipeline.drain()

@@ -78,7 +78,7 @@ def tuned_kernel(q_t, k_t, v):
             bank_matmul(s_ps, t.q_t, s.k_t, b)
             scores = s.scores[:, b.begin:b.end]
             key0 = s.k0 + b.begin
-            if key0 + b.size - 1 > t.q0:
+            if CAUSAL and key0 + b.size - 1 > t.q0:
                 nisa.tensor_copy(dst=scores, src=s_ps)
                 _causal_mask(scores, scores, t.q0, key0)
                 nisa.tensor_reduce(dst=bank_max[:, b.index:b.index + 1], op=nl.maximum, data=scores, axis=(1,), keepdims=True)
@@ -193,9 +193,10 @@ def tuned_kernel(q_t, k_t, v):
                     block_tiles.append(_Record(
                         head=h, q0=q.begin, rows=q.size, q_t=q_block[:, q.offset:q.offset + q.size],
                         acc=acc_pool.next()[0:q.size, :], stats=stats_pool.next()[0:q.size, :], max_col=0,
-                        steps_left=-(-q.end // kv_tile)))
-            for kv in _tiles(block.end, kv_tile):
-                cols = min(kv.size, block.end - kv.begin)  # keys past the block's last query are never needed
+                        steps_left=-(-(q.end if CAUSAL else seq) // kv_tile)))
+            keys_end = block.end if CAUSAL else seq  # causal: keys past the block's last query are never needed
+            for kv in _tiles(keys_end, kv_tile):
+                cols = min(kv.size, keys_end - kv.begin)
                 if PE_ROW_TILES == 1:
                     kt = k_pool.next()[:, 0:cols]
                     nisa.dma_copy(dst=kt, src=k_t[g * d:(g + 1) * d, kv.begin:kv.begin + cols])
@@ -210,9 +211,9 @@ def tuned_kernel(q_t, k_t, v):
                     nisa.dma_copy(dst=vt[0:c.size, c.index * d:(c.index + 1) * d], src=v[row0:row0 + c.size, :])
                 for t in block_tiles:
                     last_query = t.q0 + t.rows - 1
-                    if kv.begin > last_query:
+                    if CAUSAL and kv.begin > last_query:
                         continue  # fully masked for this query tile
-                    trimmed = min(cols, -(-(last_query - kv.begin + 1) // KEY_BLOCK) * KEY_BLOCK)
+                    trimmed = min(cols, -(-(last_query - kv.begin + 1) // KEY_BLOCK) * KEY_BLOCK) if CAUSAL else cols
                     pipeline.issue(_Record(tile=t, k0=kv.begin, cols=trimmed, first=kv.index == 0, k_t=kt, v=vt))
     pipeline.drain()
     return out
