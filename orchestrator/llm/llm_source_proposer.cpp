@@ -212,7 +212,15 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
   const bool sandboxed = !kernels::external::sandbox_unavailable().has_value();
   config.compile.sandboxed = sandboxed;
   config.worker.sandboxed = sandboxed;
-  auto target = std::make_unique<skills::SourceTarget>(config);
+  // The source is compiled by now (or failed to be): its file goes, also when building throws.
+  std::unique_ptr<skills::SourceTarget> target;
+  try {
+    target = std::make_unique<skills::SourceTarget>(config);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(file, ignored);
+    throw;
+  }
   std::filesystem::remove(file);
   const auto& kernel = target->kernel();
   proposal.kernel_name = target->family().variants.front().name;
