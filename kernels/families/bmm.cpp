@@ -1,5 +1,6 @@
 #include "kernels/families/bmm.hpp"
 
+#include "kernels/families/bmm_spec.hpp"
 #include "kernels/families/family_support.hpp"
 
 namespace autotune::kernels {
@@ -10,9 +11,7 @@ constexpr double kVerificationMacs = 4e7;
 BmmShape bmm_shape(const Shape& s) {
   return {int_arg(s, "B"), int_arg(s, "M"), int_arg(s, "K"), int_arg(s, "N")};
 }
-double macs(const Shape& s) {
-  return double(s.at("B")) * double(s.at("M")) * double(s.at("K")) * double(s.at("N"));
-}
+double macs(const Shape& s) { return bmm_macs(s); }
 
 VariantSpec naive_variant() {
   VariantSpec v;
@@ -91,9 +90,25 @@ FamilySpec bmm_family() {
   FamilySpec f;
   f.name = "bmm";
   f.description = "a batched matmul out[b] = lhs[b] [M, K] . rhs[b] [K, N] for b < B (NKIBench's bmm)";
+  set_bmm_operands(f);
+  f.shape_struct = "autotune::kernels::BmmShape";
+  f.variants = {naive_variant(), paired_variant()};
+  for (auto& v : f.variants) v.header = "kernels/families/bmm.hpp";
+  f.baseline_variant = "naive";
+  f.default_variant = "paired";
+  f.reference = [](const Shape& s, const HostTensors& in) { return HostTensors{bmm_products(s, in)}; };
+  return f;
+}
+
+}  // namespace
+
+double bmm_macs(const Shape& s) {
+  return double(s.at("B")) * double(s.at("M")) * double(s.at("K")) * double(s.at("N"));
+}
+
+void set_bmm_operands(FamilySpec& f) {
   f.shape_args = {"B", "M", "K", "N"};
   f.default_shape = Shape{{"B", 16}, {"M", 4096}, {"K", 64}, {"N", 4096}};
-  f.shape_struct = "autotune::kernels::BmmShape";
   f.dtypes = {Dtype::fp32, Dtype::bf16, Dtype::fp16};
   f.inputs = {{"lhs",
                [](const Shape& s) {
@@ -103,38 +118,36 @@ FamilySpec bmm_family() {
                  return std::pair{s.at("B") * s.at("K"), s.at("N")};
                }}};
   f.outputs = {{"out", [](const Shape& s) { return std::pair{s.at("B") * s.at("M"), s.at("N")}; }}};
-  f.variants = {naive_variant(), paired_variant()};
-  for (auto& v : f.variants) v.header = "kernels/families/bmm.hpp";
-  f.baseline_variant = "naive";
-  f.default_variant = "paired";
   f.check_shape = [](const Shape& s) -> std::string {
     if (s.at("B") < 1 || s.at("B") > 4096) return "B must be in [1, 4096]";
     for (const char* a : {"M", "K", "N"})
       if (s.at(a) < 1 || s.at(a) > (1 << 16)) return std::string(a) + " must be in [1, 65536]";
     return "";
   };
-  f.reference = [](const Shape& s, const HostTensors& in) {
-    const std::int64_t B = s.at("B"), M = s.at("M"), K = s.at("K"), N = s.at("N");
-    std::vector<double> out(std::size_t(B * M * N), 0.0);
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t i = 0; i < M; ++i)
-        for (std::int64_t k = 0; k < K; ++k) {
-          const double a = in[0][std::size_t((b * M + i) * K + k)];
-          const double* row = &in[1][std::size_t((b * K + k) * N)];
-          double* o = &out[std::size_t((b * M + i) * N)];
-          for (std::int64_t j = 0; j < N; ++j) o[j] += a * row[j];
-        }
-    return HostTensors{std::move(out)};
-  };
-  f.flops = [](const Shape& s) { return 2.0 * macs(s); };
+  f.flops = [](const Shape& s) { return 2.0 * bmm_macs(s); };
   f.hbm_bytes = [](const Shape& s, Dtype dtype) {
     const double B = s.at("B"), M = s.at("M"), K = s.at("K"), N = s.at("N");
     return (B * M * K + B * K * N + B * M * N) * sim::dtype_bytes(dtype);
   };
   f.tensor_engine_bound = true;
   f.tolerance = {{Dtype::bf16, 3e-2}, {Dtype::fp16, 5e-3}, {Dtype::fp32, 1e-4}};
-  return f;
 }
+
+std::vector<double> bmm_products(const Shape& s, const HostTensors& in) {
+  const std::int64_t B = s.at("B"), M = s.at("M"), K = s.at("K"), N = s.at("N");
+  std::vector<double> out(std::size_t(B * M * N), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t k = 0; k < K; ++k) {
+        const double a = in[0][std::size_t((b * M + i) * K + k)];
+        const double* row = &in[1][std::size_t((b * K + k) * N)];
+        double* o = &out[std::size_t((b * M + i) * N)];
+        for (std::int64_t j = 0; j < N; ++j) o[j] += a * row[j];
+      }
+  return out;
+}
+
+namespace {
 
 const FamilyRegistration registration(bmm_family());
 

@@ -54,6 +54,99 @@ inline void bmm_drain(Kernel& kernel, const Tensor& dst, const Tensor& psum, int
   else
     kernel.tensor_copy(dst, psum);
 }
+
+// The operands of a group of batches side by side on the PE array's row
+// tiles, staged as the paired bmm and the fused bmm_softmax share them:
+// batch j of a group contracts over partitions [j * tile_rows, j * tile_rows
+// + K); each batch's whole rhs is loaded once per group, and per M tile the
+// group's lhs tiles are transposed once (together by one tensor-engine
+// transpose, or each by a transposing DMA). Its pools are made, in this
+// order, when it is constructed.
+class BmmGroupStaging {
+ public:
+  BmmGroupStaging(Kernel& kernel, const Tensor& lhs, const Tensor& rhs, int M, int K, int N, int group,
+                  bool dma_transpose, Dtype dtype)
+      : kernel_(kernel),
+        lhs_(lhs),
+        rhs_(rhs),
+        M_(M),
+        K_(K),
+        N_(N),
+        P_(kernel.limits().partitions),
+        group_(group),
+        tile_rows_(P_ / group),
+        k_tiles_(group == 1 ? tile_count(K, P_) : 1),
+        dma_transpose_(dma_transpose),
+        rhs_tiles_(kernel.sbuf_pool("rhs_batch", 2, P_, k_tiles_ * N, dtype)),
+        lhs_tiles_(kernel.sbuf_pool("lhs_tile", 2, P_, P_, dtype)) {
+    if (!dma_transpose) lhsT_psum_.emplace(kernel.psum_pool("lhsT_psum", 1, P_, P_));
+    lhsT_tiles_.emplace(kernel.sbuf_pool("lhsT_tile", 2, P_, k_tiles_ * P_, dtype));
+  }
+
+  // Batch j's matmuls run on its row tile (the whole array for a group of one).
+  PeTile pe_tile(int j) const {
+    return group_ == 1 ? PeTile{}
+                       : PeTile{static_cast<std::uint8_t>(j * tile_rows_),
+                                static_cast<std::uint8_t>(tile_rows_), 0, 128};
+  }
+  // Partitions of K tile k of batch j in the rhs and lhsT tiles.
+  std::pair<int, int> k_rows(int j, const TileSpan& k) const {
+    return {j * tile_rows_, j * tile_rows_ + k.size};
+  }
+
+  // The group's rhs: batch j's K tile k at k_rows(j, k), columns [k.index * N, + N).
+  Tensor load_rhs(const TileSpan& group) {
+    const Tensor rt = rhs_tiles_.next();
+    for (int j = 0; j < group.size; ++j) {
+      const int b = group.begin + j;
+      for (TileSpan k : tiles(K_, P_)) {
+        const auto [r0, r1] = k_rows(j, k);
+        kernel_.dma_copy(rt.slice(r0, r1, k.index * N_, (k.index + 1) * N_),
+                         rhs_.slice(b * K_ + k.begin, b * K_ + k.end(), 0, N_));
+      }
+    }
+    return rt;
+  }
+
+  // lhsT of every batch of the group for row tile m: batch j's K tile k at
+  // k_rows(j, k), columns [k.index * P, + m.size).
+  Tensor transposed_lhs(const TileSpan& group, const TileSpan& m) {
+    const Tensor lt_all = lhsT_tiles_->next();
+    for (TileSpan k : tiles(K_, P_)) {
+      const int lcol = k.index * P_;
+      if (dma_transpose_) {
+        for (int j = 0; j < group.size; ++j) {
+          const int row0 = (group.begin + j) * M_ + m.begin;
+          const auto [r0, r1] = k_rows(j, k);
+          kernel_.dma_copy(lt_all.slice(r0, r1, lcol, lcol + m.size),
+                           lhs_.slice(row0, row0 + m.size, k.begin, k.end()), /*transpose=*/true);
+        }
+        continue;
+      }
+      // The group's lhs tiles side by side, batch j at columns [j * tile_rows, ... + K):
+      // one transpose puts batch j's K on partitions [j * tile_rows, ... + K).
+      const Tensor lt = lhs_tiles_.next();
+      for (int j = 0; j < group.size; ++j) {
+        const int row0 = (group.begin + j) * M_ + m.begin;
+        const auto [c0, c1] = k_rows(j, k);
+        kernel_.dma_copy(lt.slice(0, m.size, c0, c1), lhs_.slice(row0, row0 + m.size, k.begin, k.end()));
+      }
+      const int width = (group.size - 1) * tile_rows_ + k.size;
+      const Tensor tp = lhsT_psum_->next().slice(0, width, 0, m.size);
+      kernel_.transpose(tp, lt.slice(0, m.size, 0, width));
+      kernel_.tensor_copy(lt_all.slice(0, width, lcol, lcol + m.size), tp);
+    }
+    return lt_all;
+  }
+
+ private:
+  Kernel& kernel_;
+  Tensor lhs_, rhs_;
+  int M_, K_, N_, P_, group_, tile_rows_, k_tiles_;
+  bool dma_transpose_;
+  TilePool rhs_tiles_, lhs_tiles_;
+  std::optional<TilePool> lhsT_psum_, lhsT_tiles_;
+};
 }  // namespace detail
 
 template <Dtype D>
@@ -116,63 +209,16 @@ void bmm_paired(Kernel& kernel, const BmmShape& shape, const BmmPairedParams& p)
   const int P = kernel.limits().partitions;
   constexpr int kTileN = 512;
   const int group = std::max(p.pe_row_tiles, 1);
-  // Batch j of a group contracts over partitions [j * tile_rows, j * tile_rows + K).
-  const int tile_rows = P / group;
   const int step_n = kTileN * p.unroll_factor;
-  const int k_tiles = group == 1 ? tile_count(shape.K, P) : 1;
-  auto pe_tile = [&](int j) {
-    return group == 1 ? PeTile{}
-                      : PeTile{static_cast<std::uint8_t>(j * tile_rows), static_cast<std::uint8_t>(tile_rows),
-                               0, 128};
-  };
-  // Partitions of each K tile of batch j in the rhs and lhsT tiles.
-  auto k_rows = [&](int j, const TileSpan& k) { return std::pair{j * tile_rows, j * tile_rows + k.size}; };
-
-  TilePool rhs_tiles = kernel.sbuf_pool("rhs_batch", 2, P, k_tiles * shape.N, D);
-  TilePool lhs_tiles = kernel.sbuf_pool("lhs_tile", 2, P, P, D);
-  std::optional<TilePool> lhsT_psum;
-  if (p.dma_transpose == 0) lhsT_psum.emplace(kernel.psum_pool("lhsT_psum", 1, P, P));
-  TilePool lhsT_tiles = kernel.sbuf_pool("lhsT_tile", 2, P, k_tiles * P, D);
+  detail::BmmGroupStaging staging(kernel, lhs, rhs, shape.M, shape.K, shape.N, group, p.dma_transpose != 0,
+                                  D);
   TilePool res_psum = kernel.psum_pool("res_psum", 2 * group, P, step_n);
   TilePool res_tiles = kernel.sbuf_pool("res_tile", p.pipeline_depth * group, P, step_n * p.store_factor, D);
   int step = 0;
   for (TileSpan bg : tiles(shape.B, group)) {
-    const Tensor rt = rhs_tiles.next();
-    for (int j = 0; j < bg.size; ++j) {
-      const int b = bg.begin + j;
-      for (TileSpan k : tiles(shape.K, P)) {
-        const auto [r0, r1] = k_rows(j, k);
-        kernel.dma_copy(rt.slice(r0, r1, k.index * shape.N, (k.index + 1) * shape.N),
-                        rhs.slice(b * shape.K + k.begin, b * shape.K + k.end(), 0, shape.N));
-      }
-    }
+    const Tensor rt = staging.load_rhs(bg);
     for (TileSpan m : tiles(shape.M, P)) {
-      // lhsT of every batch of the group and every K tile: [K rows of batch j's row tile, m.size].
-      const Tensor lt_all = lhsT_tiles.next();
-      for (TileSpan k : tiles(shape.K, P)) {
-        const int lcol = k.index * P;
-        if (p.dma_transpose != 0) {
-          for (int j = 0; j < bg.size; ++j) {
-            const int row0 = (bg.begin + j) * shape.M + m.begin;
-            const auto [r0, r1] = k_rows(j, k);
-            kernel.dma_copy(lt_all.slice(r0, r1, lcol, lcol + m.size),
-                            lhs.slice(row0, row0 + m.size, k.begin, k.end()), /*transpose=*/true);
-          }
-          continue;
-        }
-        // The group's lhs tiles side by side, batch j at columns [j * tile_rows, ... + K):
-        // one transpose puts batch j's K on partitions [j * tile_rows, ... + K).
-        const Tensor lt = lhs_tiles.next();
-        for (int j = 0; j < bg.size; ++j) {
-          const int row0 = (bg.begin + j) * shape.M + m.begin;
-          const auto [c0, c1] = k_rows(j, k);
-          kernel.dma_copy(lt.slice(0, m.size, c0, c1), lhs.slice(row0, row0 + m.size, k.begin, k.end()));
-        }
-        const int width = (bg.size - 1) * tile_rows + k.size;
-        const Tensor tp = lhsT_psum->next().slice(0, width, 0, m.size);
-        kernel.transpose(tp, lt.slice(0, m.size, 0, width));
-        kernel.tensor_copy(lt_all.slice(0, width, lcol, lcol + m.size), tp);
-      }
+      const Tensor lt_all = staging.transposed_lhs(bg, m);
       // Output blocks of store_factor PSUM steps: drained into one SBUF tile per batch, stored by one DMA.
       for (TileSpan block : tiles(shape.N, step_n * p.store_factor)) {
         std::vector<Tensor> ot;
@@ -184,10 +230,10 @@ void bmm_paired(Kernel& kernel, const BmmShape& shape, const BmmPairedParams& p)
           for (TileSpan u : tiles(n.size, kTileN))
             for (TileSpan k : tiles(shape.K, P))
               for (int j = 0; j < bg.size; ++j) {
-                const auto [r0, r1] = k_rows(j, k);
+                const auto [r0, r1] = staging.k_rows(j, k);
                 const int lcol = k.index * P, rcol = k.index * shape.N + n.begin + u.begin;
                 kernel.matmul(ps[j].col_range(u.begin, u.end()), lt_all.slice(r0, r1, lcol, lcol + m.size),
-                              rt.slice(r0, r1, rcol, rcol + u.size), k.index > 0, pe_tile(j));
+                              rt.slice(r0, r1, rcol, rcol + u.size), k.index > 0, staging.pe_tile(j));
               }
           for (int j = 0; j < bg.size; ++j)
             detail::bmm_drain(kernel, ot[j].col_range(n.offset, n.offset + n.size), ps[j], p.drain_engine,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/families/bmm_spec.hpp"
 #include "kernels/families/family_support.hpp"
 
 namespace autotune::kernels {
@@ -12,9 +13,7 @@ constexpr double kVerificationMacs = 4e7;
 BmmSoftmaxShape bmm_softmax_shape(const Shape& s) {
   return {int_arg(s, "B"), int_arg(s, "M"), int_arg(s, "K"), int_arg(s, "N")};
 }
-double macs(const Shape& s) {
-  return double(s.at("B")) * double(s.at("M")) * double(s.at("K")) * double(s.at("N"));
-}
+double macs(const Shape& s) { return bmm_macs(s); }
 
 VariantSpec naive_variant() {
   VariantSpec v;
@@ -84,57 +83,28 @@ FamilySpec bmm_softmax_family() {
   f.description =
       "a batched matmul with a row softmax: out[b] = softmax(lhs[b] [M, K] . rhs[b] [K, N]) over N "
       "(NKIBench's bmm_softmax)";
-  f.shape_args = {"B", "M", "K", "N"};
-  f.default_shape = Shape{{"B", 16}, {"M", 4096}, {"K", 64}, {"N", 4096}};
+  // The products at the tensor engine's peak bound it (set_bmm_operands'
+  // flops): the softmax's element work (max, exp, sum, scaling: 5 per score)
+  // runs on the other engines and is left out so that the bound stays a
+  // bound; at NKIBench's shape the output's HBM bytes bound the kernel anyway.
+  set_bmm_operands(f);
   f.shape_struct = "autotune::kernels::BmmSoftmaxShape";
-  f.dtypes = {Dtype::fp32, Dtype::bf16, Dtype::fp16};
-  f.inputs = {{"lhs",
-               [](const Shape& s) {
-                 return std::pair{s.at("B") * s.at("M"), s.at("K")};
-               }},
-              {"rhs", [](const Shape& s) {
-                 return std::pair{s.at("B") * s.at("K"), s.at("N")};
-               }}};
-  f.outputs = {{"out", [](const Shape& s) { return std::pair{s.at("B") * s.at("M"), s.at("N")}; }}};
   f.variants = {naive_variant(), fused_variant()};
   for (auto& v : f.variants) v.header = "kernels/families/bmm_softmax.hpp";
   f.baseline_variant = "naive";
   f.default_variant = "fused";
-  f.check_shape = [](const Shape& s) -> std::string {
-    if (s.at("B") < 1 || s.at("B") > 4096) return "B must be in [1, 4096]";
-    for (const char* a : {"M", "K", "N"})
-      if (s.at(a) < 1 || s.at(a) > (1 << 16)) return std::string(a) + " must be in [1, 65536]";
-    return "";
-  };
   f.reference = [](const Shape& s, const HostTensors& in) {
-    const std::int64_t B = s.at("B"), M = s.at("M"), K = s.at("K"), N = s.at("N");
-    std::vector<double> out(std::size_t(B * M * N), 0.0);
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t i = 0; i < M; ++i) {
-        double* o = &out[std::size_t((b * M + i) * N)];
-        for (std::int64_t k = 0; k < K; ++k) {
-          const double a = in[0][std::size_t((b * M + i) * K + k)];
-          const double* row = &in[1][std::size_t((b * K + k) * N)];
-          for (std::int64_t j = 0; j < N; ++j) o[j] += a * row[j];
-        }
-        double max = o[0], sum = 0;
-        for (std::int64_t j = 0; j < N; ++j) max = std::max(max, o[j]);
-        for (std::int64_t j = 0; j < N; ++j) sum += (o[j] = std::exp(o[j] - max));
-        for (std::int64_t j = 0; j < N; ++j) o[j] /= sum;
-      }
+    std::vector<double> out = bmm_products(s, in);
+    const std::int64_t N = s.at("N");
+    for (std::size_t row = 0; row < out.size(); row += std::size_t(N)) {
+      double* o = &out[row];
+      double max = o[0], sum = 0;
+      for (std::int64_t j = 0; j < N; ++j) max = std::max(max, o[j]);
+      for (std::int64_t j = 0; j < N; ++j) sum += (o[j] = std::exp(o[j] - max));
+      for (std::int64_t j = 0; j < N; ++j) o[j] /= sum;
+    }
     return HostTensors{std::move(out)};
   };
-  // The products, at the tensor engine's peak. The softmax's element work
-  // (max, exp, sum, scaling: 5 per score) runs on the other engines and is
-  // left out so that the bound stays a bound; at NKIBench's shape the
-  // output's HBM bytes bound the kernel anyway.
-  f.flops = [](const Shape& s) { return 2.0 * macs(s); };
-  f.hbm_bytes = [](const Shape& s, Dtype dtype) {
-    const double B = s.at("B"), M = s.at("M"), K = s.at("K"), N = s.at("N");
-    return (B * M * K + B * K * N + B * M * N) * sim::dtype_bytes(dtype);
-  };
-  f.tensor_engine_bound = true;
-  f.tolerance = {{Dtype::bf16, 3e-2}, {Dtype::fp16, 5e-3}, {Dtype::fp32, 1e-4}};
   return f;
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/api/kernel.hpp"
 #include "kernels/api/tiling.hpp"
+#include "kernels/families/bmm.hpp"
 
 namespace autotune::kernels {
 
@@ -143,24 +144,13 @@ void bmm_softmax_fused(Kernel& kernel, const BmmSoftmaxShape& shape, const BmmSo
   const int P = kernel.limits().partitions;
   constexpr int kBank = 512;
   const int group = std::max(p.pe_row_tiles, 1);
-  const int tile_rows = P / group;
-  const int k_tiles = group == 1 ? tile_count(shape.K, P) : 1;
   const int banks = tile_count(shape.N, kBank);
-  auto pe_tile = [&](int j) {
-    return group == 1 ? PeTile{}
-                      : PeTile{static_cast<std::uint8_t>(j * tile_rows), static_cast<std::uint8_t>(tile_rows),
-                               0, 128};
-  };
-  auto k_rows = [&](int j, const TileSpan& k) { return std::pair{j * tile_rows, j * tile_rows + k.size}; };
   const Engine scale_engine = p.scale_engine == 1   ? Engine::gpsimd
                               : p.scale_engine == 2 ? Engine::scalar
                                                     : Engine::vector;
 
-  TilePool rhs_tiles = kernel.sbuf_pool("rhs_batch", 2, P, k_tiles * shape.N, D);
-  TilePool lhs_tiles = kernel.sbuf_pool("lhs_tile", 2, P, P, D);
-  std::optional<TilePool> lhsT_psum;
-  if (p.dma_transpose == 0) lhsT_psum.emplace(kernel.psum_pool("lhsT_psum", 1, P, P));
-  TilePool lhsT_tiles = kernel.sbuf_pool("lhsT_tile", 2, P, k_tiles * P, D);
+  detail::BmmGroupStaging staging(kernel, lhs, rhs, shape.M, shape.K, shape.N, group, p.dma_transpose != 0,
+                                  D);
   // Score banks rotate through the PSUM the transposes leave.
   TilePool score_psum = kernel.psum_pool("score_psum", p.dma_transpose == 0 ? 6 : 7, P, kBank);
   const int depth = p.pipeline_depth * group;
@@ -170,39 +160,9 @@ void bmm_softmax_fused(Kernel& kernel, const BmmSoftmaxShape& shape, const BmmSo
   TilePool bank_max = kernel.sbuf_pool("bank_max", depth, P, banks, Dtype::fp32);
   TilePool columns = kernel.sbuf_pool("row_stats", 3 * depth, P, 1, Dtype::fp32);
   for (TileSpan bg : tiles(shape.B, group)) {
-    const Tensor rt = rhs_tiles.next();
-    for (int j = 0; j < bg.size; ++j) {
-      const int b = bg.begin + j;
-      for (TileSpan k : tiles(shape.K, P)) {
-        const auto [r0, r1] = k_rows(j, k);
-        kernel.dma_copy(rt.slice(r0, r1, k.index * shape.N, (k.index + 1) * shape.N),
-                        rhs.slice(b * shape.K + k.begin, b * shape.K + k.end(), 0, shape.N));
-      }
-    }
+    const Tensor rt = staging.load_rhs(bg);
     for (TileSpan m : tiles(shape.M, P)) {
-      const Tensor lt_all = lhsT_tiles.next();
-      for (TileSpan k : tiles(shape.K, P)) {
-        const int lcol = k.index * P;
-        if (p.dma_transpose != 0) {
-          for (int j = 0; j < bg.size; ++j) {
-            const int row0 = (bg.begin + j) * shape.M + m.begin;
-            const auto [r0, r1] = k_rows(j, k);
-            kernel.dma_copy(lt_all.slice(r0, r1, lcol, lcol + m.size),
-                            lhs.slice(row0, row0 + m.size, k.begin, k.end()), /*transpose=*/true);
-          }
-          continue;
-        }
-        const Tensor lt = lhs_tiles.next();
-        for (int j = 0; j < bg.size; ++j) {
-          const int row0 = (bg.begin + j) * shape.M + m.begin;
-          const auto [c0, c1] = k_rows(j, k);
-          kernel.dma_copy(lt.slice(0, m.size, c0, c1), lhs.slice(row0, row0 + m.size, k.begin, k.end()));
-        }
-        const int width = (bg.size - 1) * tile_rows + k.size;
-        const Tensor tp = lhsT_psum->next().slice(0, width, 0, m.size);
-        kernel.transpose(tp, lt.slice(0, m.size, 0, width));
-        kernel.tensor_copy(lt_all.slice(0, width, lcol, lcol + m.size), tp);
-      }
+      const Tensor lt_all = staging.transposed_lhs(bg, m);
       std::vector<Tensor> st, maxima;
       for (int j = 0; j < bg.size; ++j) {
         st.push_back(score_tiles.next().slice(0, m.size, 0, shape.N));
@@ -215,10 +175,10 @@ void bmm_softmax_fused(Kernel& kernel, const BmmSoftmaxShape& shape, const BmmSo
         for (int j = 0; j < bg.size; ++j) ps.push_back(score_psum.next().slice(0, m.size, 0, n.size));
         for (TileSpan k : tiles(shape.K, P))
           for (int j = 0; j < bg.size; ++j) {
-            const auto [r0, r1] = k_rows(j, k);
+            const auto [r0, r1] = staging.k_rows(j, k);
             const int lcol = k.index * P, rcol = k.index * shape.N + n.begin;
             kernel.matmul(ps[j], lt_all.slice(r0, r1, lcol, lcol + m.size),
-                          rt.slice(r0, r1, rcol, rcol + n.size), k.index > 0, pe_tile(j));
+                          rt.slice(r0, r1, rcol, rcol + n.size), k.index > 0, staging.pe_tile(j));
           }
         for (int j = 0; j < bg.size; ++j)
           kernel.tensor_scalar_reduce(st[j].col_range(n.begin, n.end()), ps[j], AluOp::multiply, 1.0f,
