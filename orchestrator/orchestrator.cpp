@@ -863,9 +863,43 @@ class RunLoop {
   // The suspicious wins of a batch, measured again: each stands as its two
   // measurements combined and counts only if they still beat the best beyond
   // the noise.
-  void measure_again(const std::vector<skills::MeasuredTrial>& measured,
-                     const std::vector<std::size_t>& which, std::vector<search::Observation>& out) {
+  void measure_again(const std::vector<skills::MeasuredTrial>& measured, std::vector<std::size_t> which,
+                     std::vector<search::Observation>& out) {
     const int iteration = state_.progress.iteration;
+    // A measurement again is an evaluation: the budget holds. A suspicious
+    // win it leaves no evaluation for counts as measured once, if it still
+    // beats the best beyond the noise, and the log says it was not confirmed.
+    const auto spent = static_cast<std::int64_t>(runner_->counters().evaluations);
+    const auto left = static_cast<std::size_t>(std::max<std::int64_t>(0, goal_.budget_evaluations - spent));
+    if (which.size() > left) {
+      skills::SkillDecision decision;
+      decision.action = "not_measured_again";
+      Json trials = Json::array();
+      std::vector<std::string> outcomes;
+      for (std::size_t k = left; k < which.size(); ++k) {
+        const store::Trial& trial = measured[which[k]].trial;
+        trials.push_back(figures(trial));
+        const auto value = objective_value(goal_.objective, trial.metrics);
+        const bool better =
+            value && compare_with_best(trial, *value, /*suspicion=*/false) == Comparison::better;
+        if (better) {
+          state_.best_trial = trial;
+          state_.best_value = *value;
+        }
+        outcomes.push_back("trial " + std::to_string(trial.id) +
+                           (better ? ": the new best, measured once" : ": not better"));
+      }
+      decision.inputs = {{"trials", trials.size()}};
+      decision.evidence = {{"best", figures(*state_.best_trial)}, {"suspicious", trials}};
+      decision.rationale = "the evaluation budget leaves no measurement again for " +
+                           std::to_string(which.size() - left) +
+                           (which.size() - left == 1 ? " suspicious win" : " suspicious wins") +
+                           ": each counts as measured once, if it beats the best beyond the noise";
+      decision.outcome = join(outcomes, "; ");
+      log_->append(iteration, kOrchestrator, decision);
+      which.resize(left);
+      if (which.empty()) return;
+    }
     skills::SkillDecision decision;
     decision.action = "measure_again";
     Json ids = Json::array(), trials = Json::array();
@@ -1009,7 +1043,7 @@ class RunLoop {
   // measurements: the lower value, ties to the lower trial id (as in
   // `autotune trials --top`). Noisy ones (an interval on either side): the
   // rule of core/noise.hpp, without suspicion for a trial measured again.
-  Comparison compare_with_best(const store::Trial& trial, double value) const {
+  Comparison compare_with_best(const store::Trial& trial, double value, bool suspicion = true) const {
     const bool mfu = goal_.objective == Objective::mfu;
     const char* key = mfu ? "mfu_percent" : "latency_s";
     const auto candidate = estimate_from_metrics(trial.metrics, key, mfu);
@@ -1018,7 +1052,7 @@ class RunLoop {
         trial.config_hash != state_.best_trial->config_hash)
       return compare_estimates(
           *candidate, *incumbent,
-          trial.metrics.contains("remeasured") ? -1.0 : context_.target.remeasure_beyond());
+          !suspicion || trial.metrics.contains("remeasured") ? -1.0 : context_.target.remeasure_beyond());
     return value < state_.best_value || (value == state_.best_value && trial.id < state_.best_trial->id)
                ? Comparison::better
                : Comparison::not_better;

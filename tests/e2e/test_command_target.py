@@ -140,17 +140,24 @@ def main():
         trials = trials_of(db, summary["run_id"])
         check(len(trials) == summary["evaluations"],
               f"{len(trials)} trials recorded for {summary['evaluations']} evaluations")
-        keys = set()
+        first_trial_of = {}
         for trial in trials:
             key = (trial["params"]["block"], trial["params"]["unroll"])
-            check(key not in keys, f"configuration {key} measured twice")
-            keys.add(key)
+            remeasured = trial["metrics"].get("remeasured")
+            if remeasured:
+                # A win far beyond the noise of these wall-clock timings is measured again (docs/goals.md,
+                # "Noisy measurements"): the same configuration, its runs pooled with the first measurement's.
+                check(first_trial_of.get(key) == remeasured["of_trial"],
+                      f"trial {trial['id']} re-measures trial {remeasured['of_trial']}, not the earlier trial of {key}")
+            else:
+                check(key not in first_trial_of, f"configuration {key} measured twice")
+                first_trial_of[key] = trial["id"]
             if trial["params"]["unroll"] == 8:
                 check_crash_trial(trial)
                 continue
             check(trial["status"] == "ok", f"trial {trial['id']} {trial['params']}: {trial['status']} {trial['error']}")
             repeats = trial["repeats"]
-            check(isinstance(repeats, list) and len(repeats) == 2,
+            check(isinstance(repeats, list) and len(repeats) == (4 if remeasured else 2),
                   f"trial {trial['id']}: raw repeats not kept: {repeats!r}")
             raw = [r["latency_s"] for r in repeats]
             check(all(v > 0 for v in raw), f"trial {trial['id']}: non-positive raw latencies {raw}")

@@ -123,6 +123,21 @@ def main():
         line = [b[2] for b in data["best_so_far"]]
         check(line[0] == start["id"] and line[-1] == best and near["id"] not in line and glitch[0]["id"] not in line,
               f"the best-so-far line goes through {line}")
+
+        # The budget holds: a far win at the last evaluation is not measured again (that would be one
+        # evaluation more); it counts as measured once, beyond the noise, and the log says so.
+        for name in os.listdir(tmp):
+            if name.startswith("measurements-"):
+                os.remove(os.path.join(tmp, name))
+        tight = write_goal(tmp, "tight.yaml", GOAL.replace("x: [0, 1, 2, 3]", "x: [0, 3]")
+                           .replace("evaluations: 12", "evaluations: 2"))
+        tight_db = os.path.join(tmp, "tight.db")
+        result = run_json(["run", tight], tight_db)
+        check(result["evaluations"] == 2, f"{result['evaluations']} evaluations for a budget of 2")
+        rows = query(tight_db, "SELECT outcome FROM decisions WHERE run = ? AND action = 'not_measured_again'",
+                     (result["run_id"],))
+        check(len(rows) == 1 and "the new best, measured once" in rows[0][0], f"not_measured_again: {rows}")
+        check(result["best"]["params"] == {"x": 3}, f"best {result['best']}")
     print("ok")
 
 
