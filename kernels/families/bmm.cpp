@@ -8,11 +8,6 @@ namespace {
 
 constexpr double kVerificationMacs = 4e7;
 
-BmmShape bmm_shape(const Shape& s) {
-  return {int_arg(s, "B"), int_arg(s, "M"), int_arg(s, "K"), int_arg(s, "N")};
-}
-double macs(const Shape& s) { return bmm_macs(s); }
-
 VariantSpec naive_variant() {
   VariantSpec v;
   v.name = "naive";
@@ -25,7 +20,7 @@ VariantSpec naive_variant() {
   };
   // Two batches; M over two 1024-row blocks and a ragged tile, N over two chunks and a ragged one.
   v.verification_shape = [](const Shape& full, const ParamValues&) {
-    return tiled_verification_shape(full, {{"M", 128, 1024}, {"N", 512, 1024}, {"K", 128, 128}}, macs,
+    return tiled_verification_shape(full, {{"M", 128, 1024}, {"N", 512, 1024}, {"K", 128, 128}}, bmm_macs,
                                     kVerificationMacs, {{"B", 2}});
   };
   v.template_name = "autotune::kernels::bmm_naive";
@@ -79,7 +74,7 @@ VariantSpec paired_variant() {
         full,
         {{"M", 128, 128},
          {"N", 512 * p.at("unroll_factor"), 512 * p.at("unroll_factor") * p.at("store_factor")}},
-        macs, kVerificationMacs, {{"B", group + 1}});
+        bmm_macs, kVerificationMacs, {{"B", group + 1}});
   };
   v.template_name = "autotune::kernels::bmm_paired";
   v.params_struct = "autotune::kernels::BmmPairedParams";
@@ -101,6 +96,10 @@ FamilySpec bmm_family() {
 }
 
 }  // namespace
+
+BmmShape bmm_shape(const Shape& s) {
+  return {int_arg(s, "B"), int_arg(s, "M"), int_arg(s, "K"), int_arg(s, "N")};
+}
 
 double bmm_macs(const Shape& s) {
   return double(s.at("B")) * double(s.at("M")) * double(s.at("K")) * double(s.at("N"));

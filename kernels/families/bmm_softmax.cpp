@@ -10,11 +10,6 @@ namespace {
 
 constexpr double kVerificationMacs = 4e7;
 
-BmmSoftmaxShape bmm_softmax_shape(const Shape& s) {
-  return {int_arg(s, "B"), int_arg(s, "M"), int_arg(s, "K"), int_arg(s, "N")};
-}
-double macs(const Shape& s) { return bmm_macs(s); }
-
 VariantSpec naive_variant() {
   VariantSpec v;
   v.name = "naive";
@@ -23,12 +18,11 @@ VariantSpec naive_variant() {
       "tile; "
       "the scores through HBM to a second pass (exp, sums, reciprocal, scaling); single buffers";
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues&) {
-    dispatch_dtype(dtype, [&]<Dtype D>() {
-      bmm_softmax_naive<D>(kernel, bmm_softmax_shape(s), BmmSoftmaxNaiveParams{});
-    });
+    dispatch_dtype(dtype,
+                   [&]<Dtype D>() { bmm_softmax_naive<D>(kernel, bmm_shape(s), BmmSoftmaxNaiveParams{}); });
   };
   v.verification_shape = [](const Shape& full, const ParamValues&) {
-    return tiled_verification_shape(full, {{"M", 128, 1024}, {"N", 512, 1024}, {"K", 128, 128}}, macs,
+    return tiled_verification_shape(full, {{"M", 128, 1024}, {"N", 512, 1024}, {"K", 128, 128}}, bmm_macs,
                                     kVerificationMacs, {{"B", 2}});
   };
   v.template_name = "autotune::kernels::bmm_softmax_naive";
@@ -65,11 +59,11 @@ VariantSpec fused_variant() {
   v.trace = [](Kernel& kernel, const Shape& s, Dtype dtype, const ParamValues& p) {
     const BmmSoftmaxFusedParams params{int_param(p, "pe_row_tiles"), int_param(p, "pipeline_depth"),
                                        int_param(p, "scale_engine"), int_param(p, "dma_transpose")};
-    dispatch_dtype(dtype, [&]<Dtype D>() { bmm_softmax_fused<D>(kernel, bmm_softmax_shape(s), params); });
+    dispatch_dtype(dtype, [&]<Dtype D>() { bmm_softmax_fused<D>(kernel, bmm_shape(s), params); });
   };
   // A whole group and a ragged one; M two tiles and a ragged one; N two banks and a ragged one.
   v.verification_shape = [](const Shape& full, const ParamValues& p) {
-    return tiled_verification_shape(full, {{"M", 128, 128}, {"N", 512, 512}}, macs, kVerificationMacs,
+    return tiled_verification_shape(full, {{"M", 128, 128}, {"N", 512, 512}}, bmm_macs, kVerificationMacs,
                                     {{"B", p.at("pe_row_tiles") + 1}});
   };
   v.template_name = "autotune::kernels::bmm_softmax_fused";

@@ -13,9 +13,7 @@
 
 namespace autotune::kernels {
 
-struct BmmSoftmaxShape {
-  int B = 0, M = 0, K = 0, N = 0;
-};
+using BmmSoftmaxShape = BmmShape;  // the operands are bmm's
 
 // NKIBench's starting kernel: the bmm starting kernel (lhs re-transposed per
 // 1024-column chunk of rhs), each [128, 512] score tile's row max reduced

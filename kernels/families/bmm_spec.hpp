@@ -3,10 +3,12 @@
 // (B, M, K, N), operands (lhs [B * M, K], rhs [B * K, N], out [B * M, N]),
 // dtypes, shape check, multiply-accumulate count, compulsory HBM bytes and
 // the double-precision batched product their references start from.
+#include "kernels/families/bmm.hpp"
 #include "kernels/family.hpp"
 
 namespace autotune::kernels {
 
+BmmShape bmm_shape(const Shape& shape);
 double bmm_macs(const Shape& shape);
 // Sets shape_args, default_shape, dtypes, inputs, outputs, check_shape,
 // flops (the products at the tensor engine's peak), hbm_bytes,
