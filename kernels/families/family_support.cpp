@@ -28,4 +28,10 @@ Shape tiled_verification_shape(const Shape& full, const std::vector<AxisTiling>&
   return shape;
 }
 
+Shape ragged_blocks(const Shape& full, const std::vector<std::pair<std::string, std::int64_t>>& blocks) {
+  Shape shape = full;
+  for (const auto& [arg, block] : blocks) shape[arg] = std::min(block + 65, full.at(arg));
+  return shape;
+}
+
 }  // namespace autotune::kernels

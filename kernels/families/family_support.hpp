@@ -66,4 +66,10 @@ Shape tiled_verification_shape(const Shape& full, const std::vector<AxisTiling>&
                                const std::function<double(const Shape&)>& work, double budget,
                                const Shape& others = {});
 
+// The verification shape of a blocked variant whose blocks must all be
+// exercised: each listed axis one whole block and a ragged second one (one
+// tile of 64 + 1 elements), capped at the full extent; axes not listed keep
+// their full extent.
+Shape ragged_blocks(const Shape& full, const std::vector<std::pair<std::string, std::int64_t>>& blocks);
+
 }  // namespace autotune::kernels
