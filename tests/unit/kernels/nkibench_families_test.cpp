@@ -1,4 +1,4 @@
-// NKIBench's adamw, bmm and bmm_softmax as families: every variant over a spread of
+// NKIBench's adamw, bmm, bmm_softmax, swiglu and lora as families: every variant over a spread of
 // parameters, ragged shapes, dtypes and both targets, against the double
 // reference with NaN-poisoned outputs; the expert structures are faster than
 // the starting kernels at NKIBench's shapes.
@@ -110,5 +110,43 @@ TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels 
     CHECK(latency("adamw", "fused", {}) < latency("adamw", "naive", {}));
     CHECK(latency("bmm", "paired", {}) < latency("bmm", "naive", {}));
     CHECK(latency("bmm_softmax", "fused", {}) < latency("bmm_softmax", "naive", {}));
+    CHECK(latency("swiglu", "fused", {}) < latency("swiglu", "naive", {}));
+    CHECK(latency("lora", "fused", {}) < latency("lora", "naive", {}));
   }
+}
+
+TEST_CASE("swiglu matches the reference: ragged M, N and K, every block size, both drain engines") {
+  std::uint64_t seed = 1000;
+  check({"swiglu", "naive", {{"M", 600}, {"N", 1100}, {"K", 300}}, sim::Dtype::fp32, {}}, seed++);
+  check({"swiglu", "naive", {{"M", 130}, {"N", 200}, {"K", 130}}, sim::Dtype::bf16, {}, "trn1"}, seed++);
+  for (std::int64_t t : {1, 2, 3, 4})
+    check({"swiglu",
+           "fused",
+           {{"M", 128 * t + 70}, {"N", 128 * (t % 3 + 1) + 90}, {"K", 600}},
+           t == 2 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+           {{"tiles_in_block_m", t},
+            {"tiles_in_block_n", t == 3 ? 8 : t},
+            {"pipeline_depth", t == 3 ? 1 : t},
+            {"drain_engine", t % 3}},
+           t % 2 == 1 ? "trn1" : "trn2"},
+          seed++);
+}
+
+TEST_CASE(
+    "lora matches the reference: ragged M, N and K, ranks below the partitions, PSUM steps of two banks") {
+  std::uint64_t seed = 1100;
+  check({"lora", "naive", {{"M", 600}, {"N", 1100}, {"K", 700}, {"R", 128}}, sim::Dtype::fp32, {}}, seed++);
+  check({"lora", "naive", {{"M", 130}, {"N", 300}, {"K", 200}, {"R", 17}}, sim::Dtype::bf16, {}, "trn1"},
+        seed++);
+  for (std::int64_t t : {1, 2, 3, 4})
+    check({"lora",
+           "fused",
+           {{"M", 128 * t + 70}, {"N", 1100}, {"K", 600}, {"R", t == 3 ? 40 : 128}},
+           t == 2 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+           {{"tiles_in_block_m", t},
+            {"unroll_factor", t == 1 ? 2 : 1},
+            {"pipeline_depth", t == 3 ? 12 : 4 * t},
+            {"drain_engine", t % 3}},
+           t % 2 == 1 ? "trn1" : "trn2"},
+          seed++);
 }
