@@ -56,6 +56,8 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
     recipe.has_legacy = causal;
     return recipe;
   }
+  if (key == "swiglu/naive" || key == "swiglu/fused" || key == "lora/naive" || key == "lora/fused")
+    return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false};
   return std::nullopt;
 }
 
@@ -174,10 +176,11 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                     "; `autotune export` without --nki writes it as C++");
   }
   if (legacy && !recipe->has_legacy)
-    throw UserError(
-        "kernel '" + family.name +
-        "' has no legacy NKI template (the legacy attention templates are causal only); export it "
-        "for NKI 0.6, the default --nki-version");
+    throw UserError("kernel '" + family.name + "' has no legacy NKI template" +
+                    (family.name == "attention_full"
+                         ? std::string(" (the legacy attention templates are causal only)")
+                         : "") +
+                    "; export it for NKI 0.6, the default --nki-version");
   if (!legacy && sim::dtype_bytes(dtype) != 2 && transposes_by_dma(family.name, variant.name, params))
     throw UserError("trial of '" + family.name + "/" + variant.name + "' transposes " +
                     std::string(sim::dtype_name(dtype)) +

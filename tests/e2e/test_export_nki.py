@@ -77,6 +77,13 @@ CASES = [
      {"kv_tile": 512, "q_tiles": 2, "dma_transpose": 2, "stats_on_gpsimd": 1}),
     ("attention_full", "cte", "{seq: 700, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp16",
      {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
+    # NKIBench's gated MLP and low-rank adapted layer: x transposed on the tensor engine, ragged blocks.
+    ("swiglu", "naive", "{M: 300, N: 1100, K: 200}", "fp32", {}),
+    ("swiglu", "fused", "{M: 300, N: 700, K: 600}", "fp32",
+     {"tiles_in_block_m": 2, "tiles_in_block_n": 2, "pipeline_depth": 3, "drain_engine": 2}),
+    ("lora", "naive", "{M: 300, N: 1100, K: 700, R: 48}", "fp32", {}),
+    ("lora", "fused", "{M: 300, N: 1100, K: 600, R: 40}", "fp32",
+     {"tiles_in_block_m": 1, "unroll_factor": 2, "pipeline_depth": 4, "drain_engine": 1}),
 ]
 
 # Shapes run besides the verification shape: naive attention's scores leave SBUF for HBM past about 1.6K
@@ -106,6 +113,10 @@ def inputs_for(family, s, rng):
         d = s["head_dim"]
         return [rand(s["q_heads"] * d, s["seq"]), rand(s["kv_heads"] * d, s["seq"]),
                 rand(s["kv_heads"] * s["seq"], d)]
+    if family == "swiglu":
+        return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["N"], s["K"]), rand(s["K"], s["N"])]
+    if family == "lora":
+        return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["K"], s["R"]), rand(s["R"], s["N"])]
     fail(f"no inputs for {family}")
 
 
@@ -145,6 +156,11 @@ def reference(family, s, args):
             p = np.exp(scores - scores.max(axis=1, keepdims=True))
             out[h * seq:(h + 1) * seq] = (p / p.sum(axis=1, keepdims=True)) @ x[2][g * seq:(g + 1) * seq]
         return out
+    if family == "swiglu":
+        gate, up = x[0] @ x[3], x[0] @ x[1]
+        return (gate / (1.0 + np.exp(-gate)) * up) @ x[2]
+    if family == "lora":
+        return x[0] @ x[1] + (x[0] @ x[2]) @ x[3]
     fail(f"no reference for {family}")
 
 
