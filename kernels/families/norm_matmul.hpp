@@ -12,9 +12,9 @@
 // PSUM in fp32; results are stored in the operands' dtype.
 //
 // The expert (`fused`) structures share what an NKI engineer does with these
-// shapes: w is loaded once and stays in SBUF; the row tiles of x are staged
-// (loaded, their statistics taken, transposed) pipeline_depth - 1 row tiles
-// ahead of the matmuls that use them, so that the tensor engine goes from the
+// shapes: w is loaded once and stays in SBUF; the row tiles of x are loaded,
+// their statistics taken and transposed ahead of the matmuls that use them
+// (detail::pipelined_row_tiles), so that the tensor engine goes from the
 // matmuls of one row tile to the next without waiting; and the normalisation
 // rides on instructions the kernel runs anyway:
 //  - before the product (rmsnorm_matmul, add_rmsnorm_matmul) the per-row
@@ -68,29 +68,30 @@ struct AddRmsnormMatmulNaiveParams {};
 // Single buffers.
 struct MatmulAddRmsnormNaiveParams {};
 
-// rmsnorm_matmul and add_rmsnorm_matmul, fused (see above). Per row tile:
-// stage 1 loads x (and z, added in place), sums the squares of each row in
-// one activation, takes 1/rms in another and transposes the row tile, four
-// [128, 128] transposes per PSUM bank, each bank drained by one instruction;
-// stage 2 runs the matmuls of unroll_factor banks (512 columns each) per step
-// against the resident w, drains each step scaled by 1/rms, and stores the
-// output row tile with one DMA.
+// rmsnorm_matmul and add_rmsnorm_matmul, fused (see above), in the phases of
+// detail::pipelined_row_tiles. Per row tile: prepare loads x (and z, added in
+// place), sums the squares of each row in one activation and takes 1/rms in
+// another; transpose transposes the row tile, four [128, 128] transposes per
+// PSUM bank, each bank drained by one instruction; steps runs the matmuls of
+// unroll_factor banks (512 columns each) per step against the resident w,
+// drains each step scaled by 1/rms, and stores the output row tile with one DMA.
 struct NormMatmulFusedParams {
-  int pipeline_depth = 2;    // rotating staged row tiles: staging runs pipeline_depth - 1 row tiles ahead
+  int pipeline_depth = 2;    // row tiles transposed ahead of the matmuls, plus one (rotating xT buffers)
   int unroll_factor = 2;     // PSUM banks (512 columns) per matmul step and drain instruction
   int transpose_engine = 0;  // transposed banks drained by 0: the vector engine, 1: the scalar engine
   int drain_engine = 0;      // output banks drained by 0: vector, 1: scalar, 2: alternating by step
 };
 
-// matmul_add_rmsnorm, fused (see above). Per row tile: stage 1 loads x in
-// [128, 512] chunks, transposes each (four transposes per PSUM bank, one
-// drain) and loads z's row; stage 2 runs the matmuls of unroll_factor banks
-// per step against the resident w, drains each step into z's row with the
-// residual added (vector engine: it reads PSUM and SBUF), sums its squares
-// into a column (scalar engine), then 1/rms and the scaling of the row by
-// 1/rms and g (`scale_engine`), and one store.
+// matmul_add_rmsnorm, fused (see above), in the phases of
+// detail::pipelined_row_tiles. Per row tile: transpose loads x in [128, 512]
+// chunks, transposes each (four transposes per PSUM bank, one drain) and loads
+// z's row; steps runs the matmuls of unroll_factor banks per step against the
+// resident w, drains each step into z's row with the residual added (vector
+// engine: it reads PSUM and SBUF) and sums each bank's squares into a column
+// (scalar engine); finalize takes 1/rms, scales the row by 1/rms and g
+// (`scale_engine`) and stores it.
 struct MatmulAddRmsnormFusedParams {
-  int pipeline_depth = 2;    // rotating staged row tiles: staging runs pipeline_depth - 1 row tiles ahead
+  int pipeline_depth = 1;    // row tiles transposed ahead of the matmuls, plus one (rotating xT buffers)
   int unroll_factor = 2;     // PSUM banks (512 columns) per matmul step, drain and square-sum
   int transpose_engine = 0;  // transposed banks drained by 0: the vector engine, 1: the scalar engine
   int scale_engine = 0;      // y * 1/rms * g by 0: one vector instruction, 1: * 1/rms on the scalar
@@ -119,27 +120,33 @@ inline void load_resident_rhs(Kernel& kernel, const Tensor& w, const Tensor& til
     kernel.dma_copy(tile.slice(0, k.size, k.index * N, (k.index + 1) * N), w.row_range(k.begin, k.end()));
 }
 
-// xT[k - K tile's first, k.index * P + r] = x[r, k] for the `rows` rows of
-// an SBUF row tile holding columns [k0, k0 + width) of x (k0 a multiple of P):
-// [128, 128] transposes on the tensor engine, four to a PSUM bank, each bank
-// drained by one instruction (rows beyond a ragged K tile are copied but
-// never read).
+// xT[k - K tile's first, k.index * rows + r] = x[r, k] for the `rows` rows
+// of an SBUF row tile holding columns [k0, k0 + width) of x (k0 a multiple of
+// P): [128, 128] transposes on the tensor engine, four to a PSUM bank side by
+// side, each bank drained by one instruction (a ragged last K tile, on fewer
+// partitions, by a second).
 inline void transpose_row_tile(Kernel& kernel, const Tensor& xT, const Tensor& row_tile, int rows, int k0,
                                int width, TilePool& banks, bool drain_on_scalar) {
   const int P = kernel.limits().partitions;
   const int per_bank = kNormMatmulBank / P;
   for (TileSpan group : tiles(width, per_bank * P)) {
     const Tensor bank = banks.next();
-    int partitions = 0;
+    int full = 0;  // tiles of P partitions; only the last K tile may have fewer
     for (TileSpan k : tiles(group, P)) {
       const int j = k.offset / P;
-      kernel.transpose(bank.slice(0, k.size, j * P, j * P + rows), row_tile.slice(0, rows, k.begin, k.end()));
-      partitions = std::max(partitions, k.size);
+      kernel.transpose(bank.slice(0, k.size, j * rows, (j + 1) * rows),
+                       row_tile.slice(0, rows, k.begin, k.end()));
+      if (k.size == P) ++full;
     }
-    const int tiles_in_group = tile_count(group.size, P);
-    const int col0 = (k0 + group.begin) / P * P;
-    norm_matmul_copy(kernel, xT.slice(0, partitions, col0, col0 + (tiles_in_group - 1) * P + rows),
-                     bank.slice(0, partitions, 0, (tiles_in_group - 1) * P + rows), drain_on_scalar);
+    const int first = (k0 + group.begin) / P;  // the group's first K tile
+    if (full > 0)
+      norm_matmul_copy(kernel, xT.slice(0, P, first * rows, (first + full) * rows),
+                       bank.slice(0, P, 0, full * rows), drain_on_scalar);
+    if (full < tile_count(group.size, P)) {
+      const int ragged = group.size - full * P;
+      norm_matmul_copy(kernel, xT.slice(0, ragged, (first + full) * rows, (first + full + 1) * rows),
+                       bank.slice(0, ragged, full * rows, (full + 1) * rows), drain_on_scalar);
+    }
   }
 }
 
@@ -152,23 +159,37 @@ inline void row_tile_matmuls(Kernel& kernel, const Tensor& psum, const Tensor& x
   for (TileSpan k : tiles(K, P))
     for (TileSpan j : tiles(step.size, kNormMatmulBank)) {
       const int wcol = k.index * N + step.begin + j.begin;
-      kernel.matmul(psum.col_range(j.begin, j.end()), xT.slice(0, k.size, k.index * P, k.index * P + rows),
+      kernel.matmul(psum.col_range(j.begin, j.end()),
+                    xT.slice(0, k.size, k.index * rows, (k.index + 1) * rows),
                     w_resident.slice(0, k.size, wcol, wcol + j.size), k.index > 0);
     }
 }
 
-// Software pipelining over the row tiles: stage(i) for row tile i is issued
-// `lookahead` row tiles before finish(i), so that the engines' in-order
-// streams hold the next row tiles' staging ahead of this one's matmuls.
-inline void pipelined_row_tiles(int M, int P, int lookahead,
-                                const std::function<void(const TileSpan&)>& stage,
-                                const std::function<void(const TileSpan&)>& finish) {
+// The phases of a row tile in the fused variants, issued in software-pipelined
+// order so that each engine's in-order stream holds work that is ready:
+// prepare (loads, element work, statistics) runs one row tile ahead of
+// transpose (the tensor engine's transposes and their drains), which runs
+// `lookahead` row tiles ahead of steps (the matmuls and their drains), and
+// finalize follows steps one row tile late, after the next row tile's
+// transposes, so that work waiting on a row's last drain does not hold up
+// the engines that the next row's transposes need. Per iteration j: prepare(j
+// + 1), transpose(j), finalize(j - lookahead - 1), steps(j - lookahead).
+struct RowTilePhases {
+  std::function<void(const TileSpan&)> prepare, transpose, steps, finalize;
+};
+inline void pipelined_row_tiles(int M, int P, int lookahead, const RowTilePhases& phases) {
   std::vector<TileSpan> row_tiles;
   for (TileSpan m : tiles(M, P)) row_tiles.push_back(m);
   const int count = static_cast<int>(row_tiles.size());
-  for (int i = 0; i < count + lookahead; ++i) {
-    if (i < count) stage(row_tiles[std::size_t(i)]);
-    if (i >= lookahead) finish(row_tiles[std::size_t(i - lookahead)]);
+  auto run = [&](const std::function<void(const TileSpan&)>& phase, int i) {
+    if (phase && i >= 0 && i < count) phase(row_tiles[std::size_t(i)]);
+  };
+  run(phases.prepare, 0);
+  for (int j = 0; j < count + lookahead + 1; ++j) {
+    run(phases.prepare, j + 1);
+    run(phases.transpose, j);
+    run(phases.finalize, j - lookahead - 1);
+    run(phases.steps, j - lookahead);
   }
 }
 
@@ -195,48 +216,56 @@ void norm_matmul_fused(Kernel& kernel, const NormMatmulShape& shape, const NormB
 
   TilePool w_pool = kernel.sbuf_pool("w_resident", 1, P, k_tiles * shape.N, D);
   const Tensor w_resident = w_pool.next();
-  load_resident_rhs(kernel, w, w_resident);
+  // g[k] onto partition k of each K tile (g^T . 1 on the tensor engine), its
+  // PSUM released before the main loop's.
+  TilePool g_column_pool = kernel.sbuf_pool("g_columns", 1, P, k_tiles, Dtype::fp32);
+  const Tensor g_columns = g_column_pool.next();
   if (form.gamma) {
-    // g[k] onto partition k of each K tile (g^T . 1 on the tensor engine),
-    // then the rows of w scaled by it on the scalar engine.
     TilePool row_pool = kernel.sbuf_pool("g_row", 1, 1, shape.K, D);
     TilePool one_pool = kernel.sbuf_pool("one", 1, 1, 1, D);
     TilePool column_psum = kernel.psum_pool("g_psum", 1, P, k_tiles);
-    TilePool column_pool = kernel.sbuf_pool("g_columns", 1, P, k_tiles, Dtype::fp32);
-    const Tensor row = row_pool.next(), one = one_pool.next();
+    const Tensor row = row_pool.next(), one = one_pool.next(), columns_psum = column_psum.next();
     kernel.dma_copy(row, g);
     kernel.memset(one, 1.0f);
-    const Tensor columns_psum = column_psum.next(), columns = column_pool.next();
     for (TileSpan k : tiles(shape.K, P))
       kernel.matmul(columns_psum.slice(0, k.size, k.index, k.index + 1), row.col_range(k.begin, k.end()), one,
                     false);
-    const int partitions = std::min(shape.K, P);
-    kernel.tensor_copy(columns.slice(0, partitions, 0, k_tiles),
-                       columns_psum.slice(0, partitions, 0, k_tiles));
+    const int full = shape.K / P;  // columns of P partitions; a ragged last one on fewer
+    if (full > 0) kernel.tensor_copy(g_columns.slice(0, P, 0, full), columns_psum.slice(0, P, 0, full));
+    if (full < k_tiles)
+      kernel.tensor_copy(g_columns.slice(0, shape.K - full * P, full, k_tiles),
+                         columns_psum.slice(0, shape.K - full * P, full, k_tiles));
+  }
+  // w loaded before the first matmuls, behind the first row tiles' loads;
+  // its rows scaled by g on the scalar engine.
+  auto load_w = [&]() {
+    load_resident_rhs(kernel, w, w_resident);
+    if (!form.gamma) return;
     for (TileSpan k : tiles(shape.K, P)) {
       const Tensor rows = w_resident.slice(0, k.size, k.index * shape.N, (k.index + 1) * shape.N);
-      kernel.tensor_scalar(rows, rows, AluOp::multiply, columns.slice(0, k.size, k.index, k.index + 1),
+      kernel.tensor_scalar(rows, rows, AluOp::multiply, g_columns.slice(0, k.size, k.index, k.index + 1),
                            AluOp::bypass, 0.0f, Engine::scalar);
     }
-  }
+  };
 
-  TilePool x_rows = kernel.sbuf_pool("x_rows", depth, P, shape.K, D);
+  TilePool x_rows = kernel.sbuf_pool("x_rows", 2, P, shape.K, D);
   std::optional<TilePool> z_rows;
-  if (form.residual) z_rows.emplace(kernel.sbuf_pool("z_rows", depth, P, shape.K, D));
+  if (form.residual) z_rows.emplace(kernel.sbuf_pool("z_rows", 2, P, shape.K, D));
   TilePool squares = kernel.sbuf_pool("squares", 1, P, shape.K, Dtype::fp32);  // discarded: the sums count
-  TilePool sums = kernel.sbuf_pool("sum_sq", depth, P, 1, Dtype::fp32);
-  TilePool inv_rms = kernel.sbuf_pool("inv_rms", depth, P, 1, Dtype::fp32);
+  TilePool sums = kernel.sbuf_pool("sum_sq", 2, P, 1, Dtype::fp32);
+  TilePool inv_rms = kernel.sbuf_pool("inv_rms", depth + 1, P, 1, Dtype::fp32);
   TilePool xT_tiles = kernel.sbuf_pool("xT", depth, P, k_tiles * P, D);
   TilePool transpose_banks = kernel.psum_pool("xT_psum", 2, P, kNormMatmulBank);
   TilePool out_psum = kernel.psum_pool("out_psum", 2, P, step_n);
   TilePool out_rows = kernel.sbuf_pool("out_rows", 2, P, shape.N, D);
 
-  struct Staged {
-    Tensor xT, inv;
-  };
-  std::vector<Staged> staged;
+  // By row tile: x (+ z) after prepare, its 1/rms, its transpose.
+  std::vector<Tensor> rows_of(std::size_t(tile_count(shape.M, P))), inv_of(rows_of.size()),
+      xT_of(rows_of.size());
+  bool w_loaded = false;
   int step_count = 0;
-  auto stage = [&](const TileSpan& m) {
+  RowTilePhases phases;
+  phases.prepare = [&](const TileSpan& m) {
     const Tensor xt = x_rows.next().row_range(0, m.size);
     kernel.dma_copy(xt, x.row_range(m.begin, m.end()));
     if (form.residual) {
@@ -248,25 +277,30 @@ void norm_matmul_fused(Kernel& kernel, const NormMatmulShape& shape, const NormB
     kernel.activation(squares.next().row_range(0, m.size), xt, ActivationFunction::square, 0.0f, 1.0f, &sum);
     const Tensor inv = inv_rms.next().row_range(0, m.size);
     kernel.activation(inv, sum, ActivationFunction::rsqrt, form.epsilon, 1.0f / float(shape.K));
-    const Tensor xT = xT_tiles.next();
-    transpose_row_tile(kernel, xT, xt, m.size, 0, shape.K, transpose_banks, p.transpose_engine == 1);
-    staged.push_back({xT, inv});
+    rows_of[std::size_t(m.index)] = xt;
+    inv_of[std::size_t(m.index)] = inv;
   };
-  std::size_t finished = 0;
-  auto finish = [&](const TileSpan& m) {
-    const Staged s = staged[finished++];
+  phases.transpose = [&](const TileSpan& m) {
+    xT_of[std::size_t(m.index)] = xT_tiles.next();
+    transpose_row_tile(kernel, xT_of[std::size_t(m.index)], rows_of[std::size_t(m.index)], m.size, 0, shape.K,
+                       transpose_banks, p.transpose_engine == 1);
+  };
+  phases.steps = [&](const TileSpan& m) {
+    if (!w_loaded) load_w();
+    w_loaded = true;
     const Tensor ot = out_rows.next().row_range(0, m.size);
     for (TileSpan step : tiles(shape.N, step_n)) {
       const Tensor ps = out_psum.next().slice(0, m.size, 0, step.size);
-      row_tile_matmuls(kernel, ps, s.xT, w_resident, m.size, shape.K, shape.N, step);
+      row_tile_matmuls(kernel, ps, xT_of[std::size_t(m.index)], w_resident, m.size, shape.K, shape.N, step);
       const bool on_scalar = p.drain_engine == 1 || (p.drain_engine == 2 && step_count % 2 == 1);
       ++step_count;
-      kernel.tensor_scalar(ot.col_range(step.begin, step.end()), ps, AluOp::multiply, s.inv, AluOp::bypass,
-                           0.0f, on_scalar ? Engine::scalar : Engine::vector);
+      kernel.tensor_scalar(ot.col_range(step.begin, step.end()), ps, AluOp::multiply,
+                           inv_of[std::size_t(m.index)], AluOp::bypass, 0.0f,
+                           on_scalar ? Engine::scalar : Engine::vector);
     }
     kernel.dma_copy(out.row_range(m.begin, m.end()), ot);
   };
-  pipelined_row_tiles(shape.M, P, depth - 1, stage, finish);
+  pipelined_row_tiles(shape.M, P, depth - 1, phases);
 }
 
 }  // namespace detail
@@ -500,23 +534,24 @@ void matmul_add_rmsnorm_fused(Kernel& kernel, const NormMatmulShape& shape,
   broadcast_to_partitions(kernel, g_bcast, g);
   TilePool w_pool = kernel.sbuf_pool("w_resident", 1, P, k_tiles * shape.N, D);
   const Tensor w_resident = w_pool.next();
-  load_resident_rhs(kernel, w, w_resident);
 
   const int chunk = kNormMatmulBank / P * P;  // x columns per load: one PSUM bank of transposes
+  const int banks = tile_count(shape.N, kNormMatmulBank);
   TilePool x_chunks = kernel.sbuf_pool("x_chunk", 2, P, chunk, D);
   TilePool xT_tiles = kernel.sbuf_pool("xT", depth, P, k_tiles * P, D);
-  TilePool y_rows = kernel.sbuf_pool("y_rows", depth, P, shape.N, D);         // z, then y, then the output
-  TilePool squares = kernel.sbuf_pool("squares", 1, P, step_n, Dtype::fp32);  // discarded: the sums count
-  TilePool sums = kernel.sbuf_pool("sum_sq", depth, P, steps, Dtype::fp32);
-  TilePool columns = kernel.sbuf_pool("row_stats", 2 * depth, P, 1, Dtype::fp32);
+  // z's row, then y, then the output: from the transpose phase to finalize.
+  TilePool y_rows = kernel.sbuf_pool("y_rows", depth + 1, P, shape.N, D);
+  TilePool squares = kernel.sbuf_pool("squares", 1, P, kNormMatmulBank, Dtype::fp32);  // discarded
+  TilePool sums = kernel.sbuf_pool("sum_sq", 2, P, banks, Dtype::fp32);
+  TilePool columns = kernel.sbuf_pool("row_stats", 2, P, 2, Dtype::fp32);
   TilePool transpose_banks = kernel.psum_pool("xT_psum", 2, P, kNormMatmulBank);
   TilePool out_psum = kernel.psum_pool("out_psum", 2, P, step_n);
 
-  struct Staged {
-    Tensor xT, y;
-  };
-  std::vector<Staged> staged;
-  auto stage = [&](const TileSpan& m) {
+  // By row tile: its transpose, its row (z + x . w), its sums of squares by bank.
+  std::vector<Tensor> xT_of(std::size_t(tile_count(shape.M, P))), y_of(xT_of.size()), sums_of(xT_of.size());
+  bool w_loaded = false;
+  RowTilePhases phases;
+  phases.transpose = [&](const TileSpan& m) {
     const Tensor xT = xT_tiles.next();
     for (TileSpan c : tiles(shape.K, chunk)) {
       const Tensor xc = x_chunks.next().slice(0, m.size, 0, c.size);
@@ -525,38 +560,50 @@ void matmul_add_rmsnorm_fused(Kernel& kernel, const NormMatmulShape& shape,
     }
     const Tensor y = y_rows.next().row_range(0, m.size);
     kernel.dma_copy(y, z.row_range(m.begin, m.end()));
-    staged.push_back({xT, y});
+    xT_of[std::size_t(m.index)] = xT;
+    y_of[std::size_t(m.index)] = y;
   };
-  std::size_t finished = 0;
-  auto finish = [&](const TileSpan& m) {
-    const Staged s = staged[finished++];
-    const Tensor row_sums = sums.next().slice(0, m.size, 0, steps);
+  phases.steps = [&](const TileSpan& m) {
+    // w is loaded before the first matmuls, behind the first row tiles' loads.
+    if (!w_loaded) load_resident_rhs(kernel, w, w_resident);
+    w_loaded = true;
+    const Tensor row = y_of[std::size_t(m.index)];
+    const Tensor row_sums = sums.next().slice(0, m.size, 0, banks);
     for (TileSpan step : tiles(shape.N, step_n)) {
       const Tensor ps = out_psum.next().slice(0, m.size, 0, step.size);
-      row_tile_matmuls(kernel, ps, s.xT, w_resident, m.size, shape.K, shape.N, step);
-      const Tensor y = s.y.col_range(step.begin, step.end());
+      row_tile_matmuls(kernel, ps, xT_of[std::size_t(m.index)], w_resident, m.size, shape.K, shape.N, step);
+      const Tensor y = row.col_range(step.begin, step.end());
       kernel.tensor_tensor(y, ps, y, AluOp::add);
-      const Tensor sum = row_sums.col_range(step.index, step.index + 1);
-      kernel.activation(squares.next().slice(0, m.size, 0, step.size), y, ActivationFunction::square, 0.0f,
-                        1.0f, &sum);
+      for (TileSpan bank : tiles(step, kNormMatmulBank)) {
+        const int b = bank.begin / kNormMatmulBank;
+        const Tensor sum = row_sums.col_range(b, b + 1);
+        kernel.activation(squares.next().slice(0, m.size, 0, bank.size),
+                          row.col_range(bank.begin, bank.end()), ActivationFunction::square, 0.0f, 1.0f,
+                          &sum);
+      }
     }
-    Tensor total = row_sums.col_range(0, 1);
-    if (steps > 1) {
-      total = columns.next().row_range(0, m.size);
-      kernel.tensor_reduce(total, row_sums, AluOp::add);
+    sums_of[std::size_t(m.index)] = row_sums;
+  };
+  phases.finalize = [&](const TileSpan& m) {
+    const Tensor row = y_of[std::size_t(m.index)];
+    const Tensor stats = columns.next().row_range(0, m.size);
+    Tensor total = sums_of[std::size_t(m.index)].col_range(0, 1);
+    if (banks > 1) {
+      total = stats.col_range(0, 1);
+      kernel.tensor_reduce(total, sums_of[std::size_t(m.index)], AluOp::add);
     }
-    const Tensor inv = columns.next().row_range(0, m.size);
+    const Tensor inv = stats.col_range(1, 2);
     kernel.activation(inv, total, ActivationFunction::rsqrt, kNormMatmulEpsilon, 1.0f / float(shape.N));
     if (p.scale_engine == 1) {
-      kernel.tensor_scalar(s.y, s.y, AluOp::multiply, inv, AluOp::bypass, 0.0f, Engine::scalar);
-      kernel.tensor_tensor(s.y, s.y, g_bcast.row_range(0, m.size), AluOp::multiply, Engine::gpsimd);
+      kernel.tensor_scalar(row, row, AluOp::multiply, inv, AluOp::bypass, 0.0f, Engine::scalar);
+      kernel.tensor_tensor(row, row, g_bcast.row_range(0, m.size), AluOp::multiply, Engine::gpsimd);
     } else {
-      kernel.scalar_tensor_tensor(s.y, s.y, AluOp::multiply, inv, AluOp::multiply,
+      kernel.scalar_tensor_tensor(row, row, AluOp::multiply, inv, AluOp::multiply,
                                   g_bcast.row_range(0, m.size));
     }
-    kernel.dma_copy(out.row_range(m.begin, m.end()), s.y);
+    kernel.dma_copy(out.row_range(m.begin, m.end()), row);
   };
-  pipelined_row_tiles(shape.M, P, depth - 1, stage, finish);
+  pipelined_row_tiles(shape.M, P, depth - 1, phases);
 }
 
 }  // namespace autotune::kernels
