@@ -32,6 +32,7 @@
 
 #include "kernels/api/kernel.hpp"
 #include "kernels/api/tiling.hpp"
+#include "kernels/families/gemm.hpp"
 #include "kernels/families/rmsnorm.hpp"
 
 namespace autotune::kernels {
@@ -150,19 +151,17 @@ inline void transpose_row_tile(Kernel& kernel, const Tensor& xT, const Tensor& r
   }
 }
 
-// The matmuls of one step of output columns for a row tile: psum[:, j] +=
-// xT[k]^T . w[k][:, step + j] over the K tiles, one matmul per bank. The
-// banks of a step share each stationary xT tile.
+// The matmuls of one step of output columns for a row tile: psum (+)= xT[k]^T
+// . w[k][:, step] over the K tiles, one matmul per bank (gemm's matmul_step),
+// the banks of a step sharing each stationary xT tile.
 inline void row_tile_matmuls(Kernel& kernel, const Tensor& psum, const Tensor& xT, const Tensor& w_resident,
                              int rows, int K, int N, const TileSpan& step) {
   const int P = kernel.limits().partitions;
-  for (TileSpan k : tiles(K, P))
-    for (TileSpan j : tiles(step.size, kNormMatmulBank)) {
-      const int wcol = k.index * N + step.begin + j.begin;
-      kernel.matmul(psum.col_range(j.begin, j.end()),
-                    xT.slice(0, k.size, k.index * rows, (k.index + 1) * rows),
-                    w_resident.slice(0, k.size, wcol, wcol + j.size), k.index > 0);
-    }
+  for (TileSpan k : tiles(K, P)) {
+    const int wcol = k.index * N + step.begin;
+    matmul_step(kernel, psum, xT.slice(0, k.size, k.index * rows, (k.index + 1) * rows),
+                w_resident.slice(0, k.size, wcol, wcol + step.size), kNormMatmulBank, k.index > 0);
+  }
 }
 
 // The phases of a row tile in the fused variants, issued in software-pipelined
