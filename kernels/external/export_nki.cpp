@@ -25,7 +25,8 @@ const std::map<std::string, std::string>& nki_templates() {
 struct NkiRecipe {
   std::vector<std::string> templates;
   std::vector<std::pair<std::string, std::string>> constants;  // name, Python literal
-  bool has_legacy = true;  // the legacy (neuronxcc.nki) templates compute it too
+  bool has_legacy = true;        // the legacy (neuronxcc.nki) templates compute it too
+  std::string no_legacy_reason;  // why not, when has_legacy is false
 };
 
 std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant, const Shape& shape,
@@ -54,10 +55,27 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
     if (variant == "naive")
       recipe.constants.emplace_back("SBUF_BYTES_PER_PARTITION", std::to_string(sbuf_bytes_per_partition));
     recipe.has_legacy = causal;
+    recipe.no_legacy_reason = "the legacy attention templates are causal only";
+    return recipe;
+  }
+  // RMSNorm with a matmul (NKIBench), written for the current NKI only.
+  if (family == "rmsnorm_matmul" || family == "add_rmsnorm_matmul" || family == "matmul_add_rmsnorm") {
+    if (variant != "naive" && variant != "fused") return std::nullopt;
+    NkiRecipe recipe{{},
+                     {{"NORM_EPSILON", family == "rmsnorm_matmul" ? "0.0" : "1e-05"}},
+                     false,
+                     "its templates are written for NKI 0.6 only"};
+    if (variant == "naive")
+      recipe.templates = {"rmsnorm_common", family + "_naive"};
+    else if (family == "matmul_add_rmsnorm")
+      recipe.templates = {"rmsnorm_common", "norm_matmul_common", "matmul_add_rmsnorm_fused"};
+    else
+      recipe.templates = {"norm_matmul_common", "norm_matmul_fused", family + "_fused"};
     return recipe;
   }
   if (key == "swiglu/naive" || key == "swiglu/fused" || key == "lora/naive" || key == "lora/fused")
-    return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false};
+    return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false,
+                     "its templates are written for NKI 0.6 only"};
   return std::nullopt;
 }
 
@@ -176,11 +194,8 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
                     "; `autotune export` without --nki writes it as C++");
   }
   if (legacy && !recipe->has_legacy)
-    throw UserError("kernel '" + family.name + "' has no legacy NKI template" +
-                    (family.name == "attention_full"
-                         ? std::string(" (the legacy attention templates are causal only)")
-                         : "") +
-                    "; export it for NKI 0.6, the default --nki-version");
+    throw UserError("kernel '" + family.name + "' has no legacy NKI template (" + recipe->no_legacy_reason +
+                    "); export it for NKI 0.6, the default --nki-version");
   if (!legacy && sim::dtype_bytes(dtype) != 2 && transposes_by_dma(family.name, variant.name, params))
     throw UserError("trial of '" + family.name + "/" + variant.name + "' transposes " +
                     std::string(sim::dtype_name(dtype)) +

@@ -69,6 +69,17 @@ CASES = [
      {"kv_tile": 512, "q_grps_per_load": 2, "pipeline_depth": 3}),
     ("attention", "cte", "{seq: 1100, q_heads: 2, kv_heads: 2, head_dim: 128}", "bf16",
      {"kv_tile": 1024, "q_grps_per_load": 4}),
+    # RMSNorm with a matmul: K over two PSUM banks of transposes with a ragged tile, ragged M and N, staging ahead.
+    ("rmsnorm_matmul", "fused", "{M: 300, N: 1100, K: 600}", "fp32",
+     {"pipeline_depth": 3, "unroll_factor": 2, "transpose_engine": 1, "drain_engine": 2}),
+    ("add_rmsnorm_matmul", "fused", "{M: 200, N: 700, K: 300}", "fp32",
+     {"pipeline_depth": 2, "unroll_factor": 1, "drain_engine": 1}),
+    ("matmul_add_rmsnorm", "fused", "{M: 300, N: 1100, K: 600}", "fp32",
+     {"pipeline_depth": 2, "unroll_factor": 3, "transpose_engine": 1, "scale_engine": 1}),
+    ("matmul_add_rmsnorm", "fused", "{M: 200, N: 300, K: 200}", "fp32", {"pipeline_depth": 1, "unroll_factor": 1}),
+    ("rmsnorm_matmul", "naive", "{M: 1300, N: 1100, K: 700}", "fp32", {}),
+    ("add_rmsnorm_matmul", "naive", "{M: 300, N: 700, K: 300}", "fp32", {}),
+    ("matmul_add_rmsnorm", "naive", "{M: 300, N: 700, K: 300}", "fp32", {}),
     # Without the mask: the same templates with CAUSAL False, every key tile.
     ("attention_full", "naive", "{seq: 300, q_heads: 4, kv_heads: 2, head_dim: 64}", "fp32", {}),
     ("attention_full", "flash", "{seq: 700, q_heads: 4, kv_heads: 1, head_dim: 64}", "fp32",
@@ -109,6 +120,12 @@ def inputs_for(family, s, rng):
     if family == "rope":
         return [rand(s["seq"], s["heads"] * s["head_dim"]), rand(s["seq"], s["head_dim"] // 2),
                 rand(s["seq"], s["head_dim"] // 2)]
+    if family == "rmsnorm_matmul":
+        return [rand(s["M"], s["K"]), rand(s["K"], s["N"])]
+    if family == "add_rmsnorm_matmul":
+        return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["M"], s["K"]), rand(1, s["K"], 0.5, 1.5)]
+    if family == "matmul_add_rmsnorm":
+        return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["M"], s["N"]), rand(1, s["N"], 0.5, 1.5)]
     if family in ("attention", "attention_full"):
         d = s["head_dim"]
         return [rand(s["q_heads"] * d, s["seq"]), rand(s["kv_heads"] * d, s["seq"]),
@@ -145,6 +162,14 @@ def reference(family, s, args):
             out[:, h * 2 * half:h * 2 * half + half] = x1 * x[1] - x2 * x[2]
             out[:, h * 2 * half + half:(h + 1) * 2 * half] = x2 * x[1] + x1 * x[2]
         return out
+    if family == "rmsnorm_matmul":
+        return x[0] / np.sqrt(np.mean(x[0] ** 2, axis=1, keepdims=True)) @ x[1]
+    if family == "add_rmsnorm_matmul":
+        a = x[0] + x[2]
+        return (a / np.sqrt(np.mean(a ** 2, axis=1, keepdims=True) + 1e-5) * x[3]) @ x[1]
+    if family == "matmul_add_rmsnorm":
+        y = x[0] @ x[1] + x[2]
+        return y / np.sqrt(np.mean(y ** 2, axis=1, keepdims=True) + 1e-5) * x[3]
     if family in ("attention", "attention_full"):
         seq, d, group = s["seq"], s["head_dim"], s["q_heads"] // s["kv_heads"]
         out = np.empty((s["q_heads"] * seq, d))

@@ -95,6 +95,43 @@ TEST_CASE("bmm_softmax matches the reference: ragged batches, M and N, K over se
         seed++);
 }
 
+TEST_CASE("rmsnorm_matmul and add_rmsnorm_matmul match the reference: ragged M, N and K, K over two banks") {
+  std::uint64_t seed = 1000;
+  for (const char* family : {"rmsnorm_matmul", "add_rmsnorm_matmul"}) {
+    check({family, "naive", {{"M", 300}, {"N", 1300}, {"K", 200}}, sim::Dtype::fp32, {}}, seed++);
+    check({family, "naive", {{"M", 130}, {"N", 600}, {"K", 640}}, sim::Dtype::bf16, {}, "trn1"}, seed++);
+    for (std::int64_t e : {0, 1, 2})
+      check({family,
+             "fused",
+             {{"M", 200 + 150 * e}, {"N", 700 + 300 * e}, {"K", e == 1 ? 300 : 600}},
+             e == 2 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+             {{"pipeline_depth", 1 + e},
+              {"unroll_factor", 1 + e},
+              {"transpose_engine", e % 2},
+              {"drain_engine", e}},
+             e == 1 ? "trn1" : "trn2"},
+            seed++);
+  }
+}
+
+TEST_CASE("matmul_add_rmsnorm matches the reference: ragged M, N and K, K over several chunks") {
+  std::uint64_t seed = 1100;
+  check({"matmul_add_rmsnorm", "naive", {{"M", 300}, {"N", 1300}, {"K", 200}}, sim::Dtype::fp32, {}}, seed++);
+  check({"matmul_add_rmsnorm", "naive", {{"M", 130}, {"N", 600}, {"K", 300}}, sim::Dtype::bf16, {}, "trn1"},
+        seed++);
+  for (std::int64_t e : {0, 1, 2})
+    check({"matmul_add_rmsnorm",
+           "fused",
+           {{"M", 200 + 150 * e}, {"N", 700 + 300 * e}, {"K", e == 1 ? 300 : 600}},
+           e == 2 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+           {{"pipeline_depth", 1 + e},
+            {"unroll_factor", 1 + e},
+            {"transpose_engine", e % 2},
+            {"scale_engine", e % 2}},
+           e == 1 ? "trn1" : "trn2"},
+          seed++);
+}
+
 TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels on both targets") {
   for (const char* t : {"trn1", "trn2"}) {
     EvaluateOptions options;
@@ -112,6 +149,8 @@ TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels 
     CHECK(latency("bmm_softmax", "fused", {}) < latency("bmm_softmax", "naive", {}));
     CHECK(latency("swiglu", "fused", {}) < latency("swiglu", "naive", {}));
     CHECK(latency("lora", "fused", {}) < latency("lora", "naive", {}));
+    for (const char* family : {"rmsnorm_matmul", "add_rmsnorm_matmul", "matmul_add_rmsnorm"})
+      CHECK(latency(family, "fused", {}) < latency(family, "naive", {}));
   }
 }
 
