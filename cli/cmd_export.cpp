@@ -10,7 +10,10 @@
 //
 // With --nki, writes the trial's kernel as an NKI kernel in Python for the
 // Neuron SDK (kernels/external/export_nki.hpp), for NKI 0.6 or with
-// --nki-version legacy for the neuronxcc.nki namespace. Otherwise writes a
+// --nki-version legacy for the neuronxcc.nki namespace. With --cachefile,
+// writes every trial of the run as a Kernel Tuner cachefile (below), the
+// space a sweep measured replayed offline by `autotune search-bench` or a
+// replay target. Otherwise writes a
 // standalone C++ source for one trial (default: the run's best
 // verified trial): the variant's template instantiated with the trial's
 // parameters, declared as a user kernel, with a header comment naming the
@@ -27,11 +30,15 @@
 #include "cli/kernel_flags.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/outcome.hpp"
+#include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/external/export_nki.hpp"
 #include "kernels/external/export_source.hpp"
 #include "report/stored_kernel.hpp"
+#include "sim/program.hpp"
 #include "sim/target.hpp"
+#include "store/store.hpp"
 
 namespace autotune::cli {
 namespace {
@@ -45,6 +52,7 @@ struct ExportOptions {
   std::string output;
   bool nki = false;
   std::string nki_version = "0.6";
+  bool cachefile = false;
 };
 
 // SBUF bytes per partition of the run's simulated target; trn1's when the
@@ -95,7 +103,102 @@ int export_configuration(const ExportOptions& o) {
   return write_export(o, source, family.name + " / " + variant.name + ", the parameters given");
 }
 
+// A parameter value as Kernel Tuner writes it into a cache key (Python's str()).
+std::string key_text(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_number_float()) {
+    std::string text = value.dump();
+    if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+    return text;
+  }
+  return value.dump();
+}
+
+// Every trial of the run as a Kernel Tuner cachefile: tune_params are the
+// variant's declared domains in declaration order, a measured trial's record
+// holds its latency in ms as "time" (the cachefile convention), and a trial
+// that did not run correctly holds "RuntimeFailedConfig" (did not fit the
+// target: "CompilationFailedConfig"), so it costs an evaluation in a replay.
+// Configurations the constraints rule out were never trials and are absent:
+// outside the space. One variant only: a cachefile has one parameter list.
+int export_cachefile(const ExportOptions& o) {
+  if (o.trial) throw UserError("--cachefile exports every trial of a run; give RUN without TRIAL");
+  if (o.nki) throw UserError("--cachefile and --nki are two different exports; give one");
+  auto store = open_store_for_reading(o.db);
+  const auto run = store->run(*o.run);
+  if (!run)
+    throw UserError("no run " + std::to_string(*o.run) + " in " + store->location() +
+                    " (see `autotune runs`)");
+  const auto trials = store->trials(*o.run, std::nullopt, store::Ranking{});
+  if (trials.empty()) throw UserError("run " + std::to_string(run->id) + " has no trials to export");
+  for (const auto& trial : trials)
+    if (trial.variant != trials.front().variant)
+      throw UserError("run " + std::to_string(run->id) + " measured variants " + trials.front().variant +
+                      " and " + trial.variant +
+                      "; a cachefile holds one variant's parameters: sweep a goal with `variants: [V]`");
+  const report::StoredKernel kernel = report::resolve_stored_kernel(*run, trials.front());
+  const kernels::VariantSpec& variant = *kernel.variant;
+  nlohmann::ordered_json tune_params = nlohmann::ordered_json::object();
+  std::vector<std::string> keys;
+  for (const auto& p : variant.params) {
+    keys.push_back(p.name);
+    tune_params[p.name] = p.values;
+  }
+  if (keys.empty())
+    throw UserError("run " + std::to_string(run->id) + ": variant " + variant.name +
+                    " has no parameters, so its space is one configuration; nothing to replay");
+  nlohmann::json problem_size = nlohmann::json::array();
+  for (const auto& arg : kernel.family->shape_args) problem_size.push_back(kernel.shape.at(arg));
+  nlohmann::ordered_json cache = nlohmann::ordered_json::object();
+  for (const auto& trial : trials) {
+    std::vector<std::string> parts;
+    nlohmann::ordered_json record = nlohmann::ordered_json::object();
+    for (const auto& name : keys) {
+      if (!trial.params.contains(name))
+        throw UserError("run " + std::to_string(run->id) + ", trial " + std::to_string(trial.id) +
+                        ": no value for parameter " + name);
+      parts.push_back(key_text(trial.params.at(name)));
+      record[name] = trial.params.at(name);
+    }
+    const std::string key = join(parts, ",");
+    if (cache.contains(key)) continue;  // a configuration measured again: its first trial stands
+    const auto latency = trial.metric("latency_s");
+    if (is_measured(trial.status) && latency) {
+      record["time"] = *latency * 1e3;
+      nlohmann::json times = nlohmann::json::array();
+      if (trial.repeats.is_array())
+        for (const auto& r : trial.repeats)
+          if (r.is_number()) times.push_back(r.get<double>() * 1e3);
+      record["times"] = times.empty() ? nlohmann::json::array({*latency * 1e3}) : times;
+    } else {
+      record["time"] = trial.status == Outcome::invalid ? "CompilationFailedConfig" : "RuntimeFailedConfig";
+    }
+    cache[key] = record;
+  }
+  const nlohmann::ordered_json document = {
+      {"device_name", kernel.target_name},
+      {"kernel_name", kernel.family->name + "/" + variant.name},
+      {"problem_size", problem_size},
+      {"dtype", std::string(sim::dtype_name(kernel.dtype))},
+      {"simulator_version", run->simulator_version},
+      {"source", "autotune run " + std::to_string(run->id) + " (goal " + run->goal_name + ")"},
+      {"tune_params_keys", keys},
+      {"tune_params", tune_params},
+      {"objective", "time"},
+      {"cache", cache}};
+  return write_export(o, document.dump(1) + "\n",
+                      std::to_string(cache.size()) + " configurations of " + kernel.family->name + " / " +
+                          variant.name + " from run " + std::to_string(run->id) +
+                          " as a Kernel Tuner cachefile");
+}
+
 int run_export(const ExportOptions& o) {
+  if (o.cachefile) {
+    if (!o.run) throw UserError("--cachefile exports a run's trials: give RUN (see `autotune runs`)");
+    if (!o.kernel.empty()) throw UserError("--cachefile exports a stored run; it does not take --kernel");
+    return export_cachefile(o);
+  }
   if (!o.nki && o.nki_version != "0.6") throw UserError("--nki-version is for --nki exports");
   if (o.nki) kernels::external::parse_nki_version(o.nki_version);  // refused before any work
   const bool given = !o.kernel.empty();
@@ -175,6 +278,9 @@ const CommandRegistration registration{
           "--nki-version", o->nki_version,
           "NKI to write for: 0.6 (default; NKI 0.6 in Neuron SDK 2.32, `import nki`) or legacy "
           "(the neuronxcc.nki namespace of SDKs before 2.27)");
+      command.add_flag("--cachefile", o->cachefile,
+                       "Write every trial of RUN (a sweep's space) as a Kernel Tuner cachefile: "
+                       "`autotune search-bench` and replay targets take it");
       command.add_option(
           "--kernel", o->kernel,
           "Export a configuration that is no stored trial: kernel family (see `autotune kernels`)");

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Scores a search strategy on one split of the recorded tuning spaces (bench/spaces/splits.json).
+
+    bench/search_protocol.py --split test [--data DIR] [--strategy bayes] [--options JSON] [--repeats 10]
+                             [--random] [--out DIR] [--splits FILE]
+
+The splits: `development` (defaults and changes are chosen on it), `validation` (candidate changes are
+checked on it before they are kept) and `test` (scored once per change of the defaults; nothing is
+chosen on it). DIR (default build/spaces) holds the spaces as bench/spaces/gather.py writes them,
+DIR/<name>.json; a space of the split that is missing is an error naming the command that builds it.
+
+Each space is run REPEATS times (seeds 1..REPEATS) for its budget B(0.95) capped at 300 through
+`autotune search-bench --budget auto` and scored (../shared/data/tuning/README.md: 0 is random search's
+expected best, 1 the optimum at every budget). Printed: per space its score and the score's bootstrap
+standard error over the repeats; then the mean over the split's spaces, the worst space, and the
+number of spaces below random search by more than two standard errors (score < -2 se: random search
+scores 0 in expectation by the score's definition). With --random, random search is run and scored
+the same way beside it, and a space also counts as below it when the difference of the two scores is
+below minus two standard errors of the difference.
+
+Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
+and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def fail(message):
+    sys.exit(f"search_protocol: {message}")
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip()}")
+
+
+def scored(args, files, strategy, options):
+    """{space: score entry} for `strategy` with `options` on `files`, from OUT when already there."""
+    tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
+    stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
+    traces, scores = stem + ".traces.json", stem + ".scores.json"
+    if not os.path.exists(traces):
+        print(f"running {strategy} {json.dumps(options)} on {len(files)} spaces, {args.repeats} repeats",
+              file=sys.stderr)
+        run([args.autotune, "search-bench", *files, "--strategy", strategy, "--budget", "auto", "--repeats",
+             str(args.repeats), "--options", json.dumps(options), "--json", traces + ".part"])
+        os.replace(traces + ".part", traces)
+    if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
+        run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
+    with open(scores) as f:
+        return json.load(f)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", required=True)
+    parser.add_argument("--splits", default=os.path.join(HERE, "spaces", "splits.json"))
+    parser.add_argument("--data", default=os.path.join(ROOT, "build", "spaces"))
+    parser.add_argument("--strategy", default="bayes")
+    parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--random", action="store_true", help="also run random search and compare")
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "search-protocol"))
+    parser.add_argument("--json", help="write the summary and per-space scores here")
+    parser.add_argument("--autotune", default=os.environ.get("AUTOTUNE_BIN", os.path.join(ROOT, "build", "autotune")))
+    args = parser.parse_args()
+    if args.repeats < 2:
+        fail("--repeats must be at least 2 (the standard error needs two)")
+    try:
+        options = json.loads(args.options)
+    except json.JSONDecodeError as e:
+        fail(f"--options: not JSON ({e})")
+    if not isinstance(options, dict):
+        fail('--options: expected a JSON object, e.g. {"initial": 6}')
+    try:
+        with open(args.splits) as f:
+            splits = json.load(f)["splits"]
+    except (OSError, json.JSONDecodeError, KeyError) as e:
+        fail(f"{args.splits}: cannot read the splits ({e})")
+    if args.split not in splits:
+        fail(f"--split {args.split}: unknown (accepted: {', '.join(splits)})")
+    names = [space["name"] for space in splits[args.split]]
+    files = [os.path.join(args.data, name + ".json") for name in names]
+    missing = [name for name, path in zip(names, files) if not os.path.exists(path)]
+    if missing:
+        fail(f"{len(missing)} spaces of split {args.split} are not in {args.data} ({', '.join(missing[:3])}"
+             f"{', ...' if len(missing) > 3 else ''}); build them with: python3 bench/spaces/gather.py {args.data}")
+    os.makedirs(args.out, exist_ok=True)
+
+    # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
+    main_scores = scored(args, files, args.strategy, options)
+    random_scores = scored(args, files, "random", {}) if args.random else None
+
+    rows = []
+    for name in names:
+        entry = main_scores[name]
+        row = {"space": name, "score": entry["score"], "se": entry["bootstrap_se"],
+               "budget": entry["high_budget"]}
+        row["below_random"] = row["score"] < -2 * row["se"]
+        if random_scores is not None:
+            r = random_scores[name]
+            row["random"] = r["score"]
+            row["random_se"] = r["bootstrap_se"]
+            difference_se = math.hypot(row["se"], r["bootstrap_se"])
+            row["below_measured_random"] = row["score"] - r["score"] < -2 * difference_se
+        rows.append(row)
+
+    header = f"{'space':<38}{'budget':>7}{args.strategy:>10}{'se':>8}"
+    if random_scores is not None:
+        header += f"{'random':>9}{'se':>8}"
+    print(header)
+    for row in rows:
+        line = f"{row['space']:<38}{row['budget']:>7}{row['score']:>10.3f}{row['se']:>8.3f}"
+        if random_scores is not None:
+            line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
+        if row["below_random"] or row.get("below_measured_random"):
+            line += "  below random"
+        print(line)
+    worst = min(rows, key=lambda r: r["score"])
+    summary = {
+        "split": args.split,
+        "strategy": args.strategy,
+        "options": options,
+        "repeats": args.repeats,
+        "spaces": len(rows),
+        "mean": statistics.mean(r["score"] for r in rows),
+        "worst": {"space": worst["space"], "score": worst["score"]},
+        "below_random": sum(r["below_random"] for r in rows),
+    }
+    print(f"\n{args.split}: {len(rows)} spaces, {args.strategy} {json.dumps(options)}, {args.repeats} repeats")
+    print(f"mean score {summary['mean']:.3f}; worst {worst['space']} {worst['score']:.3f}; "
+          f"{summary['below_random']} below random search by more than two standard errors")
+    if random_scores is not None:
+        summary["random_mean"] = statistics.mean(r["random"] for r in rows)
+        summary["below_measured_random"] = sum(r["below_measured_random"] for r in rows)
+        print(f"random search (measured): mean {summary['random_mean']:.3f}; {args.strategy} below it by more "
+              f"than two standard errors of the difference on {summary['below_measured_random']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": summary, "spaces": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The evaluation protocol on recorded spaces: bench/spaces/gather.py builds a split's spaces from where
+they come from and refuses one whose checksum differs from the split file's; bench/search_protocol.py
+scores a strategy on a split and reports the mean, the worst space and the spaces below random search
+by more than two standard errors, from the scores search-bench writes. Runs on a tiny split of two of
+the simulator's committed spaces, so it needs no network."""
+import json
+import os
+import subprocess
+import sys
+
+from loop_support import BIN, SOURCE, check, tempdir
+
+SPACES = os.path.join(SOURCE, "bench", "spaces")
+SMALL = ["simulated/transpose_pe_trn2", "simulated/exp_tiled_trn2"]
+
+
+def one_line(proc, *needles):
+    """A refusal: a non-zero exit and one line on stderr holding every needle."""
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode != 0, f"refused: {proc.stderr}")
+    check(len(lines) == 1, f"one line expected: {proc.stderr!r}")
+    for needle in needles:
+        check(needle in lines[0], f"{needle!r} not in {lines[0]!r}")
+
+
+def tiny_split(tmp):
+    with open(os.path.join(SPACES, "splits.json")) as f:
+        splits = json.load(f)
+    every = {s["name"]: s for spaces in splits["splits"].values() for s in spaces}
+    tiny = {"splits": {"tiny": [every[name] for name in SMALL]}}
+    path = os.path.join(tmp, "splits.json")
+    with open(path, "w") as f:
+        json.dump(tiny, f)
+    return path, tiny
+
+
+def gather(tmp, splits_path, tiny):
+    data = os.path.join(tmp, "data")
+    built = subprocess.run([sys.executable, os.path.join(SPACES, "gather.py"), data, "--splits", splits_path],
+                           capture_output=True, text=True, timeout=120)
+    check(built.returncode == 0, f"gather: {built.stderr}")
+    for name in SMALL:
+        with open(os.path.join(data, name + ".json")) as f:
+            document = json.load(f)
+        check("tune_params_keys" in document and len(document["cache"]) > 100, f"{name}: a cachefile")
+    # A space whose checksum is not the recorded one is refused in one line.
+    tampered = json.loads(json.dumps(tiny))
+    tampered["splits"]["tiny"][0]["sha256"] = "0" * 64
+    bad = os.path.join(tmp, "tampered.json")
+    with open(bad, "w") as f:
+        json.dump(tampered, f)
+    refused = subprocess.run([sys.executable, os.path.join(SPACES, "gather.py"), os.path.join(tmp, "other"),
+                              "--splits", bad], capture_output=True, text=True, timeout=120)
+    check(refused.returncode != 0, "a changed space is refused")
+    one_line(refused, SMALL[0], "SHA-256")
+    return data
+
+
+def protocol(tmp, splits_path, data):
+    out, summary_path = os.path.join(tmp, "out"), os.path.join(tmp, "summary.json")
+    command = [sys.executable, os.path.join(SOURCE, "bench", "search_protocol.py"), "--split", "tiny", "--splits",
+               splits_path, "--data", data, "--strategy", "grid", "--repeats", "3", "--random", "--out", out,
+               "--autotune", BIN, "--json", summary_path]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    check(ran.returncode == 0, f"search_protocol: {ran.stderr[-500:]}")
+    result = json.load(open(summary_path))
+    rows, summary = result["spaces"], result["summary"]
+    check([r["space"] for r in rows] == SMALL, f"one row per space of the split: {rows}")
+    # The figures are those of search-bench's scores: the grid's traces scored again here.
+    scores_files = [n for n in os.listdir(out) if n.startswith("tiny-grid-") and n.endswith(".scores.json")]
+    check(len(scores_files) == 1, f"the grid's scores are kept: {os.listdir(out)}")
+    scores = json.load(open(os.path.join(out, scores_files[0])))
+    for r in rows:
+        check(abs(r["score"] - scores[r["space"]]["score"]) < 1e-12, f"{r['space']}: the score search-bench wrote")
+        check(r["below_random"] == (r["score"] < -2 * scores[r["space"]]["bootstrap_se"]),
+              f"{r['space']}: below random when more than two standard errors under 0: {r}")
+    mean = sum(r["score"] for r in rows) / len(rows)
+    check(abs(summary["mean"] - mean) < 1e-12, f"the mean over the split: {summary}")
+    worst = min(rows, key=lambda r: r["score"])
+    check(summary["worst"]["space"] == worst["space"], f"the worst space: {summary}")
+    check(summary["below_random"] == sum(r["below_random"] for r in rows), f"the count below random: {summary}")
+    check(f"mean score {mean:.3f}" in ran.stdout and worst["space"] in ran.stdout.splitlines()[-2],
+          f"the summary printed:\n{ran.stdout}")
+    # With --random, random search is run and scored beside it.
+    check("random search (measured)" in ran.stdout and all("random" in r for r in rows),
+          f"random search beside it:\n{ran.stdout}")
+    # A second call reuses the traces.
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
+    # Bad input: one line each.
+    unknown = subprocess.run(command[:3] + ["nosuch"] + command[4:], capture_output=True, text=True, timeout=60)
+    check(unknown.returncode != 0, "an unknown split is refused")
+    one_line(unknown, "nosuch", "tiny")
+    missing = subprocess.run(command[:7] + [os.path.join(tmp, "empty")] + command[8:], capture_output=True,
+                             text=True, timeout=60)
+    check(missing.returncode != 0, "a split whose spaces are not built is refused")
+    one_line(missing, "gather.py")
+
+
+def main():
+    with tempdir() as tmp:
+        splits_path, tiny = tiny_split(tmp)
+        data = gather(tmp, splits_path, tiny)
+        protocol(tmp, splits_path, data)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
