@@ -212,7 +212,8 @@ std::vector<ScreenFeedback> SimulatedScreen::learn(
     options.threads = config_.threads;
     try {
       // The most recent trials: where the search is now, at a bounded cost.
-      const std::size_t from = impl_->rows.size() - std::min(impl_->rows.size(), kRefitWindow);
+      const std::size_t last = config_.refit_window == 0 ? impl_->rows.size() : config_.refit_window;
+      const std::size_t from = impl_->rows.size() - std::min(impl_->rows.size(), last);
       const std::vector<kernels::TracedMeasurement> window(impl_->rows.begin() + std::ptrdiff_t(from),
                                                            impl_->rows.end());
       const auto fit = kernels::fit_constants(window, impl_->current, options);
@@ -272,7 +273,7 @@ Json SimulatedScreen::correction_json() const {
   }
   if (config_.correction == "refit") {
     out["refits"] = impl_->refits;
-    out["refit_window"] = kRefitWindow;
+    out["refit_window"] = config_.refit_window;
     out["fitted_constants"] = sim::fitted_values(impl_->current);
     if (!impl_->last_fit.empty()) out["last_fit"] = impl_->last_fit;
   }

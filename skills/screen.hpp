@@ -15,7 +15,7 @@
 //          device trials; a variant without one takes the mean over all;
 //   refit  first the target's fitted constants are refitted (the calibration
 //          fit, kernels/calibration_fit.hpp) on the last kRefitWindow device
-//          trials, once there are three and whenever the trials grew by half
+//          trials (ScreenConfig::refit_window), once there are three and whenever the trials grew by half
 //          since the last fit, each fit starting from the last (so a refit
 //          costs at most about 60 x kRefitWindow simulations, and the refits
 //          grow with the logarithm of the trials); then the ratio over every
@@ -43,6 +43,9 @@
 
 namespace autotune::skills {
 
+// The device trials a refit fits by default: the most recent 16.
+inline constexpr std::size_t kScreenRefitWindow = 16;
+
 struct ScreenConfig {
   std::string target;  // a target name or file (sim::load_target)
   std::string family;  // the kernel family the candidates are variants of
@@ -52,7 +55,11 @@ struct ScreenConfig {
   std::map<std::string, std::int64_t> shape;
   std::string dtype;
   std::string correction = "refit";  // refit | ratio | none
-  unsigned threads = 0;              // simulations in parallel; 0: the machine's cores
+  // Device trials a refit fits, the most recent; 0: every one (a refit's
+  // cost then grows with the run; bench_screened_tuning --refit-cost
+  // measures the difference).
+  std::size_t refit_window = kScreenRefitWindow;
+  unsigned threads = 0;  // simulations in parallel; 0: the machine's cores
 };
 
 struct ScreenPrediction {
@@ -110,7 +117,7 @@ class SimulatedScreen {
   // last kMarginWindow device trials as predicted before they were learnt
   // (out of sample), at least kMinMargin; infinite before any device trial.
   double margin() const;
-  static constexpr std::size_t kRefitWindow = 16;
+  static constexpr std::size_t kRefitWindow = kScreenRefitWindow;
   static constexpr std::size_t kMarginWindow = 8;
   static constexpr double kMinMargin = 0.05;
   // Simulations spent so far: rankings, device trials, fits.

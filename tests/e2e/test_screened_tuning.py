@@ -99,7 +99,7 @@ def main():
         chosen_keys = set()
         ranked = 0
         for d in rankings:
-            bound = d["evidence"]["bound"].get("bound_s")
+            bound = d["evidence"].get("bound", {}).get("bound_s")
             ranked += d["inputs"]["proposals"]
             for r in d["evidence"]["ranking"]:
                 if r["chosen"]:
