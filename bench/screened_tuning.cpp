@@ -335,11 +335,17 @@ int main(int argc, char** argv) {
       std::printf("  %s %s", column.name, text(median(column.to)).c_str());
       if (median(column.simulations) > 0) std::printf(" (%d simulations)", median(column.simulations));
     }
-    const int s = median(columns[0].to), p = median(columns[1].to);
-    char ratio[32] = "n/a";
-    if (s != kNever && p != kNever) std::snprintf(ratio, sizeof ratio, "%.2f", double(s) / p);
-    std::printf("\n%s: screened / unscreened bayes %s; goal <= 1/3: %s\n", goal.name.c_str(), ratio,
-                s != kNever && (p == kNever || 3 * s <= p) ? "met" : "not met");
+    // The goal: within 5% in at most a third of the evaluations unscreened bayes needs.
+    const int p = median(columns[1].to);
+    std::printf("\n");
+    for (std::size_t c : {std::size_t(0), std::size_t(2)}) {
+      if (columns[c].to.empty()) continue;
+      const int s = median(columns[c].to);
+      char ratio[32] = "n/a";
+      if (s != kNever && p != kNever) std::snprintf(ratio, sizeof ratio, "%.2f", double(s) / p);
+      std::printf("%s: %s / bayes unscreened %s; goal <= 1/3: %s\n", goal.name.c_str(), columns[c].name,
+                  ratio, s != kNever && (p == kNever || 3 * s <= p) ? "met" : "not met");
+    }
     std::fflush(stdout);
   }
   return 0;
