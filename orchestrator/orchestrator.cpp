@@ -155,6 +155,7 @@ struct LoopState : OpenedRun {
   // Per variant, its measurements in earlier runs of the kernel (goal's search.transfer).
   std::map<std::string, std::vector<skills::ExplorationRequest::RelatedRun>> related;
   std::set<std::string> measured_variants;
+  std::set<std::string> measured_keys;  // Candidate::key() of every candidate sent to the target
   std::set<std::string> tried_ideas;
   Progress progress;
   int failed_in_a_row = 0;   // ideas that did not improve the best
@@ -433,6 +434,26 @@ class RunLoop {
     policy_state.improvement = current_improvement();
     policy_state.analysis = plan.analysis.result;
     policy_state.ideas = plan.generation.result.ideas;
+    if (screen_ && !policy_state.ideas.empty()) {
+      screen_ideas(policy_state.ideas, iteration);
+      if (policy_state.ideas.empty()) {
+        // The screen, corrected by the device so far, predicts nothing worth a device evaluation.
+        auto& choice = plan.choice;
+        choice.result.stop = true;
+        choice.result.stop_reason =
+            "the screen predicts none of the ideas' candidates within its margin of the best";
+        choice.decision.action = "stop";
+        choice.decision.proposer = "simulator";
+        choice.decision.inputs = {{"iteration", iteration},
+                                  {"evaluations", runner_->counters().evaluations},
+                                  {"ideas", plan.generation.result.ideas.size()}};
+        choice.decision.rationale = choice.result.stop_reason +
+                                    " (see the screen_ideas decision): no device evaluation is worth "
+                                    "spending on them";
+        plan.policy_seq = log_->append(iteration, kOrchestrator, choice.decision);
+        return plan;
+      }
+    }
     policy_state.failed_ideas_in_a_row = state_.failed_in_a_row;
     policy_state.run = state_.record.id;
     policy_state.tried_ideas = state_.tried_ideas;
@@ -451,6 +472,11 @@ class RunLoop {
     skills::ExplorationRequest request;
     request.variant = &variant;
     request.probes = idea.probes;
+    // Screened: the candidates the screen ranked the idea by join its first round.
+    if (auto picks = screen_picks_.find(idea.id); screen_ && picks != screen_picks_.end())
+      for (const auto& pick : picks->second)
+        if (std::find(request.probes.begin(), request.probes.end(), pick) == request.probes.end())
+          request.probes.push_back(pick);
     if (idea.kind != "structural") {
       if (idea.region.empty()) {
         request.region = variant.space;
@@ -683,7 +709,10 @@ class RunLoop {
   std::vector<skills::MeasuredTrial> measure_trials(const std::vector<skills::Candidate>& candidates,
                                                     int iteration, int64_t decision_seq) {
     std::vector<skills::TrialRequest> requests;
-    for (const auto& c : candidates) requests.push_back({c, iteration, decision_seq});
+    for (const auto& c : candidates) {
+      requests.push_back({c, iteration, decision_seq});
+      state_.measured_keys.insert(c.key());
+    }
     const auto started_batch = Clock::now();
     auto batch =
         runner_->measure(requests, [&](const skills::MeasuredTrial&) { report(state_.progress.phase); });
@@ -694,18 +723,50 @@ class RunLoop {
 
   // --- the simulated screen (goal.screen; docs/loop.md "Screened tuning") ---
 
+  // What the screen predicts of the best so far, and the bound beyond which
+  // a prediction is not worth a device evaluation: the best's prediction
+  // times exp(the screen's margin). Infinite before the screen can judge.
+  struct ScreenBound {
+    std::optional<double> best_predicted_s;
+    double margin = INFINITY;
+    double bound_s = INFINITY;
+    Json to_json() const {
+      Json out = Json::object();
+      if (best_predicted_s) out["best_predicted_s"] = *best_predicted_s;
+      if (std::isfinite(margin)) out["margin"] = margin;
+      if (std::isfinite(bound_s)) out["bound_s"] = bound_s;
+      return out;
+    }
+  };
+  ScreenBound screen_bound() {
+    ScreenBound out;
+    out.margin = screen_->margin();
+    if (!state_.best_trial) return out;
+    const auto best = screen_->predict({{state_.best_trial->variant, state_.best_trial->params}}).front();
+    if (!best.valid) return out;
+    out.best_predicted_s = best.predicted_s;
+    if (std::isfinite(out.margin)) out.bound_s = best.predicted_s * std::exp(out.margin);
+    return out;
+  }
+
+  static std::string percent_text(double log_margin) { return percent(std::exp(log_margin) - 1); }
+
   // Ranks one round's proposals on the screen and logs the ranking; the
-  // indices of the ones the device measures.
+  // indices of the ones the device measures: the best `keep` predicted no
+  // worse than the bound (none when every one is).
   std::vector<std::size_t> screen_choice(const std::vector<skills::Candidate>& proposals, std::size_t keep,
                                          int iteration) {
     const auto t0 = Clock::now();
     const long simulations_before = screen_->simulations();
     const auto predictions = screen_->predict(proposals);
-    const auto chosen = skills::SimulatedScreen::choose(predictions, keep);
+    const ScreenBound bound = screen_bound();
+    const auto chosen = skills::SimulatedScreen::choose_within(predictions, keep, bound.bound_s);
     std::vector<bool> is_chosen(proposals.size(), false);
     for (std::size_t i : chosen) is_chosen[i] = true;
     // The proposals ranked as the screen ranked them: the chosen first.
-    std::vector<std::size_t> order = skills::SimulatedScreen::choose(predictions, proposals.size());
+    std::vector<std::size_t> order = chosen;
+    for (std::size_t i : skills::SimulatedScreen::choose(predictions, proposals.size()))
+      if (!is_chosen[i]) order.push_back(i);
     auto entry = [&](std::size_t i) {
       Json e = candidate_json(proposals[i]);
       const auto& p = predictions[i];
@@ -727,6 +788,9 @@ class RunLoop {
     }
     const auto invalid =
         std::count_if(predictions.begin(), predictions.end(), [](const auto& p) { return !p.valid; });
+    const auto beyond = std::count_if(predictions.begin(), predictions.end(), [&](const auto& p) {
+      return p.valid && p.predicted_s > bound.bound_s;
+    });
     skills::SkillDecision decision;
     decision.action = "screen";
     decision.proposer = "simulator";
@@ -734,18 +798,186 @@ class RunLoop {
         {"proposals", proposals.size()}, {"keep", keep}, {"screen_target", goal_.screen->target}};
     decision.evidence = {{"ranking", ranking},
                          {"invalid_on_screen", invalid},
+                         {"beyond_margin", beyond},
+                         {"bound", bound.to_json()},
                          {"simulations", screen_->simulations() - simulations_before},
                          {"correction", screen_->correction_json()}};
     decision.alternatives = alternatives;
     decision.rationale = "the simulator (" + goal_.screen->target + ", correction " +
                          goal_.screen->correction + ") ranked " + std::to_string(proposals.size()) +
-                         " proposals by predicted latency; the best " + std::to_string(chosen.size()) +
+                         " proposals by predicted latency; the best " + std::to_string(keep) +
                          " go to the device, the others back to the strategy";
+    if (std::isfinite(bound.bound_s))
+      decision.rationale += "; not measured: " + std::to_string(beyond) +
+                            " predicted slower than the best's " +
+                            number_text(*bound.best_predicted_s * 1e3) +
+                            " ms by more than the screen's margin (" + percent_text(bound.margin) + ")";
+    if (invalid > 0) decision.rationale += ", " + std::to_string(invalid) + " predicted to fail";
     std::vector<std::string> names;
     for (std::size_t i : chosen) names.push_back(proposals[i].text());
-    decision.outcome = "to the device: " + join(names, "; ");
+    decision.outcome = chosen.empty() ? "none to the device: every proposal is predicted worse than the "
+                                        "best beyond the margin, or to fail"
+                                      : "to the device: " + join(names, "; ");
     log_->append(iteration, skills::kParamExplorer, decision, elapsed_ms(t0));
     return chosen;
+  }
+
+  // What the screen is shown of an idea: its probes and configurations of
+  // its region not sent to the target yet (the whole region when `propose`
+  // holds it, else `propose` of them drawn at random, the same draw for the
+  // same idea, so an idea proposed again is served from the screen's cache).
+  std::vector<skills::Candidate> idea_candidates(const skills::Idea& idea) {
+    std::vector<skills::Candidate> out;
+    auto fresh = [&](const skills::Candidate& c) { return !state_.measured_keys.count(c.key()); };
+    for (const auto& probe : idea.probes)
+      if (fresh(probe)) out.push_back(probe);
+    std::shared_ptr<const search::SearchSpace> space;
+    std::optional<skills::FlatSpace> flat;
+    const skills::VariantSpace* variant = catalog_.find(idea.variant);
+    if (!idea.variants.empty()) {
+      flat = skills::flatten(catalog_, idea.variants);
+      space = flat->space;
+    } else if (idea.kind != "structural" && variant) {
+      if (idea.region.empty())
+        space = variant->space;
+      else if (auto region = variant->region(idea.region))
+        space = std::make_shared<const search::SearchSpace>(std::move(*region));
+    }
+    if (!space || space->size() == 0) return out;
+    auto candidate = [&](std::uint64_t index) {
+      const auto c = space->configuration_at(index);
+      return flat ? flat->candidate(c) : skills::Candidate{variant->name, search::to_json(*space, c)};
+    };
+    const auto propose = std::uint64_t(goal_.screen->propose);
+    if (space->size() <= propose) {
+      for (std::uint64_t i = 0; i < space->size(); ++i)
+        if (auto c = candidate(i); fresh(c)) out.push_back(std::move(c));
+      return out;
+    }
+    Rng rng = rng_.fork("screen_ideas").fork(idea.id);
+    std::set<std::uint64_t> drawn;
+    for (std::uint64_t attempt = 0; drawn.size() < propose && attempt < 8 * propose; ++attempt) {
+      const auto index = space->random_index(rng);
+      if (!drawn.insert(index).second) continue;
+      if (auto c = candidate(index); fresh(c)) out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // Screened runs: the generator's ideas ranked by what the screen predicts
+  // of their candidates (idea_candidates): by the best prediction, each
+  // idea's expected gain the screen's; an idea whose candidates are all
+  // predicted worse than the best beyond the margin, or to fail, or that has
+  // nothing left to measure, is left out of this iteration. Ideas the screen
+  // cannot simulate keep their place after the ranked ones.
+  void screen_ideas(std::vector<skills::Idea>& ideas, int iteration) {
+    const auto t0 = Clock::now();
+    const long simulations_before = screen_->simulations();
+    std::vector<skills::Candidate> pool;
+    std::vector<std::pair<std::size_t, std::size_t>> spans;  // per idea: [first, last) in the pool
+    for (const auto& idea : ideas) {
+      const std::size_t first = pool.size();
+      auto candidates = idea_candidates(idea);
+      pool.insert(pool.end(), std::make_move_iterator(candidates.begin()),
+                  std::make_move_iterator(candidates.end()));
+      spans.push_back({first, pool.size()});
+    }
+    const auto predictions = screen_->predict(pool);
+    const ScreenBound bound = screen_bound();
+    struct Scored {
+      std::size_t idea;
+      std::optional<double> best_s;  // the best prediction among its candidates
+      bool unjudged = false;         // some candidate the screen cannot simulate
+    };
+    std::vector<Scored> ranked, unjudged;
+    screen_picks_.clear();
+    Json evidence = Json::array();
+    std::vector<std::string> left_out;
+    for (std::size_t i = 0; i < ideas.size(); ++i) {
+      Scored scored{i, std::nullopt, false};
+      std::optional<std::size_t> best;
+      std::size_t invalid = 0;
+      for (std::size_t k = spans[i].first; k < spans[i].second; ++k) {
+        const auto& p = predictions[k];
+        if (!p.simulable) scored.unjudged = true;
+        if (!p.valid) {
+          ++invalid;
+          continue;
+        }
+        if (!best || p.predicted_s < predictions[*best].predicted_s) best = k;
+      }
+      Json entry = {{"idea", ideas[i].id},
+                    {"kind", ideas[i].kind},
+                    {"candidates", spans[i].second - spans[i].first},
+                    {"invalid_on_screen", invalid}};
+      if (best) {
+        scored.best_s = predictions[*best].predicted_s;
+        entry["best"] = candidate_json(pool[*best]);
+        entry["best_predicted_s"] = *scored.best_s;
+        if (bound.best_predicted_s) entry["predicted_gain"] = 1 - *scored.best_s / *bound.best_predicted_s;
+      }
+      std::string outcome;
+      if (scored.unjudged) {
+        outcome = "kept: the screen cannot simulate some of its candidates";
+        unjudged.push_back(scored);
+      } else if (spans[i].first == spans[i].second) {
+        outcome = "left out: no candidate left to measure";
+      } else if (!best) {
+        outcome = "left out: every candidate predicted to fail";
+      } else if (*scored.best_s > bound.bound_s) {
+        outcome = "left out: its best prediction is worse than the best's beyond the margin";
+      } else {
+        outcome = "ranked";
+        ranked.push_back(scored);
+        const std::vector<skills::ScreenPrediction> own(
+            predictions.begin() + std::ptrdiff_t(spans[i].first),
+            predictions.begin() + std::ptrdiff_t(spans[i].second));
+        for (std::size_t k :
+             skills::SimulatedScreen::choose_within(own, std::size_t(goal_.screen->keep), bound.bound_s))
+          screen_picks_[ideas[i].id].push_back(pool[spans[i].first + k]);
+      }
+      if (outcome.rfind("left out", 0) == 0) left_out.push_back(ideas[i].id);
+      entry["outcome"] = outcome;
+      evidence.push_back(entry);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Scored& a, const Scored& b) { return *a.best_s < *b.best_s; });
+    std::vector<skills::Idea> out;
+    for (const auto* list : {&ranked, &unjudged})
+      for (const auto& scored : *list) {
+        skills::Idea idea = ideas[scored.idea];
+        if (scored.best_s && bound.best_predicted_s) {
+          idea.expected_gain = 1 - *scored.best_s / *bound.best_predicted_s;
+          idea.rationale += "; the screen predicts " + number_text(*scored.best_s * 1e3) +
+                            " ms at best among its candidates (the best so far: " +
+                            number_text(*bound.best_predicted_s * 1e3) + " ms)";
+        }
+        out.push_back(std::move(idea));
+      }
+    skills::SkillDecision decision;
+    decision.action = "screen_ideas";
+    decision.proposer = "simulator";
+    decision.inputs = {{"ideas", ideas.size()}, {"candidates", pool.size()}};
+    decision.evidence = {{"ideas", evidence},
+                         {"bound", bound.to_json()},
+                         {"simulations", screen_->simulations() - simulations_before},
+                         {"correction", screen_->correction_json()}};
+    decision.rationale =
+        "the simulator predicted the candidates of the " + std::to_string(ideas.size()) +
+        " ideas (their probes, and their regions' configurations not measured yet, at most " +
+        std::to_string(goal_.screen->propose) +
+        " each): the ideas go to the policy ordered by their best prediction" +
+        (std::isfinite(bound.bound_s)
+             ? ", without those predicted worse than the best (" +
+                   number_text(*bound.best_predicted_s * 1e3) + " ms) beyond the screen's margin (" +
+                   percent_text(bound.margin) + ")"
+             : std::string());
+    std::vector<std::string> order;
+    for (const auto& idea : out) order.push_back(idea.id);
+    decision.outcome = (out.empty() ? std::string("no idea left") : "order: " + join(order, ", ")) +
+                       (left_out.empty() ? "" : "; left out: " + join(left_out, ", "));
+    log_->append(iteration, kOrchestrator, decision, elapsed_ms(t0));
+    ideas = std::move(out);
   }
 
   // Every device trial teaches the screen: its simulated and measured
@@ -1096,6 +1328,9 @@ class RunLoop {
   std::optional<DecisionLog> log_;
   std::optional<skills::BenchmarkRunner> runner_;
   std::optional<skills::SimulatedScreen> screen_;
+  // Per idea, the best of its candidates the screen predicted within the
+  // bound at the last screen_ideas (at most `keep`).
+  std::map<std::string, std::vector<skills::Candidate>> screen_picks_;
   RunSummary summary_;
 };
 

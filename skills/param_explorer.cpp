@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "core/error.hpp"
 #include "core/text.hpp"
 #include "skills/variant_catalog.hpp"
 
@@ -216,18 +217,67 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
 
   std::vector<search::Observation> probe_observations;
   const auto fresh = fresh_probes(request);
-  const std::size_t measured_probes = std::min<std::size_t>(fresh.size(), std::max(plan.budget, 0));
-  if (measured_probes > 0) {
-    const std::vector<Candidate> probes(fresh.begin(), fresh.begin() + measured_probes);
-    const auto observations = measure(probes);
-    out.evaluations += int(probes.size());
-    note(probes, observations);
-    probe_observations = observations;
+  // Screened, the probes are not measured first: they join the screen's
+  // rounds, ranked with the strategy's proposals, until chosen or settled.
+  std::vector<Candidate> pending;
+  if (request.screening) {
+    pending = fresh;
+  } else {
+    const std::size_t measured_probes = std::min<std::size_t>(fresh.size(), std::max(plan.budget, 0));
+    if (measured_probes > 0) {
+      const std::vector<Candidate> probes(fresh.begin(), fresh.begin() + measured_probes);
+      const auto observations = measure(probes);
+      out.evaluations += int(probes.size());
+      note(probes, observations);
+      probe_observations = observations;
+    }
+    if (!request.region) {
+      // Probes the budget cut off are measured when the idea comes back.
+      out.settled = measured_probes == fresh.size();
+      out.stop_reason =
+          out.settled ? "probes measured" : "budget of " + std::to_string(plan.budget) + " spent";
+      return out;
+    }
   }
+  auto screened_out = [&](std::size_t proposals) {
+    out.settled = true;
+    out.stop_reason = "the screen predicts none of the round's " + std::to_string(proposals) +
+                      " proposals within its margin of the best";
+  };
   if (!request.region) {
-    // Probes the budget cut off are measured when the idea comes back.
-    out.settled = measured_probes == fresh.size();
-    out.stop_reason = out.settled ? "probes measured" : "budget of " + std::to_string(plan.budget) + " spent";
+    // Screened probes only: rounds of the screen's choice among those left.
+    while (!pending.empty()) {
+      if (out.evaluations >= plan.budget) {
+        out.stop_reason = "budget of " + std::to_string(plan.budget) + " spent";
+        return out;
+      }
+      if (should_stop && should_stop()) {
+        out.stop_reason = "stopped by the orchestrator";
+        return out;
+      }
+      const std::size_t k =
+          std::size_t(std::min(std::max(request.screening->keep, 1), plan.budget - out.evaluations));
+      const auto chosen = request.screening->choose(pending, k);
+      if (chosen.empty()) {
+        screened_out(pending.size());
+        return out;
+      }
+      std::vector<Candidate> batch;
+      std::vector<bool> taken(pending.size(), false);
+      for (std::size_t i : chosen) {
+        batch.push_back(pending.at(i));
+        taken[i] = true;
+      }
+      const auto observations = measure(batch);
+      out.evaluations += int(batch.size());
+      note(batch, observations);
+      std::vector<Candidate> left;
+      for (std::size_t i = 0; i < pending.size(); ++i)
+        if (!taken[i]) left.push_back(std::move(pending[i]));
+      pending = std::move(left);
+    }
+    out.settled = true;
+    out.stop_reason = "probes measured";
     return out;
   }
 
@@ -266,8 +316,25 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     stale_evaluations = better ? 0 : stale_evaluations + 1;
   }
   if (!request.carry_patience) stale_evaluations = 0;
+  // A pending probe's configuration in the region, when it is one of it.
+  auto in_region = [&](const Candidate& probe) -> std::optional<search::Configuration> {
+    try {
+      if (request.flat) {
+        for (std::size_t m = 0; m < request.flat->variants.size(); ++m)
+          if (request.flat->variants[m] == probe.variant)
+            return request.flat->configuration(
+                probe.variant, search::configuration_from_json(*request.flat->members[m].own, probe.params));
+        return std::nullopt;
+      }
+      if (probe.variant != request.variant->name) return std::nullopt;
+      auto c = search::configuration_from_json(*request.region, probe.params);
+      if (request.region->contains(c)) return c;
+    } catch (const UserError&) {
+    }
+    return std::nullopt;
+  };
   while (true) {
-    if (unmeasured == 0) {
+    if (unmeasured == 0 && pending.empty()) {
       out.stop_reason = "region exhausted";
       out.settled = true;
       break;
@@ -285,7 +352,7 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
       out.stop_reason = "stopped by the orchestrator";
       break;
     }
-    if (strategy->done()) {
+    if (strategy->done() && pending.empty()) {
       out.stop_reason = "strategy done";
       out.settled = true;
       break;
@@ -293,8 +360,10 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     const int per_round = request.screening ? request.screening->keep : request.batch_size;
     const std::size_t k = std::size_t(std::min(std::max(per_round, 1), plan.budget - out.evaluations));
     auto configurations =
-        strategy->ask(request.screening ? std::max<std::size_t>(request.screening->propose, k) : k);
-    if (configurations.empty()) {
+        strategy->done()
+            ? std::vector<search::Configuration>{}
+            : strategy->ask(request.screening ? std::max<std::size_t>(request.screening->propose, k) : k);
+    if (configurations.empty() && pending.empty()) {
       out.stop_reason = "region exhausted";
       out.settled = true;
       break;
@@ -318,47 +387,75 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
       unmeasured -= std::min<std::uint64_t>(unmeasured, predicted.size());
       strategy->tell(predicted);
     }
-    if (configurations.empty()) continue;
+    if (configurations.empty() && pending.empty()) continue;
     std::vector<Candidate> batch;
     for (const auto& c : configurations)
       batch.push_back(request.flat ? request.flat->candidate(c)
                                    : Candidate{request.variant->name, search::to_json(*request.region, c)});
-    if (request.screening && batch.size() > k) {
-      // The screen's choice is measured; the rest go back to the strategy unmeasured.
-      const auto chosen = request.screening->choose(batch, k);
-      std::vector<bool> keep(batch.size(), false);
-      for (std::size_t i : chosen) keep.at(i) = true;
-      std::vector<search::Configuration> kept_configurations, released;
-      std::vector<Candidate> kept;
-      for (std::size_t i : chosen) {
-        kept_configurations.push_back(configurations[i]);
-        kept.push_back(batch[i]);
+    // Per measured candidate: its configuration in the region (a probe
+    // outside it has none: the strategy is not told of it).
+    std::vector<std::optional<search::Configuration>> region_configurations(configurations.begin(),
+                                                                            configurations.end());
+    if (request.screening) {
+      // The pending probes and the strategy's proposals, ranked together:
+      // the screen's choice is measured, the strategy's others go back to it
+      // unmeasured, the probes' others wait for the next round.
+      // A proposal that repeats a pending probe goes back to the strategy.
+      std::set<std::string> pending_keys;
+      for (const auto& probe : pending) pending_keys.insert(probe.key());
+      std::vector<Candidate> proposals = pending;
+      std::vector<std::size_t> proposed;  // per proposal after the probes: its index in `configurations`
+      std::vector<search::Configuration> released;
+      for (std::size_t j = 0; j < batch.size(); ++j) {
+        if (pending_keys.count(batch[j].key())) {
+          released.push_back(configurations[j]);
+          continue;
+        }
+        proposals.push_back(batch[j]);
+        proposed.push_back(j);
       }
-      for (std::size_t i = 0; i < batch.size(); ++i)
-        if (!keep[i]) released.push_back(configurations[i]);
+      const auto chosen = request.screening->choose(proposals, k);
+      std::vector<bool> keep(proposals.size(), false);
+      for (std::size_t i : chosen) keep.at(i) = true;
+      for (std::size_t i = pending.size(); i < proposals.size(); ++i)
+        if (!keep[i]) released.push_back(configurations[proposed[i - pending.size()]]);
       strategy->release(released);
-      configurations = std::move(kept_configurations);
-      batch = std::move(kept);
-      if (batch.empty()) {
-        out.stop_reason = "the screen chose nothing";
+      if (chosen.empty()) {
+        screened_out(proposals.size());
         break;
       }
+      std::vector<Candidate> kept;
+      std::vector<std::optional<search::Configuration>> kept_configurations;
+      for (std::size_t i : chosen) {
+        kept.push_back(proposals[i]);
+        kept_configurations.push_back(i < pending.size() ? in_region(proposals[i])
+                                                         : configurations[proposed[i - pending.size()]]);
+      }
+      std::vector<Candidate> left;
+      for (std::size_t i = 0; i < pending.size(); ++i)
+        if (!keep[i]) left.push_back(std::move(pending[i]));
+      pending = std::move(left);
+      batch = std::move(kept);
+      region_configurations = std::move(kept_configurations);
     }
     auto observations = measure(batch);
     out.evaluations += int(batch.size());
-    unmeasured -= std::min<std::uint64_t>(unmeasured, batch.size());
     note(batch, observations);
     bool better = false;
+    std::vector<search::Observation> told;
     for (std::size_t i = 0; i < observations.size(); ++i) {
-      observations[i].configuration = configurations[i];
+      if (!region_configurations[i]) continue;
+      observations[i].configuration = *region_configurations[i];
       if (observations[i].ok() && (!region_best || *observations[i].value < *region_best)) {
         region_best = observations[i].value;
         better = true;
       }
+      told.push_back(observations[i]);
     }
+    unmeasured -= std::min<std::uint64_t>(unmeasured, told.size());
     stale_evaluations = better ? 0 : stale_evaluations + int(batch.size());
-    capacity.learn(observations);
-    strategy->tell(observations);
+    capacity.learn(told);
+    strategy->tell(told);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -14,7 +15,8 @@ namespace autotune::skills {
 namespace {
 
 // A refit waits for this many device trials (fewer fit the constants to
-// noise), then for the trials to grow by kRefitGrowth since the last fit.
+// noise), then for the trials to grow by kRefitGrowth since the last fit; it
+// fits the last SimulatedScreen::kRefitWindow of them.
 constexpr std::size_t kFirstRefit = 3;
 constexpr double kRefitGrowth = 1.5;
 // Each fit starts from the last, so a few iterations suffice.
@@ -31,6 +33,9 @@ struct SimulatedScreen::Impl {
   std::vector<kernels::TracedMeasurement> rows;
   std::vector<double> row_simulated_ms;
   std::size_t rows_at_last_fit = 0;
+  // log(measured / predicted) of each device trial, as predicted before it
+  // was learnt: the screen's out-of-sample error (margin()).
+  std::vector<double> out_of_sample;
   int refits = 0;
   std::string last_fit;  // how the last fit went, for the log
   // Simulated seconds (or the reason it is invalid) per candidate key on `current`.
@@ -98,6 +103,7 @@ std::vector<ScreenPrediction> SimulatedScreen::predict(const std::vector<Candida
         const auto row = row_of(config_, impl_->current, candidates[missing[k]], error);
         if (!row) {
           p.error = error;
+          p.simulable = false;
           return;
         }
         const auto traced = kernels::trace_measurement(*row, impl_->current);
@@ -129,6 +135,25 @@ std::vector<std::size_t> SimulatedScreen::choose(const std::vector<ScreenPredict
   });
   order.resize(std::min(keep, order.size()));
   return order;
+}
+
+std::vector<std::size_t> SimulatedScreen::choose_within(const std::vector<ScreenPrediction>& predictions,
+                                                        std::size_t keep, double bound_s) {
+  std::vector<std::size_t> out;
+  for (std::size_t i : choose(predictions, predictions.size()))
+    if (out.size() < keep && predictions[i].valid && predictions[i].predicted_s <= bound_s) out.push_back(i);
+  for (std::size_t i = 0; i < predictions.size() && out.size() < keep; ++i)
+    if (!predictions[i].simulable) out.push_back(i);
+  return out;
+}
+
+double SimulatedScreen::margin() const {
+  const auto& errors = impl_->out_of_sample;
+  if (errors.empty()) return std::numeric_limits<double>::infinity();
+  const std::size_t from = errors.size() > kMarginWindow ? errors.size() - kMarginWindow : 0;
+  double squares = 0;
+  for (std::size_t i = from; i < errors.size(); ++i) squares += errors[i] * errors[i];
+  return std::max(kMinMargin, 2 * std::sqrt(squares / double(errors.size() - from)));
 }
 
 double SimulatedScreen::log_ratio(const std::string& variant) const {
@@ -172,6 +197,7 @@ std::vector<ScreenFeedback> SimulatedScreen::learn(
     f.predicted_s = predictions[i].predicted_s;
     out.push_back(f);
     if (!f.valid || !(f.measured_s > 0) || !(f.simulated_s > 0)) continue;
+    impl_->out_of_sample.push_back(std::log(f.measured_s / f.predicted_s));
     std::string error;
     auto row = row_of(config_, impl_->current, f.candidate, error);
     row->measured_ms = f.measured_s * 1e3;
@@ -185,16 +211,32 @@ std::vector<ScreenFeedback> SimulatedScreen::learn(
     options.min_improvement = 1e-3;
     options.threads = config_.threads;
     try {
-      const auto fit = kernels::fit_constants(impl_->rows, impl_->current, options);
+      // The most recent trials: where the search is now, at a bounded cost.
+      const std::size_t last = config_.refit_window == 0 ? impl_->rows.size() : config_.refit_window;
+      const std::size_t from = impl_->rows.size() - std::min(impl_->rows.size(), last);
+      const std::vector<kernels::TracedMeasurement> window(impl_->rows.begin() + std::ptrdiff_t(from),
+                                                           impl_->rows.end());
+      const auto fit = kernels::fit_constants(window, impl_->current, options);
       simulations_ += fit.simulations;
       impl_->current = fit.target;
       impl_->current_hash = sim::target_content_hash(impl_->current);
-      impl_->row_simulated_ms = fit.after_ms;
+      std::copy(fit.after_ms.begin(), fit.after_ms.end(),
+                impl_->row_simulated_ms.begin() + std::ptrdiff_t(from));
+      // The older trials, simulated once more on the refitted target for the ratios.
+      kernels::parallel_for(
+          from,
+          [&](std::size_t i) {
+            const auto timing = kernels::time_measurement(impl_->rows[i], impl_->current, false);
+            if (timing.valid) impl_->row_simulated_ms[i] = timing.simulated_ms;
+          },
+          config_.threads);
+      simulations_ += long(from);
       impl_->cache.clear();
       ++impl_->refits;
-      char text[160];
-      std::snprintf(text, sizeof text, "refitted on %zu device trials: rms log error %.4f -> %.4f (%s)",
-                    impl_->rows.size(), fit.rms_log_before, fit.rms_log_after, fit.stopped.c_str());
+      char text[200];
+      std::snprintf(
+          text, sizeof text, "refitted on the last %zu of %zu device trials: rms log error %.4f -> %.4f (%s)",
+          window.size(), impl_->rows.size(), fit.rms_log_before, fit.rms_log_after, fit.stopped.c_str());
       impl_->last_fit = text;
     } catch (const UserError& e) {
       impl_->last_fit = std::string("refit failed, the constants kept: ") + e.what();
@@ -211,6 +253,7 @@ Json SimulatedScreen::correction_json() const {
               {"target_hash", impl_->current_hash},
               {"device_trials", impl_->rows.size()},
               {"simulations", simulations_.load()}};
+  if (const double m = margin(); std::isfinite(m)) out["margin"] = m;
   if (config_.correction == "none") return out;
   Json ratios = Json::object();
   for (const auto& [variant, r] : impl_->ratios)
@@ -230,6 +273,7 @@ Json SimulatedScreen::correction_json() const {
   }
   if (config_.correction == "refit") {
     out["refits"] = impl_->refits;
+    out["refit_window"] = config_.refit_window;
     out["fitted_constants"] = sim::fitted_values(impl_->current);
     if (!impl_->last_fit.empty()) out["last_fit"] = impl_->last_fit;
   }

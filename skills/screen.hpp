@@ -14,13 +14,20 @@
 //   ratio  per variant, the mean of log(measured / simulated) over its
 //          device trials; a variant without one takes the mean over all;
 //   refit  first the target's fitted constants are refitted (the calibration
-//          fit, kernels/calibration_fit.hpp) on every device trial so far,
-//          once there are three and whenever they grew by half since the last
-//          fit, each fit starting from the last; then the ratio, on the
-//          refitted target;
+//          fit, kernels/calibration_fit.hpp) on the last kRefitWindow device
+//          trials (ScreenConfig::refit_window), once there are three and whenever the trials grew by half
+//          since the last fit, each fit starting from the last (so a refit
+//          costs at most about 60 x kRefitWindow simulations, and the refits
+//          grow with the logarithm of the trials); then the ratio over every
+//          trial, on the refitted target;
 //   none   the simulator as it is.
 // The search strategy never sees a prediction: it learns from the device
 // alone; the screen only chooses which of its proposals the device measures.
+//
+// margin(): how far the screen's ranking can be trusted, from what it
+// predicted of the device trials before they taught it (out of sample): a
+// proposal predicted worse than the best by more than the margin is not
+// worth a device evaluation (choose_within()).
 //
 // Deterministic: the same calls in the same order give the same predictions,
 // so a resumed run ranks as its first execution did. Not thread-safe: one
@@ -36,6 +43,9 @@
 
 namespace autotune::skills {
 
+// The device trials a refit fits by default: the most recent 16.
+inline constexpr std::size_t kScreenRefitWindow = 16;
+
 struct ScreenConfig {
   std::string target;  // a target name or file (sim::load_target)
   std::string family;  // the kernel family the candidates are variants of
@@ -45,11 +55,18 @@ struct ScreenConfig {
   std::map<std::string, std::int64_t> shape;
   std::string dtype;
   std::string correction = "refit";  // refit | ratio | none
-  unsigned threads = 0;              // simulations in parallel; 0: the machine's cores
+  // Device trials a refit fits, the most recent; 0: every one (a refit's
+  // cost then grows with the run; bench_screened_tuning --refit-cost
+  // measures the difference).
+  std::size_t refit_window = kScreenRefitWindow;
+  unsigned threads = 0;  // simulations in parallel; 0: the machine's cores
 };
 
 struct ScreenPrediction {
   bool valid = false;
+  // False when the simulator cannot take the candidate at all (a parameter
+  // that is not one of the family's integers): the screen has no opinion.
+  bool simulable = true;
   std::string error;  // why the simulator rejected it, when not valid
   double simulated_s = 0;
   double log_ratio = 0;  // the correction applied: predicted = simulated * exp(log_ratio)
@@ -77,6 +94,14 @@ class SimulatedScreen {
   // The indices of the `keep` best predictions (valid ones by predicted
   // latency, ties to the earlier proposal; invalid ones only to fill).
   static std::vector<std::size_t> choose(const std::vector<ScreenPrediction>& predictions, std::size_t keep);
+  // The indices the device measures of one round, at most `keep`: valid
+  // predictions no slower than `bound_s`, best first (ties to the earlier
+  // proposal), then candidates the screen cannot simulate (it has no
+  // opinion on them), in proposal order. Candidates predicted slower than
+  // the bound, or to fail on the screen's machine, are never chosen: the
+  // result may be empty.
+  static std::vector<std::size_t> choose_within(const std::vector<ScreenPrediction>& predictions,
+                                                std::size_t keep, double bound_s);
 
   // Learns from device measurements: (candidate, measured latency in seconds).
   std::vector<ScreenFeedback> learn(const std::vector<std::pair<Candidate, double>>& measured);
@@ -87,6 +112,14 @@ class SimulatedScreen {
   Json correction_json() const;
   // The log ratio a candidate of `variant` is corrected by.
   double log_ratio(const std::string& variant) const;
+  // The log-scale margin beyond which a prediction worse than another is
+  // trusted to be worse: twice the rms of log(measured / predicted) over the
+  // last kMarginWindow device trials as predicted before they were learnt
+  // (out of sample), at least kMinMargin; infinite before any device trial.
+  double margin() const;
+  static constexpr std::size_t kRefitWindow = kScreenRefitWindow;
+  static constexpr std::size_t kMarginWindow = 8;
+  static constexpr double kMinMargin = 0.05;
   // Simulations spent so far: rankings, device trials, fits.
   long simulations() const { return simulations_; }
   const ScreenConfig& config() const { return config_; }

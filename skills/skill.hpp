@@ -207,11 +207,14 @@ struct ExplorationRequest {
   // budget is spent or the space is exhausted, without patience.
   std::shared_ptr<const FlatSpace> flat;
   // A simulated screen (the goal's `screen:`; docs/loop.md, "Screened
-  // tuning"): each round the strategy proposes `propose` configurations,
-  // choose() returns the indices of the ones the device measures (at most
-  // its `keep` argument, best first), and the others are handed back to the
-  // strategy (Strategy::release). The strategy learns from the device's
-  // measurements alone; the screen only chooses what they are spent on.
+  // tuning"): each round the strategy proposes `propose` configurations, the
+  // probes not measured yet join them, and choose() returns the indices of
+  // the ones the device measures (at most its `keep` argument, best first);
+  // the strategy's others are handed back to it (Strategy::release), the
+  // probes' wait for the next round. choose() may return none (the screen
+  // predicts every one worse than the best beyond its margin): the search
+  // then settles. The strategy learns from the device's measurements alone;
+  // the screen only chooses what they are spent on.
   struct Screening {
     int keep = 1;
     int propose = 2;

@@ -85,12 +85,47 @@ def main():
         for d in rankings:
             ranking = d["evidence"]["ranking"]
             chosen = [r for r in ranking if r["chosen"]]
-            check(chosen and all(r["chosen"] for r in ranking[:len(chosen)]), "the chosen head the ranking")
+            check(all(r["chosen"] for r in ranking[:len(chosen)]), "the chosen head the ranking")
+            check(chosen or d["outcome"].startswith("none to the device"), f"a ranking that chose none says so: {d}")
             predicted = [r["predicted_s"] for r in ranking if "predicted_s" in r]
             check(predicted == sorted(predicted), "the ranking is by predicted latency")
             for r in chosen:
                 key = (r["variant"], json.dumps(r["params"], sort_keys=True))
                 check(key in measured_keys, f"the chosen {key} was measured on the device")
+
+        # Every candidate the device measured after the baseline went through the screen first: a
+        # structural probe, a raise, a neighbourhood, the handover's proposals alike. Each was chosen by a
+        # ranking, within its bound, and the device measured fewer candidates than the screen ranked.
+        chosen_keys = set()
+        ranked = 0
+        for d in rankings:
+            bound = d["evidence"].get("bound", {}).get("bound_s")
+            ranked += d["inputs"]["proposals"]
+            for r in d["evidence"]["ranking"]:
+                if r["chosen"]:
+                    chosen_keys.add((r["variant"], json.dumps(r["params"], sort_keys=True)))
+                    if bound is not None and "predicted_s" in r:
+                        check(r["predicted_s"] <= bound * (1 + 1e-12), f"chosen within the bound: {r} {bound}")
+        rows = query(db, "SELECT variant, params, metrics FROM trials WHERE run = ? ORDER BY id", (run_id,))
+        for variant, params, metrics in rows[1:]:
+            if "remeasured" in json.loads(metrics or "{}"):
+                continue
+            key = (variant, json.dumps({k: x for k, x in json.loads(params).items() if k != "_"}, sort_keys=True))
+            check(key in chosen_keys, f"the device trial {key} was chosen by a screen ranking")
+        check(ranked > len(rows) - 1, f"the screen ranked more ({ranked}) than the device measured ({len(rows) - 1})")
+        # The ideas themselves are ranked by the screen before the policy picks one.
+        idea_rankings = [d for d in log if d["action"] == "screen_ideas"]
+        check(idea_rankings, "the screen ranked the ideas")
+        for d in idea_rankings:
+            for idea in d["evidence"]["ideas"]:
+                check(idea["outcome"] == "ranked" or idea["outcome"].startswith(("left out", "kept")),
+                      f"every idea has an outcome: {idea}")
+        first = idea_rankings[0]
+        ranked_ideas = [i for i in first["evidence"]["ideas"] if i["outcome"] == "ranked"]
+        order = first["outcome"].split(";")[0].removeprefix("order: ").split(", ")
+        predicted = {i["idea"]: i["best_predicted_s"] for i in ranked_ideas}
+        check([predicted[i] for i in order if i in predicted] == sorted(predicted.values()),
+              f"the ideas ordered by their best prediction: {first['outcome']}")
 
         # The report carries one simulated-against-measured point per device trial.
         page = os.path.join(tmp, "report.html")

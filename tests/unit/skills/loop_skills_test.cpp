@@ -1123,3 +1123,82 @@ TEST_CASE(
                                                    catalog.variant("fast").space->configuration_at(0))}
                      .key()));
 }
+
+TEST_CASE("explorer, screened: probes are ranked with the strategy's proposals, never measured unchosen") {
+  const VariantSpace variant = make_variant("fast");
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.strategy = "random";
+  request.seed = 3;
+  request.batch_size = 2;
+  request.budget = 6;
+  request.region = variant.space;
+  // A probe outside every region the strategy proposes from is still shown to the screen.
+  request.probes = {{"other", {{"a", 32}, {"b", 1}, {"c", 1}}}, {"fast", {{"a", 128}, {"b", 3}, {"c", 4}}}};
+  std::vector<std::vector<std::string>> shown;  // per round, what the screen was shown
+  std::vector<std::string> measured;
+  // The screen prefers larger a*b*c, and passes over the probe of "other" always.
+  auto score = [](const Candidate& c) {
+    return c.params.at("a").get<double>() * c.params.at("b").get<double>() * c.params.at("c").get<double>();
+  };
+  request.screening = ExplorationRequest::Screening{
+      2, 8, [&](const std::vector<Candidate>& proposals, std::size_t keep) {
+        shown.emplace_back();
+        for (const auto& c : proposals) shown.back().push_back(c.key());
+        std::vector<std::size_t> order;
+        for (std::size_t i = 0; i < proposals.size(); ++i)
+          if (proposals[i].variant == "fast") order.push_back(i);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+          return score(proposals[x]) > score(proposals[y]);
+        });
+        if (order.size() > keep) order.resize(keep);
+        return order;
+      }};
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch) {
+      measured.push_back(c.key());
+      out.push_back(search::Observation::success({}, 1.0 / score(c)));
+    }
+    return out;
+  };
+  auto result = explorer.explore(request, explorer.plan(request).result, measure, {});
+  REQUIRE_FALSE(shown.empty());
+  // The first round: both probes first, then the strategy's proposals (one repeating a probe dropped).
+  CHECK(shown[0].size() >= 2 + 7);
+  CHECK(std::set<std::string>(shown[0].begin(), shown[0].end()).size() == shown[0].size());
+  CHECK(shown[0][0] == request.probes[0].key());
+  CHECK(shown[0][1] == request.probes[1].key());
+  // The device measured only what the screen chose, the "fast" probe (the screen's favourite) among them.
+  CHECK(result.evaluations == int(measured.size()));
+  CHECK(std::find(measured.begin(), measured.end(), request.probes[0].key()) == measured.end());
+  CHECK(std::find(measured.begin(), measured.end(), request.probes[1].key()) != measured.end());
+  // The unchosen probe is shown again in every later round.
+  for (std::size_t r = 1; r < shown.size(); ++r) CHECK(shown[r][0] == request.probes[0].key());
+  CHECK(measured.size() <= 6);
+
+  // The screen choosing none settles the search without a measurement.
+  measured.clear();
+  request.screening->choose = [&](const std::vector<Candidate>&, std::size_t) {
+    return std::vector<std::size_t>{};
+  };
+  result = explorer.explore(request, explorer.plan(request).result, measure, {});
+  CHECK(result.evaluations == 0);
+  CHECK(measured.empty());
+  CHECK(result.settled);
+  CHECK(result.stop_reason.find("screen") != std::string::npos);
+
+  // Probes alone (a structural idea): ranked too, one round at a time.
+  request.region = nullptr;
+  shown.clear();
+  request.screening->choose = [&](const std::vector<Candidate>& proposals, std::size_t keep) {
+    shown.emplace_back();
+    for (const auto& c : proposals) shown.back().push_back(c.key());
+    return std::vector<std::size_t>{proposals.size() - 1};
+  };
+  result = explorer.explore(request, explorer.plan(request).result, measure, {});
+  CHECK(shown.size() == 2);
+  CHECK(measured == std::vector<std::string>{request.probes[1].key(), request.probes[0].key()});
+  CHECK(result.settled);
+}

@@ -153,3 +153,71 @@ TEST_CASE(
   CHECK(correction["fitted_constants"] != ratio.correction_json().value("fitted_constants", Json()));
   CHECK(refit.simulations() > ratio.simulations());
 }
+
+TEST_CASE("the screen's choice within a bound: never a proposal predicted slower, or to fail") {
+  SimulatedScreen screen(gemm_screen("ratio"));
+  auto proposals = tiled({{32, 32, 1}, {128, 128, 2}, {64, 64, 3}, {128, 64, 1}});
+  proposals.push_back({"tiled", {{"tile_m", 32}, {"tile_k", 32}, {"pipeline_depth", 1}, {"engine", "any"}}});
+  const auto predictions = screen.predict(proposals);
+  REQUIRE_FALSE(predictions.back().simulable);  // a string parameter: no opinion on it
+  for (std::size_t i = 0; i + 1 < proposals.size(); ++i) REQUIRE(predictions[i].valid);
+  const auto ranked = SimulatedScreen::choose(predictions, proposals.size() - 1);
+  // A bound between the second and the third prediction: the two best, then the unjudged one.
+  const double bound = 0.5 * (predictions[ranked[1]].predicted_s + predictions[ranked[2]].predicted_s);
+  CHECK(SimulatedScreen::choose_within(predictions, 4, bound) ==
+        std::vector<std::size_t>{ranked[0], ranked[1], proposals.size() - 1});
+  CHECK(SimulatedScreen::choose_within(predictions, 1, bound) == std::vector<std::size_t>{ranked[0]});
+  // Below every prediction: only what the screen cannot judge.
+  CHECK(SimulatedScreen::choose_within(predictions, 4, 0.5 * predictions[ranked[0]].predicted_s) ==
+        std::vector<std::size_t>{proposals.size() - 1});
+  proposals.pop_back();
+  CHECK(SimulatedScreen::choose_within(screen.predict(proposals), 4, 0.5 * predictions[ranked[0]].predicted_s)
+            .empty());
+}
+
+TEST_CASE("the margin follows what the screen predicted of device trials before they taught it") {
+  SimulatedScreen screen(gemm_screen("ratio"));
+  CHECK(std::isinf(screen.margin()));  // nothing measured: no prediction is trusted to be worse
+  const auto measured = tiled({{128, 128, 2}, {64, 64, 2}, {32, 64, 1}});
+  // The device is 1.5x the simulator: the first trial is off by log 1.5, the next ones not at all.
+  screen.learn({{measured[0], 1.5 * simulated_on("trn2", measured[0])}});
+  CHECK(screen.margin() == doctest::Approx(2 * std::log(1.5)));
+  screen.learn({{measured[1], 1.5 * simulated_on("trn2", measured[1])},
+                {measured[2], 1.5 * simulated_on("trn2", measured[2])}});
+  CHECK(screen.margin() == doctest::Approx(2 * std::sqrt(std::pow(std::log(1.5), 2) / 3)));
+  CHECK(screen.correction_json()["margin"].get<double>() == doctest::Approx(screen.margin()));
+  // Only the last kMarginWindow trials count, and never less than kMinMargin.
+  for (int i = 0; i < int(SimulatedScreen::kMarginWindow); ++i) {
+    const Candidate c = tiled({{i % 2 ? 64 : 128, i % 3 ? 32 : 64, 1 + i % 4}})[0];
+    screen.learn({{c, 1.5 * simulated_on("trn2", c)}});
+  }
+  CHECK(screen.margin() == doctest::Approx(SimulatedScreen::kMinMargin));
+}
+
+TEST_CASE("a refit fits the last kRefitWindow device trials, so its cost does not grow with the run") {
+  SimulatedScreen refit(gemm_screen("refit"));
+  std::vector<Candidate> trials;
+  for (int m : {32, 64, 128})
+    for (int k : {32, 64, 128})
+      for (int depth : {1, 2, 3}) trials.push_back(tiled({{m, k, depth}})[0]);
+  REQUIRE(trials.size() > 2 * SimulatedScreen::kRefitWindow);
+  long before = 0, last_fit_cost = 0;
+  std::size_t fitted = 0;
+  for (const auto& c : trials) {
+    const int refits = refit.correction_json().value("refits", 0);
+    refit.learn({{c, simulated_on(standin(), c)}});
+    if (refit.correction_json().value("refits", 0) > refits) {
+      last_fit_cost = refit.simulations() - before;
+      fitted = refit.correction_json()["device_trials"].get<std::size_t>();
+    }
+    before = refit.simulations();
+  }
+  const std::string last_fit = refit.correction_json()["last_fit"].get<std::string>();
+  CAPTURE(last_fit);
+  REQUIRE(fitted > SimulatedScreen::kRefitWindow);
+  CHECK(last_fit.find("the last " + std::to_string(SimulatedScreen::kRefitWindow) + " of " +
+                      std::to_string(fitted)) != std::string::npos);
+  // At most 8 iterations over 7 simulations a row (the six constants nudged, and the step), a few
+  // steps tried, and the older trials simulated once more.
+  CHECK(last_fit_cost <= long(70 * SimulatedScreen::kRefitWindow + fitted));
+}
