@@ -199,7 +199,7 @@ TEST_CASE("a refit fits the last kRefitWindow device trials, so its cost does no
   std::vector<Candidate> trials;
   for (int m : {32, 64, 128})
     for (int k : {32, 64, 128})
-      for (int depth : {1, 2, 3}) trials.push_back(tiled({{m, k, depth}})[0]);
+      for (int depth : {1, 2, 3, 4}) trials.push_back(tiled({{m, k, depth}})[0]);
   REQUIRE(trials.size() > 2 * SimulatedScreen::kRefitWindow);
   long before = 0, last_fit_cost = 0;
   std::size_t fitted = 0;
