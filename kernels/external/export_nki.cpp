@@ -58,6 +58,8 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   }
   if (key == "swiglu/naive" || key == "swiglu/fused" || key == "lora/naive" || key == "lora/fused")
     return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false};
+  if (key == "silu/naive" || key == "silu/tiled")
+    return NkiRecipe{{"silu_" + variant}, {}, /*has_legacy=*/false};
   // The starting kernel broadcasts b and c as rmsnorm broadcasts gamma.
   if (key == "mamba/naive") return NkiRecipe{{"rmsnorm_common", "mamba_naive"}, {}, /*has_legacy=*/false};
   if (key == "mamba/fused") return NkiRecipe{{"mamba_fused"}, {}, /*has_legacy=*/false};

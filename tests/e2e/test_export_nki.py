@@ -84,6 +84,11 @@ CASES = [
     ("lora", "naive", "{M: 300, N: 1100, K: 700, R: 48}", "fp32", {}),
     ("lora", "fused", "{M: 300, N: 1100, K: 600, R: 40}", "fp32",
      {"tiles_in_block_m": 1, "unroll_factor": 2, "pipeline_depth": 4, "drain_engine": 1}),
+    # NKIBench's single-input silu: the starting kernel's four instructions, and the tiled placements.
+    ("silu", "naive", "[130, 200]", "fp32", {}),
+    ("silu", "tiled", "[520, 300]", "bf16", {"tile_size": 256, "unroll_factor": 4, "engine": 0}),
+    ("silu", "tiled", "[300, 260]", "fp32", {"tile_size": 128, "unroll_factor": 2, "engine": 1}),
+    ("silu", "tiled", "[200, 700]", "fp32", {"tile_size": 512, "pipeline_depth": 3, "engine": 2}),
     # NKIBench's selective scan: nisa.tensor_tensor_scan per chunk, the state carried across chunks.
     ("mamba", "naive", "{M: 2200, C: 200, S: 3}", "fp32", {}),
     ("mamba", "fused", "{M: 700, C: 200, S: 3}", "fp32",
@@ -123,6 +128,8 @@ def inputs_for(family, s, rng):
         return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["N"], s["K"]), rand(s["K"], s["N"])]
     if family == "lora":
         return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["K"], s["R"]), rand(s["R"], s["N"])]
+    if family == "silu":
+        return [rand(s["rows"], s["cols"], -4, 4)]
     if family == "mamba":
         small = lambda rows, cols: rand(rows, cols, -0.1, 0.1)  # noqa: E731  (exp(delta a) near 1, as NKIBench)
         return [small(s["C"], s["M"]), small(s["C"], s["M"]), small(s["C"], s["S"]), small(s["S"], s["M"]),
@@ -171,6 +178,8 @@ def reference(family, s, args):
         return (gate / (1.0 + np.exp(-gate)) * up) @ x[2]
     if family == "lora":
         return x[0] @ x[1] + (x[0] @ x[2]) @ x[3]
+    if family == "silu":
+        return x[0] / (1.0 + np.exp(-x[0]))
     if family == "mamba":
         delta, u, a, b, c = x
         h = np.zeros((s["C"], s["S"]))

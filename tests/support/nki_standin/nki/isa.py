@@ -34,7 +34,7 @@ class nc_version(Enum):  # noqa: N801
     gen2, gen3, gen4 = 2, 3, 4
 
 
-_ACTIVATIONS = ("exp", "silu", "square", "sqrt", "rsqrt", "copy")
+_ACTIVATIONS = ("exp", "silu", "sigmoid", "square", "sqrt", "rsqrt", "copy")
 _ALU = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
