@@ -100,9 +100,10 @@ void run(const Instruction& in, HostMemory& m) {
     case Opcode::activation:
       for (int r = 0; r < rows; ++r) {
         const double bias = scalar_value(m, in.operand0, r);
+        const double scale = in.operand1.per_partition ? scalar_value(m, in.operand1, r) : double(in.scale);
         double row_sum = 0;
         for (int c = 0; c < cols; ++c) {
-          const double y = apply_activation(in.function, double(m.get(in.src[0], r, c)) * in.scale + bias);
+          const double y = apply_activation(in.function, double(m.get(in.src[0], r, c)) * scale + bias);
           m.set(dst, r, c, y);
           row_sum += y;
         }
@@ -133,6 +134,18 @@ void run(const Instruction& in, HostMemory& m) {
         for (int c = 0; c < cols; ++c)
           m.set(dst, r, c,
                 apply_alu(in.alu1, apply_alu(in.alu0, m.get(in.src[0], r, c), a), m.get(in.src[1], r, c)));
+      }
+      break;
+    case Opcode::tensor_tensor_scan:
+      // nki.isa.tensor_tensor_scan: float32 math, the running state kept in
+      // float32 inside the engine; each result is cast to dst's dtype.
+      for (int r = 0; r < rows; ++r) {
+        float state = static_cast<float>(scalar_value(m, in.operand0, r));
+        for (int c = 0; c < cols; ++c) {
+          const float t = static_cast<float>(apply_alu(in.alu0, m.get(in.src[0], r, c), state));
+          state = static_cast<float>(apply_alu(in.alu1, t, m.get(in.src[1], r, c)));
+          m.set(dst, r, c, state);
+        }
       }
       break;
     case Opcode::tensor_reduce: {

@@ -124,10 +124,20 @@ std::string_view engine_name(Engine engine) {
 }
 
 std::string_view opcode_name(Opcode opcode) {
-  static constexpr std::string_view kNames[] = {
-      "dma_copy",      "matmul",        "transpose",           "activation", "tensor_tensor",
-      "tensor_scalar", "tensor_reduce", "tensor_copy",         "reciprocal", "memset",
-      "iota",          "affine_select", "scalar_tensor_tensor"};
+  static constexpr std::string_view kNames[] = {"dma_copy",
+                                                "matmul",
+                                                "transpose",
+                                                "activation",
+                                                "tensor_tensor",
+                                                "tensor_scalar",
+                                                "tensor_reduce",
+                                                "tensor_copy",
+                                                "reciprocal",
+                                                "memset",
+                                                "iota",
+                                                "affine_select",
+                                                "scalar_tensor_tensor",
+                                                "tensor_tensor_scan"};
   return kNames[static_cast<int>(opcode)];
 }
 

@@ -113,8 +113,9 @@ enum class Opcode : std::uint8_t {
   iota,                  // dst[p,c] = base + p * partition_step + c * col_step
   affine_select,         // dst[p,c] = (offset + p*partition_step + c*col_step >= 0) ? src : fill  (GpSimd)
   scalar_tensor_tensor,  // dst = (a op0 operand0) op1 b: a scale and an elementwise op in one pass
+  tensor_tensor_scan,    // dst[:, i] = (data0[:, i] op0 dst[:, i-1]) op1 data1[:, i], from operand0 (vector)
 };
-inline constexpr int kOpcodeCount = 13;
+inline constexpr int kOpcodeCount = 14;
 std::string_view opcode_name(Opcode opcode);
 
 enum class AluOp : std::uint8_t { bypass, add, subtract, multiply, divide, max, min, pow };
@@ -165,12 +166,15 @@ struct Instruction {
   Engine engine = Engine::vector;
   View dst;
   // Tensor sources in a fixed role order per opcode:
-  //  matmul: {stationary, moving}; tensor_tensor, scalar_tensor_tensor: {a, b}; others: {src}.
+  //  matmul: {stationary, moving}; tensor_tensor, scalar_tensor_tensor: {a, b};
+  //  tensor_tensor_scan: {data0, data1}; others: {src}.
   View src[2];
   std::uint8_t src_count = 0;
   // Per-opcode attributes.
   AluOp alu0 = AluOp::bypass, alu1 = AluOp::bypass;  // tensor_scalar ops; tensor_tensor/reduce use alu0
-  ScalarOperand operand0, operand1;                  // tensor_scalar operands; activation: operand0 = bias
+  // tensor_scalar operands; activation: operand0 = bias, operand1 = a per-partition scale (an
+  // immediate operand1 leaves `scale`); tensor_tensor_scan: operand0 = the initial state.
+  ScalarOperand operand0, operand1;
   ActivationFunction function = ActivationFunction::identity;
   float scale = 1.0f;                    // activation scale
   float immediate = 0.0f;                // memset value, affine_select fill, iota base

@@ -527,6 +527,10 @@ double Scheduler::compute_cycles(const Instruction& in, double vector_speedup) c
     case Opcode::tensor_tensor:
     case Opcode::scalar_tensor_tensor:  // the scalar op rides along (nki.isa.scalar_tensor_tensor)
       return std::max(min_cycles, psum_input ? n : t_.tensor_tensor_cycles_per_element * n);
+    case Opcode::tensor_tensor_scan:
+      // The legacy nki.isa cost notes: max(MIN_II, 2N) vector cycles,
+      // wherever its inputs are.
+      return std::max(min_cycles, t_.tensor_tensor_scan_cycles_per_element * n);
     case Opcode::tensor_reduce:
       return n;
     case Opcode::reciprocal:

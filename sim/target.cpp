@@ -199,10 +199,13 @@ TargetSpec load_target_file(const fs::path& path) {
     t.access_startup_cycles = non_negative(costs, "access_startup");
     t.cross_engine_dependency_cycles = non_negative(costs, "cross_engine_dependency");
     t.tensor_tensor_cycles_per_element = positive(costs, "tensor_tensor_per_element");
+    // Optional: target files written before the scan was modelled take the documented 2.
+    if (costs.has("tensor_tensor_scan_per_element"))
+      t.tensor_tensor_scan_cycles_per_element = positive(costs, "tensor_tensor_scan_per_element");
     t.reciprocal_cycles_per_element = positive(costs, "reciprocal_per_element");
     t.gpsimd_fixed_cycles = non_negative(costs, "gpsimd_fixed");
     costs.finish({"minimum", "access_startup", "cross_engine_dependency", "tensor_tensor_per_element",
-                  "reciprocal_per_element", "gpsimd_fixed"});
+                  "tensor_tensor_scan_per_element", "reciprocal_per_element", "gpsimd_fixed"});
   }
   {
     ConfigReader dma = root.child("dma");

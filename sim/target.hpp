@@ -69,6 +69,7 @@ struct TargetSpec {
   double access_startup_cycles = 60;
   double cross_engine_dependency_cycles = 100;
   double tensor_tensor_cycles_per_element = 2;
+  double tensor_tensor_scan_cycles_per_element = 2;  // the vector engine's scan along the free axis
   double reciprocal_cycles_per_element = 8;
   double gpsimd_fixed_cycles = 150;
 

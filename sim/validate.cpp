@@ -136,6 +136,8 @@ MaybeViolation check_engine(const Instruction& in) {
                          : in.opcode == Opcode::activation ? in.engine == Engine::scalar
                          : (in.opcode == Opcode::iota || in.opcode == Opcode::affine_select)
                              ? in.engine == Engine::gpsimd
+                         : in.opcode == Opcode::tensor_tensor_scan  // "using Vector Engine" (nki.isa)
+                             ? in.engine == Engine::vector
                              : (in.engine != Engine::tensor && in.engine != Engine::dma);
   if (engine_ok) return std::nullopt;
   return Violation{"engine_opcode", std::string(opcode_name(in.opcode)) + " cannot run on the " +

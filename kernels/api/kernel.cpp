@@ -273,7 +273,7 @@ bool same_shape(const Tensor& a, const Tensor& b) { return a.rows() == b.rows() 
 }  // namespace
 
 void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction function, Scalar bias,
-                        float scale, const Tensor* row_sum, Where where) {
+                        Scalar scale, const Tensor* row_sum, Where where) {
   const auto loc = locate(where);
   if (!check(dst, kOnChip, "activation destination", loc) || !check(src, kOnChip, "activation source", loc))
     return;
@@ -288,7 +288,11 @@ void Kernel::activation(const Tensor& dst, const Tensor& src, ActivationFunction
   in.src[0] = src.view;
   in.src_count = 1;
   in.function = function;
-  in.scale = scale;
+  in.scale = scale.immediate;
+  if (scale.is_tensor) {
+    in.scale = 1.0f;
+    if (!set_scalar_operand(in.operand1, scale, src.rows(), "activation scale", loc)) return;
+  }
   in.operand0.immediate = bias.immediate;
   if (bias.is_tensor) {
     if (!check(bias.per_partition, kOnChip, "activation bias", loc)) return;
@@ -430,6 +434,37 @@ void Kernel::scalar_tensor_tensor(const Tensor& dst, const Tensor& a, AluOp op0,
   in.alu0 = op0;
   in.alu1 = op1;
   if (!set_scalar_operand(in.operand0, operand0, a.rows(), "scalar_tensor_tensor operand", loc)) return;
+  emit(in, where);
+}
+
+void Kernel::tensor_tensor_scan(const Tensor& dst, const Tensor& data0, const Tensor& data1, Scalar initial,
+                                AluOp op0, AluOp op1, Where where) {
+  const auto loc = locate(where);
+  if (!check(dst, kOnChip, "tensor_tensor_scan destination", loc) ||
+      !check(data0, kOnChip, "tensor_tensor_scan data0", loc) ||
+      !check(data1, kOnChip, "tensor_tensor_scan data1", loc))
+    return;
+  if (!same_shape(dst, data0) || !same_shape(dst, data1)) {
+    trace_error("shape_mismatch",
+                "tensor_tensor_scan of " + shape_text(data0) + " and " + shape_text(data1) + " into " +
+                    shape_text(dst),
+                loc);
+    return;
+  }
+  if (data0.space == MemorySpace::psum && data1.space == MemorySpace::psum) {
+    trace_error("wrong_memory_space", "tensor_tensor_scan data0 and data1 cannot both be in PSUM", loc);
+    return;
+  }
+  sim::Instruction in;
+  in.opcode = sim::Opcode::tensor_tensor_scan;
+  in.engine = Engine::vector;
+  in.dst = dst.view;
+  in.src[0] = data0.view;
+  in.src[1] = data1.view;
+  in.src_count = 2;
+  in.alu0 = op0;
+  in.alu1 = op1;
+  if (!set_scalar_operand(in.operand0, initial, data0.rows(), "tensor_tensor_scan initial", loc)) return;
   emit(in, where);
 }
 

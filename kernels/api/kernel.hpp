@@ -148,10 +148,11 @@ class Kernel {
               sim::PeTile tile = {}, Where where = Where::current());
   // dst[N, P] = src[P, N]^T on the tensor engine; dst in PSUM.
   void transpose(const Tensor& dst, const Tensor& src, Where where = Where::current());
-  // dst = f(src * scale + bias) on the scalar engine. If `row_sum` is given
+  // dst = f(src * scale + bias) on the scalar engine; bias and scale are
+  // immediates or per-partition columns [P, 1]. If `row_sum` is given
   // ([P, 1]), it receives the sum along the free axis of the result.
   void activation(const Tensor& dst, const Tensor& src, ActivationFunction function, Scalar bias = 0.0f,
-                  float scale = 1.0f, const Tensor* row_sum = nullptr, Where where = Where::current());
+                  Scalar scale = 1.0f, const Tensor* row_sum = nullptr, Where where = Where::current());
   void tensor_tensor(const Tensor& dst, const Tensor& a, const Tensor& b, AluOp op,
                      Engine engine = Engine::vector, Where where = Where::current());
   // dst = (src op0 operand0) op1 operand1
@@ -168,6 +169,15 @@ class Kernel {
   // e.g. acc = acc * alpha + pv.
   void scalar_tensor_tensor(const Tensor& dst, const Tensor& a, AluOp op0, Scalar operand0, AluOp op1,
                             const Tensor& b, Engine engine = Engine::vector, Where where = Where::current());
+  // A scan along the free axis on the vector engine (nki.isa.tensor_tensor_scan):
+  //   dst[:, 0] = (data0[:, 0] op0 initial) op1 data1[:, 0]
+  //   dst[:, i] = (data0[:, i] op0 dst[:, i-1]) op1 data1[:, i]
+  // in float32, the running state kept in float32. `initial` is an immediate
+  // or a per-partition column [P, 1] (e.g. the last column of the previous
+  // chunk's scan). data0 and data1 may not both be in PSUM. A linear
+  // recurrence h = a * h + b is op0 = multiply, op1 = add.
+  void tensor_tensor_scan(const Tensor& dst, const Tensor& data0, const Tensor& data1, Scalar initial,
+                          AluOp op0, AluOp op1, Where where = Where::current());
   // dst[P, 1] = reduction (add, max, min, multiply) of src along the free axis.
   void tensor_reduce(const Tensor& dst, const Tensor& src, AluOp op, Engine engine = Engine::vector,
                      Where where = Where::current());

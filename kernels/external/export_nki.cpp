@@ -29,6 +29,10 @@ struct NkiRecipe {
   std::string no_legacy_reason;  // why not, when has_legacy is false
 };
 
+// Why a family has no legacy export: its templates were written after the
+// neuronxcc.nki namespace was retired.
+constexpr const char* kNki06Only = "its templates are written for NKI 0.6 only";
+
 std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string& variant, const Shape& shape,
                                     std::int64_t sbuf_bytes_per_partition) {
   const std::string key = family + "/" + variant;
@@ -61,10 +65,7 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   // RMSNorm with a matmul (NKIBench), written for the current NKI only.
   if (family == "rmsnorm_matmul" || family == "add_rmsnorm_matmul" || family == "matmul_add_rmsnorm") {
     if (variant != "naive" && variant != "fused") return std::nullopt;
-    NkiRecipe recipe{{},
-                     {{"NORM_EPSILON", family == "rmsnorm_matmul" ? "0.0" : "1e-05"}},
-                     false,
-                     "its templates are written for NKI 0.6 only"};
+    NkiRecipe recipe{{}, {{"NORM_EPSILON", family == "rmsnorm_matmul" ? "0.0" : "1e-05"}}, false, kNki06Only};
     if (variant == "naive")
       recipe.templates = {"rmsnorm_common", family + "_naive"};
     else if (family == "matmul_add_rmsnorm")
@@ -74,8 +75,13 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
     return recipe;
   }
   if (key == "swiglu/naive" || key == "swiglu/fused" || key == "lora/naive" || key == "lora/fused")
-    return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false,
-                     "its templates are written for NKI 0.6 only"};
+    return NkiRecipe{{"row_transpose_common", family + "_" + variant}, {}, /*has_legacy=*/false, kNki06Only};
+  if (key == "silu/naive" || key == "silu/tiled")
+    return NkiRecipe{{"silu_" + variant}, {}, /*has_legacy=*/false, kNki06Only};
+  // The starting kernel broadcasts b and c as rmsnorm broadcasts gamma.
+  if (key == "mamba/naive")
+    return NkiRecipe{{"rmsnorm_common", "mamba_naive"}, {}, /*has_legacy=*/false, kNki06Only};
+  if (key == "mamba/fused") return NkiRecipe{{"mamba_fused"}, {}, /*has_legacy=*/false, kNki06Only};
   return std::nullopt;
 }
 

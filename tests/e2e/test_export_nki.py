@@ -95,6 +95,17 @@ CASES = [
     ("lora", "naive", "{M: 300, N: 1100, K: 700, R: 48}", "fp32", {}),
     ("lora", "fused", "{M: 300, N: 1100, K: 600, R: 40}", "fp32",
      {"tiles_in_block_m": 1, "unroll_factor": 2, "pipeline_depth": 4, "drain_engine": 1}),
+    # NKIBench's single-input silu: the starting kernel's four instructions, and the tiled placements.
+    ("silu", "naive", "[130, 200]", "fp32", {}),
+    ("silu", "tiled", "[520, 300]", "bf16", {"tile_size": 256, "unroll_factor": 4, "engine": 0}),
+    ("silu", "tiled", "[300, 260]", "fp32", {"tile_size": 128, "unroll_factor": 2, "engine": 1}),
+    ("silu", "tiled", "[200, 700]", "fp32", {"tile_size": 512, "pipeline_depth": 3, "engine": 2}),
+    # NKIBench's selective scan: nisa.tensor_tensor_scan per chunk, the state carried across chunks.
+    ("mamba", "naive", "{M: 2200, C: 200, S: 3}", "fp32", {}),
+    ("mamba", "fused", "{M: 700, C: 200, S: 3}", "fp32",
+     {"tile_size": 256, "pipeline_depth": 3, "bcast_in_psum": 1, "acc_engine": 2}),
+    ("mamba", "fused", "{M: 1300, C: 130, S: 2}", "fp32",
+     {"tile_size": 512, "pipeline_depth": 1, "bcast_in_psum": 0, "product_engine": 2, "acc_engine": 1}),
 ]
 
 # Shapes run besides the verification shape: naive attention's scores leave SBUF for HBM past about 1.6K
@@ -134,6 +145,12 @@ def inputs_for(family, s, rng):
         return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["N"], s["K"]), rand(s["K"], s["N"])]
     if family == "lora":
         return [rand(s["M"], s["K"]), rand(s["K"], s["N"]), rand(s["K"], s["R"]), rand(s["R"], s["N"])]
+    if family == "silu":
+        return [rand(s["rows"], s["cols"], -4, 4)]
+    if family == "mamba":
+        small = lambda rows, cols: rand(rows, cols, -0.1, 0.1)  # noqa: E731  (exp(delta a) near 1, as NKIBench)
+        return [small(s["C"], s["M"]), small(s["C"], s["M"]), small(s["C"], s["S"]), small(s["S"], s["M"]),
+                small(s["S"], s["M"])]
     fail(f"no inputs for {family}")
 
 
@@ -186,6 +203,16 @@ def reference(family, s, args):
         return (gate / (1.0 + np.exp(-gate)) * up) @ x[2]
     if family == "lora":
         return x[0] @ x[1] + (x[0] @ x[2]) @ x[3]
+    if family == "silu":
+        return x[0] / (1.0 + np.exp(-x[0]))
+    if family == "mamba":
+        delta, u, a, b, c = x
+        h = np.zeros((s["C"], s["S"]))
+        out = np.empty((s["C"], s["M"]))
+        for m in range(s["M"]):
+            h = np.exp(delta[:, m:m + 1] * a) * h + (delta[:, m] * u[:, m])[:, None] * b[None, :, m]
+            out[:, m] = h @ c[:, m]
+        return out
     fail(f"no reference for {family}")
 
 
@@ -333,6 +360,8 @@ def misuse_tests():
         "nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=sb, accumulate=False)",
         "nisa.dma_transpose(dst=bf[0:64, 0:128], src=hb[0:128, 0:64])",
         "nisa.tensor_copy(dst=sb, src=ps[:, 0:128], engine=nisa.engine.vector)",
+        "nisa.tensor_tensor_scan(dst=sb, data0=sb, data1=ps[:, 0:128], initial=sb[:, 0:1], op0=nl.multiply, "
+        "op1=nl.add)",
     ]
     rejected = [  # (call, what the message must say)
         ("nisa.nc_matmul(dst=ps[:, 0:128], stationary=sb, moving=sb, acumulate=False)", "unexpected keyword"),
@@ -352,6 +381,10 @@ def misuse_tests():
          "src.shape[0] == 16"),
         ("nisa.tensor_copy(dst=sb, src=ps[:, 0:128], engine=nisa.engine.gpsimd)", "cannot access PSUM"),
         ("nisa.tensor_tensor(dst=sb, data1=ps[:, 0:128], data2=ps[:, 128:256], op=nl.add)", "both reside in PSUM"),
+        ("nisa.tensor_tensor_scan(dst=sb, data0=ps[:, 0:128], data1=ps[:, 128:256], initial=0.0, op0=nl.multiply, "
+         "op1=nl.add)", "both reside in PSUM"),
+        ("nisa.tensor_tensor_scan(dst=sb, data0=sb, data1=sb, initial=sb[:, 0:2], op0=nl.multiply, op1=nl.add)",
+         "is not a (128, 1) column"),
         ("nisa.tensor_scalar(dst=sb, data=sb, op0=nl.multiply, operand0=2.0, engine=nisa.engine.gpsimd)",
          "rsqrt only"),
         ("nisa.tensor_reduce(dst=sb[:, 0:1], op=nl.add, data=sb, axis=0)", "axis 0"),

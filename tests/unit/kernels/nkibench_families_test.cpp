@@ -1,4 +1,4 @@
-// NKIBench's adamw, bmm, bmm_softmax, swiglu and lora as families: every variant over a spread of
+// NKIBench's adamw, bmm, bmm_softmax, swiglu, lora and mamba as families: every variant over a spread of
 // parameters, ragged shapes, dtypes and both targets, against the double
 // reference with NaN-poisoned outputs; the expert structures are faster than
 // the starting kernels at NKIBench's shapes.
@@ -151,6 +151,7 @@ TEST_CASE("at NKIBench's shapes the expert structures beat the starting kernels 
     CHECK(latency("lora", "fused", {}) < latency("lora", "naive", {}));
     for (const char* family : {"rmsnorm_matmul", "add_rmsnorm_matmul", "matmul_add_rmsnorm"})
       CHECK(latency(family, "fused", {}) < latency(family, "naive", {}));
+    CHECK(latency("mamba", "fused", {}) < latency("mamba", "naive", {}));
   }
 }
 
@@ -188,4 +189,62 @@ TEST_CASE(
             {"drain_engine", t % 3}},
            t % 2 == 1 ? "trn1" : "trn2"},
           seed++);
+}
+
+TEST_CASE(
+    "mamba matches the reference: ragged channels and steps, the scan carried across chunks, every "
+    "placement") {
+  std::uint64_t seed = 1200;
+  check({"mamba", "naive", {{"M", 2500}, {"C", 200}, {"S", 3}}, sim::Dtype::fp32, {}}, seed++);
+  check({"mamba", "naive", {{"M", 700}, {"C", 130}, {"S", 2}}, sim::Dtype::bf16, {}, "trn1"}, seed++);
+  for (std::int64_t t : {0, 1, 2, 3, 4})
+    check({"mamba",
+           "fused",
+           {{"M", 256 * (t % 3 + 2) + 77}, {"C", t == 3 ? 128 : 200}, {"S", 3}},
+           t == 4 ? sim::Dtype::bf16 : sim::Dtype::fp32,
+           {{"tile_size", t == 1 ? 1024 : 256},
+            {"pipeline_depth", t % 3 + 1},
+            {"bcast_in_psum", t % 2 == 0 ? 1 : 0},
+            {"product_engine", t % 2 == 0 ? 0 : (t == 1 ? 1 : 2)},
+            {"acc_engine", t % 3}},
+           t % 2 == 1 ? "trn1" : "trn2"},
+          seed++);
+}
+
+TEST_CASE("mamba's check fails a scan that restarts from zero at a chunk instead of carrying its state") {
+  const FamilySpec& family = family_registry().get("mamba");
+  const std::int64_t M = 600, C = 4, S = 2, split = 256;
+  const Shape shape = {{"M", M}, {"C", C}, {"S", S}};
+  std::uint64_t state = 7;
+  auto draw = [&](std::size_t n) {
+    std::vector<double> v(n);
+    for (double& x : v) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      x = 0.2 * (double(state >> 11) / double(1ULL << 53)) - 0.1;
+    }
+    return v;
+  };
+  const HostTensors inputs = {draw(C * M), draw(C * M), draw(C * S), draw(S * M), draw(S * M)};
+  const HostTensors reference = family.reference(shape, inputs);
+  // The same computation on [0, split) and [split, M) separately: the second part's state starts at 0.
+  auto columns = [&](const std::vector<double>& x, std::int64_t rows, std::int64_t begin, std::int64_t end) {
+    std::vector<double> out;
+    for (std::int64_t r = 0; r < rows; ++r)
+      out.insert(out.end(), x.begin() + r * M + begin, x.begin() + r * M + end);
+    return out;
+  };
+  std::vector<float> restarted(std::size_t(C * M));
+  for (auto [begin, end] : {std::pair{std::int64_t(0), split}, std::pair{split, M}}) {
+    const Shape part = {{"M", end - begin}, {"C", C}, {"S", S}};
+    const HostTensors piece = family.reference(
+        part, {columns(inputs[0], C, begin, end), columns(inputs[1], C, begin, end), inputs[2],
+               columns(inputs[3], S, begin, end), columns(inputs[4], S, begin, end)});
+    for (std::int64_t r = 0; r < C; ++r)
+      for (std::int64_t m = begin; m < end; ++m)
+        restarted[std::size_t(r * M + m)] = float(piece[0][std::size_t(r * (end - begin) + m - begin)]);
+  }
+  const Verification v = compare_outputs(reference, {restarted}, family.tolerance.at(sim::Dtype::fp32));
+  CHECK_FALSE(v.passed);
+  std::vector<float> exact(reference[0].begin(), reference[0].end());
+  CHECK(compare_outputs(reference, {exact}, family.tolerance.at(sim::Dtype::fp32)).passed);
 }

@@ -132,6 +132,94 @@ TEST_CASE("activation with scale, per-partition bias and row sum") {
   CHECK(out[1][0] == doctest::Approx(std::exp(1.0) + std::exp(2.0)));
 }
 
+TEST_CASE("activation with a per-partition scale: exp(x * a[p]) as mamba's exp(delta * A)") {
+  ProgramBuilder b;
+  auto x = b.input("x", 2, 2);
+  auto a_in = b.input("a", 2, 1);
+  auto o = b.output("o", 2, 2);
+  auto t = b.sbuf("t", 2, 2);
+  auto a = b.sbuf("a_t", 2, 1, Dtype::fp32, 64);
+  auto y = b.sbuf("y", 2, 2, Dtype::fp32, 128);
+  b.dma(b.all(t), b.all(x));
+  b.dma(b.all(a), b.all(a_in));
+  Instruction in;
+  in.opcode = Opcode::activation;
+  in.engine = Engine::scalar;
+  in.dst = b.all(y);
+  in.src[0] = b.all(t);
+  in.src_count = 1;
+  in.function = ActivationFunction::exp;
+  in.scale = 3.0f;  // ignored: the per-partition scale replaces it
+  in.operand1.per_partition = b.all(a);
+  b.emit(in, std::source_location::current());
+  b.dma(b.all(o), b.all(y));
+  const auto out = run(b.program, {{1, 2, 3, 4}, {0.5f, -1.0f}});
+  CHECK(out[0][0] == doctest::Approx(std::exp(0.5)));
+  CHECK(out[0][1] == doctest::Approx(std::exp(1.0)));
+  CHECK(out[0][2] == doctest::Approx(std::exp(-3.0)));
+  CHECK(out[0][3] == doctest::Approx(std::exp(-4.0)));
+}
+
+TEST_CASE("tensor_tensor_scan: h[i] = a[i] * h[i-1] + b[i] along each partition, from an initial column") {
+  ProgramBuilder b;
+  auto a_in = b.input("a", 2, 4);
+  auto b_in = b.input("b", 2, 4);
+  auto init_in = b.input("h0", 2, 1);
+  auto o = b.output("o", 2, 4);
+  auto o2 = b.output("o2", 2, 4);
+  auto a = b.sbuf("a_t", 2, 4);
+  auto bt = b.sbuf("b_t", 2, 4, Dtype::fp32, 64);
+  auto h0 = b.sbuf("h0_t", 2, 1, Dtype::fp32, 128);
+  auto h = b.sbuf("h", 2, 4, Dtype::fp32, 192);
+  auto s = b.sbuf("s", 2, 4, Dtype::fp32, 256);
+  b.dma(b.all(a), b.all(a_in));
+  b.dma(b.all(bt), b.all(b_in));
+  b.dma(b.all(h0), b.all(init_in));
+  ScalarOperand initial;
+  initial.per_partition = b.all(h0);
+  b.scan(b.all(h), b.all(a), b.all(bt), initial);
+  // A running sum: (b[i] add h[i-1]) add 0 with an immediate start of 10, over the first two columns,
+  // then the next two columns carried on from the last one (a scan split in chunks).
+  ScalarOperand ten;
+  ten.immediate = 10.0f;
+  b.memset(b.all(s), 0.0f);
+  b.scan(b.part(s, 0, 2, 0, 2), b.part(bt, 0, 2, 0, 2), b.part(bt, 0, 2, 0, 2), ten, AluOp::add,
+         AluOp::bypass);
+  ScalarOperand carried;
+  carried.per_partition = b.part(s, 0, 2, 1, 2);
+  b.scan(b.part(s, 0, 2, 2, 4), b.part(bt, 0, 2, 2, 4), b.part(bt, 0, 2, 2, 4), carried, AluOp::add,
+         AluOp::bypass);
+  b.dma(b.all(o), b.all(h));
+  b.dma(b.all(o2), b.all(s));
+  const auto out = run(b.program, {{0.5f, 2, -1, 0, 1, 1, 1, 1}, {1, 2, 3, 4, 1, 2, 3, 4}, {4, -1}});
+  // Row 0 from 4: 0.5*4+1 = 3, 2*3+2 = 8, -1*8+3 = -5, 0*-5+4 = 4. Row 1 from -1: 0, 2, 5, 9.
+  const std::vector<float> want = {3, 8, -5, 4, 0, 2, 5, 9};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(out[0][i] == doctest::Approx(want[i]));
+  // Row 0: 11, 13, 16, 20; row 1: 11, 13, 16, 20.
+  const std::vector<float> sums = {11, 13, 16, 20, 11, 13, 16, 20};
+  for (std::size_t i = 0; i < sums.size(); ++i) CHECK(out[1][i] == doctest::Approx(sums[i]));
+}
+
+TEST_CASE("tensor_tensor_scan keeps its state in fp32 and rounds only what it writes") {
+  // bf16 output, a state that grows by 1/256 each step from 1: bf16 cannot hold 1 + 1/256 (8 bits of
+  // mantissa), so a state re-read from a bf16 result would never move; the engine's fp32 state does.
+  ProgramBuilder b;
+  auto o = b.output("o", 1, 256, Dtype::fp32);
+  auto ones = b.sbuf("ones", 1, 256);
+  auto inc = b.sbuf("inc", 1, 256, Dtype::fp32, 1024);
+  auto h = b.sbuf("h", 1, 256, Dtype::bf16, 2048);
+  auto wide = b.sbuf("wide", 1, 256, Dtype::fp32, 4096);
+  b.memset(b.all(ones), 1.0f);
+  b.memset(b.all(inc), 1.0f / 256);
+  ScalarOperand one;
+  one.immediate = 1.0f;
+  b.scan(b.all(h), b.all(ones), b.all(inc), one);
+  b.copy(b.all(wide), b.all(h));
+  b.dma(b.all(o), b.all(wide));
+  const auto out = run(b.program, {});
+  CHECK(out[0][255] == doctest::Approx(2.0));
+}
+
 TEST_CASE("tensor_tensor, tensor_scalar, reduce, reciprocal, memset, iota, affine_select") {
   ProgramBuilder b;
   auto x = b.input("x", 2, 3);

@@ -148,6 +148,20 @@ class ProgramBuilder {
     in.alu0 = op;
     return emit(in, where);
   }
+  InstructionId scan(View dst, View data0, View data1, ScalarOperand initial, AluOp op0 = AluOp::multiply,
+                     AluOp op1 = AluOp::add, Engine engine = Engine::vector, Where where = Where::current()) {
+    Instruction in;
+    in.opcode = Opcode::tensor_tensor_scan;
+    in.engine = engine;
+    in.dst = dst;
+    in.src[0] = data0;
+    in.src[1] = data1;
+    in.src_count = 2;
+    in.alu0 = op0;
+    in.alu1 = op1;
+    in.operand0 = initial;
+    return emit(in, where);
+  }
   InstructionId tensor_scalar(View dst, View src, AluOp op0, ScalarOperand a, AluOp op1, ScalarOperand b,
                               Engine engine = Engine::vector, Where where = Where::current()) {
     Instruction in;

@@ -754,3 +754,34 @@ TEST_CASE("a new stationary operand on a PE tile waits for that tile's previous 
   CHECK(entry(r, again).start_s >= entry(r, top).end_s);
   CHECK(entry(r, again).start_s < entry(r, bottom).end_s);
 }
+
+TEST_CASE(
+    "tensor_tensor_scan costs max(64, 2N) vector cycles wherever its inputs are, and runs on vector only") {
+  auto busy = [](int n, bool psum_input, const TargetSpec& t) {
+    ProgramBuilder b;
+    auto a = b.sbuf("a", 128, n);
+    auto x = b.sbuf("x", 128, n, Dtype::fp32, 8192);
+    auto h = b.sbuf("h", 128, n, Dtype::fp32, 16384);
+    auto p = b.psum("p", 128, n);
+    b.memset(b.all(a), 1.0f);
+    b.memset(psum_input ? b.all(p) : b.all(x), 1.0f);
+    const auto id = b.scan(b.all(h), b.all(a), psum_input ? b.all(p) : b.all(x), ScalarOperand{});
+    const auto r = timing(b.program, t);
+    return entry(r, id).end_s - entry(r, id).start_s;
+  };
+  for (const TargetSpec* t : {&trn1(), &trn2()}) {
+    const double cycle = 1 / t->clock(Engine::vector);
+    CHECK(busy(512, false, *t) == doctest::Approx((2 * 512 + t->access_startup_cycles) * cycle));
+    CHECK(busy(512, true, *t) == doctest::Approx((2 * 512 + t->access_startup_cycles) * cycle));
+    CHECK(busy(16, false, *t) == doctest::Approx((64 + t->access_startup_cycles) * cycle));
+  }
+  ProgramBuilder b;
+  auto a = b.sbuf("a", 128, 64);
+  b.memset(b.all(a), 1.0f);
+  b.scan(b.all(a), b.all(a), b.all(a), ScalarOperand{}, AluOp::multiply, AluOp::add, Engine::gpsimd);
+  SimOptions options;
+  options.functional = false;
+  const SimResult r = simulate(b.program, trn1(), options);
+  CHECK_FALSE(r.valid);
+  CHECK(r.error.find("tensor_tensor_scan cannot run on the gpsimd engine") != std::string::npos);
+}

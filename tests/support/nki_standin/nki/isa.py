@@ -34,7 +34,7 @@ class nc_version(Enum):  # noqa: N801
     gen2, gen3, gen4 = 2, 3, 4
 
 
-_ACTIVATIONS = ("exp", "silu", "square", "sqrt", "rsqrt", "copy")
+_ACTIVATIONS = ("exp", "silu", "sigmoid", "square", "sqrt", "rsqrt", "copy")
 _ALU = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
@@ -266,6 +266,35 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
     _engine(f, engine, (engine.vector, engine.gpsimd, engine.unknown), dst, data1, data2)
     _op(f, "op", op, _ALU)
     dst.write(op(data1.read().reshape(dst.shape), data2.read().reshape(dst.shape)))
+
+
+@documented("nki.isa")
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None):
+    """'result[:, 0] = op1(op0(data0[:, 0], initial), data1[:, 0]); result[:, i] = op1(op0(data0[:, i],
+    result[:, i-1]), data1[:, i])' per partition, on the Vector Engine, in float32 math."""
+    f = "nisa.tensor_tensor_scan"
+    for t, n in ((dst, "dst"), (data0, "data0"), (data1, "data1")):
+        _tensor(f, n, t)
+    # 'The two input tiles (data0 and data1) must have the same partition axis size and the same number of
+    # elements per partition.'
+    _same_layout(f, dst, "data0", data0)
+    _same_layout(f, dst, "data1", data1)
+    # 'The two input tiles, data0 and data1 cannot both reside in PSUM.'
+    _no_two_psum(f, data0, data1, "data0 and data1")
+    _op(f, "op0", op0, _ALU)
+    _op(f, "op1", op1, _ALU)
+    # 'initial can either be a float32 compile-time scalar constant ... or a tile with the same partition axis
+    # size as data0/data1 and one element per partition.'
+    state = _scalar_or_column(f, "initial", initial, data0, fp32=False)
+    a = data0.read().reshape(dst.shape[0], -1)
+    b = data1.read().reshape(dst.shape[0], -1)
+    state = np.broadcast_to(np.asarray(state, dtype=np.float32).reshape(-1, 1), (dst.shape[0], 1))[:, 0].copy()
+    out = np.empty_like(a)
+    for i in range(a.shape[1]):
+        x = op0(state, a[:, i]) if reverse0 else op0(a[:, i], state)
+        state = (op1(b[:, i], x) if reverse1 else op1(x, b[:, i])).astype(np.float32)
+        out[:, i] = state
+    dst.write(out.reshape(dst.shape))
 
 
 @documented("nki.isa")

@@ -111,6 +111,11 @@ def silu(x, dtype=None):
 
 
 @documented("nki.language")
+def sigmoid(x, dtype=None):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@documented("nki.language")
 def square(x, dtype=None):
     return x * x
 
