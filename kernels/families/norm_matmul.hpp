@@ -101,6 +101,70 @@ struct MatmulAddRmsnormFusedParams {
 
 namespace detail {
 
+// The starting kernels' product of a row tile with w's columns [n): per K tile a tile of w loaded
+// and the rows' K slice transposed on the tensor engine, again for every n, accumulated in `ps`.
+template <Dtype D>
+class ReloadingRowProduct {
+ public:
+  ReloadingRowProduct(Kernel& kernel, int tile_n)
+      : w_tiles_(kernel.sbuf_pool("w_tile", 1, kernel.limits().partitions, tile_n, D)),
+        transpose_psum_(
+            kernel.psum_pool("transpose_psum", 1, kernel.limits().partitions, kernel.limits().partitions)),
+        lhsT_tiles_(kernel.sbuf_pool("lhsT", 1, kernel.limits().partitions, kernel.limits().partitions, D)) {}
+
+  void operator()(Kernel& kernel, const Tensor& ps, const Tensor& rows, const Tensor& w, const TileSpan& n) {
+    for (TileSpan k : tiles(w.rows(), kernel.limits().partitions)) {
+      const Tensor wt = w_tiles_.next().slice(0, k.size, 0, n.size);
+      kernel.dma_copy(wt, w.slice(k.begin, k.end(), n.begin, n.end()));
+      const Tensor tp = transpose_psum_.next().slice(0, k.size, 0, rows.rows());
+      kernel.transpose(tp, rows.col_range(k.begin, k.end()));
+      const Tensor lhsT = lhsT_tiles_.next().slice(0, k.size, 0, rows.rows());
+      kernel.tensor_copy(lhsT, tp);
+      kernel.matmul(ps, lhsT, wt, k.index > 0);
+    }
+  }
+
+ private:
+  TilePool w_tiles_, transpose_psum_, lhsT_tiles_;
+};
+
+// The starting kernels' residual add and RMSNorm of a row tile, one instruction per step:
+// a = lhs + rhs, 1/rms = rsqrt(sum(a^2) / cols + eps), then a * 1/rms * g (g broadcast to the rows).
+template <Dtype D>
+class StepwiseAddRmsnorm {
+ public:
+  StepwiseAddRmsnorm(Kernel& kernel, int cols)
+      : cols_(cols),
+        a_tiles_(kernel.sbuf_pool("a_tile", 1, kernel.limits().partitions, cols, D)),
+        square_tiles_(kernel.sbuf_pool("in_square", 1, kernel.limits().partitions, cols, Dtype::fp32)),
+        columns_(kernel.sbuf_pool("row_stats", 4, kernel.limits().partitions, 1, Dtype::fp32)),
+        norm_tiles_(kernel.sbuf_pool("rmsnorm_out_tile", 1, kernel.limits().partitions, cols, D)) {}
+
+  Tensor operator()(Kernel& kernel, const Tensor& lhs, const Tensor& rhs, const Tensor& g_bcast) {
+    const int rows = lhs.rows();
+    const Tensor a = a_tiles_.next().row_range(0, rows);
+    kernel.tensor_tensor(a, lhs, rhs, AluOp::add);
+    const Tensor sq = square_tiles_.next().row_range(0, rows);
+    kernel.activation(sq, a, ActivationFunction::square);
+    const Tensor sum = columns_.next().row_range(0, rows);
+    kernel.tensor_reduce(sum, sq, AluOp::add);
+    const Tensor mean = columns_.next().row_range(0, rows);
+    kernel.tensor_scalar(mean, sum, AluOp::multiply, 1.0f / float(cols_));
+    const Tensor biased = columns_.next().row_range(0, rows);
+    kernel.tensor_scalar(biased, mean, AluOp::add, kNormMatmulEpsilon);
+    const Tensor inv = columns_.next().row_range(0, rows);
+    kernel.activation(inv, biased, ActivationFunction::rsqrt);
+    const Tensor normalised = norm_tiles_.next().row_range(0, rows);
+    kernel.tensor_scalar(normalised, a, AluOp::multiply, inv);
+    kernel.tensor_tensor(normalised, normalised, g_bcast.row_range(0, rows), AluOp::multiply);
+    return normalised;
+  }
+
+ private:
+  int cols_;
+  TilePool a_tiles_, square_tiles_, columns_, norm_tiles_;
+};
+
 inline constexpr int kNormMatmulBank = 512;  // fp32 columns of one PSUM bank
 
 // dst = src (PSUM) on the vector engine, or the scalar engine (an identity activation).
@@ -405,45 +469,18 @@ void add_rmsnorm_matmul_naive(Kernel& kernel, const NormMatmulShape& shape,
   broadcast_to_partitions(kernel, g_bcast, g);
   TilePool x_tiles = kernel.sbuf_pool("x_tile", 1, P, shape.K, D);
   TilePool z_tiles = kernel.sbuf_pool("z_tile", 1, P, shape.K, D);
-  TilePool a_tiles = kernel.sbuf_pool("a_tile", 1, P, shape.K, D);
-  TilePool square_tiles = kernel.sbuf_pool("in_square", 1, P, shape.K, Dtype::fp32);
-  TilePool columns = kernel.sbuf_pool("row_stats", 4, P, 1, Dtype::fp32);
-  TilePool norm_tiles = kernel.sbuf_pool("rmsnorm_out_tile", 1, P, shape.K, D);
-  TilePool w_tiles = kernel.sbuf_pool("w_tile", 1, P, kTileN, D);
-  TilePool transpose_psum = kernel.psum_pool("transpose_psum", 1, P, P);
-  TilePool lhsT_tiles = kernel.sbuf_pool("lhsT", 1, P, P, D);
+  detail::StepwiseAddRmsnorm<D> normalise(kernel, shape.K);
+  detail::ReloadingRowProduct<D> product(kernel, kTileN);
   TilePool res_psum = kernel.psum_pool("res_psum", 1, P, kTileN);
   TilePool res_tiles = kernel.sbuf_pool("res_sb", 1, P, kTileN, D);
   for (TileSpan m : tiles(shape.M, P)) {
     const Tensor xt = x_tiles.next().row_range(0, m.size), zt = z_tiles.next().row_range(0, m.size);
     kernel.dma_copy(xt, x.row_range(m.begin, m.end()));
     kernel.dma_copy(zt, z.row_range(m.begin, m.end()));
-    const Tensor a = a_tiles.next().row_range(0, m.size);
-    kernel.tensor_tensor(a, xt, zt, AluOp::add);
-    const Tensor sq = square_tiles.next().row_range(0, m.size);
-    kernel.activation(sq, a, ActivationFunction::square);
-    const Tensor sum = columns.next().row_range(0, m.size);
-    kernel.tensor_reduce(sum, sq, AluOp::add);
-    const Tensor mean = columns.next().row_range(0, m.size);
-    kernel.tensor_scalar(mean, sum, AluOp::multiply, 1.0f / float(shape.K));
-    const Tensor biased = columns.next().row_range(0, m.size);
-    kernel.tensor_scalar(biased, mean, AluOp::add, kNormMatmulEpsilon);
-    const Tensor inv = columns.next().row_range(0, m.size);
-    kernel.activation(inv, biased, ActivationFunction::rsqrt);
-    const Tensor normalised = norm_tiles.next().row_range(0, m.size);
-    kernel.tensor_scalar(normalised, a, AluOp::multiply, inv);
-    kernel.tensor_tensor(normalised, normalised, g_bcast.row_range(0, m.size), AluOp::multiply);
+    const Tensor normalised = normalise(kernel, xt, zt, g_bcast);
     for (TileSpan n : tiles(shape.N, kTileN)) {
       const Tensor ps = res_psum.next().slice(0, m.size, 0, n.size);
-      for (TileSpan k : tiles(shape.K, P)) {
-        const Tensor wt = w_tiles.next().slice(0, k.size, 0, n.size);
-        kernel.dma_copy(wt, w.slice(k.begin, k.end(), n.begin, n.end()));
-        const Tensor tp = transpose_psum.next().slice(0, k.size, 0, m.size);
-        kernel.transpose(tp, normalised.col_range(k.begin, k.end()));
-        const Tensor lhsT = lhsT_tiles.next().slice(0, k.size, 0, m.size);
-        kernel.tensor_copy(lhsT, tp);
-        kernel.matmul(ps, lhsT, wt, k.index > 0);
-      }
+      product(kernel, ps, normalised, w, n);
       const Tensor rt = res_tiles.next().slice(0, m.size, 0, n.size);
       kernel.tensor_copy(rt, ps);
       kernel.dma_copy(out.slice(m.begin, m.end(), n.begin, n.end()), rt);
@@ -465,51 +502,23 @@ void matmul_add_rmsnorm_naive(Kernel& kernel, const NormMatmulShape& shape,
   const Tensor g_bcast = g_pool.next();
   broadcast_to_partitions(kernel, g_bcast, g);
   TilePool x_tiles = kernel.sbuf_pool("x_tiles", 1, P, shape.K, D);
-  TilePool w_tiles = kernel.sbuf_pool("w_tile", 1, P, kTileN, D);
-  TilePool transpose_psum = kernel.psum_pool("transpose_psum", 1, P, P);
-  TilePool lhsT_tiles = kernel.sbuf_pool("lhsT", 1, P, P, D);
+  detail::ReloadingRowProduct<D> product(kernel, kTileN);
   TilePool res_psum = kernel.psum_pool("res_psum", 1, P, kTileN);
   TilePool y_tiles = kernel.sbuf_pool("rmsnorm_in_tile", 1, P, shape.N, D);
   TilePool z_tiles = kernel.sbuf_pool("z_tile", 1, P, shape.N, D);
-  TilePool a_tiles = kernel.sbuf_pool("a_tile", 1, P, shape.N, D);
-  TilePool square_tiles = kernel.sbuf_pool("in_square", 1, P, shape.N, Dtype::fp32);
-  TilePool columns = kernel.sbuf_pool("row_stats", 4, P, 1, Dtype::fp32);
-  TilePool norm_tiles = kernel.sbuf_pool("rmsnorm_out_tile", 1, P, shape.N, D);
+  detail::StepwiseAddRmsnorm<D> normalise(kernel, shape.N);
   for (TileSpan m : tiles(shape.M, P)) {
     const Tensor xt = x_tiles.next().row_range(0, m.size);
     kernel.dma_copy(xt, x.row_range(m.begin, m.end()));
     const Tensor y = y_tiles.next().row_range(0, m.size);
     for (TileSpan n : tiles(shape.N, kTileN)) {
       const Tensor ps = res_psum.next().slice(0, m.size, 0, n.size);
-      for (TileSpan k : tiles(shape.K, P)) {
-        const Tensor wt = w_tiles.next().slice(0, k.size, 0, n.size);
-        kernel.dma_copy(wt, w.slice(k.begin, k.end(), n.begin, n.end()));
-        const Tensor tp = transpose_psum.next().slice(0, k.size, 0, m.size);
-        kernel.transpose(tp, xt.col_range(k.begin, k.end()));
-        const Tensor lhsT = lhsT_tiles.next().slice(0, k.size, 0, m.size);
-        kernel.tensor_copy(lhsT, tp);
-        kernel.matmul(ps, lhsT, wt, k.index > 0);
-      }
+      product(kernel, ps, xt, w, n);
       kernel.tensor_copy(y.col_range(n.begin, n.end()), ps);
     }
     const Tensor zt = z_tiles.next().row_range(0, m.size);
     kernel.dma_copy(zt, z.row_range(m.begin, m.end()));
-    const Tensor a = a_tiles.next().row_range(0, m.size);
-    kernel.tensor_tensor(a, y, zt, AluOp::add);
-    const Tensor sq = square_tiles.next().row_range(0, m.size);
-    kernel.activation(sq, a, ActivationFunction::square);
-    const Tensor sum = columns.next().row_range(0, m.size);
-    kernel.tensor_reduce(sum, sq, AluOp::add);
-    const Tensor mean = columns.next().row_range(0, m.size);
-    kernel.tensor_scalar(mean, sum, AluOp::multiply, 1.0f / float(shape.N));
-    const Tensor biased = columns.next().row_range(0, m.size);
-    kernel.tensor_scalar(biased, mean, AluOp::add, kNormMatmulEpsilon);
-    const Tensor inv = columns.next().row_range(0, m.size);
-    kernel.activation(inv, biased, ActivationFunction::rsqrt);
-    const Tensor normalised = norm_tiles.next().row_range(0, m.size);
-    kernel.tensor_scalar(normalised, a, AluOp::multiply, inv);
-    kernel.tensor_tensor(normalised, normalised, g_bcast.row_range(0, m.size), AluOp::multiply);
-    kernel.dma_copy(out.row_range(m.begin, m.end()), normalised);
+    kernel.dma_copy(out.row_range(m.begin, m.end()), normalise(kernel, y, zt, g_bcast));
   }
 }
 
@@ -526,7 +535,6 @@ void matmul_add_rmsnorm_fused(Kernel& kernel, const NormMatmulShape& shape,
   const int k_tiles = tile_count(shape.K, P);
   const int depth = std::max(p.pipeline_depth, 1);
   const int step_n = kNormMatmulBank * p.unroll_factor;
-  const int steps = tile_count(shape.N, step_n);
 
   TilePool g_pool = kernel.sbuf_pool("g_bcast", 1, P, shape.N, D);
   const Tensor g_bcast = g_pool.next();
