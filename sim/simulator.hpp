@@ -26,7 +26,7 @@ namespace autotune::sim {
 // the profile, which cached profiles must carry; sim-1.5: the path's waits on
 // buffer reuse and DMA fixed costs, and how it reached each step; sim-1.6:
 // programs past kMaxInstructions are invalid, program_too_large).
-constexpr std::string_view kSimulatorVersion = "sim-2.1";
+constexpr std::string_view kSimulatorVersion = "sim-2.2";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage
