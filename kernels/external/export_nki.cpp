@@ -20,13 +20,23 @@ const std::map<std::string, std::string>& nki_templates() {
   return templates;
 }
 
+// A parameter value whose measured placement NKI 0.6 cannot express: the
+// export refuses a trial with it (on `target` only, when one is named).
+struct NkiRefusal {
+  std::string param;
+  std::int64_t value = 0;
+  std::string target;  // empty: every target
+  std::string reason;  // why NKI 0.6 has no form for it
+};
+
 // What an exported variant is made of: its templates in order (helpers
 // first, the kernel last), the kernel's arguments and extra constants.
 struct NkiRecipe {
   std::vector<std::string> templates;
   std::vector<std::pair<std::string, std::string>> constants;  // name, Python literal
-  bool has_legacy = true;        // the legacy (neuronxcc.nki) templates compute it too
-  std::string no_legacy_reason;  // why not, when has_legacy is false
+  bool has_legacy = true;                 // the legacy (neuronxcc.nki) templates compute it too
+  std::string no_legacy_reason;           // why not, when has_legacy is false
+  std::vector<NkiRefusal> refusals = {};  // parameter values NKI 0.6 cannot express
 };
 
 // Why a family has no legacy export: its templates were written after the
@@ -82,6 +92,25 @@ std::optional<NkiRecipe> recipe_for(const std::string& family, const std::string
   if (key == "mamba/naive")
     return NkiRecipe{{"rmsnorm_common", "mamba_naive"}, {}, /*has_legacy=*/false, kNki06Only};
   if (key == "mamba/fused") return NkiRecipe{{"mamba_fused"}, {}, /*has_legacy=*/false, kNki06Only};
+  if (key == "adamw/naive") return NkiRecipe{{"adamw_naive"}, {}, /*has_legacy=*/false, kNki06Only};
+  if (key == "adamw/fused") {
+    NkiRecipe recipe{{"adamw_fused"}, {}, /*has_legacy=*/false, kNki06Only};
+    // (d + eps)^-1 is one instruction on the vector engine (tensor_scalar: add, then the unary reciprocal)
+    // and, from NeuronCore-v3, on the scalar engine (a reciprocal activation with a constant bias).
+    recipe.refusals = {
+        {"recip_engine", 2, "",
+         "NKI 0.6 runs tensor_scalar on GpSimd for rsqrt only and GpSimd's power (tensor_tensor) adds no "
+         "epsilon, so (d + eps)^-1 is not one GpSimd instruction"},
+        {"recip_engine", 1, "trn1",
+         "NeuronCore-v2's scalar engine takes no bias with a reciprocal activation (NKI's engine-selection "
+         "notes) and adds in tensor_scalar only from NeuronCore-v3, so (d + eps)^-1 is not one scalar-engine "
+         "instruction there"}};
+    return recipe;
+  }
+  if (family == "bmm" && (variant == "naive" || variant == "paired"))
+    return NkiRecipe{{"bmm_common", "bmm_" + variant}, {}, /*has_legacy=*/false, kNki06Only};
+  if (family == "bmm_softmax" && (variant == "naive" || variant == "fused"))
+    return NkiRecipe{{"bmm_common", "bmm_softmax_" + variant}, {}, /*has_legacy=*/false, kNki06Only};
   return std::nullopt;
 }
 
@@ -151,13 +180,13 @@ std::string usage_example(const FamilySpec& family, const Shape& shape, Dtype dt
 }
 
 // Variants whose trial transposes by DMA: the current NKI's dma_transpose
-// takes 2-byte data only.
+// takes 2-byte data only. Besides the two that always do, a variant's
+// `dma_transpose` parameter above 0 moves (some of) its transposes to DMAs.
 bool transposes_by_dma(const std::string& family, const std::string& variant, const ParamValues& params) {
   if (family == "transpose") return variant == "dma";
-  if (family != "attention" && family != "attention_full") return false;
-  if (variant == "cte") return true;
+  if ((family == "attention" || family == "attention_full") && variant == "cte") return true;
   const auto found = params.find("dma_transpose");
-  return variant == "flash_banked" && found != params.end() && found->second > 0;
+  return found != params.end() && found->second > 0;
 }
 
 }  // namespace
@@ -206,8 +235,21 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
     throw UserError("trial of '" + family.name + "/" + variant.name + "' transposes " +
                     std::string(sim::dtype_name(dtype)) +
                     " data by DMA, which NKI's dma_transpose does not take (it transposes 2-byte data only); "
-                    "export a bf16 or fp16 trial, or one that transposes on the tensor engine "
-                    "(--nki-version legacy writes it for the neuronxcc.nki namespace)");
+                    "export a bf16 or fp16 trial, or one that transposes on the tensor engine" +
+                    (recipe->has_legacy
+                         ? std::string(" (--nki-version legacy writes it for the neuronxcc.nki namespace)")
+                         : std::string()));
+  if (!legacy)
+    for (const auto& refusal : recipe->refusals) {
+      const auto found = params.find(refusal.param);
+      if (found == params.end() || found->second != refusal.value ||
+          (!refusal.target.empty() && refusal.target != provenance.target))
+        continue;
+      throw UserError("trial of '" + family.name + "/" + variant.name + "' has " + refusal.param + " = " +
+                      std::to_string(refusal.value) + ", which has no NKI 0.6 form" +
+                      (refusal.target.empty() ? std::string() : " on " + refusal.target) + ": " +
+                      refusal.reason + "; export a trial with another " + refusal.param);
+    }
   const std::string params_line = exported_params_line(variant, params);
   const Shape verification = variant.verification_shape ? variant.verification_shape(shape, params) : shape;
   const std::string dtype_name(sim::dtype_name(dtype));

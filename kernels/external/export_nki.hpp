@@ -32,9 +32,10 @@ std::vector<std::string> nki_exportable_variants();
 
 // The Python source. `sbuf_bytes_per_partition` is the target's, for
 // variants whose structure depends on what fits (attention naive). UserError
-// when the variant has no NKI template, a parameter has no value, or the
+// when the variant has no NKI template, a parameter has no value, the
 // trial transposes by DMA data the current NKI's dma_transpose does not take
-// (it transposes 2-byte data only).
+// (it transposes 2-byte data only), or it places an instruction where NKI 0.6
+// cannot (adamw's reciprocal on GpSimd, or on trn1's scalar engine).
 std::string export_nki(const FamilySpec& family, const VariantSpec& variant, const Shape& shape, Dtype dtype,
                        const ParamValues& params, const std::string& kernel_name,
                        const ExportProvenance& provenance, std::int64_t sbuf_bytes_per_partition,

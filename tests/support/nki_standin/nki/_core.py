@@ -120,6 +120,35 @@ class Tensor:
             fail("NkiTensor.permute", f"dims {dims} for shape {self.shape} ({self.buffer})")
         return self._view(self._values.transpose(dims), None if self._flags is None else self._flags.transpose(dims))
 
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None):
+        """'Low-level access pattern override ... an explicit [[stride, count], ...] pattern addressing the
+        underlying storage directly. Analogous to torch.as_strided.' The stand-in takes static patterns only
+        (no indirection, no reinterpreting dtype); on chip the first pair walks the partitions, one partition's
+        elements apart (the documented example: a (128, 32) tile's pattern [[32, 128], [1, 32]]). A pattern
+        with a zero stride reads the same element repeatedly (a broadcast) and cannot be written."""
+        f = "NkiTensor.ap"
+        if scalar_offset is not None or vector_offset is not None or indirect_dim != 0 or dtype is not None:
+            fail(f, "the stand-in takes static patterns only (pattern, offset)")
+        pattern = [list(p) for p in pattern]
+        if not pattern or any(len(p) != 2 or not all(isinstance(v, (int, np.integer)) for v in p) or p[0] < 0
+                              or p[1] <= 0 for p in pattern):
+            fail(f, f"pattern {pattern}: [stride, count] pairs of non-negative strides and positive counts")
+        base = self._allocation.values
+        flat = base.reshape(-1)
+        row = base[0].size if base.ndim > 1 else 1
+        start = (self._values.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 4
+        start += offset or 0
+        if self.on_chip() and (pattern[0][0] != row or pattern[0][1] > PARTITIONS):
+            fail(f, f"pattern {pattern} on '{self.name}': the first pair must walk up to {PARTITIONS} partitions "
+                    f"with stride {row} (the elements of one partition)")
+        last = start + sum(stride * (count - 1) for stride, count in pattern)
+        if start < 0 or last >= flat.size:
+            fail(f, f"pattern {pattern} at offset {start} reads past '{self.name}' ({flat.size} elements)")
+        values = np.lib.stride_tricks.as_strided(flat[start:], shape=tuple(c for _, c in pattern),
+                                                 strides=tuple(s * flat.itemsize for s, _ in pattern),
+                                                 writeable=not any(s == 0 for s, _ in pattern))
+        return self._view(values, None)
+
     def __setitem__(self, key, value):
         raise TypeError("NkiTensor takes no item assignment: write through an nki.isa instruction's dst")
 
@@ -146,6 +175,11 @@ class Tensor:
 
     def per_partition(self):
         return self.size // self.shape[0] if self.shape else 1
+
+    def first_partition(self):
+        """The partition the view starts at in its on-chip allocation."""
+        base = self._allocation.values
+        return (self._values.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // base.strides[0]
 
     def psum_bank_span(self):
         """The PSUM banks (per partition) the view's elements lie in, allocations starting on a bank."""

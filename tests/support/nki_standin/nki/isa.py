@@ -34,8 +34,9 @@ class nc_version(Enum):  # noqa: N801
     gen2, gen3, gen4 = 2, 3, 4
 
 
-_ACTIVATIONS = ("exp", "silu", "sigmoid", "square", "sqrt", "rsqrt", "copy")
+_ACTIVATIONS = ("exp", "silu", "sigmoid", "square", "sqrt", "rsqrt", "reciprocal", "copy")
 _ALU = ("add", "subtract", "multiply", "maximum", "minimum")
+_UNARY = ("reciprocal", "rsqrt")  # the 'Arithmetic Unary' operators of the ALU table that exports use
 
 
 def _tensor(function, name, t, on_chip=True):
@@ -167,6 +168,13 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     # 128 ... or row_size ... The free dimension size of stationary must not exceed 128 ... or column_size.'
     if k != k2 or k > rows:
         fail(f, f"contraction: stationary {stationary.shape}, moving {moving.shape}, PE rows {rows}")
+    if tile_size:
+        # A PE row multiplies the partition of its index ('partition axis ... must never exceed 128, due to the
+        # number of PE rows', the Trainium architecture guide): a row tile's operands lie in its partitions.
+        for t, label in ((stationary, "stationary"), (moving, "moving")):
+            first = t.first_partition()
+            if not (row <= first and first + k <= row + rows):
+                fail(f, f"{label} in partitions [{first}, {first + k}) is outside the PE row tile [{row}, {row + rows})")
     if m > cols:
         fail(f, f"stationary free size {m} exceeds {cols}")
     # 'On NeuronCore-v2 and -v3, the free dimension size of moving tile must not exceed 512.'
@@ -264,7 +272,13 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None):
     _same_layout(f, dst, "data2", data2)
     _no_two_psum(f, data1, data2, "data1 and data2")
     _engine(f, engine, (engine.vector, engine.gpsimd, engine.unknown), dst, data1, data2)
-    _op(f, "op", op, _ALU)
+    _op(f, "op", op, _ALU + ("power",))
+    if op.__name__ == "power":
+        # 'nl.power. (Which runs on the GpSimd engine.) ... the input/output tiles cannot be in PSUM if op is
+        # nl.power.'
+        if engine not in (engine.gpsimd, engine.unknown):
+            fail(f, f"op=nl.power runs on the GpSimd engine, not {engine}")
+        _engine(f, engine.gpsimd, (engine.gpsimd,), dst, data1, data2)
     dst.write(op(data1.read().reshape(dst.shape), data2.read().reshape(dst.shape)))
 
 
@@ -305,8 +319,8 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     _tensor(f, "data", data)
     _same_layout(f, dst, "data", data)
     _engine(f, engine, (engine.vector, engine.scalar, engine.gpsimd, engine.unknown), dst, data)
-    _op(f, "op0", op0, _ALU)
-    if engine == engine.gpsimd:
+    _op(f, "op0", op0, _ALU + _UNARY)
+    if engine == engine.gpsimd and not (op0.__name__ == "rsqrt" and op1 is None):
         fail(f, "engine.gpsimd is allowed for rsqrt only")
     if engine == engine.scalar and _nc_version() == 3:
         # 'The Scalar Engine on trn2 only supports some operator combinations'
@@ -316,13 +330,22 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     if (op1 is None) != (operand1 is None):
         fail(f, "op1 and operand1 must be None (default values) when unused")
     x = data.read()
-    a = _scalar_or_column(f, "operand0", operand0, data)
-    out = op0(a, x) if reverse0 else op0(x, a)
+    out = _scalar_op(f, "operand0", op0, operand0, x, data, reverse0)
     if op1 is not None:
-        _op(f, "op1", op1, _ALU)
-        b = _scalar_or_column(f, "operand1", operand1, data)
-        out = op1(b, out) if reverse1 else op1(out, b)
+        _op(f, "op1", op1, _ALU + _UNARY)
+        out = _scalar_op(f, "operand1", op1, operand1, out, data, reverse1)
     dst.write(np.asarray(out).reshape(dst.shape))
+
+
+def _scalar_op(function, name, op, operand, x, data, reverse):
+    """One operator of tensor_scalar: a unary one ('operand0 ... Must be None or 0 when op0 is a unary operator
+    (e.g., nl.abs)') applies to x alone; a binary one takes the scalar or [P, 1] column operand."""
+    if op.__name__ in _UNARY:
+        if operand is not None and (isinstance(operand, Tensor) or operand != 0):
+            fail(function, f"{name}={operand!r} for the unary operator nl.{op.__name__} (None or 0)")
+        return op(x)
+    a = _scalar_or_column(function, name, operand, data)
+    return op(a, x) if reverse else op(x, a)
 
 
 def _reduce_axes(function, data, axis):
@@ -353,6 +376,10 @@ def _activate(f, dst, op, data, bias, scale):
     _op(f, "op", op, _ACTIVATIONS)
     x = data.read() * _scalar_or_column(f, "scale", scale, data)
     if bias is not None:
+        # 'nki.isa.activation(op=nl.reciprocal) doesn't support setting bias on NeuronCore-v2.' (NKI engine
+        # selection notes)
+        if op.__name__ == "reciprocal" and _nc_version() == 2:
+            fail(f, "on NeuronCore v2 activation(op=nl.reciprocal) takes no bias")
         if not isinstance(bias, Tensor) and _nc_version() == 2:
             # 'In NeuronCore-v2, the bias must be a [N, 1] vector'
             fail(f, "on NeuronCore v2 the bias must be a [N, 1] tile, not a constant")

@@ -135,6 +135,16 @@ def copy(x, dtype=None):
     return np.array(x, dtype=np.float32)
 
 
+@documented("nki.language")
+def reciprocal(x, dtype=None):
+    return 1.0 / np.asarray(x, dtype=np.float32)
+
+
+@documented("nki.language")
+def power(x, y, dtype=None):
+    return np.power(x, y)
+
+
 # Reductions: the ALU operator each stands for, applied along axes.
 _REDUCERS = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum, "multiply": np.multiply}
 
