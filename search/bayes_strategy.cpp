@@ -18,6 +18,11 @@
 //    over all observations with the GP's length scales (p0: observed success
 //    rate, c: prior weight 0.5). The acquisition is EI(x) * p(x), so the
 //    region of a failure is avoided, and a failure costs one evaluation.
+//    With `failures: classified` a failure joins the GP at the successes'
+//    model's prediction plus one standard deviation instead (its uncertainty
+//    collapses, its neighbours' means stay where the successes put them), and
+//    p(x) is a second GP regressed on success labels with its own length
+//    scales (constrained EI, as in Gelbart et al., 2014).
 //  - Acquisition: maximised over the unseen configurations: all of them when
 //    at most `exhaustive_limit` remain, otherwise `candidates` uniform random
 //    ones plus greedy neighbour-move hill climbs (on expected improvement)
@@ -47,7 +52,8 @@
 // Options: initial (6), exhaustive_limit (2000), candidates (500),
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
-// acquisition ("hedge"), alignment (true), transfer_points (3).
+// failures ("worst"), acquisition ("hedge"), alignment (true),
+// transfer_points (3).
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
@@ -81,6 +87,10 @@ struct BayesOptions {
   bool hedge = true;        // a portfolio of acquisitions (GP-Hedge) instead of EI alone
   bool alignment = true;    // an alignment feature per integer knob (below)
   int transfer_points = 3;  // how many of the initial design may come from related runs
+  // `failures: classified`: a failure joins the GP at the successes' model's
+  // prediction plus one standard deviation (not the worst value), and the
+  // feasibility estimate is a second GP fitted to success labels.
+  bool classify_failures = false;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -123,6 +133,7 @@ constexpr double kConfidenceWidth = 2.0;  // LCB = mean - 2 sigma
 constexpr double kHedgeRate = 1.0;        // softmax temperature over the gains
 
 constexpr double kFeasibilityPriorWeight = 0.5;
+constexpr double kFeasibilityFloor = 0.02;  // the classifier's least probability of success
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 double normal_pdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI); }
@@ -136,7 +147,8 @@ class BayesStrategy final : public IndexedStrategy {
                                      : std::vector<std::vector<double>>(space.parameters().size())),
         aligned_count_(static_cast<int>(
             std::count_if(alignment_.begin(), alignment_.end(), [](const auto& f) { return !f.empty(); }))),
-        gp_(feature_dimension()) {}
+        gp_(feature_dimension()),
+        feasibility_(feature_dimension()) {}
 
  private:
   std::vector<std::uint64_t> propose(std::size_t k) override {
@@ -316,10 +328,42 @@ class BayesStrategy final : public IndexedStrategy {
         if (!o.value) failed.push_back(o.index);
       const Eigen::Index n_ok = gp_x.rows(), n_failed = static_cast<Eigen::Index>(failed.size());
       const double worst = y.maxCoeff();
+      const Eigen::MatrixXd failed_x = encode(failed);
+      Eigen::VectorXd imputed = Eigen::VectorXd::Constant(n_failed, worst);
+      if (options_.classify_failures) {
+        // A failure says nothing about how fast its configuration would be:
+        // it only removes the uncertainty there. At the worst value it drags
+        // down its feasible neighbours too, where the optimum of a kernel
+        // often lies (the largest tile that still fits).
+        Eigen::VectorXd variance;
+        gp_.set_data(gp_x, y);
+        gp_.factorize();
+        gp_.predict(failed_x, imputed, variance);
+        imputed = imputed.array() + variance.array().sqrt();
+        imputed = imputed.cwiseMin(worst);
+      }
       gp_x.conservativeResize(n_ok + n_failed, Eigen::NoChange);
-      gp_x.bottomRows(n_failed) = encode(failed);
+      gp_x.bottomRows(n_failed) = failed_x;
       y.conservativeResize(n_ok + n_failed);
-      y.tail(n_failed).setConstant(worst);
+      y.tail(n_failed) = imputed;
+    }
+    if (options_.classify_failures && m.has_failures) {
+      // Success labels (1 or 0, centred on the success rate) regressed by a
+      // GP with its own length scales: which parameters decide failure need
+      // not be those that decide speed.
+      Eigen::VectorXd labels(m.all_x.rows());
+      Eigen::Index row = 0;
+      for (const auto& o : history()) labels[row++] = (o.value ? 1.0 : 0.0) - m.success_rate;
+      feasibility_.set_data(m.all_x, labels);
+      const std::size_t count = static_cast<std::size_t>(labels.size());
+      if (last_feasibility_fit_size_ == 0 ||
+          static_cast<double>(count) >=
+              static_cast<double>(last_feasibility_fit_size_) * (1.0 + options_.refit_growth) + 1.0) {
+        feasibility_.fit(options_.fit_iterations, last_feasibility_fit_size_ == 0 || count < 100);
+        last_feasibility_fit_size_ = count;
+      } else {
+        feasibility_.factorize();
+      }
     }
     gp_.set_data(gp_x, y);
     const std::size_t n = static_cast<std::size_t>(y.size());
@@ -367,7 +411,12 @@ class BayesStrategy final : public IndexedStrategy {
       out(i, kProbabilityOfImprovement) = normal_cdf(z);
       out(i, kLowerConfidenceBound) = std::exp(std::min(50.0, -(mean[i] - kConfidenceWidth * sigma)));
     }
-    if (m.has_failures) {
+    if (m.has_failures && options_.classify_failures) {
+      Eigen::VectorXd p, p_variance;
+      feasibility_.predict(x, p, p_variance);
+      for (Eigen::Index i = 0; i < x.rows(); ++i)
+        out.row(i) *= std::clamp(p[i] + m.success_rate, kFeasibilityFloor, 1.0);
+    } else if (m.has_failures) {
       const Eigen::MatrixXd k_all = gp_.correlation(x, m.all_x);
       const Eigen::MatrixXd k_ok = gp_.correlation(x, m.ok_x);
       const double c = kFeasibilityPriorWeight;
@@ -542,7 +591,8 @@ class BayesStrategy final : public IndexedStrategy {
   std::vector<std::vector<double>> alignment_;  // per parameter: its feature per position, or empty
   int aligned_count_ = 0;
   GaussianProcess gp_;
-  std::size_t last_fit_size_ = 0;
+  GaussianProcess feasibility_;
+  std::size_t last_fit_size_ = 0, last_feasibility_fit_size_ = 0;
   std::unordered_set<std::uint64_t> pending_;
   std::vector<std::uint64_t> transferred_;  // learn_from's ranking, best first
   Eigen::MatrixXd data_x_;
@@ -566,6 +616,11 @@ const StrategyRegistration registration(
       o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
       o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
       o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
+      const auto failures = options.get<std::string>("failures", "worst", "\"worst\" or \"classified\"");
+      if (failures != "worst" && failures != "classified")
+        throw UserError("strategy 'bayes': option 'failures': '" + failures +
+                        "' is not accepted; accepted: worst, classified");
+      o.classify_failures = failures == "classified";
       const auto acquisition = options.get<std::string>("acquisition", "hedge", "\"ei\" or \"hedge\"");
       if (acquisition != "ei" && acquisition != "hedge")
         throw UserError("strategy 'bayes': option 'acquisition': '" + acquisition +

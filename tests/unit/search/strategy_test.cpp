@@ -166,6 +166,9 @@ TEST_CASE("unknown strategies and options are one clear error") {
   CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"acquisition", "ucb"}}),
                        doctest::Contains("accepted: ei, hedge"), UserError);
   CHECK_NOTHROW(make_strategy("bayes", space, 1, {{"acquisition", "ei"}, {"alignment", false}}));
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"failures", "ignored"}}),
+                       doctest::Contains("accepted: worst, classified"), UserError);
+  CHECK_NOTHROW(make_strategy("bayes", space, 1, {{"failures", "classified"}}));
 }
 
 TEST_CASE(
