@@ -51,11 +51,12 @@ void log_plugin_calls(DecisionLog& log, int iteration, skills::PluginCallRecords
 }  // namespace
 
 std::optional<double> objective_value(Objective objective, const Json& metrics) {
-  const char* key = objective == Objective::mfu ? "mfu_percent" : "latency_s";
-  if (!metrics.is_object() || !metrics.contains(key) || !metrics.at(key).is_number()) return std::nullopt;
-  const double value = metrics.at(key).get<double>();
+  const ObjectiveMetric metric = objective_metric(to_string(objective));
+  if (!metrics.is_object() || !metrics.contains(metric.key) || !metrics.at(metric.key).is_number())
+    return std::nullopt;
+  const double value = metrics.at(metric.key).get<double>();
   if (!std::isfinite(value)) return std::nullopt;
-  return objective == Objective::mfu ? -value : value;
+  return metric.maximised ? -value : value;
 }
 
 double improvement_of(Objective objective, double baseline, double best) {
@@ -1276,10 +1277,9 @@ class RunLoop {
   // `autotune trials --top`). Noisy ones (an interval on either side): the
   // rule of core/noise.hpp, without suspicion for a trial measured again.
   Comparison compare_with_best(const store::Trial& trial, double value, bool suspicion = true) const {
-    const bool mfu = goal_.objective == Objective::mfu;
-    const char* key = mfu ? "mfu_percent" : "latency_s";
-    const auto candidate = estimate_from_metrics(trial.metrics, key, mfu);
-    const auto incumbent = estimate_from_metrics(state_.best_trial->metrics, key, mfu);
+    const ObjectiveMetric metric = objective_metric(to_string(goal_.objective));
+    const auto candidate = estimate_from_metrics(trial.metrics, metric.key, metric.maximised);
+    const auto incumbent = estimate_from_metrics(state_.best_trial->metrics, metric.key, metric.maximised);
     if (candidate && incumbent && (candidate->width() > 0 || incumbent->width() > 0) &&
         trial.config_hash != state_.best_trial->config_hash)
       return compare_estimates(
