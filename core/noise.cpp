@@ -85,4 +85,9 @@ Comparison compare_estimates(const Estimate& candidate, const Estimate& incumben
   return Comparison::better;
 }
 
+ObjectiveMetric objective_metric(std::string_view objective) {
+  if (objective == "mfu") return {"mfu_percent", true};
+  return {"latency_s", false};
+}
+
 }  // namespace autotune

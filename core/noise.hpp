@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autotune {
@@ -72,5 +73,15 @@ const char* to_string(Comparison comparison);
 // The rule above; `remeasure_beyond` < 0 never calls a candidate suspicious
 // (one already measured again).
 Comparison compare_estimates(const Estimate& candidate, const Estimate& incumbent, double remeasure_beyond);
+
+// The metric a goal's objective ranks trials by, the one the loop compares
+// (and every report of the run follows): `latency` and `throughput` by
+// latency_s (a fixed workload's throughput is its inverse), `mfu` by
+// mfu_percent, higher better (read negated by estimate_from_metrics).
+struct ObjectiveMetric {
+  const char* key;
+  bool maximised;
+};
+ObjectiveMetric objective_metric(std::string_view objective);
 
 }  // namespace autotune

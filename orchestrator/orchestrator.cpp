@@ -1,7 +1,14 @@
 #include "orchestrator/orchestrator.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -51,11 +58,12 @@ void log_plugin_calls(DecisionLog& log, int iteration, skills::PluginCallRecords
 }  // namespace
 
 std::optional<double> objective_value(Objective objective, const Json& metrics) {
-  const char* key = objective == Objective::mfu ? "mfu_percent" : "latency_s";
-  if (!metrics.is_object() || !metrics.contains(key) || !metrics.at(key).is_number()) return std::nullopt;
-  const double value = metrics.at(key).get<double>();
+  const ObjectiveMetric metric = objective_metric(to_string(objective));
+  if (!metrics.is_object() || !metrics.contains(metric.key) || !metrics.at(metric.key).is_number())
+    return std::nullopt;
+  const double value = metrics.at(metric.key).get<double>();
   if (!std::isfinite(value)) return std::nullopt;
-  return objective == Objective::mfu ? -value : value;
+  return metric.maximised ? -value : value;
 }
 
 double improvement_of(Objective objective, double baseline, double best) {
@@ -384,10 +392,79 @@ class RunLoop {
       return IterationEnd::stop;
     }
     // With llm.kernel_sources, the LLM also writes a kernel source, measured as a trial of its own
-    // (docs/llm.md).
-    llm::propose_kernel_source(*skills_.policy, plan.policy_state, *state_.best_trial, *log_, store_,
-                               goal_.timeout_s);
+    // (docs/llm.md); screened, only when the screen keeps it.
+    std::optional<llm::SourceScreen> source_screen;
+    std::filesystem::path screen_file;
+    if (screen_) {
+      source_screen.emplace();
+      source_screen->target = [this, &screen_file] { return write_screen_target(screen_file); };
+      source_screen->judge = [this](const skills::Measurement& simulated) { return judge_source(simulated); };
+    }
+    try {
+      llm::propose_kernel_source(*skills_.policy, plan.policy_state, *state_.best_trial, *log_, store_,
+                                 goal_.timeout_s, source_screen ? &*source_screen : nullptr);
+    } catch (...) {
+      remove_quietly(screen_file);
+      throw;
+    }
+    remove_quietly(screen_file);
     return explore(iteration, plan.chosen(), plan);
+  }
+
+  static void remove_quietly(const std::filesystem::path& file) {
+    std::error_code ignored;
+    if (!file.empty()) std::filesystem::remove(file, ignored);
+  }
+
+  // The screen's target as corrected so far, in a file of its own that a
+  // kernel-worker (sandboxed, another user) can read; `file` names it.
+  std::string write_screen_target(std::filesystem::path& file) {
+    std::string name =
+        (std::filesystem::temp_directory_path() / "autotune-screen-target-XXXXXX.yaml").string();
+    const int fd = ::mkstemps(name.data(), 5);
+    if (fd < 0)
+      throw UserError("cannot write the screen's target to the temporary folder: " +
+                      std::string(std::strerror(errno)));
+    ::fchmod(fd, 0644);
+    ::close(fd);
+    file = name;
+    screen_->write_current_target(file);
+    return name;
+  }
+
+  // An LLM's kernel source simulated on the screen's target (the screen
+  // cannot trace it itself): predicted as a kernel of no variant measured
+  // yet, and kept for the device, like a round's proposal, only when the
+  // prediction is no worse than the bound.
+  llm::SourceScreenVerdict judge_source(const skills::Measurement& simulated) {
+    llm::SourceScreenVerdict out;
+    const ScreenBound bound = screen_bound();
+    out.evidence = {{"screen_target", goal_.screen->target},
+                    {"bound", bound.to_json()},
+                    {"correction", screen_->correction_json()}};
+    const auto latency =
+        simulated.metrics.is_object() ? simulated.metrics.find("latency_s") : simulated.metrics.end();
+    if (simulated.status != Outcome::ok || latency == simulated.metrics.end() || !latency->is_number()) {
+      out.measure = false;
+      out.evidence["simulated_status"] = std::string(to_string(simulated.status));
+      out.evidence["error"] = simulated.error.substr(0, 300);
+      out.reason = "on the screen's target (" + goal_.screen->target + ") it measured " +
+                   std::string(to_string(simulated.status)) +
+                   (simulated.error.empty() ? std::string() : " (" + simulated.error.substr(0, 160) + ")") +
+                   ": predicted to fail, as a candidate that does not fit the screen's machine";
+      return out;
+    }
+    const double simulated_s = latency->get<double>();
+    const double predicted_s = simulated_s * std::exp(screen_->overall_log_ratio());
+    out.evidence["simulated_s"] = simulated_s;
+    out.evidence["predicted_s"] = predicted_s;
+    out.measure = predicted_s <= bound.bound_s;
+    out.evidence["chosen"] = out.measure;
+    if (!out.measure)
+      out.reason = "the screen predicts it " + number_text(predicted_s * 1e3) +
+                   " ms, slower than the best's " + number_text(*bound.best_predicted_s * 1e3) +
+                   " ms by more than the screen's margin (" + percent_text(bound.margin) + ")";
+    return out;
   }
 
   IterationPlan plan_iteration(int iteration) {
@@ -1276,10 +1353,9 @@ class RunLoop {
   // `autotune trials --top`). Noisy ones (an interval on either side): the
   // rule of core/noise.hpp, without suspicion for a trial measured again.
   Comparison compare_with_best(const store::Trial& trial, double value, bool suspicion = true) const {
-    const bool mfu = goal_.objective == Objective::mfu;
-    const char* key = mfu ? "mfu_percent" : "latency_s";
-    const auto candidate = estimate_from_metrics(trial.metrics, key, mfu);
-    const auto incumbent = estimate_from_metrics(state_.best_trial->metrics, key, mfu);
+    const ObjectiveMetric metric = objective_metric(to_string(goal_.objective));
+    const auto candidate = estimate_from_metrics(trial.metrics, metric.key, metric.maximised);
+    const auto incumbent = estimate_from_metrics(state_.best_trial->metrics, metric.key, metric.maximised);
     if (candidate && incumbent && (candidate->width() > 0 || incumbent->width() > 0) &&
         trial.config_hash != state_.best_trial->config_hash)
       return compare_estimates(

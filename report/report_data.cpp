@@ -390,30 +390,34 @@ Json run_report(store::Store& store, int64_t run_id, const ReportOptions& option
   if (goal.latency_s) doc["goal_latency_s"] = *goal.latency_s;
 
   // Points in commit order; the evaluation number is the position in it.
-  // The best so far follows the loop's rule (core/noise.hpp): with intervals,
-  // a trial improves on the best only beyond the noise, and a win the loop
-  // measured again counts at its second measurement.
+  // The best so far follows the loop's rule (core/noise.hpp): by the goal's
+  // objective (an MFU goal's best is its highest MFU), with intervals a trial
+  // improves on the best only beyond the noise, and a win the loop measured
+  // again counts at its second measurement. The line is drawn at each best's
+  // latency, the chart's axis.
   std::vector<std::string> variants;
   std::map<std::string, int> variant_index;
   std::vector<std::size_t> improving;  // indices where the best so far improved
   Json best_so_far = Json::array();
   std::optional<Estimate> best;
   const double remeasure_beyond = remeasure_beyond_of(goal_document);
+  const ObjectiveMetric objective = objective_metric(objective_of(goal_document));
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const auto& trial = trials[i];
     if (!variant_index.count(trial.variant)) {
       variant_index[trial.variant] = static_cast<int>(variants.size());
       variants.push_back(trial.variant);
     }
-    const auto estimate = estimate_from_metrics(trial.metrics, "latency_s");
-    if (!is_measured(trial.status) || !estimate) continue;
+    const auto estimate = estimate_from_metrics(trial.metrics, objective.key, objective.maximised);
+    const auto latency = trial.metric("latency_s");
+    if (!is_measured(trial.status) || !estimate || !latency) continue;
     if (best &&
         compare_estimates(*estimate, *best, trial.metrics.contains("remeasured") ? -1.0 : remeasure_beyond) !=
             Comparison::better)
       continue;
     best = estimate;
     improving.push_back(i);
-    best_so_far.push_back({i + 1, estimate->value, trial.id});
+    best_so_far.push_back({i + 1, *latency, trial.id});
   }
   std::vector<std::size_t> shown;
   const std::size_t first =

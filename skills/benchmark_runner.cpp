@@ -136,7 +136,7 @@ std::string BenchmarkRunner::cache_key(const Candidate& candidate) const {
 }
 
 void BenchmarkRunner::resume(const std::vector<store::Trial>& committed) {
-  for (const auto& trial : committed) resumable_[trial.config_hash] = trial;
+  for (const auto& trial : committed) resumable_[trial.config_hash].push_back(trial);
 }
 
 std::optional<MeasuredTrial> BenchmarkRunner::find(const Candidate& candidate) const {
@@ -214,13 +214,15 @@ class BenchmarkRunner::Batch {
   // or marks it for the queue).
   void serve_or_start(std::size_t i) {
     const TrialRequest& request = requests_[i];
+    const std::string hash = config_hash(request.candidate);
     if (request.remeasure_of) {
+      // Measured again before the resume: that trial is this measurement.
+      if (serve_resumed(i, hash)) return;
       results_[i] = MeasuredTrial{make_trial(request), nullptr, true};
       running_.push_back(i);
       if (!runner_.options_.queue) start_on_pool(i);
       return;
     }
-    const std::string hash = config_hash(request.candidate);
     if (auto it = runner_.measured_.find(hash); it != runner_.measured_.end()) {
       results_[i] = it->second;
       results_[i]->fresh = false;
@@ -233,22 +235,31 @@ class BenchmarkRunner::Batch {
       return;
     }
     first_in_batch_[hash] = i;
-    if (auto it = runner_.resumable_.find(hash); it != runner_.resumable_.end()) {
-      MeasuredTrial result{it->second, runner_.profile_of(it->second), true};
-      runner_.resumable_.erase(it);
-      runner_.measured_[hash] = result;
-      results_[i] = result;
-      ++resumed_;
-      ++runner_.counters_.resumed;
-      ++runner_.counters_.evaluations;
-      settle(i);
-      return;
-    }
+    if (serve_resumed(i, hash)) return;
     store::Trial trial = make_trial(request);
     if (runner_.options_.use_cache && serve_from_cache(i, trial)) return;
     results_[i] = MeasuredTrial{trial, nullptr, true};
     running_.push_back(i);
     if (!runner_.options_.queue) start_on_pool(i);  // queued candidates go all at once (queue_running)
+  }
+
+  // Serves request i from the next trial of its candidate committed before
+  // a resume, if one is left: the replay asks for a candidate's measurements
+  // in the order they were committed (the first, then each measurement
+  // again), and each counts as the evaluation it was.
+  bool serve_resumed(std::size_t i, const std::string& hash) {
+    const auto it = runner_.resumable_.find(hash);
+    if (it == runner_.resumable_.end()) return false;
+    MeasuredTrial result{it->second.front(), runner_.profile_of(it->second.front()), true};
+    it->second.pop_front();
+    if (it->second.empty()) runner_.resumable_.erase(it);
+    runner_.measured_[hash] = result;
+    results_[i] = result;
+    ++resumed_;
+    ++runner_.counters_.resumed;
+    ++runner_.counters_.evaluations;
+    settle(i);
+    return true;
   }
 
   bool serve_from_cache(std::size_t i, store::Trial& trial) {

@@ -9,7 +9,9 @@
 //  - A candidate already measured in this run is not measured again: its
 //    earlier trial is returned with `fresh` false and no new trial is stored.
 //  - After resume(committed), candidates of those trials are served from them
-//    (fresh: they count as the evaluations they were), never re-measured.
+//    (fresh: they count as the evaluations they were), never re-measured: a
+//    candidate's trials in commit order, so a measurement again committed
+//    before the resume serves the replay's `remeasure_of` request.
 //  - Otherwise the cross-run cache is asked (store.cached_trial by a key of the
 //    target's cache identity and the candidate); a hit is stored as a new
 //    trial with cache_hit set (status `cached` for an ok measurement).
@@ -33,6 +35,7 @@
 //    passed, and at the end of measure()). Profiles are saved right after.
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -131,8 +134,10 @@ class BenchmarkRunner {
   RunnerOptions options_;
   std::unique_ptr<boost::asio::thread_pool> pool_;
   std::map<std::string, MeasuredTrial> measured_;  // config hash -> trial measured in this process
-  std::map<std::string, store::Trial> resumable_;  // config hash -> trial committed before a resume
-  std::map<int64_t, Json> profiles_;               // trial id -> profile summary
+  // Config hash -> the trials committed before a resume, in commit order (a
+  // candidate measured again has one per measurement).
+  std::map<std::string, std::deque<store::Trial>> resumable_;
+  std::map<int64_t, Json> profiles_;  // trial id -> profile summary
   RunnerCounters counters_;
   std::string claimer_;  // this process's claimer id on the queue
   int64_t batches_ = 0;  // measure() calls so far: the next trial's Trial::batch

@@ -321,9 +321,13 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     try {
       if (request.flat) {
         for (std::size_t m = 0; m < request.flat->variants.size(); ++m)
-          if (request.flat->variants[m] == probe.variant)
-            return request.flat->configuration(
-                probe.variant, search::configuration_from_json(*request.flat->members[m].own, probe.params));
+          if (request.flat->variants[m] == probe.variant) {
+            // One variant's flat space is its own (FlatSpace has no members then).
+            const auto& own =
+                request.flat->members.empty() ? request.flat->space : request.flat->members[m].own;
+            return request.flat->configuration(probe.variant,
+                                               search::configuration_from_json(*own, probe.params));
+          }
         return std::nullopt;
       }
       if (probe.variant != request.variant->name) return std::nullopt;

@@ -162,6 +162,10 @@ double SimulatedScreen::log_ratio(const std::string& variant) const {
   return it != impl_->ratios.end() ? it->second.first : impl_->overall_ratio;
 }
 
+double SimulatedScreen::overall_log_ratio() const {
+  return config_.correction == "none" ? 0 : impl_->overall_ratio;
+}
+
 void SimulatedScreen::update_ratios() {
   impl_->ratios.clear();
   impl_->overall_ratio = 0;
@@ -245,6 +249,13 @@ std::vector<ScreenFeedback> SimulatedScreen::learn(
   }
   update_ratios();
   return out;
+}
+
+void SimulatedScreen::write_current_target(const std::filesystem::path& out) const {
+  sim::write_fitted_target(impl_->base.source_file, sim::fitted_values(impl_->current), out,
+                           "the screen's target " + config_.target + " as corrected by " +
+                               std::to_string(impl_->rows.size()) + " device trials (" + config_.correction +
+                               ")");
 }
 
 Json SimulatedScreen::correction_json() const {

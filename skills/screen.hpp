@@ -33,6 +33,7 @@
 // so a resumed run ranks as its first execution did. Not thread-safe: one
 // caller at a time (predict() simulates in parallel inside).
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -112,6 +113,8 @@ class SimulatedScreen {
   Json correction_json() const;
   // The log ratio a candidate of `variant` is corrected by.
   double log_ratio(const std::string& variant) const;
+  // The one a kernel of no variant measured yet is corrected by: the mean over every device trial.
+  double overall_log_ratio() const;
   // The log-scale margin beyond which a prediction worse than another is
   // trusted to be worse: twice the rms of log(measured / predicted) over the
   // last kMarginWindow device trials as predicted before they were learnt
@@ -120,6 +123,10 @@ class SimulatedScreen {
   static constexpr std::size_t kRefitWindow = kScreenRefitWindow;
   static constexpr std::size_t kMarginWindow = 8;
   static constexpr double kMinMargin = 0.05;
+  // Writes the screen's target as corrected so far (its fitted constants as
+  // refitted) to `out`, a target file a kernel-worker can load: what a
+  // kernel source the screen cannot trace itself is simulated on.
+  void write_current_target(const std::filesystem::path& out) const;
   // Simulations spent so far: rankings, device trials, fits.
   long simulations() const { return simulations_; }
   const ScreenConfig& config() const { return config_; }

@@ -200,22 +200,28 @@ std::vector<RunOverview> overviews(Store& store) {
 
 // ---- text
 
-std::string format_seconds(double seconds) {
-  struct Unit {
-    double scale;
-    const char* name;
-  };
-  static constexpr Unit kUnits[] = {{1.0, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
+namespace {
+
+struct TimeUnit {
+  double scale;
+  const char* name;
+};
+
+// The unit that puts `seconds` in [1, 1000).
+const TimeUnit& time_unit(double seconds) {
+  static constexpr TimeUnit kUnits[] = {{1.0, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
   const double magnitude = std::fabs(seconds);
-  const Unit* unit = &kUnits[3];
-  for (const Unit& candidate : kUnits) {
-    if (magnitude >= candidate.scale) {
-      unit = &candidate;
-      break;
-    }
-  }
+  for (const TimeUnit& unit : kUnits)
+    if (magnitude >= unit.scale) return unit;
+  return kUnits[3];
+}
+
+}  // namespace
+
+std::string format_seconds(double seconds) {
+  const TimeUnit& unit = time_unit(seconds);
   char text[48];
-  std::snprintf(text, sizeof text, "%.3f %s", seconds / unit->scale, unit->name);
+  std::snprintf(text, sizeof text, "%.3f %s", seconds / unit.scale, unit.name);
   return text;
 }
 
@@ -276,6 +282,32 @@ std::string format_runs(const std::vector<RunOverview>& runs) {
   return table.render();
 }
 
+std::string interval_text(const Trial& trial) {
+  const auto median = latency_of(trial);
+  if (!median) return "";
+  const Json& metrics = trial.metrics;
+  if (!metrics.contains("intervals") || !metrics["intervals"].is_object()) return "";
+  const Json& interval = metrics["intervals"].value("latency_s", Json());
+  if (!interval.is_object() || !interval.contains("low") || !interval.contains("high") ||
+      !interval["low"].is_number() || !interval["high"].is_number())
+    return "";
+  const double low = interval["low"].get<double>(), high = interval["high"].get<double>();
+  if (!(high > low)) return "";
+  const TimeUnit& unit = time_unit(*median);  // the median's unit, as the latency column shows it
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f-%.3f %s", low / unit.scale, high / unit.scale, unit.name);
+  std::string out = text;
+  std::vector<std::string> about;
+  if (interval.contains("confidence") && interval["confidence"].is_number()) {
+    std::snprintf(text, sizeof text, "%.4g%%", interval["confidence"].get<double>() * 100);
+    about.push_back(text);
+  }
+  if (interval.contains("n") && interval["n"].is_number_integer())
+    about.push_back(std::to_string(interval["n"].get<int64_t>()) + " runs");
+  if (!about.empty()) out += " (" + join(about, ", ") + ")";
+  return out;
+}
+
 std::string format_trials(const std::vector<Trial>& trials, std::optional<double> baseline_latency_s) {
   if (trials.empty()) return "no trials\n";
   // Parameters with one value in every listed trial that has them are said
@@ -295,8 +327,18 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
       if (seen.size() == 1 && holders[key] == trials.size()) shared.insert(key);
   const std::string shared_text = join(
       shared, " ", [&](const std::string& key) { return key + "=" + compact(trials.front().params[key]); });
-  TextTable table({"id", "iter", "variant", "params", "status", "latency", "speedup", "cache", "error"},
-                  {true, true, false, false, false, true, true, false, false});
+  // A noisy target's trials (repeated runs): their median's interval, in a
+  // column of its own only when some listed trial has one.
+  const bool intervals = std::any_of(trials.begin(), trials.end(),
+                                     [](const Trial& trial) { return !interval_text(trial).empty(); });
+  std::vector<std::string> header = {"id",      "iter",    "variant", "params", "status",
+                                     "latency", "speedup", "cache",   "error"};
+  std::vector<bool> right = {true, true, false, false, false, true, true, false, false};
+  if (intervals) {
+    header.insert(header.begin() + 6, "interval of the median");
+    right.insert(right.begin() + 6, false);
+  }
+  TextTable table(header, right);
   for (const Trial& trial : trials) {
     const auto latency = latency_of(trial);
     const auto speedup = ratio(baseline_latency_s, latency);
@@ -306,10 +348,17 @@ std::string format_trials(const std::vector<Trial>& trials, std::optional<double
         if (!shared.count(key)) differing[key] = value;
     std::string params = compact(differing, 0);  // whole: the differing ones are the point
     if (params.empty()) params = shared.empty() ? "(no parameters)" : "(the shared ones)";
-    table.add({std::to_string(trial.id), std::to_string(trial.iteration), trial.variant, params,
-               std::string(to_string(trial.status)), latency ? format_seconds(*latency) : "-",
-               speedup ? format_speedup(*speedup) : "-", trial.cache_hit ? "hit" : "",
-               first_line(trial.error, 60)});
+    std::vector<std::string> row = {std::to_string(trial.id),
+                                    std::to_string(trial.iteration),
+                                    trial.variant,
+                                    params,
+                                    std::string(to_string(trial.status)),
+                                    latency ? format_seconds(*latency) : "-",
+                                    speedup ? format_speedup(*speedup) : "-",
+                                    trial.cache_hit ? "hit" : "",
+                                    first_line(trial.error, 60)};
+    if (intervals) row.insert(row.begin() + 6, interval_text(trial));
+    table.add(std::move(row));
   }
   return (shared_text.empty() ? "" : "every trial listed has " + shared_text + "\n") + table.render();
 }

@@ -81,6 +81,10 @@ std::string first_line(const std::string& text, std::size_t max_width);
 std::string scalar_text(const Json& value);
 // "trial 7 tiled {tile_size=128 ...}".
 std::string describe_trial(const Trial& trial);
+// The interval of a measured trial's median latency (a noisy target's
+// repeated runs, metrics.intervals.latency_s), "0.985-1.012 ms (93.75%, 5
+// runs)", in the median's unit; "" when it has none wider than a point.
+std::string interval_text(const Trial& trial);
 // The trial's latency as format_seconds writes it, "-" when not measured.
 std::string latency_text(const std::optional<Trial>& trial);
 // object[key] when it is a string, else "".

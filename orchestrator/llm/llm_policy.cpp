@@ -341,7 +341,7 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
 
 void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::PolicyState& state,
                            const store::Trial& best, orchestrator::DecisionLog& log, store::Store& store,
-                           double worker_timeout_s) {
+                           double worker_timeout_s, const SourceScreen* screen) {
   auto* llm_policy = dynamic_cast<LlmPolicy*>(&policy);
   if (llm_policy == nullptr) return;
   const orchestrator::Goal& goal = llm_policy->goal();
@@ -353,6 +353,10 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
     skipped.action = "propose_source";
     skipped.rationale =
         "kernel sources are proposed for built-in families on a target that runs them (sim) only";
+    if (goal.target.kind == "command")
+      skipped.rationale +=
+          ": a command target runs its own program, which cannot take a C++ kernel source, so no LLM "
+          "source goes to the device";
     skipped.outcome = "skipped";
     log.append(state.iteration, skills::kKernelGenerator, skipped);
     return;
@@ -364,6 +368,7 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   request.best_metrics = best.metrics;
   request.analysis = state.analysis;
   request.worker_timeout_s = worker_timeout_s;
+  request.screen = screen;
   const auto started = std::chrono::steady_clock::now();
   SourceProposal proposal = LlmSourceProposer(llm_policy->advisor()).propose(request);
   if (proposal.measurement && proposal.measurement->status == Outcome::ok) {
@@ -372,6 +377,11 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
           mine != proposal.measurement->metrics.end() && mine->is_number())
         proposal.decision.evidence["speedup_over_best"] = *latency / mine->get<double>();
   }
+  // The screen's figure beside the device's, as for every device trial of a screened run.
+  if (proposal.measurement && proposal.decision.evidence.contains("screen"))
+    if (const auto mine = proposal.measurement->metrics.find("latency_s");
+        mine != proposal.measurement->metrics.end() && mine->is_number())
+      proposal.decision.evidence["screen"]["measured_s"] = *mine;
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   const int64_t seq = log.append(state.iteration, skills::kKernelGenerator, proposal.decision, elapsed_ms);

@@ -26,6 +26,7 @@
 #include "orchestrator/decision_log.hpp"
 #include "orchestrator/goal.hpp"
 #include "orchestrator/llm/llm_advisor.hpp"
+#include "orchestrator/llm/llm_source_proposer.hpp"
 #include "orchestrator/policy.hpp"
 #include "skills/variant_catalog.hpp"
 
@@ -83,10 +84,12 @@ class LlmPolicy : public orchestrator::Policy {
 // own (variant = the declared kernel's name, proposed by that decision). The
 // trial is recorded and ranked with the others but is not searched further by
 // the loop (its variant is not in the catalog). Does nothing for any other
-// policy. A resumed run does not commit the same trial twice.
+// policy. A resumed run does not commit the same trial twice. With `screen`
+// (a screened run), the source is simulated on the screen's target first and
+// measured only when the screen keeps it; a source it leaves out is no trial.
 void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::PolicyState& state,
                            const store::Trial& best, orchestrator::DecisionLog& log, store::Store& store,
-                           double worker_timeout_s);
+                           double worker_timeout_s, const SourceScreen* screen = nullptr);
 
 // The run's policy: the rules, advised by the goal's LLM when it names one.
 std::unique_ptr<orchestrator::Policy> make_policy(const orchestrator::Goal& goal,

@@ -156,6 +156,12 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
       p.llm_call = advisor_.record(request.run, consultation, p.status == "accepted", p.reason);
     if (p.llm_call) p.decision.evidence["llm"]["call"] = *p.llm_call;
     p.decision.evidence["llm"]["status"] = p.status;
+    if (p.status == "screened_out") {
+      p.decision.rationale =
+          "the LLM's kernel source " + p.kernel_name + " was not measured on the device: " + p.reason;
+      p.decision.outcome = "not measured on the device: left out by the screen";
+      return p;
+    }
     if (p.status == "accepted") {
       p.decision.proposer = advisor_.proposer();
       p.decision.rationale = "the LLM's kernel source " + p.kernel_name +
@@ -248,6 +254,23 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
                    (kernel.descriptor.family.empty() ? "none" : "'" + kernel.descriptor.family + "'") +
                    (kernel.descriptor.own_reference ? " with its own reference" : "") + ")"));
   for (const auto& p : kernel.descriptor.params) proposal.params[p.name] = p.default_value;
+  if (request.screen) {
+    // Simulated on the screen's target first, like any candidate of a screened run.
+    skills::SourceTargetConfig screen_config = config;
+    screen_config.target = request.screen->target();
+    skills::SourceTarget on_screen(screen_config, kernel);
+    const skills::Measurement simulated = on_screen.measure({proposal.kernel_name, proposal.params}, options);
+    SourceScreenVerdict verdict = request.screen->judge(simulated);
+    proposal.decision.evidence["screen"] = verdict.evidence;
+    if (!verdict.measure) {
+      proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
+                                              {"source_hash", proposal.source_hash},
+                                              {"source_path", proposal.source_path.string()}};
+      proposal.status = "screened_out";
+      proposal.reason = verdict.reason;
+      return finish(std::move(proposal));
+    }
+  }
   proposal.measurement = target->measure({proposal.kernel_name, proposal.params}, options);
   proposal.decision.evidence["kernel"] = {{"name", proposal.kernel_name},
                                           {"source_hash", proposal.source_hash},

@@ -15,6 +15,7 @@
 // else is a rejection with its reason, logged in llm_calls; nothing here
 // throws for what the model or the kernel does.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,17 +25,36 @@
 
 namespace autotune::orchestrator::llm {
 
+// A screened run's simulator in front of the device (goal `screen:`;
+// docs/loop.md, "Screened tuning"): an accepted source is simulated on the
+// screen's target before the device measures it, and measured only when the
+// screen keeps it, as any candidate.
+struct SourceScreenVerdict {
+  bool measure = true;
+  nlohmann::json evidence = nlohmann::json::object();  // the simulated and predicted figures, the bound
+  std::string reason;                                  // why not, when not measured
+};
+struct SourceScreen {
+  // The target file the source is simulated on: the screen's, as corrected
+  // so far (called once, when a source is to be simulated).
+  std::function<std::string()> target;
+  // The device measures the source when this says so, from its measurement
+  // on `target`.
+  std::function<SourceScreenVerdict(const skills::Measurement& simulated)> judge;
+};
+
 struct SourceProposalRequest {
   int64_t run = 0;
   const orchestrator::Goal* goal = nullptr;  // family, shape, dtype, target, tolerance, verification seed
   skills::Candidate best;
   nlohmann::json best_metrics = nlohmann::json::object();
   skills::Analysis analysis;
-  double worker_timeout_s = 60;  // per compiled candidate
+  double worker_timeout_s = 60;          // per compiled candidate
+  const SourceScreen* screen = nullptr;  // a screened run's screen
 };
 
 struct SourceProposal {
-  std::string status;  // accepted | rejected | unanswered | skipped
+  std::string status;  // accepted | rejected | unanswered | skipped | screened_out
   std::string reason;  // why not, when not accepted
   std::optional<int64_t> llm_call;
   std::string prompt_hash;

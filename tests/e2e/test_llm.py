@@ -34,9 +34,10 @@ REPLIES = {
 class FakeEndpoint:
     """An OpenAI-compatible /v1/chat/completions on 127.0.0.1, answering per `mode`."""
 
-    def __init__(self, mode, suffix=""):
+    def __init__(self, mode, suffix="", fixed_source=None):
         self.mode = mode
         self.suffix = suffix  # appended to an echoed source (test_sandbox.py's probes)
+        self.fixed_source = fixed_source  # mode "fixed_source": the kernel source every answer holds
         self.requests = []
         outer = self
 
@@ -63,6 +64,8 @@ class FakeEndpoint:
                         source += ("\n#include <cstdlib>\n"
                                    f"static const int hostile = std::system(\"touch {HOSTILE_MARKER}\");\n")
                     content = json.dumps({"source": source + outer.suffix, "rationale": "echo"})
+                if outer.mode == "fixed_source" and system.startswith("You write kernels"):
+                    content = json.dumps({"source": outer.fixed_source, "rationale": "fixed"})
                 time.sleep(delay)
                 if status != 200:
                     payload = json.dumps({"error": {"message": "the model is overloaded"}})

@@ -124,6 +124,24 @@ def main():
         check(line[0] == start["id"] and line[-1] == best and near["id"] not in line and glitch[0]["id"] not in line,
               f"the best-so-far line goes through {line}")
 
+        # `autotune trials`: each measured trial's interval of the median beside its latency, in the plain
+        # table as in --json.
+        proc = run(["trials", str(run_id)], db)
+        check(proc.returncode == 0, proc.stderr)
+        lines = proc.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("id "))
+        check("interval of the median" in header, f"no interval column: {header}")
+        for x, ts in trials.items():
+            for t in ts:
+                low, high = interval(t["metrics"])
+                row = next(line for line in lines if line.split()[0] == str(t["id"]))
+                shown = re.search(r"([\d.]+)-([\d.]+) (s|ms|us|ns) \(([\d.]+)%, (\d+) runs\)", row)
+                check(shown, f"trial {t['id']}: no interval in {row!r}")
+                scale = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[shown.group(3)]
+                check(abs(float(shown.group(1)) * scale - low) <= 0.0005 * scale and
+                      abs(float(shown.group(2)) * scale - high) <= 0.0005 * scale and
+                      int(shown.group(5)) == t["runs"], f"trial {t['id']}: {row!r} against {low, high}")
+
         # The budget holds: a far win at the last evaluation is not measured again (that would be one
         # evaluation more); it counts as measured once, beyond the noise, and the log says so.
         for name in os.listdir(tmp):

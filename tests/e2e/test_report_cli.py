@@ -41,6 +41,45 @@ budget: {evaluations: 4}
           f"the MFU goal's line at {doc.get('goal_latency_s')} s, expected {expected}")
 
 
+DEVICE = """import json, sys
+x = int(sys.argv[1])
+# A device that reports its own MFU (counters), which does not follow the latency here.
+print(json.dumps({"latency_s": {0: 1.0, 1: 0.6, 2: 0.8, 3: 0.9, 4: 0.5}[x] * 1e-3,
+                  "mfu_percent": {0: 30.0, 1: 35.0, 2: 60.0, 3: 45.0, 4: 32.0}[x]}))
+"""
+
+
+def check_mfu_best_so_far(tmp, db):
+    """The best-so-far line of an MFU goal follows the MFU, as the loop does, not the latency."""
+    with open(os.path.join(tmp, "device.py"), "w") as f:
+        f.write(DEVICE)
+    goal = write_goal(tmp, "mfu-device.yaml", """
+name: mfu-device
+target: {kind: command, argv: [python3, device.py, "{x}"]}
+objective: mfu
+goal: {mfu_percent: 99}
+search: {strategy: grid, space: {x: [0, 1, 2, 3, 4]}}
+start: {params: {x: 0}}
+max_iterations: 2
+budget: {evaluations: 5}
+""")
+    result = run_json(["run", goal], db)
+    run_id = str(result["run_id"])
+    trials = {row[0]: json.loads(row[1]) for row in
+              query(db, "SELECT id, metrics FROM trials WHERE run = ? AND status = 'ok'", (run_id,))}
+    fastest = min(trials, key=lambda t: trials[t]["latency_s"])
+    check(fastest != result["best"]["trial"], "the scenario needs the loop's best not to be the fastest")
+    page = os.path.join(tmp, "mfu-device.html")
+    check(run(["report", run_id, "--no-timelines", "-o", page], db).returncode == 0, "report of the MFU run")
+    doc = page_data(open(page).read())["runs"][0]
+    line = [b[2] for b in doc["best_so_far"]]
+    check(line and line[-1] == result["best"]["trial"] == doc["best"]["trial"],
+          f"the best-so-far line ends at {line}, the loop's best is trial {result['best']['trial']}")
+    mfu = [trials[t]["mfu_percent"] for t in line]
+    check(mfu == sorted(mfu) and len(set(mfu)) == len(mfu), f"the line's MFU only rises: {mfu}")
+    check(all(b[1] == trials[b[2]]["latency_s"] for b in doc["best_so_far"]), "the line is drawn at the latency")
+
+
 def start_server(db, *args, limits=None):
     """`autotune serve` on a free port: the process, its port, and what it printed before the URL."""
     env = dict(os.environ)
@@ -242,6 +281,7 @@ def main():
         check(data["runs"][0].get("goal") == "20% lower latency than the baseline",
               f"the latency goal reads {data['runs'][0].get('goal')!r}")
         check_mfu_goal(tmp, db)
+        check_mfu_best_so_far(tmp, db)
 
         trace = os.path.join(tmp, "trace.json")
         best = str(result["best"]["trial"])

@@ -29,6 +29,66 @@ seed: 2
 """
 
 
+# A device the screen knows well: trn2 with its launch overhead 9.0 us instead of 9.43, so after the baseline
+# the screen's margin is its floor (5%), and a space whose start (tile_n 512) the screen predicts the fastest by
+# more than that.
+OUT_GOAL = """
+name: screened-out
+kernel: {family: gemm, shape: {M: 256, N: 512, K: 512}, dtype: bf16}
+target: DEVICE
+screen: {target: trn2, keep: 2, propose: 12}
+objective: latency
+goal: {improvement: 0.5}
+max_iterations: 4
+budget: {evaluations: 14}
+search:
+  strategy: bayes
+  batch_size: 2
+  space: {tile_n: [64, 128, 512], tile_m: [64, 128], tile_k: [64, 128], unroll_factor: [1], pipeline_depth: [2]}
+start: {variant: tiled, params: {tile_n: 512}}
+variants: [tiled]
+seed: 2
+"""
+
+
+def check_screened_out(tmp):
+    """A screen that leaves out every idea stops the run before any device evaluation past the baseline, and
+    the log says why: each idea's best prediction against the bound, then the stop."""
+    trn2 = open(os.path.join(SOURCE, "configs", "targets", "trn2.yaml")).read()
+    device, moved = re.subn(r"(?m)^launch_overhead_us: *[0-9.]+", "launch_overhead_us: 9.0", trn2)
+    check(moved == 1, "trn2.yaml has one launch_overhead_us line")
+    device_file = os.path.join(tmp, "device.yaml")
+    with open(device_file, "w") as f:
+        f.write(device)
+    db = os.path.join(tmp, "out.db")
+    summary = run_json(["run", write_goal(tmp, "out.yaml", OUT_GOAL.replace("DEVICE", device_file))], db)
+    run_id = str(summary["run_id"])
+    check(summary["status"] == "completed", f"status {summary['status']}")
+    check("the screen predicts none of the ideas' candidates within its margin" in summary["stop_reason"],
+          f"stop reason: {summary['stop_reason']}")
+    trials = query(db, "SELECT COUNT(*) FROM trials WHERE run = ?", (run_id,))[0][0]
+    check(summary["evaluations"] == 1 == trials, f"{summary['evaluations']} evaluations, {trials} trials: the "
+                                                 "baseline alone")
+    log = decisions(db, run_id)
+    check(not [d for d in log if d["action"] == "screen"], "no round was screened: no idea was explored")
+    ideas = [d for d in log if d["action"] == "screen_ideas"]
+    check(len(ideas) == 1, f"{len(ideas)} screen_ideas decisions")
+    screened = ideas[0]
+    bound = screened["evidence"]["bound"]
+    check(bound["margin"] < 0.1, f"the screen learnt the device from the baseline: margin {bound['margin']}")
+    check(screened["evidence"]["ideas"], "the generator had ideas")
+    for idea in screened["evidence"]["ideas"]:
+        check(idea["outcome"].startswith("left out"), f"idea {idea['idea']}: {idea['outcome']}")
+        if "best_predicted_s" in idea:
+            check(idea["best_predicted_s"] > bound["bound_s"], f"idea {idea['idea']} is left out within the bound")
+    check(screened["outcome"].startswith("no idea left; left out: "), f"screen_ideas outcome {screened['outcome']}")
+    after = log[log.index(screened) + 1]
+    check(after["skill"] == "orchestrator" and after["action"] == "stop" and after["proposer"] == "simulator"
+          and "screen_ideas" in after["rationale"] and "no device evaluation" in after["rationale"],
+          f"the decision after the screen's: {after}")
+    check(log[-1]["action"] == "finish" and log[-1]["rationale"] == summary["stop_reason"], f"finish: {log[-1]}")
+
+
 def decisions(db, run_id):
     out = run_json(["log", run_id], db)
     return out if isinstance(out, list) else out["decisions"]
@@ -136,6 +196,8 @@ def main():
         runs = data["runs"] if isinstance(data, dict) and "runs" in data else data
         points = runs[0]["screen"]
         check(sorted(p[0] for p in points) == sorted(shown), "a report point per device trial")
+
+        check_screened_out(tmp)
 
         # Without a screen: nothing of it in the log.
         plain = run_json(["run", write_goal(tmp, "plain.yaml", GOAL.replace("screen: {target: trn2, keep: 2, propose: 12}\n", ""))], db)

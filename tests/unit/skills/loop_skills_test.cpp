@@ -410,6 +410,42 @@ TEST_CASE("runner: resumed trials are served from the store, not measured again"
   CHECK(store->trials(run).size() == 1);
 }
 
+TEST_CASE("runner: a measurement again committed before a resume is served, each counted once") {
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  const int64_t run = new_run(*store);
+  const Candidate c{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}};
+  int64_t first_id = 0, again_id = 0;
+  {
+    BenchmarkRunner runner(target, *store, run, {1, 10});
+    const auto first = runner.measure({{c, 1, std::nullopt}});
+    first_id = first.result[0].trial.id;
+    const auto again = runner.measure({{c, 1, std::nullopt, first.result[0].trial}});
+    again_id = again.result[0].trial.id;
+    CHECK(runner.counters().evaluations == 2);
+  }
+  REQUIRE(target.calls == 2);
+  REQUIRE(again_id != first_id);
+  BenchmarkRunner resumed(target, *store, run, {1, 10});
+  resumed.resume(store->trials(run));
+  // The replay asks as the first life did: the candidate, then its measurement again.
+  const auto first = resumed.measure({{c, 1, std::nullopt}});
+  CHECK(first.result[0].trial.id == first_id);
+  CHECK(first.result[0].fresh);
+  const auto again = resumed.measure({{c, 1, std::nullopt, first.result[0].trial}});
+  CHECK(again.result[0].trial.id == again_id);
+  CHECK(again.result[0].fresh);
+  CHECK(target.calls == 2);
+  CHECK(resumed.counters().evaluations == 2);
+  CHECK(resumed.counters().resumed == 2);
+  CHECK(resumed.counters().measured == 0);
+  CHECK(store->trials(run).size() == 2);
+  // Asked for later, the candidate stands as its measurement again.
+  const auto later = resumed.measure({{c, 2, std::nullopt}});
+  CHECK(later.result[0].trial.id == again_id);
+  CHECK_FALSE(later.result[0].fresh);
+}
+
 TEST_CASE("replay target: recorded times are latencies, recorded failures are invalid") {
   ReplayTarget target(std::string(AUTOTUNE_SHARED_DIR) + "/data/tuning/convolution/RTX_3090.json", "");
   const VariantSpace space = target.recorded_space();

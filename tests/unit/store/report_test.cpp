@@ -167,6 +167,31 @@ TEST_CASE("report: the trials table, in order and best first") {
   CHECK(json[2]["status"] == "invalid");
 }
 
+TEST_CASE("report: the trials table shows a noisy trial's interval of the median, only where there is one") {
+  MemoryStore store;
+  const SeededRun seeded = seed_sample_run(store);
+  auto all = store.trials(seeded.run);
+  // Without intervals (the simulator): no column for them.
+  CHECK(report::format_trials(all, 4e-3).find("interval") == std::string::npos);
+  all[0].metrics["intervals"] = {
+      {"latency_s", {{"low", 3.9e-3}, {"high", 4.2e-3}, {"confidence", 0.9375}, {"n", 5}}}};
+  all[1].metrics["intervals"] = {
+      {"latency_s", {{"low", 3e-3}, {"high", 3e-3}, {"confidence", 0.0}, {"n", 1}}}};
+  const std::string expected =
+      "every trial listed has unroll=2\n"
+      "id  iter  variant    params    status    latency  interval of the median           speedup  cache  "
+      "error\n"
+      " 1     0  tiled      tile=32   ok       4.000 ms  3.900-4.200 ms (93.75%, 5 runs)    1.00x\n"
+      " 2     1  pipelined  tile=64   ok       3.000 ms                                     1.33x\n"
+      " 3     1  pipelined  tile=256  invalid         -                                         -         "
+      "SBUF "
+      "overflow: tile needs 48 MiB\n"
+      " 4     1  pipelined  tile=16   ok       5.000 ms                                     0.80x\n";
+  CHECK(report::format_trials(all, 4e-3) == expected);
+  CHECK(report::interval_text(all[0]) == "3.900-4.200 ms (93.75%, 5 runs)");
+  CHECK(report::interval_text(all[1]).empty());  // a point is no interval
+}
+
 TEST_CASE("report: the decision log, as a table and as JSON") {
   MemoryStore store;
   const SeededRun seeded = seed_sample_run(store);
