@@ -70,9 +70,19 @@ def main():
             check(re.fullmatch(r"\d+|not", figure) and (figure == "not" or 1 <= int(figure) <= 4),
                   f"evaluations to within 5% within the budget of 4: {row.group(0)}")
 
+        # --limit: a sample of the space stands for it, and the row says so.
+        proc = bench(["--suite", suite, "--tasks", "act", "--targets", "trn1", "--limit", "5"], tmp)
+        check(proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}")
+        check(re.search(rf"^act/trn1\s+{space}\s+4\s", proc.stdout, re.M) and
+              f"(the optimum of a sample of 5 of the {space} configurations: --limit)" in proc.stdout, proc.stdout)
+        sampled = query(cache, "SELECT COUNT(*) FROM trials t JOIN runs r ON t.run = r.id WHERE r.goal_name LIKE "
+                               "'%sweep%' AND r.goal_yaml LIKE '%target: trn1%'")[0][0]
+        check(sampled == 5, f"the sweep measured a sample of 5: {sampled}")
+
         # The goal is the suite's own: the flat bayes run (seed 3, the suite's) stores the goal text
         # `autotune suite` stores for the same task and target.
-        flat = query(cache, "SELECT goal_yaml, seed FROM runs WHERE goal_name = 'tiny/act (flattened bayes)'")
+        flat = query(cache, "SELECT goal_yaml, seed FROM runs WHERE goal_name = 'tiny/act (flattened bayes)' "
+                            "AND goal_yaml LIKE '%target: trn2%'")
         check(len(flat) == 1 and "\ntarget: trn2\n" in flat[0][0] and flat[0][1] == 3, f"one flat bayes run on trn2: {flat}")
         db = os.path.join(tmp, "suite.db")
         proc = run(["suite", suite, "--jobs", "1"], db, timeout=600)
