@@ -15,14 +15,31 @@
 // goal's own improvement (the loop's absolute bound is replaced by the 5%
 // one; its budget, iterations and seed are the goal's).
 //
-//   build/bench/bench_agentic_value [goal.yaml ...] [--cap N] [--seeds N]
+// With --suite FILE the goals are a suite's tasks (docs/suite.md), each on
+// each of the suite's targets, made exactly as `autotune suite` makes them
+// (orchestrator::task_goal: its budget, iterations, strategy, seed, and the
+// roofline bound as the goal's own target); --tasks and --targets choose
+// among them. A task that is not yet a family is listed and skipped.
+//
+// With --limit N a space larger than N is not swept whole: its start point and
+// a uniform sample of the rest, N in all, seeded by the goal's seed (as
+// `autotune sweep --limit`); the optimum is then the sample's, which the
+// searches may beat (that counts as within 5%), and the row says so.
+//
+//   build/bench/bench_agentic_value [goal.yaml ...] [--cap N] [--seeds N] [--limit N]
+//   build/bench/bench_agentic_value --suite FILE [--tasks a,b] [--targets trn1,trn2] [--cap N] [--seeds N]
+//                                   [--limit N]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
+#include "core/error.hpp"
 #include "orchestrator/orchestrator.hpp"
 #include "orchestrator/setup.hpp"
+#include "orchestrator/suite.hpp"
 #include "orchestrator/sweep.hpp"
 #include "search/strategy.hpp"
 #include "skills/benchmark_runner.hpp"
@@ -138,22 +155,168 @@ SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const skills:
   return out;
 }
 
-}  // namespace
+// Sweeps one prepared goal and compares the loop with flat bayes on it; one
+// row of the table, named `label`.
+void compare(orchestrator::PreparedGoal& prepared, const std::string& label, int width, std::uint64_t cap,
+             std::optional<std::uint64_t> limit, int seeds, store::Store& store) {
+  auto& goal = prepared.goal;
+  std::uint64_t size = 0;
+  for (const auto& v : prepared.setup.catalog.variants) size += v.space->size();
+  const bool sampled = limit && size > *limit;
+  if ((sampled ? *limit : size) > cap) {
+    std::printf("%-*s %8llu  skipped: the space exceeds the sweep cap of %llu (--cap N)\n", width,
+                label.c_str(), static_cast<unsigned long long>(size), static_cast<unsigned long long>(cap));
+    return;
+  }
+  orchestrator::SweepOptions sweep_options;
+  sweep_options.jobs = 2;
+  if (sampled) sweep_options.limit = limit;
+  const auto sweep = orchestrator::run_sweep(goal, prepared.setup.catalog, *prepared.setup.target, store,
+                                             prepared.setup.simulator_version, sweep_options, 1);
+  if (sweep.top.empty()) {
+    std::printf("%-*s no valid configuration\n", width, label.c_str());
+    return;
+  }
+  const double optimum = sweep.top.front().metric("latency_s").value();
+  const double threshold = optimum * 1.05;
+  const auto& best = sweep.top.front();
+  const double bound = goal.objective == orchestrator::Objective::throughput
+                           ? best.metric("throughput_flops_per_s").value_or(0) / 1.05
+                       : goal.objective == orchestrator::Objective::mfu
+                           ? best.metric("mfu_percent").value_or(0) / 1.05
+                           : threshold;
 
-int main(int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const auto& v : prepared.setup.catalog.variants) names.push_back(v.name);
+  const skills::FlatSpace flat = skills::flatten(prepared.setup.catalog, names);
+  std::vector<SearchOutcome> loop, bayes;
+  for (int k = 0; k < seeds; ++k) {
+    orchestrator::Goal seeded = goal;
+    seeded.seed = goal.seed + std::uint64_t(k);
+    loop.push_back(run_loop(prepared, seeded, threshold, bound, store));
+    bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start_value, store));
+    if (seeds > 1)
+      std::printf("  seed %-4llu loop %-16s bayes %-16s to the goal: loop %-16s bayes %-16s (loop: %s)\n",
+                  static_cast<unsigned long long>(seeded.seed), reached(loop.back()).c_str(),
+                  reached(bayes.back()).c_str(),
+                  reached(loop.back().evaluations_to_goal, loop.back().evaluations).c_str(),
+                  reached(bayes.back().evaluations_to_goal, bayes.back().evaluations).c_str(),
+                  loop.back().note.c_str());
+  }
+  std::printf("%-*s %8llu %10d %10.4g s %14s %14s %14s %14s", width, label.c_str(),
+              static_cast<unsigned long long>(size), goal.budget_evaluations, optimum,
+              summarise(loop, &SearchOutcome::evaluations_to_bound).c_str(),
+              summarise(bayes, &SearchOutcome::evaluations_to_bound).c_str(),
+              summarise(loop, &SearchOutcome::evaluations_to_goal).c_str(),
+              summarise(bayes, &SearchOutcome::evaluations_to_goal).c_str());
+  if (seeds == 1) std::printf("   (loop: %s)", loop.front().note.c_str());
+  std::printf("\n");
+  if (sampled)
+    std::printf("%-*s (the optimum of a sample of %llu of the %llu configurations: --limit)\n", width, "",
+                static_cast<unsigned long long>(*limit), static_cast<unsigned long long>(size));
+  std::fflush(stdout);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// A suite's (task, target) goals to compare, chosen by --tasks and --targets
+// (empty: all), each made as `autotune suite` makes it. Every name is checked
+// before anything is measured.
+struct SuiteGoal {
+  std::string label;
+  std::string unavailable;  // not yet a family: why
+  std::optional<orchestrator::PreparedGoal> prepared;
+};
+std::vector<SuiteGoal> suite_goals(const std::string& file, const std::vector<std::string>& tasks,
+                                   const std::vector<std::string>& targets) {
+  const orchestrator::Suite suite = orchestrator::load_suite(file);
+  auto listed = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
+    return text;
+  };
+  std::vector<std::string> task_names;
+  for (const auto& task : suite.tasks) task_names.push_back(task.name);
+  for (const auto& name : tasks)
+    if (std::find(task_names.begin(), task_names.end(), name) == task_names.end())
+      throw UserError(file + ": --tasks: no task '" + name + "'; accepted: " + listed(task_names));
+  for (const auto& name : targets)
+    if (std::find(suite.targets.begin(), suite.targets.end(), name) == suite.targets.end())
+      throw UserError(file + ": --targets: the suite has no target '" + name +
+                      "'; accepted: " + listed(suite.targets));
+  std::vector<SuiteGoal> out;
+  for (const auto& task : suite.tasks) {
+    if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), task.name) == tasks.end()) continue;
+    for (const auto& target : suite.targets) {
+      if (!targets.empty() && std::find(targets.begin(), targets.end(), target) == targets.end()) continue;
+      SuiteGoal goal;
+      goal.label = task.name + "/" + target;
+      goal.unavailable = task.unavailable;
+      if (task.unavailable.empty()) {
+        auto made = orchestrator::task_goal(suite, task, target);
+        goal.prepared = orchestrator::PreparedGoal{std::move(made.goal), std::move(made.setup)};
+      }
+      out.push_back(std::move(goal));
+    }
+  }
+  return out;
+}
+
+// The command line: the goal files, or a suite and its selection.
+struct Options {
   std::vector<std::string> goals;
+  std::string suite;
+  std::vector<std::string> tasks, targets;
   // Includes the replay goal; the GEMM goals (~32 000 configurations) need --cap 40000.
   std::uint64_t cap = 8000;
+  std::optional<std::uint64_t> limit;  // sweep a sample of at most this many
   int seeds = 1;
+};
+
+Options parse(int argc, char** argv) {
+  Options options;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--cap" && i + 1 < argc)
-      cap = std::strtoull(argv[++i], nullptr, 10);
-    else if (std::string(argv[i]) == "--seeds" && i + 1 < argc)
-      seeds = std::max(1, std::atoi(argv[++i]));
+    const std::string arg = argv[i];
+    const bool takes_value = arg == "--cap" || arg == "--seeds" || arg == "--limit" || arg == "--suite" ||
+                             arg == "--tasks" || arg == "--targets";
+    if (takes_value && i + 1 >= argc) throw UserError(arg + ": missing its value");
+    if (arg == "--cap")
+      options.cap = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--limit")
+      options.limit = std::max<std::uint64_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    else if (arg == "--seeds")
+      options.seeds = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--suite")
+      options.suite = argv[++i];
+    else if (arg == "--tasks")
+      options.tasks = split_list(argv[++i]);
+    else if (arg == "--targets")
+      options.targets = split_list(argv[++i]);
     else
-      goals.push_back(argv[i]);
+      options.goals.push_back(arg);
   }
-  if (goals.empty())
+  if (!options.suite.empty() && !options.goals.empty())
+    throw UserError("--suite: give a suite or goal files, not both");
+  if (options.suite.empty() && (!options.tasks.empty() || !options.targets.empty()))
+    throw UserError("--tasks and --targets choose among a suite's goals: they need --suite FILE");
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Options options = parse(argc, argv);
+  // A suite's goals are all made (and so checked) before anything runs.
+  std::vector<SuiteGoal> suite;
+  if (!options.suite.empty()) suite = suite_goals(options.suite, options.tasks, options.targets);
+  auto& goals = options.goals;
+  if (options.suite.empty() && goals.empty())
     for (const char* name :
          {"quickstart", "exp-profiler", "replay-convolution", "qwen3-attention-16k", "gemm-article"})
       goals.push_back(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/goals/" + name + ".yaml");
@@ -161,62 +324,24 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   auto store = store::open_store((dir / "shared.db").string());  // kept between invocations: a cache
 
-  std::printf("%-20s %8s %10s %12s %14s %14s %14s %14s\n", "goal", "space", "budget", "optimum", "loop to 5%",
-              "bayes to 5%", "loop to goal", "bayes to goal");
+  // Goal names fit 20 columns; a suite's task/target labels may need more.
+  int width = 20;
+  for (const auto& goal : suite) width = std::max<int>(width, int(goal.label.size()));
+  std::printf("%-*s %8s %10s %12s %14s %14s %14s %14s\n", width, "goal", "space", "budget", "optimum",
+              "loop to 5%", "bayes to 5%", "loop to goal", "bayes to goal");
   for (const auto& file : goals) {
     auto prepared = orchestrator::load_and_prepare(file);
-    auto& goal = prepared.goal;
-    std::uint64_t size = 0;
-    for (const auto& v : prepared.setup.catalog.variants) size += v.space->size();
-    if (size > cap) {
-      std::printf("%-20s %8llu  skipped: the space exceeds the sweep cap of %llu (--cap N)\n",
-                  goal.name.c_str(), static_cast<unsigned long long>(size),
-                  static_cast<unsigned long long>(cap));
+    compare(prepared, prepared.goal.name, width, options.cap, options.limit, options.seeds, *store);
+  }
+  for (auto& goal : suite) {
+    if (!goal.prepared) {
+      std::printf("%-*s not yet a family: %s\n", width, goal.label.c_str(), goal.unavailable.c_str());
       continue;
     }
-    orchestrator::SweepOptions sweep_options;
-    sweep_options.jobs = 2;
-    const auto sweep = orchestrator::run_sweep(goal, prepared.setup.catalog, *prepared.setup.target, *store,
-                                               prepared.setup.simulator_version, sweep_options, 1);
-    if (sweep.top.empty()) {
-      std::printf("%-20s no valid configuration\n", goal.name.c_str());
-      continue;
-    }
-    const double optimum = sweep.top.front().metric("latency_s").value();
-    const double threshold = optimum * 1.05;
-    const auto& best = sweep.top.front();
-    const double bound = goal.objective == orchestrator::Objective::throughput
-                             ? best.metric("throughput_flops_per_s").value_or(0) / 1.05
-                         : goal.objective == orchestrator::Objective::mfu
-                             ? best.metric("mfu_percent").value_or(0) / 1.05
-                             : threshold;
-
-    std::vector<std::string> names;
-    for (const auto& v : prepared.setup.catalog.variants) names.push_back(v.name);
-    const skills::FlatSpace flat = skills::flatten(prepared.setup.catalog, names);
-    std::vector<SearchOutcome> loop, bayes;
-    for (int k = 0; k < seeds; ++k) {
-      orchestrator::Goal seeded = goal;
-      seeded.seed = goal.seed + std::uint64_t(k);
-      loop.push_back(run_loop(prepared, seeded, threshold, bound, *store));
-      bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start_value, *store));
-      if (seeds > 1)
-        std::printf("  seed %-4llu loop %-16s bayes %-16s to the goal: loop %-16s bayes %-16s (loop: %s)\n",
-                    static_cast<unsigned long long>(seeded.seed), reached(loop.back()).c_str(),
-                    reached(bayes.back()).c_str(),
-                    reached(loop.back().evaluations_to_goal, loop.back().evaluations).c_str(),
-                    reached(bayes.back().evaluations_to_goal, bayes.back().evaluations).c_str(),
-                    loop.back().note.c_str());
-    }
-    std::printf("%-20s %8llu %10d %10.4g s %14s %14s %14s %14s", goal.name.c_str(),
-                static_cast<unsigned long long>(size), goal.budget_evaluations, optimum,
-                summarise(loop, &SearchOutcome::evaluations_to_bound).c_str(),
-                summarise(bayes, &SearchOutcome::evaluations_to_bound).c_str(),
-                summarise(loop, &SearchOutcome::evaluations_to_goal).c_str(),
-                summarise(bayes, &SearchOutcome::evaluations_to_goal).c_str());
-    if (seeds == 1) std::printf("   (loop: %s)", loop.front().note.c_str());
-    std::printf("\n");
-    std::fflush(stdout);
+    compare(*goal.prepared, goal.label, width, options.cap, options.limit, options.seeds, *store);
   }
   return 0;
+} catch (const autotune::UserError& e) {
+  std::fprintf(stderr, "bench_agentic_value: error: %s\n", e.what());
+  return 2;
 }

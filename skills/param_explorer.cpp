@@ -128,7 +128,12 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
   const std::uint64_t enumerable_size = request.screening
                                             ? std::uint64_t(std::max(request.screening->propose, 0))
                                             : std::uint64_t(std::max(request.budget, 0));
-  const bool enumerable = !request.strategy_chosen && fresh + probes.size() <= enumerable_size;
+  // The handover (a flat space) searches with the goal's strategy even when
+  // the budget would hold all of it: the strategy proposes every
+  // configuration before it is done, as the grid would, but best-first
+  // rather than in the grid's order.
+  const bool enumerable =
+      !request.strategy_chosen && !request.flat && fresh + probes.size() <= enumerable_size;
   plan.strategy = enumerable ? "grid" : request.strategy;
 
   auto& decision = out.decision;

@@ -1160,6 +1160,38 @@ TEST_CASE(
                      .key()));
 }
 
+TEST_CASE(
+    "explorer: a handover whose whole flat space fits its budget still searches with the goal's strategy") {
+  // Enumerating it in the grid's order would find the best no sooner than
+  // its place in that order; the strategy proposes every configuration too.
+  const VariantCatalog catalog = catalog_of({"fast", "slow"});
+  auto flat = std::make_shared<const FlatSpace>(flatten(catalog, {"fast", "slow"}));
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &catalog.variant("fast");
+  request.region = flat->space;
+  request.flat = flat;
+  request.strategy = "random";
+  request.seed = 5;
+  request.batch_size = 2;
+  request.budget = int(flat->space->size()) + 10;
+  std::set<std::string> seen;
+  MeasureBatch measure = [&](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch) {
+      CHECK(seen.insert(c.key()).second);
+      out.push_back(search::Observation::success({}, 1.0));
+    }
+    return out;
+  };
+  const auto plan = explorer.plan(request);
+  CHECK(plan.result.strategy == "random");
+  CHECK(plan.decision.action == "search:random");
+  const auto result = explorer.explore(request, plan.result, measure, {});
+  CHECK(result.settled);
+  CHECK(seen.size() == flat->space->size());  // every configuration once, as the grid would
+}
+
 TEST_CASE("explorer, screened: probes are ranked with the strategy's proposals, never measured unchosen") {
   const VariantSpace variant = make_variant("fast");
   ParamExplorer explorer;
