@@ -513,9 +513,22 @@ double Scheduler::compute_cycles(const Instruction& in, double vector_speedup) c
       const bool fp32 = program_.buffer(src.buffer).dtype == Dtype::fp32;
       return cycles * (fp32 ? t_.matmul_fp32_factor : 1.0);
     }
-    case Opcode::tensor_scalar:
+    case Opcode::tensor_scalar: {
       // With a reduction of the result (nki.isa.tensor_scalar_reduce): one more minimum.
-      return std::max(min_cycles, n) + (in.accumulate_dst ? min_cycles : 0.0);
+      const double reduction = in.accumulate_dst ? min_cycles : 0.0;
+      if (in.alu0 == AluOp::pow || in.alu1 == AluOp::pow) {
+        // A power (a reciprocal, a reciprocal square root) is no cheaper than
+        // the engine's documented transcendental: the vector engine's
+        // reciprocal, max(MIN_II, 8N), and GpSimd's rsqrt, 4x the scalar
+        // engine's (NKI engine selection notes); no performance mode.
+        const double elements = static_cast<double>(src.cols());
+        if (in.engine == Engine::vector)
+          return std::max(min_cycles, t_.reciprocal_cycles_per_element * elements) + reduction;
+        if (in.engine == Engine::gpsimd)
+          return std::max(min_cycles, t_.gpsimd_power_cycles_per_element * elements) + reduction;
+      }
+      return std::max(min_cycles, n) + reduction;
+    }
     case Opcode::activation:
       // With a row sum (nki.isa.activation_reduce): the hardware runs a
       // second instruction, ActReadAccumulator, "roughly 64 ScalarE cycles"

@@ -25,8 +25,9 @@ namespace autotune::sim {
 // where they fit; sim-1.3: trn2's DMA transposer; sim-1.4: the critical path in
 // the profile, which cached profiles must carry; sim-1.5: the path's waits on
 // buffer reuse and DMA fixed costs, and how it reached each step; sim-1.6:
-// programs past kMaxInstructions are invalid, program_too_large).
-constexpr std::string_view kSimulatorVersion = "sim-2.2";
+// programs past kMaxInstructions are invalid, program_too_large; sim-2.3: a
+// tensor_scalar's power costs the engine's documented transcendental rate).
+constexpr std::string_view kSimulatorVersion = "sim-2.3";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage

@@ -203,9 +203,13 @@ TargetSpec load_target_file(const fs::path& path) {
     if (costs.has("tensor_tensor_scan_per_element"))
       t.tensor_tensor_scan_cycles_per_element = positive(costs, "tensor_tensor_scan_per_element");
     t.reciprocal_cycles_per_element = positive(costs, "reciprocal_per_element");
+    // Optional, like the scan's: files written before powers were charged take the documented 4.
+    if (costs.has("gpsimd_power_per_element"))
+      t.gpsimd_power_cycles_per_element = positive(costs, "gpsimd_power_per_element");
     t.gpsimd_fixed_cycles = non_negative(costs, "gpsimd_fixed");
     costs.finish({"minimum", "access_startup", "cross_engine_dependency", "tensor_tensor_per_element",
-                  "tensor_tensor_scan_per_element", "reciprocal_per_element", "gpsimd_fixed"});
+                  "tensor_tensor_scan_per_element", "reciprocal_per_element", "gpsimd_power_per_element",
+                  "gpsimd_fixed"});
   }
   {
     ConfigReader dma = root.child("dma");

@@ -70,7 +70,8 @@ struct TargetSpec {
   double cross_engine_dependency_cycles = 100;
   double tensor_tensor_cycles_per_element = 2;
   double tensor_tensor_scan_cycles_per_element = 2;  // the vector engine's scan along the free axis
-  double reciprocal_cycles_per_element = 8;
+  double reciprocal_cycles_per_element = 8;          // also a tensor_scalar's power on the vector engine
+  double gpsimd_power_cycles_per_element = 4;        // a tensor_scalar's power on GpSimd
   double gpsimd_fixed_cycles = 150;
 
   // DMA.

@@ -608,6 +608,25 @@ TEST_CASE("an activation with a row sum pays the accumulator read, about 64 scal
   CHECK(busy(true) - busy(false) == doctest::Approx(64 / trn1().clock(Engine::scalar)));
 }
 
+TEST_CASE("a tensor_scalar power costs the engine's documented transcendental: 8N on vector, 4N on GpSimd") {
+  // The NKI engine selection notes: the vector engine's reciprocal runs at
+  // max(MIN_II, 8N), GpSimd's rsqrt at a quarter of the scalar engine's rate.
+  auto busy = [](AluOp op0, Engine engine) {
+    ProgramBuilder b;
+    auto x = b.sbuf("x", 128, 1024);
+    auto y = b.sbuf("y", 128, 1024, Dtype::fp32, 4096);
+    b.memset(b.all(x), 2.0f);
+    const auto id = b.tensor_scalar(b.all(y), b.all(x), op0, ScalarOperand{-1.0f}, AluOp::bypass,
+                                    ScalarOperand{}, engine);
+    const auto r = timing(b.program);
+    return (entry(r, id).end_s - entry(r, id).start_s) * trn1().clock(engine);
+  };
+  const double startup = trn1().access_startup_cycles;
+  CHECK(busy(AluOp::multiply, Engine::vector) == doctest::Approx(1024 + startup));
+  CHECK(busy(AluOp::pow, Engine::vector) == doctest::Approx(8 * 1024 + startup));
+  CHECK(busy(AluOp::pow, Engine::gpsimd) == doctest::Approx(4 * 1024 + startup));
+}
+
 namespace {
 
 // Two bf16 matmuls of K = 64, M = 64, N = 512, the first reading partitions
