@@ -491,7 +491,10 @@ class RunLoop {
       generation_request.measured_counts[name] = list.size();
       auto& values = generation_request.measured_values[name];
       for (const auto& observation : list)
-        if (observation.ok()) values.push_back(*observation.value);
+        if (observation.ok())
+          values.push_back(*observation.value);
+        else
+          generation_request.measured_failures[name].push_back(observation);
     }
     t0 = Clock::now();
     plan.generation = skills_.generator->generate(generation_request);

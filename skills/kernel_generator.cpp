@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/text.hpp"
+#include "skills/capacity.hpp"
 #include "skills/flat_space.hpp"
 
 namespace autotune::skills {
@@ -217,19 +218,85 @@ void raise_or_vary(Generating& g, const Finding& finding) {
   g.consider(std::move(idea));
 }
 
+// A structural idea for `finding` that probes again the variants whose every
+// measurement failed, at least once for want of on-chip memory: a variant
+// that overflowed with the settings carried over from another is not a bad
+// variant. Each is probed at the first configuration of its fitting ladder
+// (skills/capacity.hpp) from its first overflow that no measured overflow
+// predicts to overflow too: the largest settings predicted to fit.
+void refit_overflowed(Generating& g, const Finding& finding) {
+  Idea idea;
+  idea.kind = "structural";
+  std::vector<std::string> names, keys, reasons;
+  for (const auto& variant : g.catalog.variants) {
+    const auto failures = g.request.measured_failures.find(variant.name);
+    const auto values = g.request.measured_values.find(variant.name);
+    if (failures == g.request.measured_failures.end() || !variant.space ||
+        (values != g.request.measured_values.end() && !values->second.empty()))
+      continue;
+    const search::Observation* first = nullptr;
+    for (const auto& o : failures->second)
+      if (capacity_rule(o) && o.configuration.size() == variant.parameters.size()) {
+        first = &o;
+        break;
+      }
+    if (!first) continue;
+    CapacityPrediction capacity(variant, variant.parameters);
+    capacity.learn(failures->second);
+    std::optional<search::Configuration> rung;
+    std::size_t steps = 0;
+    for (const auto& c : fitting_ladder(variant, first->configuration)) {
+      ++steps;
+      const bool measured = std::any_of(failures->second.begin(), failures->second.end(),
+                                        [&](const search::Observation& o) { return o.configuration == c; });
+      if (!measured && !capacity.predicts(c)) {
+        rung = c;
+        break;
+      }
+    }
+    const std::string from = search::to_json(*variant.space, first->configuration).dump();
+    if (!rung) {
+      g.considered.push_back({{"idea", "refit:" + variant.name},
+                              {"outcome", "overflowed (" + *capacity_rule(*first) + ") at " + from +
+                                              "; no configuration with less held on chip is left that "
+                                              "no measured overflow predicts to overflow"}});
+      continue;
+    }
+    Candidate probe{variant.name, search::to_json(*variant.space, *rung)};
+    names.push_back(variant.name);
+    keys.push_back(probe.key());
+    reasons.push_back(variant.name + " (" + *capacity_rule(*first) + " at " + from + ", now " +
+                      std::to_string(steps) + " step(s) down)");
+    idea.probes.push_back(std::move(probe));
+  }
+  if (idea.probes.empty()) return;
+  idea.variant = names.front();
+  idea.id = "refit:" + join(keys, ";");
+  idea.finding = finding.kind;
+  idea.expected_gain = finding.expected_gain;
+  idea.rationale = finding.kind + ": " + finding.summary +
+                   " -> probe again the structural variants that overflowed on-chip memory with the "
+                   "settings carried over: " +
+                   join(reasons, ", ") +
+                   "; their parameters that hold memory (roles block/pipeline_depth) stepped down "
+                   "together to the largest settings no measured overflow predicts to overflow";
+  g.consider(std::move(idea));
+}
+
 // structural: probe every variant not measured yet, the best's settings
-// carried over.
+// carried over; then those that overflowed, with less held on chip.
 void structural(Generating& g, const Finding& finding) {
   std::vector<std::string> names;
   auto idea = probe_variants(g, finding, false, names);
   if (!idea) {
     g.set_aside(finding, "every other variant was measured already");
-    return;
+  } else {
+    idea->rationale = finding.kind + ": " + finding.summary +
+                      " -> probe the structural variants not measured yet (" + join(names, ", ") +
+                      ") with the best's settings carried over";
+    g.consider(std::move(*idea));
   }
-  idea->rationale = finding.kind + ": " + finding.summary +
-                    " -> probe the structural variants not measured yet (" + join(names, ", ") +
-                    ") with the best's settings carried over";
-  g.consider(std::move(*idea));
+  refit_overflowed(g, finding);
 }
 
 // stop: the policy acts on it; no idea.

@@ -7,7 +7,9 @@
 //    parameter fixed at the best's value;
 //  - a "structural" finding -> every variant not measured yet, each probed
 //    once with the best's settings carried over (same name, else same role,
-//    else the variant's default);
+//    else the variant's default); then every variant whose measurements all
+//    failed, one for on-chip memory, probed again below its overflow
+//    (skills/capacity.hpp, fitting_ladder);
 //  - when no finding proposes anything new: the handover, the goal's strategy
 //    over the variants worth keeping as one flat space (skills/flat_space.hpp)
 //    with the rest of the budget; then, as alternatives, the best's

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "skills/capacity.hpp"
 #include "skills/variant_catalog.hpp"
 
 namespace autotune::skills {
@@ -38,66 +39,14 @@ std::vector<Candidate> fresh_probes(const ExplorationRequest& request) {
   return out;
 }
 
-// Failures of capacity: the configuration needs more on-chip memory than the
-// target has (the simulator's rule ids, docs/simulator.md).
-constexpr const char* kCapacityFailures[] = {"sbuf_overflow", "psum_overflow"};
-
-std::optional<std::string> capacity_rule(const search::Observation& observation) {
-  if (observation.ok()) return std::nullopt;
-  for (const char* rule : kCapacityFailures)
-    if (observation.failure.rfind(rule, 0) == 0) return std::string(rule);
-  return std::nullopt;
+// The capacity prediction of a region search (skills/capacity.hpp): none for
+// the handover's flat space, whose configurations name their variant.
+CapacityPrediction region_capacity(const ExplorationRequest& request) {
+  if (!request.variant || !request.region || request.flat) return {};
+  CapacityPrediction out(*request.variant, request.region->parameters());
+  out.learn(request.known);
+  return out;
 }
-
-// Predicts capacity failures from the ones measured: a block of tiles kept
-// resident and a pipeline's rotating buffers multiply what a kernel holds on
-// chip, so a configuration whose parameters of those roles are each at least
-// those of a configuration that overflowed, every other parameter equal, needs
-// at least as much memory and overflows too. Tile sizes are not among them: a
-// smaller tile along the partition dimension can hold more bytes per
-// partition. Checked on the exhaustive sweeps of the gemm goals (docs/loop.md).
-class CapacityPrediction {
- public:
-  explicit CapacityPrediction(const ExplorationRequest& request) {
-    if (!request.variant || !request.region || request.flat) return;
-    for (const auto& parameter : request.region->parameters()) {
-      const auto role = request.variant->roles.find(parameter.name());
-      const bool holds = role != request.variant->roles.end() &&
-                         (role->second == kRoleBlock || role->second == kRolePipelineDepth);
-      grows_.push_back(holds && !parameter.is_categorical());
-    }
-    learn(request.known);
-  }
-  void learn(const std::vector<search::Observation>& observations) {
-    if (grows_.empty()) return;
-    for (const auto& o : observations)
-      if (const auto rule = capacity_rule(o); rule && o.configuration.size() == grows_.size())
-        failures_.push_back({o.configuration, *rule});
-  }
-  // The failure `configuration` is predicted to repeat, and the measured one
-  // it follows from.
-  const std::pair<search::Configuration, std::string>* predicts(
-      const search::Configuration& configuration) const {
-    for (const auto& failure : failures_)
-      if (needs_at_least(configuration, failure.first)) return &failure;
-    return nullptr;
-  }
-
- private:
-  bool needs_at_least(const search::Configuration& c, const search::Configuration& failed) const {
-    if (c.size() != failed.size()) return false;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      if (grows_[i] && search::is_numeric(c[i]) && search::is_numeric(failed[i])) {
-        if (search::numeric_value(c[i]) < search::numeric_value(failed[i])) return false;
-      } else if (!search::same_value(c[i], failed[i])) {
-        return false;
-      }
-    }
-    return true;
-  }
-  std::vector<bool> grows_;  // per parameter: holds more on chip as it grows
-  std::vector<std::pair<search::Configuration, std::string>> failures_;
-};
 
 const SkillRegistration registration(
     kParamExplorer,
@@ -310,7 +259,7 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
   const int patience =
       request.flat ? std::numeric_limits<int>::max() : region_patience(*request.region, request.batch_size);
   std::uint64_t unmeasured = unknown_in_region(request);
-  CapacityPrediction capacity(request);
+  CapacityPrediction capacity = region_capacity(request);
   // Earlier measurements count towards the stretch (in the order they were
   // made), so a region continued by a later iteration keeps its history.
   int stale_evaluations = 0;

@@ -164,6 +164,9 @@ struct GenerationRequest {
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured (any outcome)
   // variant -> objective values (minimised) of its successful measurements
   std::map<std::string, std::vector<double>> measured_values;
+  // variant -> its failed measurements (configurations in the variant's
+  // space, in the order measured)
+  std::map<std::string, std::vector<search::Observation>> measured_failures;
 };
 
 struct Generation {

@@ -210,6 +210,59 @@ TEST_CASE("generator: a raise finding searches the role's higher values with the
   CHECK(from_lowest.region.at("b") == std::vector<search::ParamValue>{std::int64_t(1), std::int64_t(2)});
 }
 
+TEST_CASE(
+    "generator: a structural variant that overflowed with the settings carried over is probed again, its "
+    "memory-holding parameters stepped down to the largest settings not predicted to overflow") {
+  VariantCatalog catalog = catalog_of({"fast", "slow"});
+  // slow: a a tile, b a pipeline depth, c a block (b and c hold memory).
+  catalog.variants[1].roles = {{"a", kRoleTile}, {"b", kRolePipelineDepth}, {"c", kRoleBlock}};
+  const VariantSpace& slow = catalog.variant("slow");
+  const auto at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
+    return search::configuration_from_json(*slow.space, {{"a", a}, {"b", b}, {"c", c}});
+  };
+  KernelGenerator generator;
+  GenerationRequest request = request_for(catalog);
+  request.measured_variants = {"fast"};
+  request.measured_values = {{"fast", {1.0}}};
+  request.analysis.findings.push_back({"repeated_loads", "", {}, "structural", {}, 0.1});
+  // The structural probe of slow, the best's settings carried over, overflowed.
+  request.tried_ideas = {"structural:slow"};
+  request.measured_failures["slow"] = {
+      search::Observation::failed(at(128, 3, 4), "sbuf_overflow: the kernel needs 300000 bytes")};
+  auto refit = [&]() -> std::optional<Idea> {
+    for (const auto& idea : generator.generate(request).result.ideas)
+      if (idea.kind == "structural") return idea;
+    return std::nullopt;
+  };
+  auto first = refit();
+  REQUIRE(first.has_value());
+  REQUIRE(first->probes.size() == 1);
+  CHECK(first->variant == "slow");
+  // One step down together along b and c; the tile a is kept.
+  CHECK(first->probes[0] == Candidate{"slow", {{"a", 128}, {"b", 2}, {"c", 2}}});
+  CHECK(first->rationale.find("sbuf_overflow") != std::string::npos);
+
+  // An overflow measured at (128, 2, 1) predicts one at (128, 2, 2), which
+  // holds at least as much: the next rung down is probed instead.
+  request.measured_failures["slow"].push_back(search::Observation::failed(at(128, 2, 1), "psum_overflow: x"));
+  auto second = refit();
+  REQUIRE(second.has_value());
+  CHECK(second->probes.at(0) == Candidate{"slow", {{"a", 128}, {"b", 1}, {"c", 1}}});
+
+  // The lowest rung overflowed: nothing is left to probe, and the log says so.
+  request.tried_ideas.insert(second->id);
+  request.measured_failures["slow"].push_back(search::Observation::failed(at(128, 1, 1), "sbuf_overflow: x"));
+  CHECK_FALSE(refit().has_value());
+  CHECK(generator.generate(request).decision.alternatives.dump().find("refit:slow") != std::string::npos);
+
+  // A variant that failed for another reason, or ran once, is not refitted.
+  request.measured_failures["slow"] = {search::Observation::failed(at(128, 3, 4), "wrong_answer: mismatch")};
+  CHECK_FALSE(refit().has_value());
+  request.measured_failures["slow"] = {search::Observation::failed(at(128, 3, 4), "sbuf_overflow: x")};
+  request.measured_values["slow"] = {2.0};
+  CHECK_FALSE(refit().has_value());
+}
+
 TEST_CASE("explorer: enumerates a small region, respects the budget, never repeats") {
   const VariantSpace variant = make_variant("fast");
   ParamExplorer explorer;
