@@ -17,6 +17,21 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// x, y, z in [0, 15]; configurations with x + y > 18 fail, like a kernel
+// whose large tiles exceed a resource (30% of the space); `time` elsewhere.
+const SearchSpace& failing_corner_space() {
+  static const SearchSpace space(
+      {ParameterSpec::range("x", 0, 15), ParameterSpec::range("y", 0, 15), ParameterSpec::range("z", 0, 15)});
+  return space;
+}
+Evaluator failing_beyond_18(double (*time)(double x, double y, double z)) {
+  return [time](const Configuration& c) {
+    const double x = numeric_value(c[0]), y = numeric_value(c[1]), z = numeric_value(c[2]);
+    if (x + y > 18) return std::optional(Observation::failed(c, "out of resources"));
+    return std::optional(Observation::success(c, time(x, y, z)));
+  };
+}
+
 double best_of(const Trace& trace) {
   double best = std::numeric_limits<double>::infinity();
   for (const auto& v : trace)
@@ -93,14 +108,10 @@ TEST_CASE("bayes learns to avoid a failing region: fewer failures than random (o
   // x + y > 18 fail (30% of the space), and the optimum lies close to
   // that boundary, where a model without failures in it is most uncertain
   // (without `impute_failures`, bayes failed about three times as often as random).
-  const SearchSpace space(
-      {ParameterSpec::range("x", 0, 15), ParameterSpec::range("y", 0, 15), ParameterSpec::range("z", 0, 15)});
-  const Evaluator evaluate = [](const Configuration& c) {
-    const double x = numeric_value(c[0]), y = numeric_value(c[1]), z = numeric_value(c[2]);
-    if (x + y > 18) return std::optional(Observation::failed(c, "out of resources"));
-    return std::optional(Observation::success(
-        c, 1.0 + (x - 10) * (x - 10) / 30.0 + (y - 7) * (y - 7) / 30.0 + (z - 5) * (z - 5) / 60.0));
-  };
+  const SearchSpace& space = failing_corner_space();
+  const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
+    return 1.0 + (x - 10) * (x - 10) / 30.0 + (y - 7) * (y - 7) / 30.0 + (z - 5) * (z - 5) / 60.0;
+  });
   const auto failures = [&](const std::string& name, const nlohmann::json& options) {
     std::size_t count = 0;
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
@@ -121,14 +132,10 @@ TEST_CASE("bayes with `failures: classified` finds an optimum on a failing regio
   // Failures imputed at the worst value drag the edge's feasible side down
   // with them; classified, a failure only removes the model's uncertainty
   // there and a separate model of success keeps the search off the failures.
-  const SearchSpace space(
-      {ParameterSpec::range("x", 0, 15), ParameterSpec::range("y", 0, 15), ParameterSpec::range("z", 0, 15)});
-  const Evaluator evaluate = [](const Configuration& c) {
-    const double x = numeric_value(c[0]), y = numeric_value(c[1]), z = numeric_value(c[2]);
-    if (x + y > 18) return std::optional(Observation::failed(c, "out of resources"));
-    return std::optional(Observation::success(
-        c, 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0));
-  };
+  const SearchSpace& space = failing_corner_space();
+  const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
+    return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
+  });
   const auto median_best = [&](const nlohmann::json& options) {
     std::vector<double> bests;
     for (std::uint64_t seed = 1; seed <= 7; ++seed) {
