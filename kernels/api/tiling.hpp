@@ -94,4 +94,12 @@ inline Tensor folded_block(const Tensor& t, const FoldedRows& g, const TileSpan&
   return t.slice(g.begin, g.begin + g.rows(), cols.begin, cols.end()).fold_rows(g.fold);
 }
 
+// The engine of a vector-class placement knob for the `step`-th tile of a
+// loop: 0 the vector engine, 1 GpSimd, 2 the two alternating by step.
+inline Engine alternating_vector_engine(int choice, int step) {
+  if (choice == 1) return Engine::gpsimd;
+  if (choice == 2) return step % 2 == 0 ? Engine::vector : Engine::gpsimd;
+  return Engine::vector;
+}
+
 }  // namespace autotune::kernels

@@ -98,14 +98,6 @@ void adamw_naive(Kernel& kernel, const AdamwShape& shape, const AdamwNaiveParams
   }
 }
 
-namespace detail {
-inline Engine adamw_engine(int choice, int step) {
-  if (choice == 1) return Engine::gpsimd;
-  if (choice == 2) return step % 2 == 0 ? Engine::vector : Engine::gpsimd;
-  return Engine::vector;
-}
-}  // namespace detail
-
 template <Dtype D>
 void adamw_fused(Kernel& kernel, const AdamwShape& shape, const AdamwFusedParams& p) {
   Tensor theta = kernel.input("theta", shape.M, shape.N, D);
@@ -152,7 +144,7 @@ void adamw_fused(Kernel& kernel, const AdamwShape& shape, const AdamwFusedParams
       kernel.activation(s, s, ActivationFunction::sqrt, 0.0f, 1e9f);               // 1000 sqrt(1000 v_t)
       kernel.tensor_scalar(s, s, AluOp::add, 1e-5f, AluOp::pow, -1.0f, recip_engine);
       kernel.scalar_tensor_tensor(f, mt, AluOp::multiply, 9.0f, AluOp::add, gt);  // 10 m_t
-      kernel.tensor_tensor(f, f, s, AluOp::multiply, detail::adamw_engine(p.update_engine, step++));
+      kernel.tensor_tensor(f, f, s, AluOp::multiply, alternating_vector_engine(p.update_engine, step++));
       const Tensor ot = out_tiles.next().slice(0, rows.partitions, 0, cols);
       if (p.final_engine == 0) {
         kernel.scalar_tensor_tensor(ot, tht, AluOp::multiply, 1.0f - 1e-5f, AluOp::subtract, f);

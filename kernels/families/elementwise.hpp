@@ -58,12 +58,6 @@ struct ElementwiseTiledParams {
 
 namespace detail {
 
-inline Engine elementwise_engine(int choice, int step) {
-  if (choice == 1) return Engine::gpsimd;
-  if (choice == 2) return step % 2 == 0 ? Engine::vector : Engine::gpsimd;
-  return Engine::vector;
-}
-
 // out = op(a, b) on SBUF tiles; `work` holds silu(a) for silu_mul, sigmoid(a) for silu.
 inline void elementwise_compute(Kernel& kernel, ElementwiseOp op, const Tensor& out, const Tensor& a,
                                 const Tensor& b, const Tensor& work, Engine engine, int choice) {
@@ -158,7 +152,7 @@ void elementwise_tiled(Kernel& kernel, ElementwiseOp op, const ElementwiseShape&
       }
       Tensor work = work_tiles.next().slice(0, g.partitions, 0, work_needed ? cols : 1);
       Tensor ot = out_tiles.next().slice(0, g.partitions, 0, cols);
-      detail::elementwise_compute(kernel, op, ot, at, bt, work, detail::elementwise_engine(p.engine, step++),
+      detail::elementwise_compute(kernel, op, ot, at, bt, work, alternating_vector_engine(p.engine, step++),
                                   p.engine);
       kernel.dma_copy(folded_block(out, g, c), ot);
     }

@@ -48,25 +48,24 @@ struct MambaFusedParams {
   int acc_engine = 0;      // the sum over states on 0: vector, 1: GpSimd, 2: the tensor engine (PSUM)
 };
 
-namespace detail {
+struct MambaOperands {
+  Tensor delta, u, a, b, c, out;
+};
 
-// The vector-class engine of a placement choice for `step`.
-inline Engine mamba_engine(int choice, int step) {
-  if (choice == 1) return Engine::gpsimd;
-  if (choice == 2) return step % 2 == 0 ? Engine::vector : Engine::gpsimd;
-  return Engine::vector;
+inline MambaOperands mamba_operands(Kernel& kernel, const MambaShape& s, Dtype dtype) {
+  MambaOperands o;
+  o.delta = kernel.input("delta", s.C, s.M, dtype);
+  o.u = kernel.input("u", s.C, s.M, dtype);
+  o.a = kernel.input("a", s.C, s.S, dtype);
+  o.b = kernel.input("b", s.S, s.M, dtype);
+  o.c = kernel.input("c", s.S, s.M, dtype);
+  o.out = kernel.output("out", s.C, s.M, dtype);
+  return o;
 }
-
-}  // namespace detail
 
 template <Dtype D>
 void mamba_naive(Kernel& kernel, const MambaShape& shape, const MambaNaiveParams&) {
-  Tensor delta = kernel.input("delta", shape.C, shape.M, D);
-  Tensor u = kernel.input("u", shape.C, shape.M, D);
-  Tensor a = kernel.input("a", shape.C, shape.S, D);
-  Tensor b = kernel.input("b", shape.S, shape.M, D);
-  Tensor c = kernel.input("c", shape.S, shape.M, D);
-  Tensor out = kernel.output("out", shape.C, shape.M, D);
+  auto [delta, u, a, b, c, out] = mamba_operands(kernel, shape, D);
   const int P = kernel.limits().partitions;
   const int chunk = std::min(shape.M, kMambaNaiveChunk);
   std::vector<TileSpan> channel_tiles;
@@ -129,12 +128,7 @@ void mamba_naive(Kernel& kernel, const MambaShape& shape, const MambaNaiveParams
 
 template <Dtype D>
 void mamba_fused(Kernel& kernel, const MambaShape& shape, const MambaFusedParams& p) {
-  Tensor delta = kernel.input("delta", shape.C, shape.M, D);
-  Tensor u = kernel.input("u", shape.C, shape.M, D);
-  Tensor a = kernel.input("a", shape.C, shape.S, D);
-  Tensor b = kernel.input("b", shape.S, shape.M, D);
-  Tensor c = kernel.input("c", shape.S, shape.M, D);
-  Tensor out = kernel.output("out", shape.C, shape.M, D);
+  auto [delta, u, a, b, c, out] = mamba_operands(kernel, shape, D);
   const int P = kernel.limits().partitions;
   const int T = p.tile_size, S = shape.S;
   const int bank = int(kernel.limits().psum_bank_bytes / 4);  // fp32 columns per PSUM bank
@@ -199,7 +193,7 @@ void mamba_fused(Kernel& kernel, const MambaShape& shape, const MambaFusedParams
       kernel.dma_copy(u_t, u.slice(ct.begin, ct.end(), m.begin, m.end()));
       du_t.push_back(du_pool.next().slice(0, ct.size, 0, m.size));
       kernel.tensor_tensor(du_t.back(), delta_t.back(), u_t, AluOp::multiply,
-                           detail::mamba_engine(p.product_engine, step));
+                           alternating_vector_engine(p.product_engine, step));
       acc_t.push_back(pe_acc ? acc_psum.next().slice(0, ct.size, 0, m.size)
                              : acc_pool.next().slice(0, ct.size, 0, m.size));
     }
@@ -236,7 +230,7 @@ void mamba_fused(Kernel& kernel, const MambaShape& shape, const MambaFusedParams
     };
     Broadcast ahead = broadcast(0);
     for (int s = 0; s < S; ++s, ++step) {
-      const Engine product_on = detail::mamba_engine(p.product_engine, step);
+      const Engine product_on = alternating_vector_engine(p.product_engine, step);
       const Engine accumulate = p.acc_engine == 1 ? Engine::gpsimd : Engine::vector;
       const Broadcast current = std::move(ahead);
       if (s + 1 < S) ahead = broadcast(s + 1);
