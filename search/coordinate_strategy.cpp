@@ -8,7 +8,12 @@
 // the domains' sizes, not their product.
 //
 // Options: `passes` (0, the default: until a whole pass moves nowhere, then
-// again from a random configuration not seen yet; N > 0: done after N passes).
+// again from a random configuration not seen yet; N > 0: done after N passes);
+// `line` (false, the default: every value of a parameter at once; true: for
+// parameters whose values have an order, one step at a time from the best,
+// upward then downward, a direction ending at the first step that does not
+// improve the best, so a parameter whose optimum lies k steps away costs
+// k + 1 evaluations, not its domain's size; one proposal per round).
 #include "search/indexed_strategy.hpp"
 
 namespace autotune::search {
@@ -17,8 +22,8 @@ namespace {
 
 class CoordinateStrategy final : public IndexedStrategy {
  public:
-  CoordinateStrategy(const SearchSpace& space, std::uint64_t seed, int passes)
-      : IndexedStrategy(space, seed, "coordinate"), passes_(passes) {}
+  CoordinateStrategy(const SearchSpace& space, std::uint64_t seed, int passes, bool line)
+      : IndexedStrategy(space, seed, "coordinate"), passes_(passes), line_(line) {}
 
   bool done() const override { return finished_ || IndexedStrategy::done(); }
 
@@ -50,6 +55,13 @@ class CoordinateStrategy final : public IndexedStrategy {
         finish_pass();
         continue;
       }
+      if (line_) {
+        if (const auto step = line_step(); step) {
+          if (!taken(*step)) out.push_back(*step);
+          break;
+        }
+        continue;
+      }
       const std::size_t before = out.size();
       Positions positions = space_.positions_at(*center_);
       const std::uint32_t own = positions[axis_];
@@ -74,9 +86,47 @@ class CoordinateStrategy final : public IndexedStrategy {
       if (o.value && (!best_value_ || *o.value < *best_value_)) best_value_ = o.value, best_ = o.index;
   }
 
+  // The line's next step on the current axis from the best, or nothing when
+  // the axis is done (the state then moved on to the next axis or pass). A
+  // step that was proposed and did not become the best ends its direction;
+  // so do the domain's end, a configuration outside the space's constraints
+  // and one seen already (the best known is never worse than it).
+  std::optional<std::uint64_t> line_step() {
+    if (stepped_ && best_ != stepped_) end_direction();
+    stepped_.reset();
+    if (axis_ >= space_.dimension()) return std::nullopt;
+    if (best_ && *best_ != *center_) center_ = *best_, moved_ = true;
+    Positions positions = space_.positions_at(*center_);
+    const auto domain = std::int64_t(space_.parameters()[axis_].size());
+    const std::int64_t next = std::int64_t(positions[axis_]) + direction_;
+    if (next < 0 || next >= domain) {
+      end_direction();
+      return std::nullopt;
+    }
+    positions[axis_] = std::uint32_t(next);
+    const auto index = space_.index_of_positions(positions);
+    if (!index || seen(*index)) {
+      end_direction();
+      return std::nullopt;
+    }
+    stepped_ = index;
+    return index;
+  }
+
+  void end_direction() {
+    if (direction_ > 0) {
+      direction_ = -1;
+      return;
+    }
+    direction_ = 1;
+    ++axis_;
+  }
+
   void start_pass(std::uint64_t from) {
     center_ = from;
     axis_ = 0;
+    direction_ = 1;
+    stepped_.reset();
     moved_ = false;
   }
 
@@ -97,6 +147,9 @@ class CoordinateStrategy final : public IndexedStrategy {
   }
 
   int passes_;
+  bool line_;
+  int direction_ = 1;                     // the line's direction on the current axis
+  std::optional<std::uint64_t> stepped_;  // the line's last step, until the next proposal
   int passes_done_ = 0;
   bool finished_ = false;
   bool moved_ = false;
@@ -114,7 +167,8 @@ const StrategyRegistration registration(
       if (passes < 0)
         throw UserError("strategy 'coordinate': option 'passes': " + std::to_string(passes) +
                         " is not accepted; accepted: a whole number >= 0");
-      return std::make_unique<CoordinateStrategy>(space, seed, passes);
+      const bool line = options.get<bool>("line", false, "true or false");
+      return std::make_unique<CoordinateStrategy>(space, seed, passes, line);
     });
 
 }  // namespace

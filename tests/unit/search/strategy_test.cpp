@@ -219,6 +219,48 @@ TEST_CASE("coordinate: one pass tries each parameter's values from the best told
   CHECK_THROWS_AS(make_strategy("coordinate", space, 1, {{"passes", -1}}), UserError);
 }
 
+TEST_CASE("coordinate with `line`: each parameter walked a step at a time while the steps improve") {
+  // x's optimum is three steps up from the start, y's one step down; a
+  // failing step ends its direction like a worse one.
+  const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 5)});
+  auto cost = [](const Configuration& c) -> std::optional<double> {
+    const auto x = std::get<std::int64_t>(c[0]), y = std::get<std::int64_t>(c[1]);
+    if (x >= 8) return std::nullopt;  // does not fit
+    return 10 + std::abs(double(x) - 5) + std::abs(double(y) - 1);
+  };
+  auto strategy = make_strategy("coordinate", space, 1, {{"passes", 1}, {"line", true}});
+  const Configuration start{std::int64_t(2), std::int64_t(2)};
+  strategy->tell({Observation::success(start, *cost(start))});
+  std::vector<std::string> proposed;
+  while (!strategy->done()) {
+    const auto batch = strategy->ask(4);
+    if (batch.empty()) break;
+    CHECK(batch.size() == 1);  // each step waits for the last one's result
+    const auto value = cost(batch[0]);
+    strategy->tell(
+        {value ? Observation::success(batch[0], *value) : Observation::failed(batch[0], "overflow")});
+    proposed.push_back(to_string(space, batch[0]));
+  }
+  // x: 3, 4, 5 improve, 6 does not; below 5 is seen. y: 3 is worse, 1
+  // improves, 0 does not.
+  CHECK(proposed == std::vector<std::string>{"x=3 y=2", "x=4 y=2", "x=5 y=2", "x=6 y=2", "x=5 y=3", "x=5 y=1",
+                                             "x=5 y=0"});
+  CHECK(strategy->done());
+
+  // From x = 7 the first step up fails: the walk turns downward.
+  auto again = make_strategy("coordinate", space, 1, {{"passes", 1}, {"line", true}});
+  const Configuration high{std::int64_t(7), std::int64_t(1)};
+  again->tell({Observation::success(high, *cost(high))});
+  const auto first = again->ask(1);
+  REQUIRE(first.size() == 1);
+  CHECK(to_string(space, first[0]) == "x=8 y=1");
+  again->tell({Observation::failed(first[0], "overflow")});
+  const auto second = again->ask(1);
+  REQUIRE(second.size() == 1);
+  CHECK(to_string(space, second[0]) == "x=6 y=1");
+  CHECK_THROWS_AS(make_strategy("coordinate", space, 1, {{"line", 3}}), UserError);
+}
+
 TEST_CASE("every strategy: proposals released unmeasured come back, and the space is still exhausted once") {
   // A screen keeps two of every eight proposals; the rest are handed back.
   const SearchSpace space = test_space();
