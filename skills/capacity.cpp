@@ -58,7 +58,8 @@ bool CapacityPrediction::needs_at_least(const search::Configuration& c,
 }
 
 std::vector<search::Configuration> fitting_ladder(const VariantSpace& variant,
-                                                  const search::Configuration& failed) {
+                                                  const search::Configuration& failed,
+                                                  const std::string& kept) {
   std::vector<search::Configuration> out;
   if (!variant.space || failed.size() != variant.parameters.size()) return out;
   // Each memory-holding parameter's position at `failed`.
@@ -67,7 +68,9 @@ std::vector<search::Configuration> fitting_ladder(const VariantSpace& variant,
   for (std::size_t p = 0; p < variant.parameters.size(); ++p) {
     const auto& parameter = variant.parameters[p];
     const auto role = variant.roles.find(parameter.name());
-    if (role == variant.roles.end() || !holds_memory(role->second) || parameter.is_categorical()) continue;
+    if (role == variant.roles.end() || !holds_memory(role->second) || parameter.is_categorical() ||
+        parameter.name() == kept)
+      continue;
     start[p] = parameter.position(failed[p]);
     if (start[p]) deepest = std::max(deepest, *start[p]);
   }

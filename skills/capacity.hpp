@@ -50,8 +50,10 @@ class CapacityPrediction {
 // parameters of the memory-holding roles one, two, ... steps down together
 // (each clamped at its lowest value), every other parameter kept, largest
 // first; only those in the variant's valid space, without repeats. Empty when
-// the variant has no such parameter above its lowest value.
+// the variant has no such parameter above its lowest value. The parameter
+// named `kept`, if any, keeps its value (the one a raise steps up).
 std::vector<search::Configuration> fitting_ladder(const VariantSpace& variant,
-                                                  const search::Configuration& failed);
+                                                  const search::Configuration& failed,
+                                                  const std::string& kept = "");
 
 }  // namespace autotune::skills

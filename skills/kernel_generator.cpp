@@ -143,9 +143,11 @@ void probe_variants_with_roles(Generating& g, const Finding& finding) {
   g.consider(std::move(*idea));
 }
 
-// raise: one step up from the best's value of each parameter playing the
-// finding's roles; vary: every value (a choice of engine or queue has no
-// order to step along).
+// raise: upward from the best's value of each parameter playing the
+// finding's roles, one step at a time while each step improves (a line
+// search: the finding usually holds after a step that helped, so the next
+// analysis would ask for the next step anyway); vary: every value (a choice
+// of engine or queue has no order to step along).
 void raise_or_vary(Generating& g, const Finding& finding) {
   const VariantSpace& current = g.current;
   const bool vary = finding.action == "vary";
@@ -156,13 +158,12 @@ void raise_or_vary(Generating& g, const Finding& finding) {
       const auto* parameter = current.parameter(name);
       const auto now = value_of(g.best, name);
       if (!parameter || !now) continue;
-      // The current value and the next one up: one step, then the next
-      // analysis of the new best says whether to go further.
+      // The current value and every one above it, walked from the current.
       std::vector<search::ParamValue> upward;
       bool reached = false;
       for (const auto& v : parameter->values()) {
         reached = reached || search::same_value(v, *now);
-        if (vary || (reached && upward.size() < 2)) upward.push_back(v);
+        if (vary || reached) upward.push_back(v);
       }
       if (upward.size() > 1) {
         free[name] = upward;
@@ -194,10 +195,41 @@ void raise_or_vary(Generating& g, const Finding& finding) {
   idea.kind = finding.action;
   idea.variant = current.name;
   idea.region = fixed_except(current, g.best, free);
+  // A raise whose first step leaves the variant's valid space (its
+  // parameters together hold more than the target has) trades against the
+  // memory-holding parameters: that step is probed too, with them stepped
+  // down to the largest settings that fit (skills/capacity.hpp).
+  std::vector<std::string> traded;
+  if (!vary && current.space)
+    for (const auto& name : names) {
+      const auto& values = free.at(name);
+      Candidate stepped = g.best;
+      stepped.params[name] = search::to_json(values[1]);
+      const auto configuration = search::configuration_from_json(*current.space, stepped.params);
+      if (current.space->contains(configuration)) continue;
+      const auto ladder = fitting_ladder(current, configuration, name);
+      if (ladder.empty()) continue;
+      Candidate probe{current.name, search::to_json(*current.space, ladder.front())};
+      idea.probes.push_back(probe);
+      traded.push_back(probe.text());
+    }
   // Choices without an order (which engine, which queue) mostly add up: one
   // value at a time from the best, keeping each parameter's winner, costs the
   // sum of their domains instead of their product.
   if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
+  // A raise walks each parameter upward one step at a time, the others
+  // fixed, and stops where a step does not improve. Making room pairs a
+  // raise with lowering other parameters at once (a deeper pipeline may fit
+  // only beside a smaller block): that raise measures the product of one
+  // step up and one step down instead.
+  if (!vary) {
+    if (lowered.empty()) {
+      idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}, {"line", true}};
+    } else {
+      for (const auto& name : names) free[name].resize(2);
+      idea.region = fixed_except(current, g.best, free);
+    }
+  }
   // A placement is chosen once per variant: its parameters mostly add up
   // (hence coordinate descent), so a new best that differs elsewhere rarely
   // moves their winners, and a second pass re-measures every losing
@@ -208,13 +240,21 @@ void raise_or_vary(Generating& g, const Finding& finding) {
             "@" + (vary ? current.name : g.best.text());
   idea.finding = finding.kind;
   idea.expected_gain = finding.expected_gain;
-  idea.rationale = finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
-                   join(names, ", ") + " (role " + join(finding.roles, "/") +
-                   (vary ? "), one at a time from the best's (coordinate descent), the others fixed"
-                         : ") from the best's values, others fixed") +
-                   (lowered.empty() ? ""
-                                    : "; making room, also with " + join(lowered, ", ") + " one step down (" +
-                                          g.room_reason + ")");
+  idea.rationale =
+      finding.kind + ": " + finding.summary + (vary ? " -> try every value of " : " -> raise ") +
+      join(names, ", ") + " (role " + join(finding.roles, "/") +
+      (vary              ? "), one at a time from the best's (coordinate descent), the others fixed"
+       : lowered.empty() ? ") from the best's values one step at a time while each step improves, "
+                           "others fixed"
+                         : ") one step from the best's values, others fixed") +
+      (lowered.empty()
+           ? ""
+           : "; making room, also with " + join(lowered, ", ") + " one step down (" + g.room_reason + ")") +
+      (traded.empty()
+           ? ""
+           : "; a first step that does not fit beside the parameters holding on-chip memory (roles "
+             "block/pipeline_depth) is probed with them stepped down: " +
+                 join(traded, ", "));
   g.consider(std::move(idea));
 }
 

@@ -244,27 +244,59 @@ MaybeFinding repeated_loads(const Reading& r, const Thresholds& t, Json& evidenc
                  gain};
 }
 
+double compute_active_percent(const Reading& r) {
+  return r.active_percent("compute_active_time_percent").value_or(r.busiest_compute);
+}
+
+// The share of the time that could overlap at most (the shorter of DMA and
+// compute) that does.
+double overlap_fraction(const Reading& r) {
+  const double overlappable = std::min(r.dma_active, compute_active_percent(r));
+  return overlappable > 0 ? std::min(1.0, r.overlap / overlappable) : 1.0;
+}
+
 // DMA-bound without overlap: rotating buffers let the next tile's load run
-// under the current tile's compute. Overlap is measured against the time
-// that could overlap at most (the shorter of DMA and compute).
+// under the current tile's compute.
 MaybeFinding dma_bound_no_overlap(const Reading& r, const Thresholds& t, Json& evidence) {
-  const double compute_active = r.active_percent("compute_active_time_percent").value_or(r.busiest_compute);
+  const double compute_active = compute_active_percent(r);
   const double overlappable = std::min(r.dma_active, compute_active);
-  const double overlap_fraction = overlappable > 0 ? std::min(1.0, r.overlap / overlappable) : 1.0;
-  evidence["overlap_fraction"] = overlap_fraction;
-  if (!(r.dma_active >= t.busy_percent && overlap_fraction * 100 < t.poor_overlap_percent))
-    return std::nullopt;
-  const double hidden = overlappable / 100.0 * (1.0 - overlap_fraction);
+  const double fraction = overlap_fraction(r);
+  evidence["overlap_fraction"] = fraction;
+  if (!(r.dma_active >= t.busy_percent && fraction * 100 < t.poor_overlap_percent)) return std::nullopt;
+  const double hidden = overlappable / 100.0 * (1.0 - fraction);
   return Finding{finding::kDmaBoundNoOverlap,
                  format("DMA %.0f%% active, compute %.0f%%, only %.0f%% of what could overlap does",
-                        r.dma_active, compute_active, overlap_fraction * 100),
+                        r.dma_active, compute_active, fraction * 100),
                  {{"dma_active_time_percent", r.dma_active},
                   {"compute_active_time_percent", compute_active},
                   {"dma_compute_overlap_percent", r.overlap},
-                  {"overlap_fraction", overlap_fraction}},
+                  {"overlap_fraction", fraction}},
                  "raise",
                  {kRolePipelineDepth},
                  std::max(hidden, 0.05)};
+}
+
+// Memory-bound, above the roofline, and yet the DMA idles a share of the
+// kernel although it overlaps compute (poor overlap is dma_bound_no_overlap):
+// between transfers the queues wait, for a rotating buffer to be free or for
+// the compute that feeds a store. More buffers in flight let the next
+// transfers start inside those gaps. At most the idle share can be gained,
+// and no more than the roofline leaves.
+MaybeFinding memory_bound_dma_idle(const Reading& r, const Thresholds& t, Json& evidence) {
+  if (r.bound != "memory" || r.headroom <= t.at_roofline_headroom ||
+      overlap_fraction(r) * 100 < t.poor_overlap_percent)
+    return std::nullopt;
+  const double idle = 100.0 - r.dma_active;
+  evidence["dma_idle_percent"] = idle;
+  if (idle < t.dma_idle_percent) return std::nullopt;
+  return Finding{
+      finding::kMemoryBoundDmaIdle,
+      format("memory-bound %.2fx from the roofline, yet the DMA is idle %.0f%% of the kernel", r.headroom,
+             idle),
+      {{"dma_active_time_percent", r.dma_active}, {"dma_idle_percent", idle}, {"headroom", r.headroom}},
+      "raise",
+      {kRolePipelineDepth},
+      std::min(idle / 100.0, 1.0 - 1.0 / r.headroom)};
 }
 
 // Small transfers: each DMA pays a fixed cost; efficiency follows
@@ -537,14 +569,13 @@ using ProfileRule = MaybeFinding (*)(const Reading&, const Thresholds&, Json& ev
 using PathRule = MaybeFinding (*)(const CriticalPath&, const Thresholds&);
 
 // Rules over the profile's figures, before the critical path's rules.
-constexpr ProfileRule kProfileRules[] = {
-    fixed_overhead,  compute_bound_high_mfu, repeated_loads,    dma_bound_no_overlap,
-    small_transfers, small_instructions,     dependency_stalls, engine_bound};
+constexpr ProfileRule kProfileRules[] = {fixed_overhead,       compute_bound_high_mfu, repeated_loads,
+                                         dma_bound_no_overlap, memory_bound_dma_idle,  small_transfers,
+                                         small_instructions,   dependency_stalls,      engine_bound};
 // Rules over the critical path, when the profile has one.
-constexpr PathRule kPathRules[] = {critical_path_engine,     critical_path_buffer_waits,
-                                   critical_path_dma_waits,  critical_path_latency,
-                                   critical_path_dma_queues, critical_path_dma_descriptors,
-                                   critical_path_fixed_costs};
+constexpr PathRule kPathRules[] = {
+    critical_path_engine,     critical_path_buffer_waits,    critical_path_dma_waits,  critical_path_latency,
+    critical_path_dma_queues, critical_path_dma_descriptors, critical_path_fixed_costs};
 // Rules after the critical path's.
 constexpr ProfileRule kLateProfileRules[] = {sbuf_pressure};
 

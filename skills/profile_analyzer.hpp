@@ -18,6 +18,7 @@ inline constexpr const char* kFixedOverhead = "fixed_overhead";
 inline constexpr const char* kComputeBoundHighMfu = "compute_bound_high_mfu";
 inline constexpr const char* kRepeatedLoads = "repeated_loads";
 inline constexpr const char* kDmaBoundNoOverlap = "dma_bound_no_overlap";
+inline constexpr const char* kMemoryBoundDmaIdle = "memory_bound_dma_idle";
 inline constexpr const char* kSmallTransfers = "small_transfers";
 inline constexpr const char* kSmallInstructions = "small_instructions";
 inline constexpr const char* kDependencyStalls = "dependency_stalls";
@@ -37,9 +38,10 @@ struct AnalyzerThresholds {
   // nowhere (a schedule's fixed costs keep the best kernels 2-4% above it);
   // looser stops with a reachable tenth left (bmm on trn2: 1.14x, its optimum 1.035x).
   double at_roofline_headroom = 1.05;
-  double high_mfu_percent = 80;         // compute-bound at this MFU: stop
-  double busy_percent = 50;             // an engine (or DMA) this active is a bottleneck candidate
-  double poor_overlap_percent = 50;     // DMA/compute overlap below this is "no overlap"
+  double high_mfu_percent = 80;      // compute-bound at this MFU: stop
+  double busy_percent = 50;          // an engine (or DMA) this active is a bottleneck candidate
+  double poor_overlap_percent = 50;  // DMA/compute overlap below this is "no overlap"
+  double dma_idle_percent = 10;      // memory-bound with the DMA idle this share of the kernel: gaps to fill
   double repeated_traffic_ratio = 1.5;  // HBM traffic / compulsory traffic above this: repeated loads
   double efficient_dma_bytes_per_partition = 2048;  // NEURONCORE.md: near peak at >= 2 KiB per partition
   double dma_half_efficiency_bytes = 768;           // NEURONCORE.md: bw * b / (b + ~768 B)

@@ -21,6 +21,12 @@ using namespace autotune::skills;
 
 namespace {
 
+const Finding* find(const std::vector<Finding>& findings, const std::string& kind) {
+  for (const auto& f : findings)
+    if (f.kind == kind) return &f;
+  return nullptr;
+}
+
 VariantSpace make_variant(const std::string& name) {
   VariantSpace v;
   v.name = name;
@@ -146,6 +152,50 @@ TEST_CASE("analyzer: a DMA-bound profile without overlap asks for a deeper pipel
   CHECK_FALSE(result.result.at_roofline);
 }
 
+TEST_CASE(
+    "analyzer: memory-bound with the DMA idle between overlapped transfers asks for a deeper pipeline") {
+  ProfileAnalyzer analyzer;
+  AnalysisRequest request;
+  request.candidate = {"v", {{"a", 64}}};
+  request.metrics = {{"latency_s", 1.25e-3}, {"roofline_bound_s", 1e-3}, {"compulsory_bytes", 1e6}};
+  request.profile = {{"total_time", 1.25e-3},
+                     {"tensor_engine_active_time_percent", 40},
+                     {"vector_engine_active_time_percent", 70},
+                     {"dma_active_time_percent", 85},
+                     {"compute_active_time_percent", 95},
+                     {"dma_compute_overlap_percent", 84},
+                     {"hbm_read_bytes", 0.5e6},
+                     {"hbm_write_bytes", 0.5e6}};
+  auto result = analyzer.analyze(request);
+  CHECK(result.result.bound == "memory");
+  const Finding* idle = find(result.result.findings, "memory_bound_dma_idle");
+  REQUIRE(idle != nullptr);
+  CHECK(idle->action == "raise");
+  CHECK(idle->roles == std::vector<std::string>{kRolePipelineDepth});
+  CHECK(idle->expected_gain == doctest::Approx(0.15));  // the idle share, within the roofline's 0.2
+  CHECK(find(result.result.findings, "dma_bound_no_overlap") == nullptr);
+
+  // Busy DMA queues: nothing to fill.
+  request.profile["dma_active_time_percent"] = 95;
+  request.profile["dma_compute_overlap_percent"] = 94;
+  result = analyzer.analyze(request);
+  CHECK(find(result.result.findings, "memory_bound_dma_idle") == nullptr);
+
+  // At the roofline: nothing to gain.
+  request.profile["dma_active_time_percent"] = 85;
+  request.profile["dma_compute_overlap_percent"] = 84;
+  request.metrics["latency_s"] = 1.04e-3;
+  result = analyzer.analyze(request);
+  CHECK(find(result.result.findings, "memory_bound_dma_idle") == nullptr);
+
+  // Poor overlap is the other finding's.
+  request.metrics["latency_s"] = 1.25e-3;
+  request.profile["dma_compute_overlap_percent"] = 10;
+  result = analyzer.analyze(request);
+  CHECK(find(result.result.findings, "memory_bound_dma_idle") == nullptr);
+  CHECK(find(result.result.findings, "dma_bound_no_overlap") != nullptr);
+}
+
 TEST_CASE("analyzer: repeated loads ask for a structural variant; at the roofline it says stop") {
   ProfileAnalyzer analyzer;
   AnalysisRequest request;
@@ -203,11 +253,43 @@ TEST_CASE("generator: a raise finding searches the role's higher values with the
   const auto again = generator.generate(request);
   CHECK(again.result.ideas.front().id != raise.id);
 
-  // One step up at a time: the next analysis says whether to go further.
+  // Every value above the best's, walked one step at a time while each
+  // step improves (a line search), not all measured.
   request.best = {"fast", {{"a", 64}, {"b", 1}, {"c", 1}}};
   const auto from_lowest = generator.generate(request).result.ideas.front();
   REQUIRE(from_lowest.region.count("b"));
-  CHECK(from_lowest.region.at("b") == std::vector<search::ParamValue>{std::int64_t(1), std::int64_t(2)});
+  CHECK(from_lowest.region.at("b") ==
+        std::vector<search::ParamValue>{std::int64_t(1), std::int64_t(2), std::int64_t(3)});
+  CHECK(from_lowest.strategy == "coordinate");
+  CHECK(from_lowest.strategy_options.value("line", false));
+}
+
+TEST_CASE(
+    "generator: a raise whose first step does not fit beside the memory-holding parameters also probes it "
+    "with them stepped down") {
+  VariantCatalog catalog = catalog_of({"fast"});
+  // a a tile, b a pipeline depth; the space holds a * b <= 128 (a larger tile
+  // fits only with fewer buffers).
+  VariantSpace& fast = catalog.variants[0];
+  fast.constraints = {"a * b <= 128"};
+  build_space(fast);
+  KernelGenerator generator;
+  GenerationRequest request = request_for(catalog);
+  request.measured_variants = {"fast"};
+  request.best = {"fast", {{"a", 64}, {"b", 2}, {"c", 1}}};
+  request.analysis.findings.push_back({"small_transfers", "", {}, "raise", {kRoleTile}, 0.3});
+  const auto ideas = generator.generate(request).result.ideas;
+  REQUIRE_FALSE(ideas.empty());
+  const Idea& raise = ideas.front();
+  CHECK(raise.kind == "raise");
+  // a = 128 with b = 2 is outside the space: probed with b one step down.
+  REQUIRE(raise.probes.size() == 1);
+  CHECK(raise.probes[0] == Candidate{"fast", {{"a", 128}, {"b", 1}, {"c", 1}}});
+  CHECK(raise.rationale.find("stepped down") != std::string::npos);
+
+  // Where the step fits, nothing is traded.
+  request.best = {"fast", {{"a", 32}, {"b", 2}, {"c", 1}}};
+  CHECK(generator.generate(request).result.ideas.front().probes.empty());
 }
 
 TEST_CASE(
@@ -703,12 +785,6 @@ nlohmann::json link(const std::string& waiter, const std::string& waits_on, cons
 const nlohmann::json kNoWaits = {{"semaphore", 0}, {"buffer", 0}, {"dma_fixed", 0},
                                  {"dma_queue", 0}, {"port", 0},   {"stationary_load", 0}};
 const nlohmann::json kInOrder = {{"start", 0}, {"engine_order", 100}, {"data", 0}, {"buffer", 0}};
-
-const Finding* find(const std::vector<Finding>& findings, const std::string& kind) {
-  for (const auto& f : findings)
-    if (f.kind == kind) return &f;
-  return nullptr;
-}
 
 }  // namespace
 
