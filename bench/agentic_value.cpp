@@ -1,7 +1,8 @@
 // The loop's worth: for each example goal, how many evaluations the agentic
 // loop and a plain `bayes` over the flattened space (the variant as one more
 // categorical parameter) need to come within 5% of the sweep's optimum, with
-// the same seed and the same evaluation budget.
+// the same seed and the same evaluation budget. Both measure the goal's start
+// point first and count it (the loop's baseline).
 //
 // Every goal is swept first (exhaustively; goals whose spaces exceed the cap
 // are skipped and said so). The sweep, the loop and bayes share one database,
@@ -59,6 +60,7 @@ struct SearchOutcome {
   int evaluations = 0;
   std::string note;
   std::optional<double> start_value;  // objective value of the loop's first trial: the goal's start point
+  std::optional<skills::Candidate> start;  // the loop's first trial: the goal's start point
 };
 
 // Counts an outcome's evaluation: a trial, and whether it was measured.
@@ -106,17 +108,25 @@ SearchOutcome run_loop(orchestrator::PreparedGoal& prepared, const orchestrator:
   const auto summary = orchestrator::Orchestrator(context).run();
   SearchOutcome out;
   const auto trials = store.trials(summary.run_id);
-  if (!trials.empty())
+  if (!trials.empty()) {
     out.start_value = orchestrator::objective_value(goal.objective, trials.front().metrics);
+    out.start = skills::Candidate{trials.front().variant, trials.front().params};
+  }
   for (const auto& trial : trials) count(out, goal, threshold, trial);
   out.note = summary.stop_reason + "; best " + summary.best.text();
   return out;
 }
 
 // Plain bayes over the flattened space, the goal's seed, budget and batches.
+// Like the loop, it measures the goal's start point first (its improvement is
+// over that point, so a run without it could not say whether the goal is met)
+// and counts it. Bayes is not told it: its proposals stay exactly those of
+// a plain bayes run (told the start point, bayes got slower on some goals:
+// the slow start skews its first model).
 SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const skills::FlatSpace& flat,
                              const orchestrator::Goal& goal, double threshold,
-                             std::optional<double> start_value, store::Store& store) {
+                             const std::optional<skills::Candidate>& start, std::optional<double> start_value,
+                             store::Store& store) {
   store::Run record;
   record.goal_name = goal.name + " (flattened bayes)";
   record.goal_yaml = orchestrator::to_yaml(goal);
@@ -127,6 +137,10 @@ SearchOutcome run_flat_bayes(orchestrator::PreparedGoal& prepared, const skills:
                                         goal.strategy_options);
   SearchOutcome out;
   out.start_value = start_value;
+  if (start) {
+    const auto measured = runner.measure({{*start, 0, std::nullopt}});
+    count(out, goal, threshold, measured.result.front().trial);
+  }
   while (out.evaluations < goal.budget_evaluations &&
          !(out.evaluations_to_bound && out.evaluations_to_goal) && !strategy->done()) {
     const auto batch = strategy->ask(
@@ -194,7 +208,8 @@ void compare(orchestrator::PreparedGoal& prepared, const std::string& label, int
     orchestrator::Goal seeded = goal;
     seeded.seed = goal.seed + std::uint64_t(k);
     loop.push_back(run_loop(prepared, seeded, threshold, bound, store));
-    bayes.push_back(run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start_value, store));
+    bayes.push_back(
+        run_flat_bayes(prepared, flat, seeded, threshold, loop.back().start, loop.back().start_value, store));
     if (seeds > 1)
       std::printf("  seed %-4llu loop %-16s bayes %-16s to the goal: loop %-16s bayes %-16s (loop: %s)\n",
                   static_cast<unsigned long long>(seeded.seed), reached(loop.back()).c_str(),
