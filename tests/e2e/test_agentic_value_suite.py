@@ -84,6 +84,13 @@ def main():
         flat = query(cache, "SELECT goal_yaml, seed FROM runs WHERE goal_name = 'tiny/act (flattened bayes)' "
                             "AND goal_yaml LIKE '%target: trn2%'")
         check(len(flat) == 1 and "\ntarget: trn2\n" in flat[0][0] and flat[0][1] == 3, f"one flat bayes run on trn2: {flat}")
+        # Flat bayes measures (and counts) the goal's start point first, as the loop does.
+        firsts = query(cache, "SELECT r.goal_name, t.variant, t.params FROM trials t JOIN runs r ON t.run = r.id "
+                              "WHERE r.goal_name IN ('tiny/act', 'tiny/act (flattened bayes)') AND "
+                              "r.goal_yaml LIKE '%target: trn2%' AND t.id = (SELECT MIN(id) FROM trials "
+                              "WHERE run = r.id) ORDER BY r.goal_name")
+        check(len(firsts) == 2 and firsts[0][1:] == firsts[1][1:] and firsts[0][1] == "naive",
+              f"both runs start at the start point: {firsts}")
         db = os.path.join(tmp, "suite.db")
         proc = run(["suite", suite, "--jobs", "1"], db, timeout=600)
         check(proc.returncode == 0, f"autotune suite exited {proc.returncode}: {proc.stderr}")
