@@ -191,6 +191,11 @@ void raise_or_vary(Generating& g, const Finding& finding) {
         free[name] = {parameter->values()[*position - 1], *now};
         lowered.push_back(name);
       }
+  // Making room pairs a raise with lowering other parameters at once (a
+  // deeper pipeline may fit only beside a smaller block): that raise
+  // measures the product of one step up and one step down, not a walk.
+  if (!lowered.empty())
+    for (const auto& name : names) free[name].resize(2);
   Idea idea;
   idea.kind = finding.action;
   idea.variant = current.name;
@@ -218,18 +223,9 @@ void raise_or_vary(Generating& g, const Finding& finding) {
   // sum of their domains instead of their product.
   if (vary) idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}};
   // A raise walks each parameter upward one step at a time, the others
-  // fixed, and stops where a step does not improve. Making room pairs a
-  // raise with lowering other parameters at once (a deeper pipeline may fit
-  // only beside a smaller block): that raise measures the product of one
-  // step up and one step down instead.
-  if (!vary) {
-    if (lowered.empty()) {
-      idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}, {"line", true}};
-    } else {
-      for (const auto& name : names) free[name].resize(2);
-      idea.region = fixed_except(current, g.best, free);
-    }
-  }
+  // fixed, and stops where a step does not improve.
+  if (!vary && lowered.empty())
+    idea.strategy = "coordinate", idea.strategy_options = {{"passes", 1}, {"line", true}};
   // A placement is chosen once per variant: its parameters mostly add up
   // (hence coordinate descent), so a new best that differs elsewhere rarely
   // moves their winners, and a second pass re-measures every losing
