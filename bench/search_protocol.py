@@ -2,21 +2,24 @@
 """Scores a search strategy on one split of the recorded tuning spaces (bench/spaces/splits.json).
 
     bench/search_protocol.py --split test [--data DIR] [--strategy bayes] [--options JSON] [--repeats 10]
-                             [--random] [--out DIR] [--splits FILE]
+                             [--evaluations 3000] [--random] [--out DIR] [--splits FILE]
 
 The splits: `development` (defaults and changes are chosen on it), `validation` (candidate changes are
 checked on it before they are kept) and `test` (scored once per change of the defaults; nothing is
 chosen on it). DIR (default build/spaces) holds the spaces as bench/spaces/gather.py writes them,
 DIR/<name>.json; a space of the split that is missing is an error naming the command that builds it.
 
-Each space is run REPEATS times (seeds 1..REPEATS) for its budget B(0.95) capped at 300 through
-`autotune search-bench --budget auto` and scored (../shared/data/tuning/README.md: 0 is random search's
+Each space is run for its budget B(0.95) capped at 300 through `autotune search-bench --budget auto`,
+REPEATS times (seeds 1..REPEATS), then again (the next seeds) until it has max(REPEATS, ceil(EVALUATIONS /
+B)) runs: every space is judged on about as many evaluations (10 runs of 300 by default), so a space of
+a budget of 4 is not judged on 10 runs of its first evaluations, which are coin flips. Then it is scored (../shared/data/tuning/README.md: 0 is random search's
 expected best, 1 the optimum at every budget). Printed: per space its score and the score's bootstrap
 standard error over the repeats; then the mean over the split's spaces, the worst space, and the
 number of spaces below random search by more than two standard errors (score < -2 se: random search
 scores 0 in expectation by the score's definition). With --random, random search is run and scored
 the same way beside it, and a space also counts as below it when the difference of the two scores is
-below minus two standard errors of the difference.
+below minus two standard errors of the difference; a space where random search's own score has a
+standard error above 1 is marked unscorable, and the mean is also given without those.
 
 Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
 and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
@@ -58,7 +61,40 @@ def scored(args, files, strategy, options):
     if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
         run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
     with open(scores) as f:
-        return json.load(f)
+        first = json.load(f)
+    if not args.evaluations:
+        return first
+    # Equal evaluations per space: a space of budget B gets ceil(E / B) repeats (at least REPEATS), so a
+    # space of a few evaluations is judged on as many evaluations as one of 300, not on 10 coin flips.
+    wanted = {name: max(args.repeats, math.ceil(args.evaluations / entry["high_budget"]))
+              for name, entry in first.items()}
+    equal = f"{stem}-e{args.evaluations}"
+    equal_traces, equal_scores = equal + ".traces.json", equal + ".scores.json"
+    if not os.path.exists(equal_traces):
+        with open(traces) as f:
+            merged = json.load(f)
+        for path in files:
+            name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.splitext(os.path.basename(path))[0])
+            extra = wanted[name] - len(merged[name])
+            if extra <= 0:
+                continue
+            print(f"  {name}: {extra} more repeats of {strategy}", file=sys.stderr)
+            part = equal + ".part.json"
+            run([args.autotune, "search-bench", path, "--strategy", strategy, "--budget", "auto", "--repeats",
+                 str(extra), "--seed", str(len(merged[name]) + 1), "--options", json.dumps(options), "--json", part])
+            with open(part) as f:
+                merged[name] += json.load(f)[name]
+            os.remove(part)
+        with open(equal_traces + ".part", "w") as f:
+            json.dump(merged, f)
+        os.replace(equal_traces + ".part", equal_traces)
+    if not os.path.exists(equal_scores) or os.path.getmtime(equal_scores) < os.path.getmtime(equal_traces):
+        run([args.autotune, "search-bench", *files, "--score", equal_traces, "--json", equal_scores])
+    with open(equal_scores) as f:
+        out = json.load(f)
+    for name, entry in out.items():
+        entry["repeats"] = wanted[name]
+    return out
 
 
 def main():
@@ -69,6 +105,9 @@ def main():
     parser.add_argument("--strategy", default="bayes")
     parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--evaluations", type=int, default=3000,
+                        help="evaluations per space: a space of budget B gets max(REPEATS, ceil(E / B)) repeats "
+                             "(0: REPEATS on every space)")
     parser.add_argument("--random", action="store_true", help="also run random search and compare")
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "search-protocol"))
     parser.add_argument("--json", help="write the summary and per-space scores here")
@@ -105,7 +144,7 @@ def main():
     for name in names:
         entry = main_scores[name]
         row = {"space": name, "score": entry["score"], "se": entry["bootstrap_se"],
-               "budget": entry["high_budget"]}
+               "budget": entry["high_budget"], "repeats": entry.get("repeats", args.repeats)}
         row["below_random"] = row["score"] < -2 * row["se"]
         if random_scores is not None:
             r = random_scores[name]
@@ -113,18 +152,25 @@ def main():
             row["random_se"] = r["bootstrap_se"]
             difference_se = math.hypot(row["se"], r["bootstrap_se"])
             row["below_measured_random"] = row["score"] - r["score"] < -2 * difference_se
+            # Random search is the score's zero. Where its own score is uncertain by more than the score's
+            # unit (random search to the optimum), the space cannot rank strategies: a budget of one or two
+            # evaluations on a space whose values fall in two clusters, the median run's best in one or the
+            # other by a coin flip.
+            row["unscorable"] = r["bootstrap_se"] > 1
         rows.append(row)
 
-    header = f"{'space':<38}{'budget':>7}{args.strategy:>10}{'se':>8}"
+    header = f"{'space':<38}{'budget':>7}{'repeats':>8}{args.strategy:>10}{'se':>8}"
     if random_scores is not None:
         header += f"{'random':>9}{'se':>8}"
     print(header)
     for row in rows:
-        line = f"{row['space']:<38}{row['budget']:>7}{row['score']:>10.3f}{row['se']:>8.3f}"
+        line = f"{row['space']:<38}{row['budget']:>7}{row['repeats']:>8}{row['score']:>10.3f}{row['se']:>8.3f}"
         if random_scores is not None:
             line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
         if row["below_random"] or row.get("below_measured_random"):
             line += "  below random"
+        if row.get("unscorable"):
+            line += "  unscorable"
         print(line)
     worst = min(rows, key=lambda r: r["score"])
     summary = {
@@ -133,18 +179,33 @@ def main():
         "options": options,
         "repeats": args.repeats,
         "spaces": len(rows),
+        "evaluations": args.evaluations,
         "mean": statistics.mean(r["score"] for r in rows),
+        # The spaces' scores are independent, so the mean's standard error is the root of the summed squares / n.
+        "mean_se": math.sqrt(sum(r["se"] ** 2 for r in rows)) / len(rows),
         "worst": {"space": worst["space"], "score": worst["score"]},
         "below_random": sum(r["below_random"] for r in rows),
     }
-    print(f"\n{args.split}: {len(rows)} spaces, {args.strategy} {json.dumps(options)}, {args.repeats} repeats")
-    print(f"mean score {summary['mean']:.3f}; worst {worst['space']} {worst['score']:.3f}; "
+    effort = f"{args.evaluations} evaluations per space (at least {args.repeats} repeats)" if args.evaluations \
+        else f"{args.repeats} repeats"
+    print(f"\n{args.split}: {len(rows)} spaces, {args.strategy} {json.dumps(options)}, {effort}")
+    print(f"mean score {summary['mean']:.3f} (se {summary['mean_se']:.3f}); worst {worst['space']} {worst['score']:.3f}; "
           f"{summary['below_random']} below random search by more than two standard errors")
     if random_scores is not None:
         summary["random_mean"] = statistics.mean(r["random"] for r in rows)
+        summary["random_mean_se"] = math.sqrt(sum(r["random_se"] ** 2 for r in rows)) / len(rows)
         summary["below_measured_random"] = sum(r["below_measured_random"] for r in rows)
         print(f"random search (measured): mean {summary['random_mean']:.3f}; {args.strategy} below it by more "
               f"than two standard errors of the difference on {summary['below_measured_random']}")
+        scorable = [r for r in rows if not r["unscorable"]]
+        summary["unscorable"] = [r["space"] for r in rows if r["unscorable"]]
+        if scorable and summary["unscorable"]:
+            summary["scorable_mean"] = statistics.mean(r["score"] for r in scorable)
+            summary["scorable_mean_se"] = math.sqrt(sum(r["se"] ** 2 for r in scorable)) / len(scorable)
+            summary["scorable_random_mean"] = statistics.mean(r["random"] for r in scorable)
+            print(f"without the {len(summary['unscorable'])} unscorable (random search's own standard error above 1): "
+                  f"mean score {summary['scorable_mean']:.3f} (se {summary['scorable_mean_se']:.3f}) over "
+                  f"{len(scorable)} spaces, random search {summary['scorable_random_mean']:.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": summary, "spaces": rows}, f, indent=1)

@@ -59,7 +59,7 @@ def gather(tmp, splits_path, tiny):
 def protocol(tmp, splits_path, data):
     out, summary_path = os.path.join(tmp, "out"), os.path.join(tmp, "summary.json")
     command = [sys.executable, os.path.join(SOURCE, "bench", "search_protocol.py"), "--split", "tiny", "--splits",
-               splits_path, "--data", data, "--strategy", "grid", "--repeats", "3", "--random", "--out", out,
+               splits_path, "--data", data, "--strategy", "grid", "--repeats", "3", "--evaluations", "60", "--random", "--out", out,
                "--autotune", BIN, "--json", summary_path]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=600)
     check(ran.returncode == 0, f"search_protocol: {ran.stderr[-500:]}")
@@ -67,10 +67,15 @@ def protocol(tmp, splits_path, data):
     rows, summary = result["spaces"], result["summary"]
     check([r["space"] for r in rows] == SMALL, f"one row per space of the split: {rows}")
     # The figures are those of search-bench's scores: the grid's traces scored again here.
-    scores_files = [n for n in os.listdir(out) if n.startswith("tiny-grid-") and n.endswith(".scores.json")]
+    scores_files = [n for n in os.listdir(out) if n.startswith("tiny-grid-") and n.endswith("-e60.scores.json")]
     check(len(scores_files) == 1, f"the grid's scores are kept: {os.listdir(out)}")
     scores = json.load(open(os.path.join(out, scores_files[0])))
+    traces = json.load(open(os.path.join(out, scores_files[0].replace(".scores.", ".traces."))))
     for r in rows:
+        # Equal evaluations: a space of budget B has max(3, ceil(60 / B)) runs, each of B evaluations.
+        wanted = max(3, -(-60 // scores[r["space"]]["high_budget"]))
+        check(r["repeats"] == wanted and len(traces[r["space"]]) == wanted, f"{r['space']}: {wanted} runs: {r}")
+        check(all(len(run) == r["budget"] for run in traces[r["space"]]), f"{r['space']}: runs of the budget")
         check(abs(r["score"] - scores[r["space"]]["score"]) < 1e-12, f"{r['space']}: the score search-bench wrote")
         check(r["below_random"] == (r["score"] < -2 * scores[r["space"]]["bootstrap_se"]),
               f"{r['space']}: below random when more than two standard errors under 0: {r}")
@@ -84,6 +89,9 @@ def protocol(tmp, splits_path, data):
     # With --random, random search is run and scored beside it.
     check("random search (measured)" in ran.stdout and all("random" in r for r in rows),
           f"random search beside it:\n{ran.stdout}")
+    check(all(r["unscorable"] == (r["random_se"] > 1) for r in rows), f"unscorable where random's se > 1: {rows}")
+    check(abs(summary["mean_se"] - sum(r["se"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-12,
+          f"the mean's standard error: {summary}")
     # A second call reuses the traces.
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
