@@ -38,6 +38,10 @@
 //    the minimum encoded distance to everything chosen so far (maximin) from
 //    a random pool of at least 64, the first one random. The alignment features do not
 //    enter it (spreading over them too made the recorded spaces' scores worse).
+//    `design: stratified` draws one configuration uniformly from each of
+//    `initial` compact strata instead (stratified_pick): never worse than
+//    random sampling, in distribution; maximin stays the default because the
+//    recorded GPU spaces' optima often lie on corners, which it reaches first.
 //  - Related runs (learn_from: the same kernel on another device or shape):
 //    the first `transfer_points` points of the initial design are their best
 //    configurations that lie in this space, each run's best first, then each
@@ -53,7 +57,7 @@
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
 // failures ("worst"), acquisition ("hedge"), alignment (true),
-// transfer_points (3).
+// transfer_points (3), design ("maximin").
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
@@ -91,6 +95,10 @@ struct BayesOptions {
   // prediction plus one standard deviation (not the worst value), and the
   // feasibility estimate is a second GP fitted to success labels.
   bool classify_failures = false;
+  // `design: stratified`: the initial design draws one uniformly random
+  // configuration from each of `initial` equal-sized, compact strata, in a
+  // random order (below); `maximin` spreads it greedily instead.
+  bool stratified_design = false;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -250,6 +258,13 @@ class BayesStrategy final : public IndexedStrategy {
       if (!seen(index)) out.push_back(index);  // pending ones are seen; the list has no repeats
     }
     existing.insert(existing.end(), out.begin(), out.end());
+    if (options_.stratified_design)
+      while (out.size() < k) {
+        const auto index = stratified_pick(existing);
+        if (!index) break;
+        out.push_back(*index);
+        existing.push_back(*index);
+      }
     if (out.size() >= k) return out;
     std::vector<std::uint64_t> pool =
         random_candidates(std::max<std::size_t>(64, 16 * k), {out.begin(), out.end()});
@@ -282,6 +297,108 @@ class BayesStrategy final : public IndexedStrategy {
       account(pool_x.row(pick).transpose());
     }
     return out;
+  }
+
+  // Stratified design. The space (or, when larger, a uniform random pool of
+  // it) is cut into `initial` strata of equal size by recursive median splits
+  // along the encoded coordinate that varies most, so each stratum is a
+  // compact region; the strata are visited in a random order and each gives
+  // one configuration drawn uniformly from its unseen members. A stratum
+  // holding a configuration already measured, pending or transferred (by its
+  // nearest pool member) is skipped. Every design point is then a uniform
+  // draw from the space, and for any m, with p_j the share of stratum j below
+  // a value t, the chance that the best of m points is above t is an average
+  // of products of m distinct (1 - p_j), at most (1 - mean p_j)^m by
+  // Maclaurin's inequality: the best of the first m is at least as good as
+  // the best of m uniform draws, in distribution, while the points still
+  // spread over the space (no two from one stratum).
+  void build_strata() {
+    strata_built_ = true;
+    const std::size_t pool_limit =
+        std::max<std::size_t>(256, 32 * static_cast<std::size_t>(options_.initial));
+    if (space_.size() <= pool_limit) {
+      for (std::uint64_t i = 0; i < space_.size(); ++i) strata_pool_.push_back(i);
+    } else {
+      std::unordered_set<std::uint64_t> drawn;
+      const auto last = static_cast<std::int64_t>(space_.size() - 1);
+      while (strata_pool_.size() < pool_limit)
+        if (const auto index = static_cast<std::uint64_t>(rng_.uniform_int(0, last));
+            drawn.insert(index).second)
+          strata_pool_.push_back(index);
+    }
+    std::shuffle(strata_pool_.begin(), strata_pool_.end(), rng_);  // ties split at random
+    strata_pool_x_ = encode(strata_pool_, false);
+    std::vector<Eigen::Index> rows(strata_pool_.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    const std::size_t parts = std::min(strata_pool_.size(), static_cast<std::size_t>(options_.initial));
+    stratum_of_.assign(strata_pool_.size(), 0);
+    split_strata(rows, 0, rows.size(), parts);
+    strata_order_.resize(parts);
+    std::iota(strata_order_.begin(), strata_order_.end(), 0);
+    std::shuffle(strata_order_.begin(), strata_order_.end(), rng_);
+  }
+
+  void split_strata(std::vector<Eigen::Index>& rows, std::size_t begin, std::size_t end, std::size_t parts) {
+    if (parts == 1) {
+      for (std::size_t i = begin; i < end; ++i)
+        stratum_of_[static_cast<std::size_t>(rows[i])] = strata_count_;
+      ++strata_count_;
+      return;
+    }
+    Eigen::Index widest = 0;
+    double widest_variance = -1;
+    for (Eigen::Index d = 0; d < strata_pool_x_.cols(); ++d) {
+      double sum = 0, squares = 0;
+      for (std::size_t i = begin; i < end; ++i) {
+        const double x = strata_pool_x_(rows[i], d);
+        sum += x;
+        squares += x * x;
+      }
+      const double n = static_cast<double>(end - begin);
+      if (const double variance = squares / n - (sum / n) * (sum / n); variance > widest_variance) {
+        widest_variance = variance;
+        widest = d;
+      }
+    }
+    std::stable_sort(rows.begin() + static_cast<std::ptrdiff_t>(begin),
+                     rows.begin() + static_cast<std::ptrdiff_t>(end), [&](Eigen::Index a, Eigen::Index b) {
+                       return strata_pool_x_(a, widest) < strata_pool_x_(b, widest);
+                     });
+    const std::size_t left_parts = parts / 2;
+    const std::size_t middle =
+        begin +
+        static_cast<std::size_t>(std::llround(static_cast<double>(end - begin) *
+                                              static_cast<double>(left_parts) / static_cast<double>(parts)));
+    split_strata(rows, begin, middle, left_parts);
+    split_strata(rows, middle, end, parts - left_parts);
+  }
+
+  // The next stratified design point given the configurations already placed, or nothing when every
+  // stratum is covered.
+  std::optional<std::uint64_t> stratified_pick(const std::vector<std::uint64_t>& existing) {
+    if (!strata_built_) build_strata();
+    if (strata_pool_.empty()) return std::nullopt;
+    std::vector<bool> covered(strata_count_, false);
+    if (!existing.empty()) {
+      const Eigen::MatrixXd existing_x = encode(existing, false);
+      for (Eigen::Index i = 0; i < existing_x.rows(); ++i) {
+        Eigen::Index nearest = 0;
+        (strata_pool_x_.rowwise() - existing_x.row(i)).rowwise().squaredNorm().minCoeff(&nearest);
+        covered[stratum_of_[static_cast<std::size_t>(nearest)]] = true;
+      }
+    }
+    const std::unordered_set<std::uint64_t> placed(existing.begin(), existing.end());
+    for (std::size_t stratum : strata_order_) {
+      if (covered[stratum]) continue;
+      std::vector<std::uint64_t> members;
+      for (std::size_t i = 0; i < strata_pool_.size(); ++i)
+        if (stratum_of_[i] == stratum && !seen(strata_pool_[i]) && !placed.count(strata_pool_[i]))
+          members.push_back(strata_pool_[i]);
+      if (members.empty()) continue;
+      return members[static_cast<std::size_t>(
+          rng_.uniform_int(0, static_cast<std::int64_t>(members.size()) - 1))];
+    }
+    return std::nullopt;
   }
 
   struct Model {
@@ -599,6 +716,12 @@ class BayesStrategy final : public IndexedStrategy {
   Eigen::VectorXd data_y_;
   Eigen::VectorXd gains_ = Eigen::VectorXd::Zero(kAcquisitions);
   Eigen::MatrixXd nominees_;  // rows: the nominees of each acquisition, kAcquisitions per pick
+  bool strata_built_ = false;
+  std::vector<std::uint64_t> strata_pool_;  // the space, or a uniform random pool of it
+  Eigen::MatrixXd strata_pool_x_;
+  std::vector<std::size_t> stratum_of_;  // per pool member
+  std::size_t strata_count_ = 0;
+  std::vector<std::size_t> strata_order_;  // the order strata are visited in
 };
 
 const StrategyRegistration registration(
@@ -628,6 +751,11 @@ const StrategyRegistration registration(
       o.hedge = acquisition == "hedge";
       o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
       o.transfer_points = options.get<int>("transfer_points", o.transfer_points, "an integer >= 0");
+      const auto design = options.get<std::string>("design", "maximin", "\"maximin\" or \"stratified\"");
+      if (design != "maximin" && design != "stratified")
+        throw UserError("strategy 'bayes': option 'design': '" + design +
+                        "' is not accepted; accepted: maximin, stratified");
+      o.stratified_design = design == "stratified";
       if (batch != "believer" && batch != "liar")
         throw UserError("strategy 'bayes': option 'batch': '" + batch +
                         "' is not accepted; accepted: believer, liar");
