@@ -99,6 +99,9 @@ struct BayesOptions {
   // configuration from each of `initial` equal-sized, compact strata, in a
   // random order (below); `maximin` spreads it greedily instead.
   bool stratified_design = false;
+  // `ties: infer`: configurations a plateau's exact ties imply are on it are
+  // not proposed while others remain (Plateau, below).
+  bool infer_ties = false;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -203,6 +206,75 @@ class BayesStrategy final : public IndexedStrategy {
 
   void observed(const std::vector<IndexedObservation>& batch) override {
     for (const auto& o : batch) pending_.erase(o.index);
+    if (options_.infer_ties)
+      for (const auto& o : batch)
+        if (o.value) join_plateau(o.index, *o.value);
+  }
+
+  // A plateau: configurations measured at exactly one value (relative
+  // difference at most 1e-9: a deterministic target's ties, never a noisy
+  // measurement's). Two members that differ in one parameter alone suggest
+  // that parameter does not matter on the plateau, unless a measurement
+  // differing from a member in that parameter alone has another value. A
+  // configuration that differs from a member only in parameters that do not
+  // matter is taken to be on the plateau too: measuring it would return the
+  // plateau's value again. Kernels make such plateaus (an engine or a deeper
+  // pipeline that no longer matters once a tile is large), and the model,
+  // which sees no reason for a tie, keeps proposing their members, each as
+  // good as the best seen and no better.
+  struct Plateau {
+    double value;
+    std::vector<Positions> members;
+    std::vector<bool> tied, differs;  // per parameter: seen to tie alone; seen to change the value alone
+    bool implies(std::size_t p) const { return tied[p] && !differs[p]; }
+  };
+
+  static bool same_value(double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  }
+
+  Plateau& plateau_of(double value) {
+    for (auto& plateau : plateaus_)
+      if (same_value(plateau.value, value)) return plateau;
+    const std::size_t n = space_.parameters().size();
+    return plateaus_.emplace_back(
+        Plateau{value, {}, std::vector<bool>(n, false), std::vector<bool>(n, false)});
+  }
+
+  void join_plateau(std::uint64_t index, double value) {
+    Positions at = space_.positions_at(index);
+    for (const auto& [positions, other] : measured_) {
+      std::size_t differing = 0, parameter = 0;
+      for (std::size_t p = 0; p < at.size(); ++p)
+        if (positions[p] != at[p]) {
+          ++differing;
+          parameter = p;
+        }
+      if (differing != 1) continue;
+      if (same_value(value, other)) {
+        plateau_of(value).tied[parameter] = true;
+      } else {
+        plateau_of(value).differs[parameter] = true;
+        plateau_of(other).differs[parameter] = true;
+      }
+    }
+    plateau_of(value).members.push_back(at);
+    measured_.emplace_back(std::move(at), value);
+  }
+
+  bool on_known_plateau(std::uint64_t index) const {
+    if (plateaus_.empty()) return false;
+    const Positions at = space_.positions_at(index);
+    for (const auto& plateau : plateaus_) {
+      if (plateau.members.size() < 2) continue;
+      for (const auto& member : plateau.members) {
+        bool implied = true;
+        for (std::size_t p = 0; p < at.size() && implied; ++p)
+          implied = member[p] == at[p] || plateau.implies(p);
+        if (implied) return true;
+      }
+    }
+    return false;
   }
   void released(const std::vector<std::uint64_t>& indices) override {
     for (std::uint64_t index : indices) pending_.erase(index);
@@ -601,6 +673,12 @@ class BayesStrategy final : public IndexedStrategy {
 
     std::vector<std::uint64_t> chosen;
     std::vector<bool> taken(candidates.size(), false);
+    if (options_.infer_ties) {
+      // Members implied by a known plateau are passed over while anything else remains.
+      std::vector<bool> implied(candidates.size());
+      for (std::size_t i = 0; i < candidates.size(); ++i) implied[i] = on_known_plateau(candidates[i]);
+      if (std::find(implied.begin(), implied.end(), false) != implied.end()) taken = implied;
+    }
     const auto best_untaken = [&](int column) {
       Eigen::Index pick = -1;
       for (Eigen::Index i = 0; i < scores.rows(); ++i)
@@ -716,6 +794,8 @@ class BayesStrategy final : public IndexedStrategy {
   Eigen::VectorXd data_y_;
   Eigen::VectorXd gains_ = Eigen::VectorXd::Zero(kAcquisitions);
   Eigen::MatrixXd nominees_;  // rows: the nominees of each acquisition, kAcquisitions per pick
+  std::vector<Plateau> plateaus_;
+  std::vector<std::pair<Positions, double>> measured_;  // successful measurements, for plateaus_
   bool strata_built_ = false;
   std::vector<std::uint64_t> strata_pool_;  // the space, or a uniform random pool of it
   Eigen::MatrixXd strata_pool_x_;
@@ -756,6 +836,11 @@ const StrategyRegistration registration(
         throw UserError("strategy 'bayes': option 'design': '" + design +
                         "' is not accepted; accepted: maximin, stratified");
       o.stratified_design = design == "stratified";
+      const auto ties = options.get<std::string>("ties", "model", "\"model\" or \"infer\"");
+      if (ties != "model" && ties != "infer")
+        throw UserError("strategy 'bayes': option 'ties': '" + ties +
+                        "' is not accepted; accepted: model, infer");
+      o.infer_ties = ties == "infer";
       if (batch != "believer" && batch != "liar")
         throw UserError("strategy 'bayes': option 'batch': '" + batch +
                         "' is not accepted; accepted: believer, liar");
