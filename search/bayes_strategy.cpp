@@ -48,6 +48,9 @@
 //    run's second best, and so on; maximin places the rest around them. Half
 //    the design, by default: the related runs' best configurations are
 //    usually good here too, but a device unlike theirs needs the spread.
+//  - Plateaus (`ties: infer`, the default): a configuration implied by a
+//    plateau of exactly tied measurements is passed over while any other
+//    candidate remains (Plateau, below).
 //  - Batches (and configurations still being measured): each chosen
 //    configuration joins the data with a believed value, the GP mean
 //    (`batch: "believer"`, kriging believer) or the best value seen
@@ -57,7 +60,7 @@
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
 // failures ("worst"), acquisition ("hedge"), alignment (true),
-// transfer_points (3), design ("maximin").
+// transfer_points (3), design ("maximin"), ties ("infer").
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
@@ -99,9 +102,10 @@ struct BayesOptions {
   // configuration from each of `initial` equal-sized, compact strata, in a
   // random order (below); `maximin` spreads it greedily instead.
   bool stratified_design = false;
-  // `ties: infer`: configurations a plateau's exact ties imply are on it are
-  // not proposed while others remain (Plateau, below).
-  bool infer_ties = false;
+  // `ties: infer` (the default): configurations a plateau's exact ties imply
+  // are on it are not proposed while others remain (Plateau, below); `model`
+  // leaves them to the model.
+  bool infer_ties = true;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -836,7 +840,7 @@ const StrategyRegistration registration(
         throw UserError("strategy 'bayes': option 'design': '" + design +
                         "' is not accepted; accepted: maximin, stratified");
       o.stratified_design = design == "stratified";
-      const auto ties = options.get<std::string>("ties", "model", "\"model\" or \"infer\"");
+      const auto ties = options.get<std::string>("ties", "infer", "\"model\" or \"infer\"");
       if (ties != "model" && ties != "infer")
         throw UserError("strategy 'bayes': option 'ties': '" + ties +
                         "' is not accepted; accepted: model, infer");
