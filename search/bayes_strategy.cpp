@@ -66,6 +66,7 @@
 // and checked on recorded spaces they were not chosen on (docs/search.md,
 // "Generalization").
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -808,6 +809,17 @@ class BayesStrategy final : public IndexedStrategy {
   std::vector<std::size_t> strata_order_;  // the order strata are visited in
 };
 
+// A string option with two accepted values; anything else is a UserError naming both.
+std::string choice(StrategyOptions& options, const std::string& key, const std::string& fallback,
+                   const std::array<std::string, 2>& accepted) {
+  const auto value =
+      options.get<std::string>(key, fallback, "\"" + accepted[0] + "\" or \"" + accepted[1] + "\"");
+  if (value != accepted[0] && value != accepted[1])
+    throw UserError("strategy 'bayes': option '" + key + "': '" + value +
+                    "' is not accepted; accepted: " + accepted[0] + ", " + accepted[1]);
+  return value;
+}
+
 const StrategyRegistration registration(
     "bayes",
     [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
@@ -819,36 +831,16 @@ const StrategyRegistration registration(
       o.local_starts = options.get<int>("local_starts", o.local_starts, "an integer >= 0");
       o.local_steps = options.get<int>("local_steps", o.local_steps, "an integer >= 0");
       o.xi = options.get<double>("xi", o.xi, "a number >= 0");
-      const auto batch = options.get<std::string>("batch", "believer", "\"believer\" or \"liar\"");
       o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
       o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
       o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
-      const auto failures = options.get<std::string>("failures", "worst", "\"worst\" or \"classified\"");
-      if (failures != "worst" && failures != "classified")
-        throw UserError("strategy 'bayes': option 'failures': '" + failures +
-                        "' is not accepted; accepted: worst, classified");
-      o.classify_failures = failures == "classified";
-      const auto acquisition = options.get<std::string>("acquisition", "hedge", "\"ei\" or \"hedge\"");
-      if (acquisition != "ei" && acquisition != "hedge")
-        throw UserError("strategy 'bayes': option 'acquisition': '" + acquisition +
-                        "' is not accepted; accepted: ei, hedge");
-      o.hedge = acquisition == "hedge";
+      o.classify_failures = choice(options, "failures", "worst", {"worst", "classified"}) == "classified";
+      o.hedge = choice(options, "acquisition", "hedge", {"ei", "hedge"}) == "hedge";
       o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
       o.transfer_points = options.get<int>("transfer_points", o.transfer_points, "an integer >= 0");
-      const auto design = options.get<std::string>("design", "maximin", "\"maximin\" or \"stratified\"");
-      if (design != "maximin" && design != "stratified")
-        throw UserError("strategy 'bayes': option 'design': '" + design +
-                        "' is not accepted; accepted: maximin, stratified");
-      o.stratified_design = design == "stratified";
-      const auto ties = options.get<std::string>("ties", "infer", "\"model\" or \"infer\"");
-      if (ties != "model" && ties != "infer")
-        throw UserError("strategy 'bayes': option 'ties': '" + ties +
-                        "' is not accepted; accepted: model, infer");
-      o.infer_ties = ties == "infer";
-      if (batch != "believer" && batch != "liar")
-        throw UserError("strategy 'bayes': option 'batch': '" + batch +
-                        "' is not accepted; accepted: believer, liar");
-      o.believer = batch == "believer";
+      o.stratified_design = choice(options, "design", "maximin", {"maximin", "stratified"}) == "stratified";
+      o.infer_ties = choice(options, "ties", "infer", {"model", "infer"}) == "infer";
+      o.believer = choice(options, "batch", "believer", {"believer", "liar"}) == "believer";
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
           o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0)
         throw UserError(
