@@ -12,8 +12,9 @@ DIR/<name>.json; a space of the split that is missing is an error naming the com
 Each space is run for its budget B(0.95) capped at 300 through `autotune search-bench --budget auto`,
 REPEATS times (seeds 1..REPEATS), then again (the next seeds) until it has max(REPEATS, ceil(EVALUATIONS /
 B)) runs: every space is judged on about as many evaluations (10 runs of 300 by default), so a space of
-a budget of 4 is not judged on 10 runs of its first evaluations, which are coin flips. Then it is scored (../shared/data/tuning/README.md: 0 is random search's
-expected best, 1 the optimum at every budget). Printed: per space its score and the score's bootstrap
+a budget of 4 is not judged on 10 runs of its first evaluations, which are coin flips. Then it is
+scored (../shared/data/tuning/README.md: 0 is random search's expected best, 1 the optimum at every
+budget). Printed: per space its score and the score's bootstrap
 standard error over the repeats; then the mean over the split's spaces, the worst space, and the
 number of spaces below random search by more than two standard errors (score < -2 se: random search
 scores 0 in expectation by the score's definition). With --random, random search is run and scored
@@ -47,8 +48,14 @@ def run(cmd):
         fail(f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip()}")
 
 
-def scored(args, files, strategy, options):
-    """{space: score entry} for `strategy` with `options` on `files`, from OUT when already there."""
+def mean_standard_error(errors):
+    """The standard error of a mean over spaces whose scores are independent, from theirs."""
+    return math.sqrt(sum(e ** 2 for e in errors)) / len(errors)
+
+
+def scored(args, names, files, strategy, options):
+    """{space: score entry} for `strategy` with `options` on `files` (the spaces `names`), from OUT when
+    already there."""
     tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
     stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
     traces, scores = stem + ".traces.json", stem + ".scores.json"
@@ -73,8 +80,7 @@ def scored(args, files, strategy, options):
     if not os.path.exists(equal_traces):
         with open(traces) as f:
             merged = json.load(f)
-        for path in files:
-            name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.splitext(os.path.basename(path))[0])
+        for name, path in zip(names, files):
             extra = wanted[name] - len(merged[name])
             if extra <= 0:
                 continue
@@ -137,8 +143,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
-    main_scores = scored(args, files, args.strategy, options)
-    random_scores = scored(args, files, "random", {}) if args.random else None
+    main_scores = scored(args, names, files, args.strategy, options)
+    random_scores = scored(args, names, files, "random", {}) if args.random else None
 
     rows = []
     for name in names:
@@ -181,8 +187,7 @@ def main():
         "spaces": len(rows),
         "evaluations": args.evaluations,
         "mean": statistics.mean(r["score"] for r in rows),
-        # The spaces' scores are independent, so the mean's standard error is the root of the summed squares / n.
-        "mean_se": math.sqrt(sum(r["se"] ** 2 for r in rows)) / len(rows),
+        "mean_se": mean_standard_error([r["se"] for r in rows]),
         "worst": {"space": worst["space"], "score": worst["score"]},
         "below_random": sum(r["below_random"] for r in rows),
     }
@@ -193,7 +198,7 @@ def main():
           f"{summary['below_random']} below random search by more than two standard errors")
     if random_scores is not None:
         summary["random_mean"] = statistics.mean(r["random"] for r in rows)
-        summary["random_mean_se"] = math.sqrt(sum(r["random_se"] ** 2 for r in rows)) / len(rows)
+        summary["random_mean_se"] = mean_standard_error([r["random_se"] for r in rows])
         summary["below_measured_random"] = sum(r["below_measured_random"] for r in rows)
         print(f"random search (measured): mean {summary['random_mean']:.3f}; {args.strategy} below it by more "
               f"than two standard errors of the difference on {summary['below_measured_random']}")
@@ -201,7 +206,7 @@ def main():
         summary["unscorable"] = [r["space"] for r in rows if r["unscorable"]]
         if scorable and summary["unscorable"]:
             summary["scorable_mean"] = statistics.mean(r["score"] for r in scorable)
-            summary["scorable_mean_se"] = math.sqrt(sum(r["se"] ** 2 for r in scorable)) / len(scorable)
+            summary["scorable_mean_se"] = mean_standard_error([r["se"] for r in scorable])
             summary["scorable_random_mean"] = statistics.mean(r["random"] for r in scorable)
             print(f"without the {len(summary['unscorable'])} unscorable (random search's own standard error above 1): "
                   f"mean score {summary['scorable_mean']:.3f} (se {summary['scorable_mean_se']:.3f}) over "

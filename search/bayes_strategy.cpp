@@ -238,46 +238,55 @@ class BayesStrategy final : public IndexedStrategy {
     return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
   }
 
-  Plateau& plateau_of(double value) {
-    for (auto& plateau : plateaus_)
-      if (same_value(plateau.value, value)) return plateau;
+  // The index in plateaus_ of the plateau at `value`, made when there is none.
+  std::size_t plateau_at(double value) {
+    for (std::size_t i = 0; i < plateaus_.size(); ++i)
+      if (same_value(plateaus_[i].value, value)) return i;
     const std::size_t n = space_.parameters().size();
-    return plateaus_.emplace_back(
-        Plateau{value, {}, std::vector<bool>(n, false), std::vector<bool>(n, false)});
+    plateaus_.push_back(Plateau{value, {}, std::vector<bool>(n, false), std::vector<bool>(n, false)});
+    return plateaus_.size() - 1;
   }
 
   void join_plateau(std::uint64_t index, double value) {
     Positions at = space_.positions_at(index);
-    for (const auto& [positions, other] : measured_) {
-      std::size_t differing = 0, parameter = 0;
-      for (std::size_t p = 0; p < at.size(); ++p)
-        if (positions[p] != at[p]) {
-          ++differing;
-          parameter = p;
+    const std::size_t own = plateau_at(value);
+    for (auto& plateau : plateaus_)
+      for (const auto& member : plateau.members) {
+        std::size_t differing = 0, parameter = 0;
+        for (std::size_t p = 0; p < at.size(); ++p)
+          if (member[p] != at[p]) {
+            ++differing;
+            parameter = p;
+          }
+        if (differing != 1) continue;
+        if (&plateau == &plateaus_[own]) {
+          plateau.tied[parameter] = true;
+        } else {
+          plateau.differs[parameter] = true;
+          plateaus_[own].differs[parameter] = true;
         }
-      if (differing != 1) continue;
-      if (same_value(value, other)) {
-        plateau_of(value).tied[parameter] = true;
-      } else {
-        plateau_of(value).differs[parameter] = true;
-        plateau_of(other).differs[parameter] = true;
       }
-    }
-    plateau_of(value).members.push_back(at);
-    measured_.emplace_back(std::move(at), value);
+    plateaus_[own].members.push_back(std::move(at));
   }
 
-  bool on_known_plateau(std::uint64_t index) const {
-    if (plateaus_.empty()) return false;
-    const Positions at = space_.positions_at(index);
-    for (const auto& plateau : plateaus_) {
-      if (plateau.members.size() < 2) continue;
-      for (const auto& member : plateau.members) {
-        bool implied = true;
-        for (std::size_t p = 0; p < at.size() && implied; ++p)
-          implied = member[p] == at[p] || plateau.implies(p);
-        if (implied) return true;
-      }
+  // The plateaus with a parameter that does not matter on them: only these imply anything.
+  std::vector<const Plateau*> implying_plateaus() const {
+    std::vector<const Plateau*> out;
+    for (const auto& plateau : plateaus_)
+      for (std::size_t p = 0; p < plateau.tied.size(); ++p)
+        if (plateau.implies(p)) {
+          out.push_back(&plateau);
+          break;
+        }
+    return out;
+  }
+
+  static bool on_plateau(const Positions& at, const Plateau& plateau) {
+    for (const auto& member : plateau.members) {
+      bool implied = true;
+      for (std::size_t p = 0; p < at.size() && implied; ++p)
+        implied = member[p] == at[p] || plateau.implies(p);
+      if (implied) return true;
     }
     return false;
   }
@@ -390,7 +399,6 @@ class BayesStrategy final : public IndexedStrategy {
   // the best of m uniform draws, in distribution, while the points still
   // spread over the space (no two from one stratum).
   void build_strata() {
-    strata_built_ = true;
     const std::size_t pool_limit =
         std::max<std::size_t>(256, 32 * static_cast<std::size_t>(options_.initial));
     if (space_.size() <= pool_limit) {
@@ -453,8 +461,7 @@ class BayesStrategy final : public IndexedStrategy {
   // The next stratified design point given the configurations already placed, or nothing when every
   // stratum is covered.
   std::optional<std::uint64_t> stratified_pick(const std::vector<std::uint64_t>& existing) {
-    if (!strata_built_) build_strata();
-    if (strata_pool_.empty()) return std::nullopt;
+    if (strata_order_.empty()) build_strata();  // a space has at least one configuration
     std::vector<bool> covered(strata_count_, false);
     if (!existing.empty()) {
       const Eigen::MatrixXd existing_x = encode(existing, false);
@@ -678,10 +685,14 @@ class BayesStrategy final : public IndexedStrategy {
 
     std::vector<std::uint64_t> chosen;
     std::vector<bool> taken(candidates.size(), false);
-    if (options_.infer_ties) {
+    if (const auto plateaus = implying_plateaus(); !plateaus.empty()) {
       // Members implied by a known plateau are passed over while anything else remains.
       std::vector<bool> implied(candidates.size());
-      for (std::size_t i = 0; i < candidates.size(); ++i) implied[i] = on_known_plateau(candidates[i]);
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const Positions at = space_.positions_at(candidates[i]);
+        implied[i] = std::any_of(plateaus.begin(), plateaus.end(),
+                                 [&](const Plateau* plateau) { return on_plateau(at, *plateau); });
+      }
       if (std::find(implied.begin(), implied.end(), false) != implied.end()) taken = implied;
     }
     const auto best_untaken = [&](int column) {
@@ -800,8 +811,6 @@ class BayesStrategy final : public IndexedStrategy {
   Eigen::VectorXd gains_ = Eigen::VectorXd::Zero(kAcquisitions);
   Eigen::MatrixXd nominees_;  // rows: the nominees of each acquisition, kAcquisitions per pick
   std::vector<Plateau> plateaus_;
-  std::vector<std::pair<Positions, double>> measured_;  // successful measurements, for plateaus_
-  bool strata_built_ = false;
   std::vector<std::uint64_t> strata_pool_;  // the space, or a uniform random pool of it
   Eigen::MatrixXd strata_pool_x_;
   std::vector<std::size_t> stratum_of_;  // per pool member
