@@ -183,7 +183,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("a folded HBM view moves consecutive rows into one partition; misuse is a trace error") {
+TEST_CASE("a folded HBM view moves consecutive rows into one partition, misuse is a trace error") {
   sim::Program program;
   {
     Kernel kernel(program);

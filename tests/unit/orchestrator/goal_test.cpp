@@ -58,7 +58,7 @@ TEST_CASE("example goals load, resolve and round-trip their resolved YAML") {
   }
 }
 
-TEST_CASE("search.transfer: off unless asked; the resolved YAML names it only when on") {
+TEST_CASE("search.transfer: off unless asked, the resolved YAML names it only when on") {
   const testing::TempDir dir;
   const std::string kernel = "name: t\nkernel: {family: exp, shape: [250, 512], dtype: fp32}\n";
   const Goal plain = load_goal(dir.write("plain.yaml", kernel + "search: {strategy: bayes}\n"));
@@ -272,7 +272,7 @@ TEST_CASE("every built-in parameter's role has a name the goal reader accepts") 
       }
 }
 
-TEST_CASE("rule policy: a stop finding stops; otherwise the first idea gets a share of the budget") {
+TEST_CASE("rule policy: a stop finding stops, otherwise the first idea gets a share of the budget") {
   RulePolicy policy;
   PolicyState state;
   state.iteration = 1;

@@ -117,7 +117,7 @@ TEST_CASE("an infeasible space is an error naming its constraints") {
   CHECK(message.find("'a * b > 100'") != std::string::npos);
 }
 
-TEST_CASE("neighbours change one parameter by one valid step; categorical: every other value") {
+TEST_CASE("neighbours change one parameter by one valid step, categorical: every other value") {
   const SearchSpace space({ParameterSpec::range("a", 0, 4), ParameterSpec::categorical("l", {"x", "y", "z"})},
                           {"a != 2"});
   const auto n = space.neighbours({std::int64_t{1}, std::string("y")});
@@ -169,7 +169,7 @@ TEST_CASE("configurations convert to and from JSON") {
         std::string::npos);
 }
 
-TEST_CASE("spaces parse from YAML; errors name file, line and key") {
+TEST_CASE("spaces parse from YAML, errors name file, line and key") {
   const std::string path = (std::filesystem::temp_directory_path() / "autotune_space_test.yaml").string();
   {
     std::ofstream out(path);

@@ -178,7 +178,7 @@ TEST_CASE("a transposing DMA moves element-sized chunks and is much slower") {
   CHECK(transposed.summary["dma_transposed_transfer_count"].get<int>() == 1);
 }
 
-TEST_CASE("trn2's DMA transposer moves 2-byte data in 16x128 blocks; other dtypes stay element-wise") {
+TEST_CASE("trn2's DMA transposer moves 2-byte data in 16x128 blocks, other dtypes stay element-wise") {
   auto load = [&](bool transpose, Dtype dtype, const TargetSpec& t) {
     ProgramBuilder b;
     auto s = b.sbuf("s", 128, 512, dtype);
@@ -282,7 +282,7 @@ TEST_CASE("a dependency on another engine pays the semaphore latency, one on the
         doctest::Approx(entry(r, first).end_s + t.cross_engine_dependency_cycles / t.clock(Engine::scalar)));
 }
 
-TEST_CASE("trn1's shared SBUF port serialises vector and GpSimd; trn2 runs them together") {
+TEST_CASE("trn1's shared SBUF port serialises vector and GpSimd, trn2 runs them together") {
   ProgramBuilder b;
   auto a = b.sbuf("a", 128, 512);
   auto c = b.sbuf("c", 128, 512, Dtype::fp32, 2048);
@@ -356,7 +356,7 @@ TEST_CASE("overlap figures: DMA/compute overlap and engine overlap match a hand-
         doctest::Approx(100.0 * (L.end_s - L.start_s) / total));
 }
 
-TEST_CASE("trn1's shared PSUM port serialises vector and scalar reads of PSUM; trn2 only within a bank") {
+TEST_CASE("trn1's shared PSUM port serialises vector and scalar reads of PSUM, trn2 only within a bank") {
   // Two matmuls fill banks 0 and 1; the vector and scalar engines then read
   // either the same bank or one bank each.
   auto run = [](bool same_bank, const TargetSpec& t) {
@@ -402,7 +402,7 @@ TEST_CASE("small transfers use fewer queues and leave the others free") {
   CHECK(slices_of_one == 1);
 }
 
-TEST_CASE("a late stationary operand exposes its load; a ready one hides it under the previous matmul") {
+TEST_CASE("a late stationary operand exposes its load, a ready one hides it under the previous matmul") {
   const TargetSpec& t = trn2();
   auto run = [&](bool late) {
     ProgramBuilder b;
@@ -483,7 +483,7 @@ TEST_CASE("trn2's vector performance modes: 4x and 2x only in the documented cas
   CHECK(t.elements_per_s(Engine::vector, Dtype::fp32) == doctest::Approx(128 * t.clock(Engine::vector)));
 }
 
-TEST_CASE("trn2's vector performance modes share a bus with GpSimd; the base rate does not") {
+TEST_CASE("trn2's vector performance modes share a bus with GpSimd, the base rate does not") {
   auto overlap = [](Dtype dtype) {
     ProgramBuilder b;
     auto a = b.sbuf("a", 128, 2048, dtype, 0);
@@ -541,7 +541,7 @@ TEST_CASE("trn2's transposes wait for one of two descriptor generators, 600 ns e
   CHECK(timing(b.program, trn1()).summary["dma_descriptor_generation_count"].get<int>() == 0);
 }
 
-TEST_CASE("a transpose outside the transposer's shape rules is element-wise; into HBM it is invalid") {
+TEST_CASE("a transpose outside the transposer's shape rules is element-wise, into HBM it is invalid") {
   auto transpose = [](int rows, int cols) {
     ProgramBuilder b;
     auto s = b.sbuf("s", rows, cols, Dtype::bf16);

@@ -213,7 +213,7 @@ TEST_CASE("an after plugin amends the built-in analysis and leaves a record unde
   CHECK(w.wiring.records->take().empty());
 }
 
-TEST_CASE("a replacing plugin answers instead of the built-in; when it crashes the built-in answers") {
+TEST_CASE("a replacing plugin answers instead of the built-in, when it crashes the built-in answers") {
   TempDir dir;
   SUBCASE("answers") {
     auto w = wire({plugin(dir, "solo", kAddFinding, true)});
