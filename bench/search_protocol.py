@@ -2,7 +2,7 @@
 """Scores a search strategy on one split of the recorded tuning spaces (bench/spaces/splits.json).
 
     bench/search_protocol.py --split test [--data DIR] [--strategy bayes] [--options JSON] [--repeats 10]
-                             [--evaluations 3000] [--random] [--out DIR] [--splits FILE]
+                             [--evaluations 3000] [--random [--at 20]] [--out DIR] [--splits FILE]
 
 The splits: `development` (defaults and changes are chosen on it), `validation` (candidate changes are
 checked on it before they are kept) and `test` (scored once per change of the defaults; nothing is
@@ -20,7 +20,10 @@ number of spaces below random search by more than two standard errors (score < -
 scores 0 in expectation by the score's definition). With --random, random search is run and scored
 the same way beside it, and a space also counts as below it when the difference of the two scores is
 below minus two standard errors of the difference; a space where random search's own score has a
-standard error above 1 is marked unscorable, and the mean is also given without those.
+standard error above 1 is marked unscorable, and the mean is also given without those. The score
+averages a space's whole window; a user with a fixed budget sees one point of it, so with --random the
+median runs' best after AT evaluations (a space's budget where smaller) are compared too, and a space
+is named where the strategy's is worse than random search's in at least 97.5% of bootstrap resamplings.
 
 Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
 and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
@@ -30,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import random as random_module
 import statistics
 import subprocess
 import sys
@@ -54,8 +58,8 @@ def mean_standard_error(errors):
 
 
 def scored(args, names, files, strategy, options):
-    """{space: score entry} for `strategy` with `options` on `files` (the spaces `names`), from OUT when
-    already there."""
+    """({space: score entry}, {space: runs}) for `strategy` with `options` on `files` (the spaces `names`),
+    from OUT when already there; a run is the list of its evaluations' values (None: failed)."""
     tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
     stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
     traces, scores = stem + ".traces.json", stem + ".scores.json"
@@ -70,7 +74,8 @@ def scored(args, names, files, strategy, options):
     with open(scores) as f:
         first = json.load(f)
     if not args.evaluations:
-        return first
+        with open(traces) as f:
+            return first, json.load(f)
     # Equal evaluations per space: a space of budget B gets ceil(E / B) repeats (at least REPEATS), so a
     # space of a few evaluations is judged on as many evaluations as one of 300, not on 10 coin flips.
     wanted = {name: max(args.repeats, math.ceil(args.evaluations / entry["high_budget"]))
@@ -100,7 +105,26 @@ def scored(args, names, files, strategy, options):
         out = json.load(f)
     for name, entry in out.items():
         entry["repeats"] = wanted[name]
-    return out
+    with open(equal_traces) as f:
+        return out, json.load(f)
+
+
+def best_after(runs, m):
+    """Each run's best value within its first m evaluations (infinity when all of them failed)."""
+    return [min((v for v in run[:m] if v is not None), default=math.inf) for run in runs]
+
+
+def chance_worse(runs, random_runs, m, resamples=400):
+    """The bootstrap probability that the median run's best after m evaluations is worse (higher) than
+    random search's: the share of resamplings of both sets of runs in which it is. Seeded: the same
+    traces give the same answer."""
+    rng = random_module.Random(0)
+    ours, theirs = best_after(runs, m), best_after(random_runs, m)
+    worse = 0
+    for _ in range(resamples):
+        worse += statistics.median(rng.choices(ours, k=len(ours))) > \
+            statistics.median(rng.choices(theirs, k=len(theirs)))
+    return worse / resamples
 
 
 def main():
@@ -115,12 +139,16 @@ def main():
                         help="evaluations per space: a space of budget B gets max(REPEATS, ceil(E / B)) repeats "
                              "(0: REPEATS on every space)")
     parser.add_argument("--random", action="store_true", help="also run random search and compare")
+    parser.add_argument("--at", type=int, default=20,
+                        help="with --random, also compare the median runs' best after this many evaluations")
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "search-protocol"))
     parser.add_argument("--json", help="write the summary and per-space scores here")
     parser.add_argument("--autotune", default=os.environ.get("AUTOTUNE_BIN", os.path.join(ROOT, "build", "autotune")))
     args = parser.parse_args()
     if args.repeats < 2:
         fail("--repeats must be at least 2 (the standard error needs two)")
+    if args.at < 1:
+        fail("--at must be at least 1 (evaluations)")
     try:
         options = json.loads(args.options)
     except json.JSONDecodeError as e:
@@ -143,8 +171,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
-    main_scores = scored(args, names, files, args.strategy, options)
-    random_scores = scored(args, names, files, "random", {}) if args.random else None
+    main_scores, main_runs = scored(args, names, files, args.strategy, options)
+    random_scores, random_runs = scored(args, names, files, "random", {}) if args.random else (None, None)
 
     rows = []
     for name in names:
@@ -163,6 +191,14 @@ def main():
             # evaluations on a space whose values fall in two clusters, the median run's best in one or the
             # other by a coin flip.
             row["unscorable"] = r["bootstrap_se"] > 1
+            # The score averages over the space's whole window; a user with a fixed, small budget sees one
+            # point of it. A strategy whose median run is behind random search's there, at 97.5%
+            # confidence, is below random at that budget, whatever its score.
+            at = min(args.at, row["budget"])
+            row["at"] = at
+            row["best_at"] = statistics.median(best_after(main_runs[name], at))
+            row["random_best_at"] = statistics.median(best_after(random_runs[name], at))
+            row["below_random_at"] = chance_worse(main_runs[name], random_runs[name], at) >= 0.975
         rows.append(row)
 
     header = f"{'space':<38}{'budget':>7}{'repeats':>8}{args.strategy:>10}{'se':>8}"
@@ -175,6 +211,8 @@ def main():
             line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
         if row["below_random"] or row.get("below_measured_random"):
             line += "  below random"
+        if row.get("below_random_at"):
+            line += f"  below random after {row['at']}"
         if row.get("unscorable"):
             line += "  unscorable"
         print(line)
@@ -202,6 +240,12 @@ def main():
         summary["below_measured_random"] = sum(r["below_measured_random"] for r in rows)
         print(f"random search (measured): mean {summary['random_mean']:.3f}; {args.strategy} below it by more "
               f"than two standard errors of the difference on {summary['below_measured_random']}")
+        behind = [r for r in rows if r["below_random_at"]]
+        summary["at"] = args.at
+        summary["below_random_at"] = [r["space"] for r in behind]
+        print(f"after {args.at} evaluations (a space's budget where smaller): {args.strategy}'s median run behind "
+              f"random search's (97.5% bootstrap) on {len(behind)}"
+              + "".join(f"; {r['space']} {r['best_at']:.4g} against {r['random_best_at']:.4g}" for r in behind))
         scorable = [r for r in rows if not r["unscorable"]]
         summary["unscorable"] = [r["space"] for r in rows if r["unscorable"]]
         if scorable and summary["unscorable"]:

@@ -3,8 +3,10 @@ they come from and refuses one whose checksum differs from the split file's; ben
 scores a strategy on a split and reports the mean, the worst space and the spaces below random search
 by more than two standard errors, from the scores search-bench writes. Runs on a tiny split of two of
 the simulator's committed spaces, so it needs no network."""
+import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -84,14 +86,34 @@ def protocol(tmp, splits_path, data):
     worst = min(rows, key=lambda r: r["score"])
     check(summary["worst"]["space"] == worst["space"], f"the worst space: {summary}")
     check(summary["below_random"] == sum(r["below_random"] for r in rows), f"the count below random: {summary}")
-    check(f"mean score {mean:.3f}" in ran.stdout and worst["space"] in ran.stdout.splitlines()[-2],
-          f"the summary printed:\n{ran.stdout}")
+    mean_line = next(line for line in ran.stdout.splitlines() if line.startswith("mean score"))
+    check(f"mean score {mean:.3f}" in mean_line and worst["space"] in mean_line, f"the summary printed:\n{ran.stdout}")
     # With --random, random search is run and scored beside it.
     check("random search (measured)" in ran.stdout and all("random" in r for r in rows),
           f"random search beside it:\n{ran.stdout}")
     check(all(r["unscorable"] == (r["random_se"] > 1) for r in rows), f"unscorable where random's se > 1: {rows}")
     check(abs(summary["mean_se"] - sum(r["se"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-12,
           f"the mean's standard error: {summary}")
+    # At a fixed budget (--at, 20 by default; a space's budget where smaller): the median runs' best.
+    spec = importlib.util.spec_from_file_location("search_protocol", command[1])
+    search_protocol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(search_protocol)
+    random_traces = json.load(open(os.path.join(out, next(
+        n for n in os.listdir(out) if n.startswith("tiny-random-") and n.endswith("-e60.traces.json")))))
+    for r in rows:
+        check(r["at"] == min(20, r["budget"]), f"{r['space']}: compared after min(20, B) evaluations: {r}")
+        check(r["best_at"] == statistics.median(search_protocol.best_after(traces[r["space"]], r["at"])) and
+              r["random_best_at"] == statistics.median(search_protocol.best_after(random_traces[r["space"]], r["at"])),
+              f"{r['space']}: the median runs' best after {r['at']}: {r}")
+    check(summary["below_random_at"] == [r["space"] for r in rows if r["below_random_at"]],
+          f"the spaces behind random search at the budget: {summary}")
+    check(f"after 20 evaluations (a space's budget where smaller): grid's median run behind random search's "
+          f"(97.5% bootstrap) on {len(summary['below_random_at'])}" in ran.stdout, f"printed:\n{ran.stdout}")
+    # The comparison itself: runs always worse than random search's are behind it, never the other way.
+    slow, fast = [[2.0, None, 3.0]] * 5, [[1.0, 1.5, None]] * 5
+    check(search_protocol.chance_worse(slow, fast, 3) == 1.0 and search_protocol.chance_worse(fast, slow, 3) == 0.0,
+          "chance_worse orders runs by their best")
+    check(search_protocol.best_after([[None, None, 4.0]], 2) == [float("inf")], "a run that only failed has no best")
     # A second call reuses the traces.
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
