@@ -52,9 +52,11 @@ int64_t id_of(store::Store& store, const std::string& what, const std::string& t
   return value;
 }
 
-// Timelines are re-simulated once per trial, then kept.
+// Timelines are re-simulated once per trial, then kept. The key is what a timeline is made of (the
+// trial's id, its run's goal, its variant and parameters), not the trial id alone: a process may
+// serve more than one store, whose trial ids repeat.
 std::mutex timeline_mutex;
-std::map<int64_t, Json> timeline_cache;  // trial id -> its timeline
+std::map<std::string, Json> timeline_cache;
 
 Json full_report(store::Store& store, int64_t run_id) {
   ReportOptions options;
@@ -64,13 +66,13 @@ Json full_report(store::Store& store, int64_t run_id) {
   Json timelines = Json::object();
   for (const char* which : {"baseline", "best"}) {
     if (!doc.contains(which)) continue;
-    const int64_t trial_id = doc[which]["trial"].get<int64_t>();
+    const store::Trial trial = *store.trial(run_id, doc[which]["trial"].get<int64_t>());
+    const std::string key =
+        std::to_string(trial.id) + '\n' + run.goal_yaml + '\n' + trial.variant + '\n' + trial.params.dump();
     std::lock_guard lock(timeline_mutex);
-    auto it = timeline_cache.find(trial_id);
+    auto it = timeline_cache.find(key);
     if (it == timeline_cache.end())
-      it = timeline_cache
-               .emplace(trial_id, trial_timeline(run, *store.trial(run_id, trial_id), options.max_bars))
-               .first;
+      it = timeline_cache.emplace(key, trial_timeline(run, trial, options.max_bars)).first;
     timelines[which] = it->second;
   }
   doc["timelines"] = timelines;
