@@ -109,6 +109,10 @@ def scored(args, names, files, strategy, options):
         return out, json.load(f)
 
 
+def shown(best):
+    return "only failures" if best is None else f"{best:.4g}"
+
+
 def best_after(runs, m):
     """Each run's best value within its first m evaluations (infinity when all of them failed)."""
     return [min((v for v in run[:m] if v is not None), default=math.inf) for run in runs]
@@ -196,8 +200,10 @@ def main():
             # confidence, is below random at that budget, whatever its score.
             at = min(args.at, row["budget"])
             row["at"] = at
-            row["best_at"] = statistics.median(best_after(main_runs[name], at))
-            row["random_best_at"] = statistics.median(best_after(random_runs[name], at))
+            # None: the median run had only failures by then (JSON has no infinity).
+            row["best_at"], row["random_best_at"] = (
+                None if math.isinf(best) else best
+                for best in (statistics.median(best_after(runs[name], at)) for runs in (main_runs, random_runs)))
             row["below_random_at"] = chance_worse(main_runs[name], random_runs[name], at) >= 0.975
         rows.append(row)
 
@@ -245,7 +251,7 @@ def main():
         summary["below_random_at"] = [r["space"] for r in behind]
         print(f"after {args.at} evaluations (a space's budget where smaller): {args.strategy}'s median run behind "
               f"random search's (97.5% bootstrap) on {len(behind)}"
-              + "".join(f"; {r['space']} {r['best_at']:.4g} against {r['random_best_at']:.4g}" for r in behind))
+              + "".join(f"; {r['space']} {shown(r['best_at'])} against {shown(r['random_best_at'])}" for r in behind))
         scorable = [r for r in rows if not r["unscorable"]]
         summary["unscorable"] = [r["space"] for r in rows if r["unscorable"]]
         if scorable and summary["unscorable"]:
