@@ -58,8 +58,9 @@ def mean_standard_error(errors):
 
 
 def scored(args, names, files, strategy, options):
-    """({space: score entry}, {space: runs}) for `strategy` with `options` on `files` (the spaces `names`),
-    from OUT when already there; a run is the list of its evaluations' values (None: failed)."""
+    """({space: score entry}, the traces file) for `strategy` with `options` on `files` (the spaces `names`),
+    from OUT when already there. The traces file holds {space: runs}, a run the list of its evaluations'
+    values (None: failed)."""
     tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
     stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
     traces, scores = stem + ".traces.json", stem + ".scores.json"
@@ -74,8 +75,7 @@ def scored(args, names, files, strategy, options):
     with open(scores) as f:
         first = json.load(f)
     if not args.evaluations:
-        with open(traces) as f:
-            return first, json.load(f)
+        return first, traces
     # Equal evaluations per space: a space of budget B gets ceil(E / B) repeats (at least REPEATS), so a
     # space of a few evaluations is judged on as many evaluations as one of 300, not on 10 coin flips.
     wanted = {name: max(args.repeats, math.ceil(args.evaluations / entry["high_budget"]))
@@ -105,8 +105,7 @@ def scored(args, names, files, strategy, options):
         out = json.load(f)
     for name, entry in out.items():
         entry["repeats"] = wanted[name]
-    with open(equal_traces) as f:
-        return out, json.load(f)
+    return out, equal_traces
 
 
 def shown(best):
@@ -175,8 +174,15 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
-    main_scores, main_runs = scored(args, names, files, args.strategy, options)
-    random_scores, random_runs = scored(args, names, files, "random", {}) if args.random else (None, None)
+    main_scores, main_traces = scored(args, names, files, args.strategy, options)
+    random_scores = None
+    if args.random:
+        random_scores, random_traces = scored(args, names, files, "random", {})
+        # The runs themselves only for the comparison at a fixed budget.
+        with open(main_traces) as f:
+            main_runs = json.load(f)
+        with open(random_traces) as f:
+            random_runs = json.load(f)
 
     rows = []
     for name in names:
