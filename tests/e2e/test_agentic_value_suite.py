@@ -1,7 +1,7 @@
 """bench_agentic_value --suite: a tiny suite's tasks compared (loop against flat bayes, each within 5% of
 an exhaustive sweep's optimum) on the targets and tasks chosen, each task's goal the one `autotune suite`
-makes (the flat bayes run stores the very goal text the suite's run stores), a task that is not yet a family
-listed and skipped, and mistakes in the selection as one line with exit 2 before anything is measured."""
+makes (the flat bayes run stores the very goal text the suite's run stores), with --seeds the two paired
+seed by seed, a task that is not yet a family listed and skipped, and mistakes in the selection as one line with exit 2 before anything is measured."""
 import os
 import re
 import subprocess
@@ -97,6 +97,20 @@ def main():
         suite_goal = query(db, "SELECT goal_yaml FROM runs WHERE goal_name = 'tiny/act' AND target LIKE 'trn2%'")
         check(len(suite_goal) == 1 and suite_goal[0][0] == flat[0][0],
               f"the same goal as `autotune suite`:\n{flat[0][0]}\n---\n{suite_goal}")
+
+        # --seeds: medians, and a line pairing the loop with flat bayes seed by seed that agrees with the
+        # per-seed lines (a run not within 5% in the budget is later than any that is).
+        proc = bench(["--suite", suite, "--tasks", "act", "--targets", "trn2", "--seeds", "3"], tmp)
+        check(proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}")
+        seeds = re.findall(r"^  seed (\d+)\s+loop (\d+|not within \d+)\s+bayes (\d+|not within \d+)", proc.stdout, re.M)
+        check([int(s) for s, _, _ in seeds] == [3, 4, 5], f"the suite's seed and the two following: {proc.stdout}")
+        rank = lambda figure: float("inf") if figure.startswith("not") else int(figure)
+        expected = [sum(1 for _, a, b in seeds if compare(rank(a), rank(b))) for compare in
+                    (lambda a, b: a < b, lambda a, b: a == b, lambda a, b: a > b)]
+        paired = re.search(r"^\s+\(to 5%, seed by seed: the loop sooner in (\d+), level in (\d+), later in (\d+) of 3\)$",
+                           proc.stdout, re.M)
+        check(paired and [int(g) for g in paired.groups()] == expected,
+              f"the pairing {expected} (sooner, level, later) under the row: {proc.stdout}")
     print("ok")
 
 
