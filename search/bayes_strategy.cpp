@@ -42,6 +42,8 @@
 //    `initial` compact strata instead (stratified_pick): never worse than
 //    random sampling, in distribution; maximin stays the default because the
 //    recorded GPU spaces' optima often lie on corners, which it reaches first.
+//    `stratified_points: N` keeps maximin but stratifies its first N points
+//    over N strata: the guarantee for them, corners after them.
 //  - Related runs (learn_from: the same kernel on another device or shape):
 //    the first `transfer_points` points of the initial design are their best
 //    configurations that lie in this space, each run's best first, then each
@@ -60,7 +62,8 @@
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
 // failures ("worst"), acquisition ("hedge"), alignment (true),
-// transfer_points (3), design ("maximin"), ties ("infer").
+// transfer_points (3), design ("maximin"), stratified_points (0),
+// ties ("infer").
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
@@ -103,6 +106,10 @@ struct BayesOptions {
   // configuration from each of `initial` equal-sized, compact strata, in a
   // random order (below); `maximin` spreads it greedily instead.
   bool stratified_design = false;
+  // `stratified_points: N` (N > 0) with the maximin design: the first N
+  // design points (transferred ones counted) are stratified over N strata,
+  // maximin places the rest. 0: the whole design is `design`'s.
+  int stratified_points = 0;
   // `ties: infer` (the default): configurations a plateau's exact ties imply
   // are on it are not proposed while others remain (Plateau, below); `model`
   // leaves them to the model.
@@ -344,8 +351,10 @@ class BayesStrategy final : public IndexedStrategy {
       if (!seen(index)) out.push_back(index);  // pending ones are seen; the list has no repeats
     }
     existing.insert(existing.end(), out.begin(), out.end());
-    if (options_.stratified_design)
-      while (out.size() < k) {
+    const auto stratified_limit = options_.stratified_design ? std::numeric_limits<std::size_t>::max()
+                                                             : static_cast<std::size_t>(options_.stratified_points);
+    if (stratified_limit > 0)
+      while (out.size() < k && existing.size() < stratified_limit) {
         const auto index = stratified_pick(existing);
         if (!index) break;
         out.push_back(*index);
@@ -415,7 +424,8 @@ class BayesStrategy final : public IndexedStrategy {
     strata_pool_x_ = encode(strata_pool_, false);
     std::vector<Eigen::Index> rows(strata_pool_.size());
     std::iota(rows.begin(), rows.end(), 0);
-    const std::size_t parts = std::min(strata_pool_.size(), static_cast<std::size_t>(options_.initial));
+    const int strata = options_.stratified_design ? options_.initial : options_.stratified_points;
+    const std::size_t parts = std::min(strata_pool_.size(), static_cast<std::size_t>(strata));
     stratum_of_.assign(strata_pool_.size(), 0);
     split_strata(rows, 0, rows.size(), parts);
     strata_order_.resize(parts);
@@ -848,13 +858,15 @@ const StrategyRegistration registration(
       o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
       o.transfer_points = options.get<int>("transfer_points", o.transfer_points, "an integer >= 0");
       o.stratified_design = choice(options, "design", "maximin", {"maximin", "stratified"}) == "stratified";
+      o.stratified_points = options.get<int>("stratified_points", o.stratified_points, "an integer >= 0");
       o.infer_ties = choice(options, "ties", "infer", {"model", "infer"}) == "infer";
       o.believer = choice(options, "batch", "believer", {"believer", "liar"}) == "believer";
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
-          o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0)
+          o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0 || o.stratified_points < 0)
         throw UserError(
             "strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= "
-            "0, local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0, transfer_points >= 0");
+            "0, local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0, transfer_points >= 0, "
+            "stratified_points >= 0");
       return std::make_unique<BayesStrategy>(space, seed, o);
     });
 

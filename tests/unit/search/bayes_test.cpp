@@ -269,6 +269,27 @@ TEST_CASE("bayes's stratified design: each prefix's best is at least random's, a
   CHECK(maximin_behind);
   MESSAGE("mean closest pair: stratified " << stratified_spread << ", random " << random_spread);
   CHECK(stratified_spread > random_spread);
+
+  // `stratified_points: 3`: the guarantee for the first three points, which
+  // are a stratified design of three's; maximin places the other three, where
+  // that design's model would already propose.
+  const auto mixed = mean_best_ranks("bayes", {{"stratified_points", 3}});
+  for (std::size_t m = 0; m < 3; ++m) {
+    MESSAGE("best of " << m + 1 << ": mean rank with three stratified points " << mixed[m]);
+    CHECK(mixed[m] <= random[m] + 1.0);
+  }
+  std::size_t differs_after = 0;
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    auto a = make_strategy("bayes", space, seed, {{"stratified_points", 3}});
+    auto b = make_strategy("bayes", space, seed, {{"design", "stratified"}, {"initial", 3}});
+    const auto ra = run_search(*a, evaluate, StopCondition::evaluations(kDesign));
+    const auto rb = run_search(*b, evaluate, StopCondition::evaluations(kDesign));
+    for (std::size_t m = 0; m < kDesign; ++m) {
+      if (m < 3) REQUIRE(ra.observations[m].configuration == rb.observations[m].configuration);
+      else if (ra.observations[m].configuration != rb.observations[m].configuration) ++differs_after;
+    }
+  }
+  CHECK(differs_after > 0);
 }
 
 TEST_CASE("bayes with `ties: infer` does not measure a plateau's implied members while others remain") {
