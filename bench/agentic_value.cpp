@@ -98,8 +98,8 @@ std::string summarise(const std::vector<SearchOutcome>& outcomes, std::optional<
   std::sort(ranks.begin(), ranks.end());
   const auto got = std::count_if(ranks.begin(), ranks.end(), [](int r) { return r < kNever; });
   const int median = ranks[(ranks.size() - 1) / 2];
-  return (median < kNever ? std::to_string(median) : std::string("none")) + " (" + std::to_string(got) +
-         "/" + std::to_string(outcomes.size()) + ")";
+  return (median < kNever ? std::to_string(median) : std::string("none")) + " (" + std::to_string(got) + "/" +
+         std::to_string(outcomes.size()) + ")";
 }
 
 struct PairedSeeds {
@@ -251,8 +251,8 @@ void compare(orchestrator::PreparedGoal& prepared, const std::string& label, int
   std::printf("\n");
   if (seeds > 1) {
     const auto paired = pair_seeds(loop, bayes);
-    std::printf("%-*s (to 5%%, seed by seed: the loop sooner in %d, level in %d, later in %d of %d)\n", width, "",
-                paired.sooner, paired.level, paired.later, seeds);
+    std::printf("%-*s (to 5%%, seed by seed: the loop sooner in %d, level in %d, later in %d of %d)\n", width,
+                "", paired.sooner, paired.level, paired.later, seeds);
   }
   if (sampled)
     std::printf("%-*s (the optimum of a sample of %llu of the %llu configurations: --limit)\n", width, "",

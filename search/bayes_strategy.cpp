@@ -351,8 +351,9 @@ class BayesStrategy final : public IndexedStrategy {
       if (!seen(index)) out.push_back(index);  // pending ones are seen; the list has no repeats
     }
     existing.insert(existing.end(), out.begin(), out.end());
-    const auto stratified_limit = options_.stratified_design ? std::numeric_limits<std::size_t>::max()
-                                                             : static_cast<std::size_t>(options_.stratified_points);
+    const auto stratified_limit = options_.stratified_design
+                                      ? std::numeric_limits<std::size_t>::max()
+                                      : static_cast<std::size_t>(options_.stratified_points);
     if (stratified_limit > 0)
       while (out.size() < k && existing.size() < stratified_limit) {
         const auto index = stratified_pick(existing);

@@ -1,7 +1,8 @@
 """bench_agentic_value --suite: a tiny suite's tasks compared (loop against flat bayes, each within 5% of
 an exhaustive sweep's optimum) on the targets and tasks chosen, each task's goal the one `autotune suite`
 makes (the flat bayes run stores the very goal text the suite's run stores), with --seeds the two paired
-seed by seed, a task that is not yet a family listed and skipped, and mistakes in the selection as one line with exit 2 before anything is measured."""
+seed by seed, a task that is not yet a family listed and skipped, and mistakes in the selection as one
+line with exit 2 before anything is measured."""
 import os
 import re
 import subprocess

@@ -285,8 +285,10 @@ TEST_CASE("bayes's stratified design: each prefix's best is at least random's, a
     const auto ra = run_search(*a, evaluate, StopCondition::evaluations(kDesign));
     const auto rb = run_search(*b, evaluate, StopCondition::evaluations(kDesign));
     for (std::size_t m = 0; m < kDesign; ++m) {
-      if (m < 3) REQUIRE(ra.observations[m].configuration == rb.observations[m].configuration);
-      else if (ra.observations[m].configuration != rb.observations[m].configuration) ++differs_after;
+      if (m < 3)
+        REQUIRE(ra.observations[m].configuration == rb.observations[m].configuration);
+      else if (ra.observations[m].configuration != rb.observations[m].configuration)
+        ++differs_after;
     }
   }
   CHECK(differs_after > 0);
