@@ -280,14 +280,18 @@ TEST_CASE("bayes's stratified design: each prefix's best is at least random's, a
   }
   std::size_t differs_after = 0;
   for (std::uint64_t seed = 1; seed <= 50; ++seed) {
-    auto a = make_strategy("bayes", space, seed, {{"stratified_points", 3}});
-    auto b = make_strategy("bayes", space, seed, {{"design", "stratified"}, {"initial", 3}});
-    const auto ra = run_search(*a, evaluate, StopCondition::evaluations(kDesign));
-    const auto rb = run_search(*b, evaluate, StopCondition::evaluations(kDesign));
+    auto mixed_strategy = make_strategy("bayes", space, seed, {{"stratified_points", 3}});
+    auto stratified_strategy =
+        make_strategy("bayes", space, seed, {{"design", "stratified"}, {"initial", 3}});
+    const auto mixed_run = run_search(*mixed_strategy, evaluate, StopCondition::evaluations(kDesign));
+    const auto stratified_run =
+        run_search(*stratified_strategy, evaluate, StopCondition::evaluations(kDesign));
     for (std::size_t m = 0; m < kDesign; ++m) {
+      const auto& mixed_point = mixed_run.observations[m].configuration;
+      const auto& stratified_point = stratified_run.observations[m].configuration;
       if (m < 3)
-        REQUIRE(ra.observations[m].configuration == rb.observations[m].configuration);
-      else if (ra.observations[m].configuration != rb.observations[m].configuration)
+        REQUIRE(mixed_point == stratified_point);
+      else if (mixed_point != stratified_point)
         ++differs_after;
     }
   }
