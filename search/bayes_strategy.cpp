@@ -34,16 +34,16 @@
 //    acquisition's gain grows by minus the refitted model's mean at its
 //    nominee. Which acquisition suits a space is not known beforehand; the
 //    portfolio learns it on the space itself.
-//  - Initial design: `initial` configurations chosen greedily to maximise
-//    the minimum encoded distance to everything chosen so far (maximin) from
-//    a random pool of at least 64, the first one random. The alignment features do not
-//    enter it (spreading over them too made the recorded spaces' scores worse).
-//    `design: stratified` draws one configuration uniformly from each of
-//    `initial` compact strata instead (stratified_pick): never worse than
-//    random sampling, in distribution; maximin stays the default because the
-//    recorded GPU spaces' optima often lie on corners, which it reaches first.
-//    `stratified_points: N` keeps maximin but stratifies its first N points
-//    over N strata: the guarantee for them, corners after them.
+//  - Initial design: `initial` configurations, the first `stratified_points`
+//    (3) one uniform draw from each of as many compact strata
+//    (stratified_pick: never worse than random sampling, in distribution),
+//    the rest chosen greedily to maximise the minimum encoded distance to
+//    everything chosen so far (maximin) from a random pool of at least 64.
+//    The alignment features do not enter it (spreading over them too made
+//    the recorded spaces' scores worse). `stratified_points: 0` is maximin
+//    throughout, its first point random; `design: stratified` stratifies
+//    the whole design. Maximin after the first points because the recorded
+//    GPU spaces' optima often lie on corners, which it reaches first.
 //  - Related runs (learn_from: the same kernel on another device or shape):
 //    the first `transfer_points` points of the initial design are their best
 //    configurations that lie in this space, each run's best first, then each
@@ -62,7 +62,7 @@
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
 // failures ("worst"), acquisition ("hedge"), alignment (true),
-// transfer_points (3), design ("maximin"), stratified_points (0),
+// transfer_points (3), design ("maximin"), stratified_points (3),
 // ties ("infer").
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
@@ -109,7 +109,7 @@ struct BayesOptions {
   // `stratified_points: N` (N > 0) with the maximin design: the first N
   // design points (transferred ones counted) are stratified over N strata,
   // maximin places the rest. 0: the whole design is `design`'s.
-  int stratified_points = 0;
+  int stratified_points = 3;
   // `ties: infer` (the default): configurations a plateau's exact ties imply
   // are on it are not proposed while others remain (Plateau, below); `model`
   // leaves them to the model.

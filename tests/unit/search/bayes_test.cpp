@@ -257,7 +257,7 @@ TEST_CASE("bayes's stratified design: each prefix's best is at least random's, a
   double stratified_spread = 0, random_spread = 0;
   const auto stratified = mean_best_ranks("bayes", {{"design", "stratified"}}, &stratified_spread);
   const auto random = mean_best_ranks("random", nlohmann::json::object(), &random_spread);
-  const auto maximin = mean_best_ranks("bayes", nlohmann::json::object());
+  const auto maximin = mean_best_ranks("bayes", {{"stratified_points", 0}});
   bool maximin_behind = false;
   for (std::size_t m = 0; m < kDesign; ++m) {
     MESSAGE("best of " << m + 1 << ": mean rank stratified " << stratified[m] << ", random " << random[m]
@@ -270,17 +270,17 @@ TEST_CASE("bayes's stratified design: each prefix's best is at least random's, a
   MESSAGE("mean closest pair: stratified " << stratified_spread << ", random " << random_spread);
   CHECK(stratified_spread > random_spread);
 
-  // `stratified_points: 3`: the guarantee for the first three points, which
-  // are a stratified design of three's; maximin places the other three, where
-  // that design's model would already propose.
-  const auto mixed = mean_best_ranks("bayes", {{"stratified_points", 3}});
+  // The defaults (`stratified_points: 3`): the guarantee for the first three
+  // points, which are a stratified design of three's; maximin places the
+  // other three, where that design's model would already propose.
+  const auto mixed = mean_best_ranks("bayes", nlohmann::json::object());
   for (std::size_t m = 0; m < 3; ++m) {
     MESSAGE("best of " << m + 1 << ": mean rank with three stratified points " << mixed[m]);
     CHECK(mixed[m] <= random[m] + 1.0);
   }
   std::size_t differs_after = 0;
   for (std::uint64_t seed = 1; seed <= 50; ++seed) {
-    auto mixed_strategy = make_strategy("bayes", space, seed, {{"stratified_points", 3}});
+    auto mixed_strategy = make_strategy("bayes", space, seed);
     auto stratified_strategy =
         make_strategy("bayes", space, seed, {{"design", "stratified"}, {"initial", 3}});
     const auto mixed_run = run_search(*mixed_strategy, evaluate, StopCondition::evaluations(kDesign));
