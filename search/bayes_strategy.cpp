@@ -67,7 +67,8 @@
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
-// "Generalization").
+// "Generalization"); `ties` and `stratified_points` on the evaluation
+// protocol's development and validation splits ("The evaluation protocol").
 #include <algorithm>
 #include <array>
 #include <bit>
