@@ -355,13 +355,12 @@ class BayesStrategy final : public IndexedStrategy {
     const auto stratified_limit = options_.stratified_design
                                       ? std::numeric_limits<std::size_t>::max()
                                       : static_cast<std::size_t>(options_.stratified_points);
-    if (stratified_limit > 0)
-      while (out.size() < k && existing.size() < stratified_limit) {
-        const auto index = stratified_pick(existing);
-        if (!index) break;
-        out.push_back(*index);
-        existing.push_back(*index);
-      }
+    while (out.size() < k && existing.size() < stratified_limit) {
+      const auto index = stratified_pick(existing);
+      if (!index) break;
+      out.push_back(*index);
+      existing.push_back(*index);
+    }
     if (out.size() >= k) return out;
     std::vector<std::uint64_t> pool =
         random_candidates(std::max<std::size_t>(64, 16 * k), {out.begin(), out.end()});
