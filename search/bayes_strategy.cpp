@@ -343,7 +343,7 @@ class BayesStrategy final : public IndexedStrategy {
     std::vector<std::uint64_t> existing;
     for (const auto& o : history()) existing.push_back(o.index);
     existing.insert(existing.end(), pending_.begin(), pending_.end());
-    // The related runs' best first (learn_from), then maximin.
+    // The related runs' best first (learn_from), then the stratified points, then maximin.
     std::vector<std::uint64_t> out;
     for (std::uint64_t index : transferred_) {
       if (out.size() >= k ||
