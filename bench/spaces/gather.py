@@ -15,9 +15,16 @@ Conversions:
 - `ktt`: a KTT output file ({"Metadata", "Results"}): the configuration's parameters in their order,
   time = the kernel's Duration in ms (KTT records microseconds), a failed computation a
   "RuntimeFailedConfig" as Kernel Tuner records it.
+- `records`: the list of results that Kernel Tuner's `tune_kernel` returns, saved as JSON (one object per
+  configuration: its parameters, "time" in ms, and other measurements). The space's `parameters` name
+  the configuration's keys in order; `device` and `kernel` name what was measured. Every configuration
+  must be there once, and none may lack a time.
 - `negate:FIELD`: a Kernel Tuner cachefile whose objective FIELD is to be maximised (the hyperparameter
   tuning spaces' "score"): objective "negated_FIELD" = -FIELD, so that lower is better as
   `autotune search-bench` minimises.
+- `failed_at: VALUE` (with or without a conversion): a time of at least VALUE is a failed configuration,
+  recorded as "RuntimeFailedConfig" (Kernel Tuner once recorded a configuration that failed to launch
+  as a time of 1e20 ms).
 """
 import argparse
 import gzip
@@ -87,6 +94,34 @@ def convert_ktt(data):
     }
 
 
+def convert_records(data, space):
+    names = space.get("parameters")
+    if not names:
+        fail(f"{space['name']}: conversion 'records' needs the space's `parameters`")
+    values = {n: [] for n in names}
+    cache = {}
+    for result in data:
+        if any(n not in result for n in names) or not isinstance(result.get("time"), (int, float)):
+            fail(f"{space['name']}: a record without {', '.join(names)} or a numeric time: {result}")
+        key = ",".join(str(result[n]) for n in names)
+        if key in cache:
+            fail(f"{space['name']}: configuration {key} recorded twice")
+        for n in names:
+            if result[n] not in values[n]:
+                values[n].append(result[n])
+        cache[key] = {n: result[n] for n in names} | {"time": result["time"], "times": result.get("times", [])}
+    return {
+        "device_name": space.get("device", ""),
+        "kernel_name": space.get("kernel", ""),
+        "problem_size": [],
+        "source": "Kernel Tuner results, converted by bench/spaces/gather.py",
+        "tune_params_keys": names,
+        "tune_params": {n: sorted(values[n]) for n in names},
+        "objective": "time",
+        "cache": cache,
+    }
+
+
 def convert_negate(data, field):
     out = dict(data)
     name = f"negated_{field}"
@@ -110,15 +145,23 @@ def build(space, given, out):
     if space.get("file", space.get("path", "")).endswith(".gz"):
         raw = gzip.decompress(raw)
     convert = space.get("convert")
-    if convert is None:
+    if convert is None and "failed_at" not in space:
         return raw
     data = json.loads(raw)
     if convert == "ktt":
         data = convert_ktt(data)
+    elif convert == "records":
+        data = convert_records(data, space)
+    elif convert is None:
+        pass
     elif convert.startswith("negate:"):
         data = convert_negate(data, convert.split(":", 1)[1])
     else:
-        fail(f"{space['name']}: unknown conversion '{convert}' (accepted: ktt, negate:FIELD)")
+        fail(f"{space['name']}: unknown conversion '{convert}' (accepted: ktt, records, negate:FIELD)")
+    if "failed_at" in space:
+        for record in data["cache"].values():
+            if isinstance(record.get("time"), (int, float)) and record["time"] >= space["failed_at"]:
+                record["time"] = "RuntimeFailedConfig"
     return (json.dumps(data, indent=1) + "\n").encode()
 
 

@@ -58,6 +58,43 @@ def gather(tmp, splits_path, tiny):
     return data
 
 
+def conversions(tmp):
+    """Kernel Tuner's list of results becomes a cachefile; a time at `failed_at` or above becomes a failure."""
+    records = [{"block": b, "unroll": u, "time": 1.0 + b / 100 + u, "times": [1.0], "registers": 40}
+               for b in (32, 64) for u in (0, 1, 2)]
+    cachefile = {"tune_params_keys": ["block"], "tune_params": {"block": [32, 64, 128]}, "objective": "time",
+                 "cache": {str(b): {"block": b, "time": 1e20 if b == 128 else 2.0 + b} for b in (32, 64, 128)}}
+    files = {"records.json": records, "cachefile.json": cachefile}
+    for name, document in files.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            json.dump(document, f)
+    spaces = [{"name": "converted/records", "file": os.path.join(tmp, "records.json"), "convert": "records",
+               "parameters": ["block", "unroll"], "device": "D", "kernel": "K"},
+              {"name": "converted/sentinel", "file": os.path.join(tmp, "cachefile.json"), "failed_at": 1e20}]
+    splits_path = os.path.join(tmp, "converted.json")
+    with open(splits_path, "w") as f:
+        json.dump({"splits": {"converted": spaces}}, f)
+    out = os.path.join(tmp, "converted")
+    command = [sys.executable, os.path.join(SPACES, "gather.py"), out, "--splits", splits_path]
+    built = subprocess.run(command + ["--write-checksums"], capture_output=True, text=True, timeout=60)
+    check(built.returncode == 0, f"gather: {built.stderr}")
+    with open(os.path.join(out, "converted", "records.json")) as f:
+        converted = json.load(f)
+    check(converted["tune_params"] == {"block": [32, 64], "unroll": [0, 1, 2]} and converted["device_name"] == "D",
+          f"the records' parameters and device: {converted}")
+    check(converted["cache"]["64,2"] == {"block": 64, "unroll": 2, "time": 3.64, "times": [1.0]},
+          f"a record keeps its parameters and times: {converted['cache']['64,2']}")
+    with open(os.path.join(out, "converted", "sentinel.json")) as f:
+        sentinel = json.load(f)["cache"]
+    check(sentinel["128"]["time"] == "RuntimeFailedConfig" and sentinel["64"]["time"] == 66.0,
+          f"only the time at failed_at fails: {sentinel}")
+    # A configuration recorded twice is refused in one line.
+    with open(os.path.join(tmp, "records.json"), "w") as f:
+        json.dump(records + records[:1], f)
+    twice = subprocess.run(command + ["--write-checksums"], capture_output=True, text=True, timeout=60)
+    one_line(twice, "converted/records", "32,0", "twice")
+
+
 def protocol(tmp, splits_path, data):
     out, summary_path = os.path.join(tmp, "out"), os.path.join(tmp, "summary.json")
     command = [sys.executable, os.path.join(SOURCE, "bench", "search_protocol.py"), "--split", "tiny", "--splits",
@@ -131,6 +168,7 @@ def main():
     with tempdir() as tmp:
         splits_path, tiny = tiny_split(tmp)
         data = gather(tmp, splits_path, tiny)
+        conversions(tmp)
         protocol(tmp, splits_path, data)
     print("ok")
 
