@@ -18,7 +18,7 @@ Conversions:
 - `records`: the list of results that Kernel Tuner's `tune_kernel` returns, saved as JSON (one object per
   configuration: its parameters, "time" in ms, and other measurements). The space's `parameters` name
   the configuration's keys in order; `device` and `kernel` name what was measured. Every configuration
-  must be there once, and none may lack a time.
+  must be there once, with a time: a number, or the name of a failure ("RuntimeFailedConfig").
 - `negate:FIELD`: a Kernel Tuner cachefile whose objective FIELD is to be maximised (the hyperparameter
   tuning spaces' "score"): objective "negated_FIELD" = -FIELD, so that lower is better as
   `autotune search-bench` minimises.
@@ -101,8 +101,9 @@ def convert_records(data, space):
     values = {n: [] for n in names}
     cache = {}
     for result in data:
-        if any(n not in result for n in names) or not isinstance(result.get("time"), (int, float)):
-            fail(f"{space['name']}: a record without {', '.join(names)} or a numeric time: {result}")
+        if any(n not in result for n in names) or not isinstance(result.get("time"), (int, float, str)):
+            shown = {n: result.get(n) for n in names} | {"time": result.get("time")}
+            fail(f"{space['name']}: a record without {', '.join(names)} or a time: {shown}")
         key = ",".join(str(result[n]) for n in names)
         if key in cache:
             fail(f"{space['name']}: configuration {key} recorded twice")

@@ -93,6 +93,17 @@ def conversions(tmp):
         json.dump(records + records[:1], f)
     twice = subprocess.run(command + ["--write-checksums"], capture_output=True, text=True, timeout=60)
     one_line(twice, "converted/records", "32,0", "twice")
+    # A failure's name is kept as its time; a record without a time is refused in one line.
+    with open(os.path.join(tmp, "records.json"), "w") as f:
+        json.dump(records[:2] + [{"block": 64, "unroll": 0, "time": "CompileFailedConfig"}], f)
+    failing = subprocess.run(command + ["--write-checksums"], capture_output=True, text=True, timeout=60)
+    check(failing.returncode == 0, f"gather: {failing.stderr}")
+    with open(os.path.join(out, "converted", "records.json")) as f:
+        check(json.load(f)["cache"]["64,0"]["time"] == "CompileFailedConfig", "a failure stays a failure")
+    with open(os.path.join(tmp, "records.json"), "w") as f:
+        json.dump(records[:2] + [{"block": 64, "unroll": 0}], f)
+    untimed = subprocess.run(command + ["--write-checksums"], capture_output=True, text=True, timeout=60)
+    one_line(untimed, "converted/records", "a time", "'unroll': 0")
 
 
 def protocol(tmp, splits_path, data):
