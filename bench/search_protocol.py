@@ -2,7 +2,7 @@
 """Scores a search strategy on one split of the recorded tuning spaces (bench/spaces/splits.json).
 
     bench/search_protocol.py --split test [--data DIR] [--strategy bayes] [--options JSON] [--repeats 10]
-                             [--evaluations 3000] [--random [--at 20]] [--out DIR] [--splits FILE]
+                             [--evaluations 3000] [--random [--at 20]] [--precise SE] [--out DIR] [--splits FILE]
 
 The splits: `development` (defaults and changes are chosen on it), `validation` (candidate changes are
 checked on it before they are kept) and `test` (scored once per change of the defaults; nothing is
@@ -24,6 +24,12 @@ standard error above 1 is marked unscorable, and the mean is also given without 
 averages a space's whole window; a user with a fixed budget sees one point of it, so with --random the
 median runs' best after AT evaluations (a space's budget where smaller) are compared too, and a space
 is named where the strategy's is worse than random search's in at least 97.5% of bootstrap resamplings.
+
+Some spaces need more runs than others: where the runs split near the median run, a score's bootstrap
+standard error stays large however many evaluations the other spaces need. With --precise SE, a space
+whose strategy's score (or, with --random, random search's, unless the space is unscorable) has a
+standard error above SE is run again with four times EVALUATIONS, and those runs are what it is
+judged on; its repeats column shows how many.
 
 Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
 and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
@@ -108,6 +114,21 @@ def scored(args, names, files, strategy, options):
     return out, equal_traces
 
 
+def measured(args, names, files, options):
+    """The strategy's scores, random search's (None without --random), and the runs of both (random
+    search's None without --random), each {space: ...}."""
+    main_scores, main_traces = scored(args, names, files, args.strategy, options)
+    if not args.random:
+        return main_scores, None, None, None
+    random_scores, random_traces = scored(args, names, files, "random", {})
+    # The runs themselves only for the comparison at a fixed budget.
+    with open(main_traces) as f:
+        main_runs = json.load(f)
+    with open(random_traces) as f:
+        random_runs = json.load(f)
+    return main_scores, random_scores, main_runs, random_runs
+
+
 def shown(best):
     return "only failures" if best is None else f"{best:.4g}"
 
@@ -144,6 +165,9 @@ def main():
     parser.add_argument("--random", action="store_true", help="also run random search and compare")
     parser.add_argument("--at", type=int, default=20,
                         help="with --random, also compare the median runs' best after this many evaluations")
+    parser.add_argument("--precise", type=float, default=0,
+                        help="run a space whose score's standard error is above this again with four times the "
+                             "evaluations (0: off)")
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "search-protocol"))
     parser.add_argument("--json", help="write the summary and per-space scores here")
     parser.add_argument("--autotune", default=os.environ.get("AUTOTUNE_BIN", os.path.join(ROOT, "build", "autotune")))
@@ -152,6 +176,8 @@ def main():
         fail("--repeats must be at least 2 (the standard error needs two)")
     if args.at < 1:
         fail("--at must be at least 1 (evaluations)")
+    if args.precise < 0 or (args.precise > 0 and not args.evaluations):
+        fail("--precise must be at least 0, and needs --evaluations above 0 (it multiplies them)")
     try:
         options = json.loads(args.options)
     except json.JSONDecodeError as e:
@@ -174,15 +200,17 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
-    main_scores, main_traces = scored(args, names, files, args.strategy, options)
-    random_scores = None
-    if args.random:
-        random_scores, random_traces = scored(args, names, files, "random", {})
-        # The runs themselves only for the comparison at a fixed budget.
-        with open(main_traces) as f:
-            main_runs = json.load(f)
-        with open(random_traces) as f:
-            random_runs = json.load(f)
+    main_scores, random_scores, main_runs, random_runs = measured(args, names, files, options)
+    if args.precise > 0:
+        noisy = [name for name in names if main_scores[name]["bootstrap_se"] > args.precise or (
+            random_scores is not None and args.precise < random_scores[name]["bootstrap_se"] <= 1)]
+        if noisy:
+            again = argparse.Namespace(**vars(args))
+            again.evaluations = 4 * args.evaluations
+            more = measured(again, noisy, [files[names.index(name)] for name in noisy], options)
+            for whole, part in zip((main_scores, random_scores, main_runs, random_runs), more):
+                if whole is not None:
+                    whole.update(part)
 
     rows = []
     for name in names:
@@ -236,6 +264,7 @@ def main():
         "repeats": args.repeats,
         "spaces": len(rows),
         "evaluations": args.evaluations,
+        "precise": args.precise,
         "mean": statistics.mean(r["score"] for r in rows),
         "mean_se": mean_standard_error([r["se"] for r in rows]),
         "worst": {"space": worst["space"], "score": worst["score"]},
@@ -243,6 +272,8 @@ def main():
     }
     effort = f"{args.evaluations} evaluations per space (at least {args.repeats} repeats)" if args.evaluations \
         else f"{args.repeats} repeats"
+    if args.precise > 0:
+        effort += f"; {4 * args.evaluations} where a standard error was above {args.precise:g}"
     print(f"\n{args.split}: {len(rows)} spaces, {args.strategy} {json.dumps(options)}, {effort}")
     print(f"mean score {summary['mean']:.3f} (se {summary['mean_se']:.3f}); worst {worst['space']} {worst['score']:.3f}; "
           f"{summary['below_random']} below random search by more than two standard errors")

@@ -162,6 +162,20 @@ def protocol(tmp, splits_path, data):
     check(search_protocol.chance_worse(slow, fast, 3) == 1.0 and search_protocol.chance_worse(fast, slow, 3) == 0.0,
           "chance_worse orders runs by their best")
     check(search_protocol.best_after([[None, None, 4.0]], 2) == [float("inf")], "a run that only failed has no best")
+    # --precise: a space whose score's standard error is above it is judged on four times the evaluations.
+    # Random search as the strategy: its scores have a standard error on every space (the grid's do not).
+    precise_path = os.path.join(tmp, "precise.json")
+    strategy = command.index("--strategy") + 1
+    precise = subprocess.run(command[:strategy] + ["random"] + command[strategy + 1:-1] +
+                             [precise_path, "--precise", "1e-9"], capture_output=True, text=True, timeout=600)
+    check(precise.returncode == 0, f"search_protocol --precise: {precise.stderr[-500:]}")
+    check(all(r["random_se"] > 1e-9 for r in rows), f"random search's scores have a standard error: {rows}")
+    for before, after in zip(rows, json.load(open(precise_path))["spaces"]):
+        wanted = max(3, -(-240 // before["budget"]))
+        check(wanted > before["repeats"] and after["repeats"] == wanted,
+              f"{before['space']}: {wanted} runs with --precise: {before} -> {after}")
+        check(after["score"] == after["random"], f"{before['space']}: both columns from the same runs: {after}")
+    check("240 where a standard error was above" in precise.stdout, f"the effort printed:\n{precise.stdout}")
     # A second call reuses the traces.
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
