@@ -63,13 +63,18 @@ def mean_standard_error(errors):
     return math.sqrt(sum(e ** 2 for e in errors)) / len(errors)
 
 
-def scored(args, names, files, strategy, options):
+def scored(args, names, files, strategy, options, measured_runs=None):
     """({space: score entry}, the traces file) for `strategy` with `options` on `files` (the spaces `names`),
     from OUT when already there. The traces file holds {space: runs}, a run the list of its evaluations'
-    values (None: failed)."""
+    values (None: failed). `measured_runs` ({space: runs} of seeds 1 on, as a call with fewer evaluations
+    left them) stand in for those seeds' runs instead of being run again."""
     tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
     stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
     traces, scores = stem + ".traces.json", stem + ".scores.json"
+    if not os.path.exists(traces) and measured_runs is not None:
+        with open(traces + ".part", "w") as f:
+            json.dump({name: measured_runs[name] for name in names}, f)
+        os.replace(traces + ".part", traces)
     if not os.path.exists(traces):
         print(f"running {strategy} {json.dumps(options)} on {len(files)} spaces, {args.repeats} repeats",
               file=sys.stderr)
@@ -91,6 +96,9 @@ def scored(args, names, files, strategy, options):
     if not os.path.exists(equal_traces):
         with open(traces) as f:
             merged = json.load(f)
+        for name in names:
+            if measured_runs is not None and len(measured_runs[name]) > len(merged[name]):
+                merged[name] = measured_runs[name]
         for name, path in zip(names, files):
             extra = wanted[name] - len(merged[name])
             if extra <= 0:
@@ -114,16 +122,16 @@ def scored(args, names, files, strategy, options):
     return out, equal_traces
 
 
-def measured(args, names, files, options):
+def measured(args, names, files, options, earlier=(None, None)):
     """The strategy's scores, random search's (None without --random), and the runs of both (random
-    search's None without --random), each {space: ...}."""
-    main_scores, main_traces = scored(args, names, files, args.strategy, options)
-    if not args.random:
-        return main_scores, None, None, None
-    random_scores, random_traces = scored(args, names, files, "random", {})
-    # The runs themselves only for the comparison at a fixed budget.
+    search's None without --random), each {space: ...}. `earlier`: the strategy's and random search's
+    runs from a call with fewer evaluations, reused (scored's `measured_runs`)."""
+    main_scores, main_traces = scored(args, names, files, args.strategy, options, earlier[0])
     with open(main_traces) as f:
         main_runs = json.load(f)
+    if not args.random:
+        return main_scores, None, main_runs, None
+    random_scores, random_traces = scored(args, names, files, "random", {}, earlier[1])
     with open(random_traces) as f:
         random_runs = json.load(f)
     return main_scores, random_scores, main_runs, random_runs
@@ -207,7 +215,8 @@ def main():
         if noisy:
             again = argparse.Namespace(**vars(args))
             again.evaluations = 4 * args.evaluations
-            more = measured(again, noisy, [files[names.index(name)] for name in noisy], options)
+            more = measured(again, noisy, [files[names.index(name)] for name in noisy], options,
+                            (main_runs, random_runs))
             for whole, part in zip((main_scores, random_scores, main_runs, random_runs), more):
                 if whole is not None:
                     whole.update(part)

@@ -98,7 +98,6 @@ def convert_records(data, space):
     names = space.get("parameters")
     if not names:
         fail(f"{space['name']}: conversion 'records' needs the space's `parameters`")
-    values = {n: [] for n in names}
     cache = {}
     for result in data:
         if any(n not in result for n in names) or not isinstance(result.get("time"), (int, float, str)):
@@ -107,9 +106,6 @@ def convert_records(data, space):
         key = ",".join(str(result[n]) for n in names)
         if key in cache:
             fail(f"{space['name']}: configuration {key} recorded twice")
-        for n in names:
-            if result[n] not in values[n]:
-                values[n].append(result[n])
         cache[key] = {n: result[n] for n in names} | {"time": result["time"], "times": result.get("times", [])}
     return {
         "device_name": space.get("device", ""),
@@ -117,7 +113,7 @@ def convert_records(data, space):
         "problem_size": [],
         "source": "Kernel Tuner results, converted by bench/spaces/gather.py",
         "tune_params_keys": names,
-        "tune_params": {n: sorted(values[n]) for n in names},
+        "tune_params": {n: sorted({record[n] for record in cache.values()}) for n in names},
         "objective": "time",
         "cache": cache,
     }
