@@ -52,7 +52,10 @@
 //    usually good here too, but a device unlike theirs needs the spread.
 //  - Plateaus (`ties: infer`, the default): a configuration implied by a
 //    plateau of exactly tied measurements is passed over while any other
-//    candidate remains (Plateau, below).
+//    candidate remains (Plateau, below). With `after_tie: neighbours` (the
+//    default), after a measurement that exactly ties an earlier one the next
+//    proposal is the unseen configuration one parameter step from a best
+//    observation with the largest EI (any unseen one when there is none).
 //  - Batches (and configurations still being measured): each chosen
 //    configuration joins the data with a believed value, the GP mean
 //    (`batch: "believer"`, kriging believer) or the best value seen
@@ -63,11 +66,11 @@
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
 // failures ("worst"), acquisition ("hedge"), alignment (true),
 // transfer_points (3), design ("maximin"), stratified_points (3),
-// ties ("infer").
+// ties ("infer"), after_tie ("neighbours").
 //
 // The defaults were chosen on the six recorded spaces of ../shared/data/tuning
 // and checked on recorded spaces they were not chosen on (docs/search.md,
-// "Generalization"); `ties` and `stratified_points` on the evaluation
+// "Generalization"); `ties`, `stratified_points` and `after_tie` on the evaluation
 // protocol's development and validation splits ("The evaluation protocol").
 #include <algorithm>
 #include <array>
@@ -115,6 +118,11 @@ struct BayesOptions {
   // are on it are not proposed while others remain (Plateau, below); `model`
   // leaves them to the model.
   bool infer_ties = true;
+  // `after_tie: neighbours` (the default): after a measurement that exactly
+  // ties an earlier one, the next model proposal is a one-parameter move
+  // from the best observations (Plateau, below); `model` leaves it to the
+  // portfolio.
+  bool neighbours_after_tie = true;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -663,6 +671,32 @@ class BayesStrategy final : public IndexedStrategy {
     return kAcquisitions - 1;
   }
 
+  // Whether the latest measurement exactly ties an earlier one: the model
+  // proposed a plateau's member, and sees no reason to stop. The members of a
+  // plateau often reach each other only by changing two or three parameters
+  // at once, which `ties: infer` cannot learn from; the way off the plateau
+  // that a performance engineer takes is one parameter of the best
+  // configuration at a time.
+  bool latest_measurement_tied() const {
+    const auto& h = history();
+    if (h.empty() || !h.back().value) return false;
+    return std::any_of(h.begin(), h.end() - 1,
+                       [&](const auto& o) { return o.value && same_value(*o.value, *h.back().value); });
+  }
+
+  // The unseen configurations one parameter step from an observation at the best value.
+  std::unordered_set<std::uint64_t> neighbours_of_best() const {
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& o : history())
+      if (o.value) best = std::min(best, *o.value);
+    std::unordered_set<std::uint64_t> out;
+    for (const auto& o : history())
+      if (o.value && same_value(*o.value, best))
+        for (std::uint64_t n : space_.neighbour_indices(o.index))
+          if (!seen(n)) out.insert(n);
+    return out;
+  }
+
   std::vector<std::uint64_t> model_based(std::size_t k) {
     const Model m = build_model();
     if (!pending_.empty()) {
@@ -706,12 +740,18 @@ class BayesStrategy final : public IndexedStrategy {
       }
       if (std::find(implied.begin(), implied.end(), false) != implied.end()) taken = implied;
     }
-    const auto best_untaken = [&](int column) {
+    // The untaken candidate with the largest score in `column`, among those `allowed` (all when null).
+    const auto best_untaken = [&](int column, const std::unordered_set<std::uint64_t>* allowed = nullptr) {
       Eigen::Index pick = -1;
       for (Eigen::Index i = 0; i < scores.rows(); ++i)
-        if (!taken[i] && (pick < 0 || scores(i, column) > scores(pick, column))) pick = i;
+        if (!taken[i] && (!allowed || allowed->count(candidates[static_cast<std::size_t>(i)])) &&
+            (pick < 0 || scores(i, column) > scores(pick, column)))
+          pick = i;
       return pick;
     };
+    const bool step_off_plateau = options_.neighbours_after_tie && latest_measurement_tied();
+    const std::unordered_set<std::uint64_t> neighbours =
+        step_off_plateau ? neighbours_of_best() : std::unordered_set<std::uint64_t>{};
     while (chosen.size() < k && chosen.size() < candidates.size()) {
       Eigen::Index pick = -1;
       if (options_.hedge) {
@@ -721,6 +761,10 @@ class BayesStrategy final : public IndexedStrategy {
         pick = best_untaken(draw_acquisition());
       } else {
         pick = best_untaken(kExpectedImprovement);
+      }
+      if (step_off_plateau) {
+        pick = best_untaken(kExpectedImprovement, &neighbours);
+        if (pick < 0) pick = best_untaken(kExpectedImprovement);
       }
       if (pick < 0) break;
       taken[pick] = true;
@@ -861,6 +905,8 @@ const StrategyRegistration registration(
       o.stratified_design = choice(options, "design", "maximin", {"maximin", "stratified"}) == "stratified";
       o.stratified_points = options.get<int>("stratified_points", o.stratified_points, "an integer >= 0");
       o.infer_ties = choice(options, "ties", "infer", {"model", "infer"}) == "infer";
+      o.neighbours_after_tie =
+          choice(options, "after_tie", "neighbours", {"neighbours", "model"}) == "neighbours";
       o.believer = choice(options, "batch", "believer", {"believer", "liar"}) == "believer";
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
           o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0 || o.stratified_points < 0)

@@ -334,3 +334,34 @@ TEST_CASE("bayes with `ties: infer` does not measure a plateau's implied members
                                                                                            << " of 5");
   CHECK(model_proposed >= 3);
 }
+
+TEST_CASE("bayes with `after_tie: neighbours` steps from the best after a tie, one parameter at a time") {
+  // The best so far is (5, 5); the latest measurement, (9, 0), ties (0, 9)
+  // exactly. The next proposal is one of the best's unseen neighbours; the
+  // portfolio alone proposes elsewhere in some seeds.
+  const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 9)});
+  const auto at = [](int x, int y) {
+    return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y})};
+  };
+  const auto next_after_tie = [&](const std::string& after_tie, std::uint64_t seed) {
+    auto strategy = make_strategy("bayes", space, seed, {{"after_tie", after_tie}, {"initial", 2}});
+    strategy->tell({Observation::success(at(5, 5), 1.0), Observation::success(at(2, 2), 3.0),
+                    Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
+                    Observation::success(at(9, 0), 2.0)});
+    const auto batch = strategy->ask(1);
+    REQUIRE(batch.size() == 1);
+    return batch.front();
+  };
+  const std::vector<Configuration> neighbours = {at(4, 5), at(6, 5), at(5, 4), at(5, 6)};
+  const auto is_neighbour = [&](const Configuration& c) {
+    return std::find(neighbours.begin(), neighbours.end(), c) != neighbours.end();
+  };
+  int model_elsewhere = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    CHECK(is_neighbour(next_after_tie("neighbours", seed)));
+    model_elsewhere += !is_neighbour(next_after_tie("model", seed));
+  }
+  MESSAGE("seeds in which the portfolio alone proposed a configuration that is not the best's neighbour: "
+          << model_elsewhere << " of 8");
+  CHECK(model_elsewhere >= 2);
+}
