@@ -120,8 +120,8 @@ struct BayesOptions {
   bool infer_ties = true;
   // `after_tie: neighbours` (the default): after a measurement that exactly
   // ties an earlier one, the next model proposal is a one-parameter move
-  // from the best observations (Plateau, below); `model` leaves it to the
-  // portfolio.
+  // from the best observations (latest_measurement_tied, below); `model`
+  // leaves it to the portfolio.
   bool neighbours_after_tie = true;
 };
 
@@ -762,6 +762,7 @@ class BayesStrategy final : public IndexedStrategy {
       } else {
         pick = best_untaken(kExpectedImprovement);
       }
+      // The portfolio has nominated all the same: its gains learn from every pick's refit.
       if (step_off_plateau) {
         pick = best_untaken(kExpectedImprovement, &neighbours);
         if (pick < 0) pick = best_untaken(kExpectedImprovement);
