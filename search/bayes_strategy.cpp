@@ -55,7 +55,8 @@
 //    candidate remains (Plateau, below). With `after_tie: neighbours` (the
 //    default), after a measurement that exactly ties an earlier one the next
 //    proposal is the unseen configuration one parameter step from a best
-//    observation with the largest EI (any unseen one when there is none).
+//    observation with the largest EI (any unseen one when there is none);
+//    `frontier` adds those one step beyond such a neighbour that failed.
 //  - Batches (and configurations still being measured): each chosen
 //    configuration joins the data with a believed value, the GP mean
 //    (`batch: "believer"`, kriging believer) or the best value seen
@@ -73,7 +74,6 @@
 // "Generalization"); `ties`, `stratified_points` and `after_tie` on the evaluation
 // protocol's development and validation splits ("The evaluation protocol").
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -118,11 +118,13 @@ struct BayesOptions {
   // are on it are not proposed while others remain (Plateau, below); `model`
   // leaves them to the model.
   bool infer_ties = true;
-  // `after_tie: neighbours` (the default): after a measurement that exactly
-  // ties an earlier one, the next model proposal is a one-parameter move
-  // from the best observations (latest_measurement_tied, below); `model`
-  // leaves it to the portfolio.
-  bool neighbours_after_tie = true;
+  // After a measurement that exactly ties an earlier one
+  // (latest_measurement_tied, below), the next model proposal is taken from
+  // the best observations' neighbours (step_off_plateau, below):
+  // `neighbours` (the default) or `frontier`; `model` leaves it to the
+  // portfolio.
+  enum class AfterTie { model, neighbours, frontier };
+  AfterTie after_tie = AfterTie::neighbours;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -684,16 +686,32 @@ class BayesStrategy final : public IndexedStrategy {
                        [&](const auto& o) { return o.value && same_value(*o.value, *h.back().value); });
   }
 
-  // The unseen configurations one parameter step from an observation at the best value.
-  std::unordered_set<std::uint64_t> neighbours_of_best() const {
+  // Where to step off a plateau: the unseen configurations one parameter step
+  // from an observation at the best value and, with `after_tie: frontier`,
+  // those one step beyond such a neighbour that failed. A step that does not
+  // compile (too large a tile for the depth, say) can with a second parameter
+  // changed, and the optimum can lie there. Only beyond failures: the
+  // configurations beyond every measured neighbour outnumber the single
+  // steps several times over, and EI over them all leaves the single steps
+  // too soon. Not the default: it leaves add tiled, on the protocol's test
+  // split, below random search (docs/search.md, "Beyond a failed step").
+  std::unordered_set<std::uint64_t> step_off_plateau() const {
     double best = std::numeric_limits<double>::infinity();
     for (const auto& o : history())
       if (o.value) best = std::min(best, *o.value);
+    std::unordered_set<std::uint64_t> failed;
+    for (const auto& o : history())
+      if (!o.value) failed.insert(o.index);
+    const bool beyond = options_.after_tie == BayesOptions::AfterTie::frontier;
     std::unordered_set<std::uint64_t> out;
     for (const auto& o : history())
       if (o.value && same_value(*o.value, best))
-        for (std::uint64_t n : space_.neighbour_indices(o.index))
+        for (std::uint64_t n : space_.neighbour_indices(o.index)) {
           if (!seen(n)) out.insert(n);
+          if (beyond && failed.count(n))
+            for (std::uint64_t m : space_.neighbour_indices(n))
+              if (!seen(m)) out.insert(m);
+        }
     return out;
   }
 
@@ -749,9 +767,9 @@ class BayesStrategy final : public IndexedStrategy {
           pick = i;
       return pick;
     };
-    const bool step_off_plateau = options_.neighbours_after_tie && latest_measurement_tied();
-    const std::unordered_set<std::uint64_t> neighbours =
-        step_off_plateau ? neighbours_of_best() : std::unordered_set<std::uint64_t>{};
+    const bool step_off = options_.after_tie != BayesOptions::AfterTie::model && latest_measurement_tied();
+    const std::unordered_set<std::uint64_t> step_off_targets =
+        step_off ? step_off_plateau() : std::unordered_set<std::uint64_t>{};
     while (chosen.size() < k && chosen.size() < candidates.size()) {
       Eigen::Index pick = -1;
       if (options_.hedge) {
@@ -763,8 +781,8 @@ class BayesStrategy final : public IndexedStrategy {
         pick = best_untaken(kExpectedImprovement);
       }
       // The portfolio has nominated all the same: its gains learn from every pick's refit.
-      if (step_off_plateau) {
-        pick = best_untaken(kExpectedImprovement, &neighbours);
+      if (step_off) {
+        pick = best_untaken(kExpectedImprovement, &step_off_targets);
         if (pick < 0) pick = best_untaken(kExpectedImprovement);
       }
       if (pick < 0) break;
@@ -874,14 +892,19 @@ class BayesStrategy final : public IndexedStrategy {
   std::vector<std::size_t> strata_order_;  // the order strata are visited in
 };
 
-// A string option with two accepted values; anything else is a UserError naming both.
+// A string option with a few accepted values; anything else is a UserError naming them.
 std::string choice(StrategyOptions& options, const std::string& key, const std::string& fallback,
-                   const std::array<std::string, 2>& accepted) {
-  const auto value =
-      options.get<std::string>(key, fallback, "\"" + accepted[0] + "\" or \"" + accepted[1] + "\"");
-  if (value != accepted[0] && value != accepted[1])
+                   const std::vector<std::string>& accepted) {
+  std::string quoted, listed;
+  for (std::size_t i = 0; i < accepted.size(); ++i) {
+    const std::string separator = i == 0 ? "" : i + 1 == accepted.size() ? " or " : ", ";
+    quoted += separator + "\"" + accepted[i] + "\"";
+    listed += (i == 0 ? "" : ", ") + accepted[i];
+  }
+  const auto value = options.get<std::string>(key, fallback, quoted);
+  if (std::find(accepted.begin(), accepted.end(), value) == accepted.end())
     throw UserError("strategy 'bayes': option '" + key + "': '" + value +
-                    "' is not accepted; accepted: " + accepted[0] + ", " + accepted[1]);
+                    "' is not accepted; accepted: " + listed);
   return value;
 }
 
@@ -906,8 +929,11 @@ const StrategyRegistration registration(
       o.stratified_design = choice(options, "design", "maximin", {"maximin", "stratified"}) == "stratified";
       o.stratified_points = options.get<int>("stratified_points", o.stratified_points, "an integer >= 0");
       o.infer_ties = choice(options, "ties", "infer", {"model", "infer"}) == "infer";
-      o.neighbours_after_tie =
-          choice(options, "after_tie", "neighbours", {"neighbours", "model"}) == "neighbours";
+      const std::string after_tie =
+          choice(options, "after_tie", "neighbours", {"neighbours", "frontier", "model"});
+      o.after_tie = after_tie == "frontier"     ? BayesOptions::AfterTie::frontier
+                    : after_tie == "neighbours" ? BayesOptions::AfterTie::neighbours
+                                                : BayesOptions::AfterTie::model;
       o.believer = choice(options, "batch", "believer", {"believer", "liar"}) == "believer";
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
           o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0 || o.stratified_points < 0)

@@ -365,3 +365,38 @@ TEST_CASE("bayes with `after_tie: neighbours` steps from the best after a tie, o
           << model_elsewhere << " of 8");
   CHECK(model_elsewhere >= 2);
 }
+
+TEST_CASE("bayes with `after_tie: frontier` steps one further beyond a neighbour of the best that failed") {
+  // The best so far is (5, 5), and all four of its neighbours are measured:
+  // (4, 5) failed, the others are slower. The latest measurement, (9, 0),
+  // ties (0, 9) exactly. With nothing one step away left, the next proposal
+  // is one step beyond the failure (two parameters changed, or one changed
+  // twice); `neighbours` leaves it to EI anywhere.
+  const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 9)});
+  const auto at = [](int x, int y) {
+    return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y})};
+  };
+  const auto next_after_tie = [&](const std::string& after_tie, std::uint64_t seed) {
+    auto strategy = make_strategy("bayes", space, seed, {{"after_tie", after_tie}, {"initial", 2}});
+    strategy->tell({Observation::success(at(5, 5), 1.0), Observation::failed(at(4, 5), "does not compile"),
+                    Observation::success(at(6, 5), 1.5), Observation::success(at(5, 4), 1.6),
+                    Observation::success(at(5, 6), 1.7), Observation::success(at(2, 2), 3.0),
+                    Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
+                    Observation::success(at(9, 0), 2.0)});
+    const auto batch = strategy->ask(1);
+    REQUIRE(batch.size() == 1);
+    return batch.front();
+  };
+  const std::vector<Configuration> beyond = {at(3, 5), at(4, 4), at(4, 6)};
+  const auto is_beyond = [&](const Configuration& c) {
+    return std::find(beyond.begin(), beyond.end(), c) != beyond.end();
+  };
+  int neighbours_elsewhere = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    CHECK(is_beyond(next_after_tie("frontier", seed)));
+    neighbours_elsewhere += !is_beyond(next_after_tie("neighbours", seed));
+  }
+  MESSAGE("seeds in which `after_tie: neighbours` proposed a configuration not beyond the failure: "
+          << neighbours_elsewhere << " of 8");
+  CHECK(neighbours_elsewhere >= 2);
+}
