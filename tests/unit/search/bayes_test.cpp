@@ -335,31 +335,48 @@ TEST_CASE("bayes with `ties: infer` does not measure a plateau's implied members
   CHECK(model_proposed >= 3);
 }
 
+namespace {
+
+// The after_tie tests' space: a 10 x 10 grid of (x, y).
+const SearchSpace& tie_grid() {
+  static const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 9)});
+  return space;
+}
+
+Configuration grid_point(int x, int y) {
+  return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y})};
+}
+
+// Bayes's first proposal on tie_grid() after being told `history`.
+Configuration next_after_tie(const std::string& after_tie, std::uint64_t seed,
+                             const std::vector<Observation>& history) {
+  auto strategy = make_strategy("bayes", tie_grid(), seed, {{"after_tie", after_tie}, {"initial", 2}});
+  strategy->tell(history);
+  const auto batch = strategy->ask(1);
+  REQUIRE(batch.size() == 1);
+  return batch.front();
+}
+
+bool one_of(const std::vector<Configuration>& set, const Configuration& c) {
+  return std::find(set.begin(), set.end(), c) != set.end();
+}
+
+}  // namespace
+
 TEST_CASE("bayes with `after_tie: neighbours` steps from the best after a tie, one parameter at a time") {
   // The best so far is (5, 5); the latest measurement, (9, 0), ties (0, 9)
   // exactly. The next proposal is one of the best's unseen neighbours; the
   // portfolio alone proposes elsewhere in some seeds.
-  const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 9)});
-  const auto at = [](int x, int y) {
-    return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y})};
-  };
-  const auto next_after_tie = [&](const std::string& after_tie, std::uint64_t seed) {
-    auto strategy = make_strategy("bayes", space, seed, {{"after_tie", after_tie}, {"initial", 2}});
-    strategy->tell({Observation::success(at(5, 5), 1.0), Observation::success(at(2, 2), 3.0),
-                    Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
-                    Observation::success(at(9, 0), 2.0)});
-    const auto batch = strategy->ask(1);
-    REQUIRE(batch.size() == 1);
-    return batch.front();
-  };
+  const auto at = grid_point;
+  const std::vector<Observation> history = {
+      Observation::success(at(5, 5), 1.0), Observation::success(at(2, 2), 3.0),
+      Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
+      Observation::success(at(9, 0), 2.0)};
   const std::vector<Configuration> neighbours = {at(4, 5), at(6, 5), at(5, 4), at(5, 6)};
-  const auto is_neighbour = [&](const Configuration& c) {
-    return std::find(neighbours.begin(), neighbours.end(), c) != neighbours.end();
-  };
   int model_elsewhere = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
-    CHECK(is_neighbour(next_after_tie("neighbours", seed)));
-    model_elsewhere += !is_neighbour(next_after_tie("model", seed));
+    CHECK(one_of(neighbours, next_after_tie("neighbours", seed, history)));
+    model_elsewhere += !one_of(neighbours, next_after_tie("model", seed, history));
   }
   MESSAGE("seeds in which the portfolio alone proposed a configuration that is not the best's neighbour: "
           << model_elsewhere << " of 8");
@@ -372,29 +389,18 @@ TEST_CASE("bayes with `after_tie: frontier` steps one further beyond a neighbour
   // ties (0, 9) exactly. With nothing one step away left, the next proposal
   // is one step beyond the failure (two parameters changed, or one changed
   // twice); `neighbours` leaves it to EI anywhere.
-  const SearchSpace space({ParameterSpec::range("x", 0, 9), ParameterSpec::range("y", 0, 9)});
-  const auto at = [](int x, int y) {
-    return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y})};
-  };
-  const auto next_after_tie = [&](const std::string& after_tie, std::uint64_t seed) {
-    auto strategy = make_strategy("bayes", space, seed, {{"after_tie", after_tie}, {"initial", 2}});
-    strategy->tell({Observation::success(at(5, 5), 1.0), Observation::failed(at(4, 5), "does not compile"),
-                    Observation::success(at(6, 5), 1.5), Observation::success(at(5, 4), 1.6),
-                    Observation::success(at(5, 6), 1.7), Observation::success(at(2, 2), 3.0),
-                    Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
-                    Observation::success(at(9, 0), 2.0)});
-    const auto batch = strategy->ask(1);
-    REQUIRE(batch.size() == 1);
-    return batch.front();
-  };
+  const auto at = grid_point;
+  const std::vector<Observation> history = {
+      Observation::success(at(5, 5), 1.0), Observation::failed(at(4, 5), "does not compile"),
+      Observation::success(at(6, 5), 1.5), Observation::success(at(5, 4), 1.6),
+      Observation::success(at(5, 6), 1.7), Observation::success(at(2, 2), 3.0),
+      Observation::success(at(8, 7), 4.0), Observation::success(at(0, 9), 2.0),
+      Observation::success(at(9, 0), 2.0)};
   const std::vector<Configuration> beyond = {at(3, 5), at(4, 4), at(4, 6)};
-  const auto is_beyond = [&](const Configuration& c) {
-    return std::find(beyond.begin(), beyond.end(), c) != beyond.end();
-  };
   int neighbours_elsewhere = 0;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
-    CHECK(is_beyond(next_after_tie("frontier", seed)));
-    neighbours_elsewhere += !is_beyond(next_after_tie("neighbours", seed));
+    CHECK(one_of(beyond, next_after_tie("frontier", seed, history)));
+    neighbours_elsewhere += !one_of(beyond, next_after_tie("neighbours", seed, history));
   }
   MESSAGE("seeds in which `after_tie: neighbours` proposed a configuration not beyond the failure: "
           << neighbours_elsewhere << " of 8");
