@@ -689,8 +689,8 @@ class BayesStrategy final : public IndexedStrategy {
   // Where to step off a plateau: the unseen configurations one parameter step
   // from an observation at the best value and, with `after_tie: frontier`,
   // those one step beyond such a neighbour that failed. A step that does not
-  // compile (too large a tile for the depth, say) can with a second parameter
-  // changed, and the optimum can lie there. Only beyond failures: the
+  // compile (too large a tile for the depth, say) may compile with a second
+  // parameter changed, and the optimum can lie there. Only beyond failures: the
   // configurations beyond every measured neighbour outnumber the single
   // steps several times over, and EI over them all leaves the single steps
   // too soon. Not the default: it leaves add tiled, on the protocol's test
@@ -699,10 +699,11 @@ class BayesStrategy final : public IndexedStrategy {
     double best = std::numeric_limits<double>::infinity();
     for (const auto& o : history())
       if (o.value) best = std::min(best, *o.value);
-    std::unordered_set<std::uint64_t> failed;
-    for (const auto& o : history())
-      if (!o.value) failed.insert(o.index);
     const bool beyond = options_.after_tie == BayesOptions::AfterTie::frontier;
+    std::unordered_set<std::uint64_t> failed;
+    if (beyond)
+      for (const auto& o : history())
+        if (!o.value) failed.insert(o.index);
     std::unordered_set<std::uint64_t> out;
     for (const auto& o : history())
       if (o.value && same_value(*o.value, best))
