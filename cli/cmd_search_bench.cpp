@@ -2,7 +2,8 @@
 // tuning spaces (Kernel Tuner cachefiles) and write or score the traces.
 //
 //   autotune search-bench CACHEFILE... --strategy NAME --budget N|auto [--repeats R]
-//                         [--seed S] [--batch K] [--options JSON] [--transfer N] [--json OUT]
+//                         [--seed S] [--batch K] [--options JSON] [--transfer N] [--jobs J]
+//                         [--json OUT]
 //   autotune search-bench CACHEFILE... --score TRACES.json [--json SCORES.json]
 //
 // Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
@@ -19,11 +20,18 @@
 // defaults on each, seed S + r + 1000000 in repeat r, as a store would hold
 // from earlier tunings on other devices. A file's own recording never informs
 // its runs.
+// Runs are independent and each has its own seed, so `--jobs J` runs J at
+// once (threads) and the traces are the same for every J.
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <exception>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "cli/command.hpp"
@@ -47,9 +55,29 @@ struct SearchBenchArguments {
   std::string json_out;
   std::string score_file;
   std::size_t transfer = 0;  // evaluations of each related run; 0: no transfer
+  int jobs = 2;              // runs at once
 };
 
 constexpr std::uint64_t kRelatedSeedOffset = 1000000;
+
+// task(0) .. task(count - 1) on `jobs` threads; the first exception a task
+// throws is rethrown once all have ended.
+void run_in_parallel(std::size_t count, int jobs, const std::function<void(std::size_t)>& task) {
+  boost::asio::thread_pool pool(static_cast<std::size_t>(std::max(1, jobs)));
+  std::mutex mutex;
+  std::exception_ptr failure;
+  for (std::size_t i = 0; i < count; ++i)
+    boost::asio::post(pool, [&, i] {
+      try {
+        task(i);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  pool.join();
+  if (failure) std::rethrow_exception(failure);
+}
 
 std::size_t parse_budget(const std::string& text, const search::SpaceScoring& scoring) {
   if (text == "auto") return scoring.capped_budget(0.95);
@@ -182,6 +210,7 @@ int run_search_bench(const SearchBenchArguments& args) {
     throw UserError("search-bench: --budget is required (a positive integer or 'auto')");
   if (args.repeats < 1) throw UserError("search-bench: --repeats must be at least 1");
   if (args.batch < 1) throw UserError("search-bench: --batch must be at least 1");
+  if (args.jobs < 1) throw UserError("search-bench: --jobs must be at least 1");
   nlohmann::json options;
   try {
     options = parse_json(args.options);
@@ -189,45 +218,60 @@ int run_search_bench(const SearchBenchArguments& args) {
     throw UserError("search-bench: --options '" + args.options + "' is not JSON");
   }
   // Validate the budget and the options before the first run.
-  for (const auto& target : targets) parse_budget(args.budget, search::SpaceScoring(target.valid_values()));
+  std::vector<search::SpaceScoring> scorings;
+  std::vector<std::size_t> budgets;
+  for (const auto& target : targets) {
+    scorings.emplace_back(target.valid_values());
+    budgets.push_back(parse_budget(args.budget, scorings.back()));
+  }
   search::make_strategy(args.strategy, targets.front().space(), args.seed, options);
 
-  // Related runs per file and repeat, made once and shared by the files they inform.
-  std::map<std::pair<std::size_t, int>, std::vector<search::Observation>> related_run_cache;
-  const auto related_runs = [&](std::size_t target, int repeat) {
+  const auto repeats = static_cast<std::size_t>(args.repeats);
+  const auto seed_of = [&](std::size_t repeat) { return args.seed + static_cast<std::uint64_t>(repeat); };
+  // Related runs per file and repeat, made once (for the files some other file is related to) and shared
+  // by the files they inform.
+  std::vector<bool> informs(targets.size(), false);
+  if (args.transfer > 0)
+    for (std::size_t t = 0; t < targets.size(); ++t)
+      for (std::size_t other = 0; other < targets.size(); ++other)
+        if (other != t && targets[other].same_kernel_as(targets[t])) informs[other] = true;
+  std::vector<std::vector<std::vector<search::Observation>>> related_run(
+      targets.size(), std::vector<std::vector<search::Observation>>(repeats));
+  run_in_parallel(targets.size() * repeats, args.jobs, [&](std::size_t i) {
+    const std::size_t other = i / repeats, repeat = i % repeats;
+    if (informs[other])
+      related_run[other][repeat] =
+          search::replay_run(targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
+  });
+  const auto related_runs = [&](std::size_t target, std::size_t repeat) {
     std::vector<std::vector<search::Observation>> runs;
     if (args.transfer == 0) return runs;
-    for (std::size_t other = 0; other < targets.size(); ++other) {
-      if (other == target || !targets[other].same_kernel_as(targets[target])) continue;
-      auto [cached, fresh] = related_run_cache.try_emplace({other, repeat});
-      if (fresh)
-        cached->second = search::replay_run(
-            targets[other], "bayes", args.seed + static_cast<std::uint64_t>(repeat) + kRelatedSeedOffset,
-            args.transfer);
-      runs.push_back(cached->second);
-    }
+    for (std::size_t other = 0; other < targets.size(); ++other)
+      if (other != target && targets[other].same_kernel_as(targets[target]))
+        runs.push_back(related_run[other][repeat]);
     return runs;
   };
 
+  std::vector<std::vector<search::Trace>> traces(targets.size(), std::vector<search::Trace>(repeats));
+  run_in_parallel(targets.size() * repeats, args.jobs, [&](std::size_t i) {
+    const std::size_t t = i / repeats, r = i % repeats;
+    log::info("search-bench: " + targets[t].name() + " repeat " + std::to_string(r + 1) + "/" +
+              std::to_string(args.repeats) + ", budget " + std::to_string(budgets[t]));
+    traces[t][r] = search::replay_trace(targets[t], args.strategy, seed_of(r), budgets[t], options, args.batch,
+                                        related_runs(t, r));
+  });
+
   nlohmann::json traces_json = nlohmann::json::object();
   for (std::size_t t = 0; t < targets.size(); ++t) {
-    const auto& target = targets[t];
-    const search::SpaceScoring scoring(target.valid_values());
-    const std::size_t budget = parse_budget(args.budget, scoring);
-    std::vector<search::Trace> traces;
     nlohmann::json runs = nlohmann::json::array();
-    for (int r = 0; r < args.repeats; ++r) {
-      log::info("search-bench: " + target.name() + " repeat " + std::to_string(r + 1) + "/" +
-                std::to_string(args.repeats) + ", budget " + std::to_string(budget));
-      traces.push_back(search::replay_trace(target, args.strategy, args.seed + static_cast<std::uint64_t>(r),
-                                            budget, options, args.batch, related_runs(t, r)));
+    for (const auto& trace : traces[t]) {
       nlohmann::json run = nlohmann::json::array();
-      for (const auto& v : traces.back()) run.push_back(v ? nlohmann::json(*v) : nlohmann::json());
+      for (const auto& v : trace) run.push_back(v ? nlohmann::json(*v) : nlohmann::json());
       runs.push_back(std::move(run));
     }
-    traces_json[target.name()] = std::move(runs);
-    names.push_back(target.name());
-    scores.push_back(scoring.score(traces));
+    traces_json[targets[t].name()] = std::move(runs);
+    names.push_back(targets[t].name());
+    scores.push_back(scorings[t].score(traces[t]));
   }
   if (!args.json_out.empty()) {
     std::ofstream out(args.json_out);
@@ -257,6 +301,7 @@ const CommandRegistration registration(
       app.add_option("--transfer", args->transfer,
                      "Learn from a bayes run of N evaluations on each related file (same kernel and "
                      "parameters) before each run (default 0: none)");
+      app.add_option("--jobs", args->jobs, "Runs at once (default 2); the traces do not depend on it");
       app.add_option("--json", args->json_out,
                      "Write the traces (or, with --score, the scores per space and per repeat) to this file "
                      "instead of printing scores");

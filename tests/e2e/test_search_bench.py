@@ -52,6 +52,27 @@ def scores_per_repeat(tmp):
     check(abs(float(row.split()[2]) - entry["score"]) < 5e-4, f"{row!r} against {entry['score']}")
 
 
+def same_traces_at_any_jobs(tmp):
+    """Runs are independent and seeded, so the traces do not depend on how many run at once; related runs
+    (--transfer) are made once and shared the same way."""
+    cachefiles = [os.path.join(DATA, space) for space in ("convolution_hip/W6600.json", "convolution_hip/A4000.json")]
+    traces = {}
+    for jobs in ("1", "2", "3"):
+        out = os.path.join(tmp, f"jobs{jobs}.json")
+        ran = subprocess.run([BIN, "search-bench", *cachefiles, "--strategy", "bayes", "--budget", "12", "--repeats",
+                              "3", "--transfer", "8", "--jobs", jobs, "--json", out],
+                             capture_output=True, text=True, timeout=300)
+        check(ran.returncode == 0, f"search-bench --jobs {jobs}: {ran.stderr}")
+        traces[jobs] = json.load(open(out))
+    check(all(len(runs) == 3 and all(len(run) == 12 for run in runs) for runs in traces["1"].values()),
+          f"3 runs of 12 per space: {traces['1']}")
+    check(traces["1"] == traces["2"] == traces["3"], "the traces differ with --jobs")
+    bad = subprocess.run([BIN, "search-bench", cachefiles[0], "--strategy", "random", "--budget", "2", "--jobs", "0"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode != 0 and "--jobs must be at least 1" in bad.stderr and len(bad.stderr.splitlines()) == 1,
+          f"--jobs 0: {bad.returncode} {bad.stderr!r}")
+
+
 def held_out_choice():
     loo = load_loo()
     entry = lambda score: {"score": score, "per_repeat": [score, score]}
@@ -92,6 +113,7 @@ def any_folder(tmp):
 def main():
     with tempdir() as tmp:
         scores_per_repeat(tmp)
+        same_traces_at_any_jobs(tmp)
         held_out_choice()
         any_folder(tmp)
     print("ok")
