@@ -22,22 +22,18 @@
 // its runs.
 // Runs are independent and each has its own seed, so `--jobs J` runs J at
 // once (threads) and the traces are the same for every J.
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <exception>
 #include <fstream>
-#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <sstream>
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/log.hpp"
+#include "kernels/calibration.hpp"
 #include "search/search_loop.hpp"
 
 namespace autotune::cli {
@@ -59,25 +55,6 @@ struct SearchBenchArguments {
 };
 
 constexpr std::uint64_t kRelatedSeedOffset = 1000000;
-
-// task(0) .. task(count - 1) on `jobs` threads; the first exception a task
-// throws is rethrown once all have ended.
-void run_in_parallel(std::size_t count, int jobs, const std::function<void(std::size_t)>& task) {
-  boost::asio::thread_pool pool(static_cast<std::size_t>(std::max(1, jobs)));
-  std::mutex mutex;
-  std::exception_ptr failure;
-  for (std::size_t i = 0; i < count; ++i)
-    boost::asio::post(pool, [&, i] {
-      try {
-        task(i);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  pool.join();
-  if (failure) std::rethrow_exception(failure);
-}
 
 std::size_t parse_budget(const std::string& text, const search::SpaceScoring& scoring) {
   if (text == "auto") return scoring.capped_budget(0.95);
@@ -237,12 +214,12 @@ int run_search_bench(const SearchBenchArguments& args) {
         if (other != t && targets[other].same_kernel_as(targets[t])) informs[other] = true;
   std::vector<std::vector<std::vector<search::Observation>>> related_run(
       targets.size(), std::vector<std::vector<search::Observation>>(repeats));
-  run_in_parallel(targets.size() * repeats, args.jobs, [&](std::size_t i) {
+  kernels::parallel_for(targets.size() * repeats, [&](std::size_t i) {
     const std::size_t other = i / repeats, repeat = i % repeats;
     if (informs[other])
       related_run[other][repeat] =
           search::replay_run(targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
-  });
+  }, static_cast<unsigned>(args.jobs));
   const auto related_runs = [&](std::size_t target, std::size_t repeat) {
     std::vector<std::vector<search::Observation>> runs;
     if (args.transfer == 0) return runs;
@@ -253,13 +230,13 @@ int run_search_bench(const SearchBenchArguments& args) {
   };
 
   std::vector<std::vector<search::Trace>> traces(targets.size(), std::vector<search::Trace>(repeats));
-  run_in_parallel(targets.size() * repeats, args.jobs, [&](std::size_t i) {
+  kernels::parallel_for(targets.size() * repeats, [&](std::size_t i) {
     const std::size_t t = i / repeats, r = i % repeats;
     log::info("search-bench: " + targets[t].name() + " repeat " + std::to_string(r + 1) + "/" +
               std::to_string(args.repeats) + ", budget " + std::to_string(budgets[t]));
     traces[t][r] = search::replay_trace(targets[t], args.strategy, seed_of(r), budgets[t], options, args.batch,
                                         related_runs(t, r));
-  });
+  }, static_cast<unsigned>(args.jobs));
 
   nlohmann::json traces_json = nlohmann::json::object();
   for (std::size_t t = 0; t < targets.size(); ++t) {
