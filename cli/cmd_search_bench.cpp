@@ -205,38 +205,45 @@ int run_search_bench(const SearchBenchArguments& args) {
 
   const auto repeats = static_cast<std::size_t>(args.repeats);
   const auto seed_of = [&](std::size_t repeat) { return args.seed + static_cast<std::uint64_t>(repeat); };
-  // Related runs per file and repeat, made once (for the files some other file is related to) and shared
-  // by the files they inform.
+  // Per file, the other files that record the same kernel; their runs (one per repeat) are made once and
+  // shared by every file they inform.
+  std::vector<std::vector<std::size_t>> relatives(targets.size());
   std::vector<bool> informs(targets.size(), false);
   if (args.transfer > 0)
     for (std::size_t t = 0; t < targets.size(); ++t)
       for (std::size_t other = 0; other < targets.size(); ++other)
-        if (other != t && targets[other].same_kernel_as(targets[t])) informs[other] = true;
+        if (other != t && targets[other].same_kernel_as(targets[t])) {
+          relatives[t].push_back(other);
+          informs[other] = true;
+        }
   std::vector<std::vector<std::vector<search::Observation>>> related_run(
       targets.size(), std::vector<std::vector<search::Observation>>(repeats));
-  kernels::parallel_for(targets.size() * repeats, [&](std::size_t i) {
-    const std::size_t other = i / repeats, repeat = i % repeats;
-    if (informs[other])
-      related_run[other][repeat] =
-          search::replay_run(targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
-  }, static_cast<unsigned>(args.jobs));
+  kernels::parallel_for(
+      targets.size() * repeats,
+      [&](std::size_t i) {
+        const std::size_t other = i / repeats, repeat = i % repeats;
+        if (informs[other])
+          related_run[other][repeat] = search::replay_run(
+              targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
+      },
+      static_cast<unsigned>(args.jobs));
   const auto related_runs = [&](std::size_t target, std::size_t repeat) {
     std::vector<std::vector<search::Observation>> runs;
-    if (args.transfer == 0) return runs;
-    for (std::size_t other = 0; other < targets.size(); ++other)
-      if (other != target && targets[other].same_kernel_as(targets[target]))
-        runs.push_back(related_run[other][repeat]);
+    for (std::size_t other : relatives[target]) runs.push_back(related_run[other][repeat]);
     return runs;
   };
 
   std::vector<std::vector<search::Trace>> traces(targets.size(), std::vector<search::Trace>(repeats));
-  kernels::parallel_for(targets.size() * repeats, [&](std::size_t i) {
-    const std::size_t t = i / repeats, r = i % repeats;
-    log::info("search-bench: " + targets[t].name() + " repeat " + std::to_string(r + 1) + "/" +
-              std::to_string(args.repeats) + ", budget " + std::to_string(budgets[t]));
-    traces[t][r] = search::replay_trace(targets[t], args.strategy, seed_of(r), budgets[t], options, args.batch,
-                                        related_runs(t, r));
-  }, static_cast<unsigned>(args.jobs));
+  kernels::parallel_for(
+      targets.size() * repeats,
+      [&](std::size_t i) {
+        const std::size_t t = i / repeats, r = i % repeats;
+        log::info("search-bench: " + targets[t].name() + " repeat " + std::to_string(r + 1) + "/" +
+                  std::to_string(args.repeats) + ", budget " + std::to_string(budgets[t]));
+        traces[t][r] = search::replay_trace(targets[t], args.strategy, seed_of(r), budgets[t], options,
+                                            args.batch, related_runs(t, r));
+      },
+      static_cast<unsigned>(args.jobs));
 
   nlohmann::json traces_json = nlohmann::json::object();
   for (std::size_t t = 0; t < targets.size(); ++t) {
