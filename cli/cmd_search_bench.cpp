@@ -208,25 +208,26 @@ int run_search_bench(const SearchBenchArguments& args) {
   // Per file, the other files that record the same kernel; their runs (one per repeat) are made once and
   // shared by every file they inform.
   std::vector<std::vector<std::size_t>> relatives(targets.size());
-  std::vector<bool> informs(targets.size(), false);
-  if (args.transfer > 0)
+  std::vector<std::vector<std::vector<search::Observation>>> related_run(
+      targets.size(), std::vector<std::vector<search::Observation>>(repeats));
+  if (args.transfer > 0) {
+    std::vector<bool> informs(targets.size(), false);
     for (std::size_t t = 0; t < targets.size(); ++t)
       for (std::size_t other = 0; other < targets.size(); ++other)
         if (other != t && targets[other].same_kernel_as(targets[t])) {
           relatives[t].push_back(other);
           informs[other] = true;
         }
-  std::vector<std::vector<std::vector<search::Observation>>> related_run(
-      targets.size(), std::vector<std::vector<search::Observation>>(repeats));
-  kernels::parallel_for(
-      targets.size() * repeats,
-      [&](std::size_t i) {
-        const std::size_t other = i / repeats, repeat = i % repeats;
-        if (informs[other])
-          related_run[other][repeat] = search::replay_run(
-              targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
-      },
-      static_cast<unsigned>(args.jobs));
+    kernels::parallel_for(
+        targets.size() * repeats,
+        [&](std::size_t i) {
+          const std::size_t other = i / repeats, repeat = i % repeats;
+          if (informs[other])
+            related_run[other][repeat] = search::replay_run(
+                targets[other], "bayes", seed_of(repeat) + kRelatedSeedOffset, args.transfer);
+        },
+        static_cast<unsigned>(args.jobs));
+  }
   const auto related_runs = [&](std::size_t target, std::size_t repeat) {
     std::vector<std::vector<search::Observation>> runs;
     for (std::size_t other : relatives[target]) runs.push_back(related_run[other][repeat]);
