@@ -406,3 +406,59 @@ TEST_CASE("bayes with `after_tie: frontier` steps one further beyond a neighbour
           << neighbours_elsewhere << " of 8");
   CHECK(neighbours_elsewhere >= 2);
 }
+
+namespace {
+
+// Whether `c` is at or above `failure` in every parameter of failing_corner_space().
+bool at_or_above(const Configuration& c, const Configuration& failure) {
+  for (std::size_t p = 0; p < c.size(); ++p)
+    if (numeric_value(c[p]) < numeric_value(failure[p])) return false;
+  return true;
+}
+
+Configuration xyz(int x, int y, int z) {
+  return Configuration{ParamValue(std::int64_t{x}), ParamValue(std::int64_t{y}), ParamValue(std::int64_t{z})};
+}
+
+}  // namespace
+
+TEST_CASE("bayes with `monotone_failures` (the default) measures nothing above a failure until a success contradicts it") {
+  // Faster towards x + y = 18, failing beyond it. Told that (10, 9, 0) failed,
+  // the rule takes every configuration at or above it to fail: the model,
+  // which prefers the edge, proposes some of them in several seeds.
+  const SearchSpace& space = failing_corner_space();
+  const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
+    return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
+  });
+  const Configuration failure = xyz(10, 9, 0);
+  std::vector<Observation> history = {Observation::failed(failure, "out of resources")};
+  for (const auto& c : {xyz(0, 0, 0), xyz(8, 8, 5), xyz(15, 0, 15), xyz(0, 15, 15), xyz(5, 12, 2)})
+    history.push_back(*evaluate(c));
+  // How many of the next 12 proposals lie at or above the failure.
+  const auto above_failure = [&](const nlohmann::json& options, std::uint64_t seed,
+                                 const std::vector<Observation>& told) {
+    auto strategy = make_strategy("bayes", space, seed, options);
+    strategy->tell(told);
+    int above = 0;
+    for (int step = 0; step < 12; ++step) {
+      const auto batch = strategy->ask(1);
+      REQUIRE(batch.size() == 1);
+      above += at_or_above(batch.front(), failure);
+      strategy->tell({*evaluate(batch.front())});
+    }
+    return above;
+  };
+  const nlohmann::json monotone = {};  // the default
+  int model_above = 0, contradicted_above = 0;
+  std::vector<Observation> contradicted = history;
+  contradicted.push_back(Observation::success(xyz(10, 9, 15), 2.0));  // not this evaluator's: a counterexample
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    CHECK(above_failure(monotone, seed, history) == 0);
+    model_above += above_failure({{"monotone_failures", false}}, seed, history) > 0;
+    contradicted_above += above_failure(monotone, seed, contradicted) > 0;
+  }
+  MESSAGE("seeds proposing a configuration above the failure within 12: the model alone " << model_above
+          << " of 6; with the rule contradicted " << contradicted_above << " of 6");
+  CHECK(model_above >= 2);
+  CHECK(contradicted_above >= 2);
+}
