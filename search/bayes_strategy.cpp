@@ -331,8 +331,8 @@ class BayesStrategy final : public IndexedStrategy {
   // buffers) grow with the parameters: what fails at some values fails at
   // larger ones. On none of the 26 recorded and simulated spaces with
   // failures of the evaluation protocol is the optimum at or above a failure,
-  // and on most of them (the simulator's tiled kernels, the 2021 convolution)
-  // no such configuration succeeds (docs/search.md, "Failures grow with the
+  // and on 7 of them (five of the simulator's, two convolutions) no such
+  // configuration succeeds (docs/search.md, "Failures grow with the
   // parameters"). Taken as a rule while the space's own measurements agree
   // with it: one success at or above a failure turns it off for the run.
   class FailureDominance {
