@@ -366,13 +366,17 @@ class BayesStrategy final : public IndexedStrategy {
     bool consistent_ = true;
   };
 
-  // Drops from `indices` the configurations implied to fail, unless that would drop them all.
-  void pass_over_implied_failures(std::vector<std::uint64_t>& indices) const {
+  // Drops from `indices` the configurations implied to fail while at least
+  // `needed` others remain; keeps them all where none does, and where some
+  // do, as many of the implied as make up `needed`.
+  void pass_over_implied_failures(std::vector<std::uint64_t>& indices, std::size_t needed) const {
     if (!failure_dominance_.active()) return;
-    std::vector<std::uint64_t> kept;
+    std::vector<std::uint64_t> kept, implied;
     for (std::uint64_t index : indices)
-      if (!failure_dominance_.implies_failure(space_.positions_at(index))) kept.push_back(index);
-    if (!kept.empty()) indices = std::move(kept);
+      (failure_dominance_.implies_failure(space_.positions_at(index)) ? implied : kept).push_back(index);
+    if (kept.empty()) return;
+    for (std::size_t i = 0; kept.size() < needed && i < implied.size(); ++i) kept.push_back(implied[i]);
+    indices = std::move(kept);
   }
 
   // The GP's inputs; without `with_alignment`, the space's encoding alone.
@@ -437,7 +441,7 @@ class BayesStrategy final : public IndexedStrategy {
     if (out.size() >= k) return out;
     std::vector<std::uint64_t> pool =
         random_candidates(std::max<std::size_t>(64, 16 * k), {out.begin(), out.end()});
-    pass_over_implied_failures(pool);
+    pass_over_implied_failures(pool, k - out.size());
     if (pool.empty()) return out;
     const Eigen::MatrixXd pool_x = encode(pool, false);
     Eigen::VectorXd nearest =
@@ -563,7 +567,7 @@ class BayesStrategy final : public IndexedStrategy {
       for (std::size_t i = 0; i < strata_pool_.size(); ++i)
         if (stratum_of_[i] == stratum && !seen(strata_pool_[i]) && !placed.count(strata_pool_[i]))
           members.push_back(strata_pool_[i]);
-      pass_over_implied_failures(members);
+      pass_over_implied_failures(members, 1);
       if (members.empty()) continue;
       return members[static_cast<std::size_t>(
           rng_.uniform_int(0, static_cast<std::int64_t>(members.size()) - 1))];
