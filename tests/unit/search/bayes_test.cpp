@@ -425,7 +425,9 @@ Configuration xyz(int x, int y, int z) {
 TEST_CASE("bayes with `monotone_failures` (the default) measures nothing above a failure until a success contradicts it") {
   // Faster towards x + y = 18, failing beyond it. Told that (10, 9, 0) failed,
   // the rule takes every configuration at or above it to fail: the model,
-  // which prefers the edge, proposes some of them in several seeds.
+  // which prefers the edge, proposes some of them in several seeds. Told a
+  // success above the failure as well, the rule is off: the model proposes
+  // them again.
   const SearchSpace& space = failing_corner_space();
   const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
     return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
