@@ -10,22 +10,19 @@ wrongly pass over, had that failure been measured), whether the optimum is among
 of the best 1% are. docs/search.md ("Failures grow with the parameters") reads it.
 """
 import glob
-import json
 import os
 import sys
 
+from tuning_budget import read_cachefile
+
 
 def load(path):
-    space = json.load(open(path))
-    keys = space["tune_params_keys"]
-    objective = space.get("objective") or "time"
-    order = {key: {value: i for i, value in enumerate(space["tune_params"][key])} for key in keys}
-    configurations = []
-    for record in space["cache"].values():
-        value = record.get(objective, record.get("time"))
-        ok = isinstance(value, (int, float)) and value < 1e10
-        configurations.append((tuple(order[key][record[key]] for key in keys), value if ok else None))
-    return configurations
+    """(positions, value) per configuration, each value's position in its parameter's listed order;
+    value None where the configuration failed."""
+    keys, tune_params, table = read_cachefile(path)
+    order = [{value: i for i, value in enumerate(tune_params[key])} for key in keys]
+    return [(tuple(o[v] for o, v in zip(order, configuration)), value)
+            for configuration, value in table.items()]
 
 
 def at_or_above(a, b):
@@ -44,14 +41,12 @@ def main():
         if not failures:
             continue
         successes = sorted((v, c) for c, v in configurations if v is not None)
-        above = [c for _, c in successes if any(at_or_above(c, f) for f in failures)]
-        above_set = set(above)
+        above = {c for _, c in successes if any(at_or_above(c, f) for f in failures)}
         best = successes[:max(1, len(successes) // 100)]
         name = os.path.relpath(path, root)[:-len(".json")]
         print("%-36s %8d %14d %14d (%5.1f%%) %8s %5d of %3d" % (
             name, len(failures), len(configurations), len(above), 100 * len(above) / len(successes),
-            "above" if successes[0][1] in above_set else "not", sum(c in above_set for _, c in best),
-            len(best)))
+            "above" if successes[0][1] in above else "not", sum(c in above for _, c in best), len(best)))
 
 
 if __name__ == "__main__":

@@ -25,20 +25,11 @@ import sys
 
 import optuna
 
-from tuning_budget import random_search_budget
+from tuning_budget import random_search_budget, read_cachefile
 
 
 def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    keys = doc["tune_params_keys"]
-    objective = doc.get("objective", "time")
-    table = {}
-    for record in doc["cache"].values():
-        config = tuple(record[k] for k in keys)
-        value = record[objective]
-        table[config] = value if isinstance(value, (int, float)) else None
-    return load_name(path), keys, doc["tune_params"], table
+    return (load_name(path), *read_cachefile(path))
 
 
 def run(keys, tune_params, table, budget, seed, penalty):
