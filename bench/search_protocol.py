@@ -63,6 +63,17 @@ def mean_standard_error(errors):
     return math.sqrt(sum(e ** 2 for e in errors)) / len(errors)
 
 
+def strategy_command(args, strategy, options, files, repeats, seed, out):
+    """The command that runs `strategy` on `files` for their budgets (B(0.95) capped at 300), `repeats` runs
+    each from `seed`, writing the traces to `out`. `tpe` is Optuna's TPE sampler (bench/search_tpe.py, Debian's
+    python3-optuna), the peer a strategy of ours is measured against; the others are autotune's."""
+    if strategy == "tpe":
+        return ["/usr/bin/python3", os.path.join(HERE, "search_tpe.py"), *files, "--budget", "auto", "--repeats",
+                str(repeats), "--seed", str(seed), "--json", out]
+    return [args.autotune, "search-bench", *files, "--strategy", strategy, "--budget", "auto", "--repeats",
+            str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
+
+
 def scored(args, names, files, strategy, options, measured_runs=None):
     """({space: score entry}, the traces file) for `strategy` with `options` on `files` (the spaces `names`),
     from OUT when already there. The traces file holds {space: runs}, a run the list of its evaluations'
@@ -78,8 +89,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
     if not os.path.exists(traces):
         print(f"running {strategy} {json.dumps(options)} on {len(files)} spaces, {args.repeats} repeats",
               file=sys.stderr)
-        run([args.autotune, "search-bench", *files, "--strategy", strategy, "--budget", "auto", "--repeats",
-             str(args.repeats), "--options", json.dumps(options), "--json", traces + ".part"])
+        run(strategy_command(args, strategy, options, files, args.repeats, 1, traces + ".part"))
         os.replace(traces + ".part", traces)
     if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
         run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
@@ -105,8 +115,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
                 continue
             print(f"  {name}: {extra} more repeats of {strategy}", file=sys.stderr)
             part = equal + ".part.json"
-            run([args.autotune, "search-bench", path, "--strategy", strategy, "--budget", "auto", "--repeats",
-                 str(extra), "--seed", str(len(merged[name]) + 1), "--options", json.dumps(options), "--json", part])
+            run(strategy_command(args, strategy, options, [path], extra, len(merged[name]) + 1, part))
             with open(part) as f:
                 merged[name] += json.load(f)[name]
             os.remove(part)
@@ -164,7 +173,8 @@ def main():
     parser.add_argument("--split", required=True)
     parser.add_argument("--splits", default=os.path.join(HERE, "spaces", "splits.json"))
     parser.add_argument("--data", default=os.path.join(ROOT, "build", "spaces"))
-    parser.add_argument("--strategy", default="bayes")
+    parser.add_argument("--strategy", default="bayes",
+                        help="an autotune strategy, or tpe (Optuna's TPE sampler, needs scripts/setup.sh --optuna)")
     parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--evaluations", type=int, default=3000,
@@ -192,6 +202,8 @@ def main():
         fail(f"--options: not JSON ({e})")
     if not isinstance(options, dict):
         fail('--options: expected a JSON object, e.g. {"initial": 6}')
+    if args.strategy == "tpe" and options:
+        fail("--options: tpe takes none (Optuna's TPESampler with its defaults)")
     try:
         with open(args.splits) as f:
             splits = json.load(f)["splits"]

@@ -5,10 +5,12 @@
 #
 #   scripts/setup.sh            the autotune executable only (what the README's first command needs)
 #   scripts/setup.sh --all      also every test and benchmark, Debian's python3-numpy for the NKI
-#                               export test, python3-yaml for the docs' YAML check, the PostgreSQL server the store's tests start a
+#                               export test, python3-yaml for the docs' YAML check, python3-optuna for the
+#                               search protocol's TPE peer, the PostgreSQL server the store's tests start a
 #                               throwaway cluster of, and Chromium for the report's browser tests
 #                               (scripts/test.sh uses this)
-#   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column
+#   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column and
+#                               bench/search_protocol.py --strategy tpe
 #   scripts/setup.sh --packages-only   the packages only (Debian's and web/'s npm ones), no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ done
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
           libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev libpq-dev libpqxx-dev)
-((all)) && packages+=(python3-numpy python3-yaml postgresql chromium)
+((all)) && packages+=(python3-numpy python3-yaml python3-optuna postgresql chromium)
 # Node.js and npm fetch the pages' charting library (web/package.json); a machine may have its own.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 ((optuna)) && packages+=(python3-optuna)

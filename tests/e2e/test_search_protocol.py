@@ -176,6 +176,21 @@ def protocol(tmp, splits_path, data):
               f"{before['space']}: {wanted} runs with --precise: {before} -> {after}")
         check(after["score"] == after["random"], f"{before['space']}: both columns from the same runs: {after}")
     check("240 where a standard error was above" in precise.stdout, f"the effort printed:\n{precise.stdout}")
+    # tpe: Optuna's TPE sampler (bench/search_tpe.py) is run and scored the same way, as the peer of ours.
+    tpe_path = os.path.join(tmp, "tpe.json")
+    tpe = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:-1] + [tpe_path], capture_output=True,
+                         text=True, timeout=600)
+    check(tpe.returncode == 0, f"search_protocol --strategy tpe: {tpe.stderr[-500:]}")
+    tpe_traces = json.load(open(os.path.join(out, next(
+        n for n in os.listdir(out) if n.startswith("tiny-tpe-") and n.endswith("-e60.traces.json")))))
+    for before, after in zip(rows, json.load(open(tpe_path))["spaces"]):
+        check(after["space"] == before["space"] and after["repeats"] == before["repeats"] and
+              len(tpe_traces[after["space"]]) == before["repeats"], f"tpe: the grid's runs per space: {after}")
+        check(all(len(run) == before["budget"] for run in tpe_traces[after["space"]]), f"tpe: runs of the budget")
+        check(after["random"] == before["random"], f"tpe: beside the same random search runs: {after}")
+    with_options = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:] + ["--options", '{"xi": 1}'],
+                                  capture_output=True, text=True, timeout=60)
+    one_line(with_options, "--options", "tpe")
     # A second call reuses the traces.
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
