@@ -177,6 +177,8 @@ def protocol(tmp, splits_path, data):
         check(after["score"] == after["random"], f"{before['space']}: both columns from the same runs: {after}")
     check("240 where a standard error was above" in precise.stdout, f"the effort printed:\n{precise.stdout}")
     # tpe: Optuna's TPE sampler (bench/search_tpe.py) is run and scored the same way, as the peer of ours.
+    has_optuna = subprocess.run(["/usr/bin/python3", "-c", "import optuna"], capture_output=True)
+    check(has_optuna.returncode == 0, "optuna is missing; scripts/setup.sh --all installs python3-optuna")
     tpe_path = os.path.join(tmp, "tpe.json")
     tpe = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:-1] + [tpe_path], capture_output=True,
                          text=True, timeout=600)
