@@ -188,7 +188,7 @@ def protocol(tmp, splits_path, data):
     for before, after in zip(rows, json.load(open(tpe_path))["spaces"]):
         check(after["space"] == before["space"] and after["repeats"] == before["repeats"] and
               len(tpe_traces[after["space"]]) == before["repeats"], f"tpe: the grid's runs per space: {after}")
-        check(all(len(run) == before["budget"] for run in tpe_traces[after["space"]]), f"tpe: runs of the budget")
+        check(all(len(run) == before["budget"] for run in tpe_traces[after["space"]]), "tpe: runs of the budget")
         check(after["random"] == before["random"], f"tpe: beside the same random search runs: {after}")
     with_options = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:] + ["--options", '{"xi": 1}'],
                                   capture_output=True, text=True, timeout=60)
