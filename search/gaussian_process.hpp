@@ -41,11 +41,12 @@ class GaussianProcess {
   void set_hyperparameters(const GpHyperparameters& h) { hyper_ = h; }
   int data_size() const { return static_cast<int>(targets_.size()); }
   double objective() const { return objective_; }  // penalised log marginal likelihood
+  // The penalised log marginal likelihood of the data at `h`, and its gradient
+  // in log space (length scales..., signal, noise).
+  double penalised_lml(const GpHyperparameters& h, Eigen::VectorXd* gradient) const;
 
  private:
   GpHyperparameters defaults() const;
-  // Penalised LML and its gradient (lengthscales..., signal, noise).
-  double penalised_lml(const GpHyperparameters& h, Eigen::VectorXd* gradient) const;
   GpHyperparameters rprop(GpHyperparameters start, int iterations, double& best_value) const;
 
   int dimension_;
