@@ -27,7 +27,9 @@
 //    at or above a failure in every parameter is taken to fail and passed
 //    over while any other candidate remains, in the model's proposals and in
 //    the initial design, until a success at or above a failure contradicts
-//    the rule (FailureDominance, below).
+//    the rule (FailureDominance, below). With
+//    `predict_failures_while_monotone`, failures join the GP as classified
+//    ones do while the rule holds.
 //  - Acquisition: maximised over the unseen configurations: all of them when
 //    at most `exhaustive_limit` remain, otherwise `candidates` uniform random
 //    ones plus greedy neighbour-move hill climbs (on expected improvement)
@@ -70,7 +72,8 @@
 // Options: initial (6), exhaustive_limit (2000), candidates (500),
 // local_starts (6), local_steps (6), xi (0.01), batch ("believer"),
 // fit_iterations (30), refit_growth (0.1), impute_failures (true),
-// failures ("worst"), monotone_failures (true), acquisition ("hedge"),
+// failures ("worst"), monotone_failures (true),
+// predict_failures_while_monotone (false), acquisition ("hedge"),
 // alignment (true), transfer_points (3), design ("maximin"),
 // stratified_points (3), ties ("infer"), after_tie ("neighbours").
 //
@@ -137,6 +140,14 @@ struct BayesOptions {
   // while others remain, until a success above a failure shows the space is
   // not so (FailureDominance, below).
   bool monotone_failures = true;
+  // `predict_failures_while_monotone: true`: while the monotone rule holds
+  // (monotone_failures, above), a failure joins the GP as with `failures:
+  // classified` (the model's prediction plus one standard deviation) and not
+  // at the worst value: the rule already keeps the search off what lies above
+  // a failure, and the worst value would also drag down the feasible side of
+  // the edge. Once the space contradicts the rule, failures are imputed as
+  // `failures` says.
+  bool predict_failures_while_monotone = false;
 };
 
 // Alignment of an integer knob: how many times 2 divides its value. Block and
@@ -621,7 +632,8 @@ class BayesStrategy final : public IndexedStrategy {
       const double worst = y.maxCoeff();
       const Eigen::MatrixXd failed_x = encode(failed);
       Eigen::VectorXd imputed = Eigen::VectorXd::Constant(n_failed, worst);
-      if (options_.classify_failures) {
+      if (options_.classify_failures ||
+          (options_.predict_failures_while_monotone && failure_dominance_.active())) {
         // A failure says nothing about how fast its configuration would be:
         // it only removes the uncertainty there. At the worst value it drags
         // down its feasible neighbours too, where the optimum of a kernel
@@ -1010,6 +1022,8 @@ const StrategyRegistration registration(
                                                 : BayesOptions::AfterTie::model;
       o.believer = choice(options, "batch", "believer", {"believer", "liar"}) == "believer";
       o.monotone_failures = options.get<bool>("monotone_failures", o.monotone_failures, "true or false");
+      o.predict_failures_while_monotone = options.get<bool>(
+          "predict_failures_while_monotone", o.predict_failures_while_monotone, "true or false");
       if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
           o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0 || o.stratified_points < 0)
         throw UserError(

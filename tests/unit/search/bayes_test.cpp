@@ -153,6 +153,32 @@ TEST_CASE("bayes with `failures: classified` finds an optimum on a failing regio
   CHECK(classified < worst);
 }
 
+TEST_CASE("bayes with `predict_failures_while_monotone` finds an optimum on a failing region's edge sooner") {
+  // The space of the test above, whose failures grow with x and y, so the
+  // monotone rule holds throughout: a failure then joins the model at its
+  // prediction plus one standard deviation, and the rule, not the worst
+  // value, keeps the search off what lies beyond it.
+  const SearchSpace& space = failing_corner_space();
+  const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
+    return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
+  });
+  const auto median_best = [&](const nlohmann::json& options) {
+    std::vector<double> bests;
+    for (std::uint64_t seed = 1; seed <= 7; ++seed) {
+      auto strategy = make_strategy("bayes", space, seed, options);
+      Trace trace;
+      for (const auto& o : run_search(*strategy, evaluate, StopCondition::evaluations(25)).observations)
+        trace.push_back(o.value);
+      bests.push_back(best_of(trace));
+    }
+    return median(bests);
+  };
+  const double worst = median_best({}), predicted = median_best({{"predict_failures_while_monotone", true}});
+  MESSAGE("median best after 25: worst-value imputation " << worst << ", predicted while monotone "
+                                                          << predicted << ", optimum 1");
+  CHECK(predicted < worst);
+}
+
 TEST_CASE("bayes's alignment feature: a block size that pays only when aligned is found sooner with it") {
   // Like a kernel whose block size must fill whole 64-wide wavefronts: any
   // other multiple of 16 costs 2.5x, over a smooth trend in the block size and
