@@ -126,54 +126,46 @@ TEST_CASE("bayes learns to avoid a failing region: fewer failures than random (o
   CHECK(bayes < random);
 }
 
-TEST_CASE("bayes with `failures: classified` finds an optimum on a failing region's edge sooner") {
-  // Like a kernel that is fastest with the largest tiles that still fit:
-  // configurations with x + y > 18 fail, and the time falls towards that edge.
-  // Failures imputed at the worst value drag the edge's feasible side down
-  // with them; classified, a failure only removes the model's uncertainty
-  // there and a separate model of success keeps the search off the failures.
+namespace {
+
+// Median over seeds 1-7 of bayes's best after 25 evaluations on a space like a
+// kernel that is fastest with the largest tiles that still fit: configurations
+// with x + y > 18 fail, and the time falls towards that edge (optimum 1).
+double median_best_at_failing_edge(const nlohmann::json& options) {
   const SearchSpace& space = failing_corner_space();
   const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
     return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
   });
-  const auto median_best = [&](const nlohmann::json& options) {
-    std::vector<double> bests;
-    for (std::uint64_t seed = 1; seed <= 7; ++seed) {
-      auto strategy = make_strategy("bayes", space, seed, options);
-      Trace trace;
-      for (const auto& o : run_search(*strategy, evaluate, StopCondition::evaluations(25)).observations)
-        trace.push_back(o.value);
-      bests.push_back(best_of(trace));
-    }
-    return median(bests);
-  };
-  const double worst = median_best({}), classified = median_best({{"failures", "classified"}});
+  std::vector<double> bests;
+  for (std::uint64_t seed = 1; seed <= 7; ++seed) {
+    auto strategy = make_strategy("bayes", space, seed, options);
+    Trace trace;
+    for (const auto& o : run_search(*strategy, evaluate, StopCondition::evaluations(25)).observations)
+      trace.push_back(o.value);
+    bests.push_back(best_of(trace));
+  }
+  return median(bests);
+}
+
+}  // namespace
+
+TEST_CASE("bayes with `failures: classified` finds an optimum on a failing region's edge sooner") {
+  // Failures imputed at the worst value drag the edge's feasible side down
+  // with them; classified, a failure only removes the model's uncertainty
+  // there and a separate model of success keeps the search off the failures.
+  const double worst = median_best_at_failing_edge({}),
+               classified = median_best_at_failing_edge({{"failures", "classified"}});
   MESSAGE("median best after 25: worst-value imputation " << worst << ", classified " << classified
                                                           << ", optimum 1");
   CHECK(classified < worst);
 }
 
 TEST_CASE("bayes with `predict_failures_while_monotone` finds an optimum on a failing region's edge sooner") {
-  // The space of the test above, whose failures grow with x and y, so the
-  // monotone rule holds throughout: a failure then joins the model at its
-  // prediction plus one standard deviation, and the rule, not the worst
-  // value, keeps the search off what lies beyond it.
-  const SearchSpace& space = failing_corner_space();
-  const Evaluator evaluate = failing_beyond_18([](double x, double y, double z) {
-    return 1.0 + (18 - x - y) / 10.0 + (x - y) * (x - y) / 100.0 + (z - 5) * (z - 5) / 60.0;
-  });
-  const auto median_best = [&](const nlohmann::json& options) {
-    std::vector<double> bests;
-    for (std::uint64_t seed = 1; seed <= 7; ++seed) {
-      auto strategy = make_strategy("bayes", space, seed, options);
-      Trace trace;
-      for (const auto& o : run_search(*strategy, evaluate, StopCondition::evaluations(25)).observations)
-        trace.push_back(o.value);
-      bests.push_back(best_of(trace));
-    }
-    return median(bests);
-  };
-  const double worst = median_best({}), predicted = median_best({{"predict_failures_while_monotone", true}});
+  // The failures grow with x and y, so the monotone rule holds throughout: a
+  // failure joins the model at its prediction plus one standard deviation,
+  // and the rule, not the worst value, keeps the search off what lies beyond.
+  const double worst = median_best_at_failing_edge({}),
+               predicted = median_best_at_failing_edge({{"predict_failures_while_monotone", true}});
   MESSAGE("median best after 25: worst-value imputation " << worst << ", predicted while monotone "
                                                           << predicted << ", optimum 1");
   CHECK(predicted < worst);
