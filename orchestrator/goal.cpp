@@ -429,6 +429,25 @@ void read_kernel_section(ConfigReader& top, Goal& goal) { read_kernel(top, goal)
 
 Json yaml_value_json(const YAML::Node& node) { return yaml_to_json(node); }
 
+void read_search_strategy(ConfigReader& search, std::string& strategy, Json& options) {
+  const YAML::Node strategy_node = search.raw("strategy");
+  strategy = search.optional<std::string>("strategy", strategy);
+  if (!search::strategy_registry().contains(strategy))
+    search.fail(
+        "strategy",
+        "unknown strategy '" + strategy + "'; accepted: " + search::strategy_registry().joined_names(),
+        &strategy_node);
+  const YAML::Node options_node = search.raw("options");
+  options = yaml_to_json(options_node);
+  if (options.is_null()) options = Json::object();
+  if (!options.is_object()) search.fail("options", "expected a mapping of strategy options", &options_node);
+  try {
+    search::check_strategy_options(strategy, options);
+  } catch (const UserError& e) {
+    search.fail("options", e.what(), &options_node);
+  }
+}
+
 KernelSignature kernel_signature(const kernels::FamilySpec& family) {
   KernelSignature signature;
   signature.kernel = family.name;
@@ -507,16 +526,7 @@ Goal load_goal(const std::filesystem::path& path) {
     budget->finish({"evaluations", "wall_time_s"});
   }
   if (auto search = top.maybe_child("search")) {
-    const YAML::Node strategy_node = search->raw("strategy");
-    goal.strategy = search->optional<std::string>("strategy", goal.strategy);
-    if (!search::strategy_registry().contains(goal.strategy))
-      search->fail(
-          "strategy",
-          "unknown strategy '" + goal.strategy + "'; accepted: " + search::strategy_registry().joined_names(),
-          &strategy_node);
-    goal.strategy_options = yaml_to_json(search->raw("options"));
-    if (goal.strategy_options.is_null()) goal.strategy_options = Json::object();
-    if (!goal.strategy_options.is_object()) search->fail("options", "expected a mapping of strategy options");
+    read_search_strategy(*search, goal.strategy, goal.strategy_options);
     goal.batch_size = search->optional<int>("batch_size", 0);
     if (goal.batch_size < 0) search->fail("batch_size", "must be at least 1");
     if (auto space = search->maybe_child("space")) {

@@ -18,5 +18,10 @@ std::vector<search::ParamValue> read_space_domain(ConfigReader& space, const std
 void read_kernel_section(ConfigReader& top, Goal& goal);
 // A YAML value as JSON, as load_goal keeps start.params and search.options.
 Json yaml_value_json(const YAML::Node& node);
+// A `search:` section's `strategy` and `options` (each optional: what
+// `strategy` and `options` hold stays the default). An unknown strategy, or
+// an option it does not accept or holds out of range, is a UserError at the
+// key, before any work.
+void read_search_strategy(ConfigReader& search, std::string& strategy, Json& options);
 
 }  // namespace autotune::orchestrator

@@ -10,6 +10,7 @@
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "orchestrator/decision_log.hpp"
+#include "orchestrator/goal_sections.hpp"
 #include "orchestrator/setup.hpp"
 #include "sim/simulator.hpp"
 #include "sim/target.hpp"
@@ -166,6 +167,7 @@ Goal kernel_goal_for(const ModelGoal& goal, const model::OperatorTiming& lead, i
   kernel_goal.budget_evaluations = slice;
   kernel_goal.budget_wall_time_s = std::max(1.0, goal.budget_wall_time_s - elapsed_s);
   kernel_goal.strategy = goal.strategy;
+  kernel_goal.strategy_options = goal.strategy_options;
   kernel_goal.batch_size = goal.batch_size;
   kernel_goal.transfer = goal.transfer;
   kernel_goal.start_variant = lead.config.variant;
@@ -315,14 +317,14 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     budget->finish({"evaluations", "wall_time_s"});
   }
   if (auto search = top.maybe_child("search")) {
-    goal.strategy = search->optional<std::string>("strategy", goal.strategy);
+    read_search_strategy(*search, goal.strategy, goal.strategy_options);
     goal.batch_size = search->optional<int>("batch_size", 0);
     if (goal.batch_size < 0) {
       const YAML::Node node = search->raw("batch_size");
       search->fail("batch_size", "must be at least 1 (0: the number of parallel workers)", &node);
     }
     goal.transfer = search->optional<bool>("transfer", false);
-    search->finish({"strategy", "batch_size", "transfer"});
+    search->finish({"strategy", "options", "batch_size", "transfer"});
   }
   goal.parallel = top.optional<int>("parallel", goal.parallel);
   if (goal.parallel < 1 || goal.parallel > kMaxParallel) {

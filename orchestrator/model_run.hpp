@@ -43,6 +43,7 @@ struct ModelGoal {
   int budget_evaluations = 150;
   double budget_wall_time_s = 900;
   std::string strategy = "bayes";
+  Json strategy_options = Json::object();  // search.options, as a kernel goal's
   int batch_size = 0;
   // Each kernel run learns from the earlier runs of its kernel in the
   // database (Goal::transfer): the model's other shapes of the same family.

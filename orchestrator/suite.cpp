@@ -156,14 +156,8 @@ Suite load_suite(const std::filesystem::path& path) {
   suite.max_iterations = top.optional<int>("max_iterations", suite.max_iterations);
   if (suite.max_iterations < 1) top.fail("max_iterations", "must be at least 1");
   if (auto search = top.maybe_child("search")) {
-    const YAML::Node node = search->raw("strategy");
-    suite.strategy = search->optional<std::string>("strategy", suite.strategy);
-    if (!search::strategy_registry().contains(suite.strategy))
-      search->fail("strategy",
-                   "unknown strategy '" + suite.strategy +
-                       "'; accepted: " + search::strategy_registry().joined_names(),
-                   &node);
-    search->finish({"strategy"});
+    read_search_strategy(*search, suite.strategy, suite.strategy_options);
+    search->finish({"strategy", "options"});
   }
   suite.parallel = top.optional<int>("parallel", suite.parallel);
   if (suite.parallel < 1 || suite.parallel > kMaxParallel)
@@ -224,6 +218,7 @@ TaskGoal task_goal(const Suite& suite, const SuiteTask& task, const std::string&
   goal.budget_evaluations = suite.budget_evaluations;
   goal.budget_wall_time_s = suite.budget_wall_time_s;
   goal.strategy = suite.strategy;
+  goal.strategy_options = suite.strategy_options;
   goal.parallel = suite.parallel;
   goal.seed = suite.seed;
   const auto& family = kernels::family_registry().get(goal.family);

@@ -52,7 +52,8 @@ struct Suite {
   double budget_wall_time_s = 1800;
   int max_iterations = 10;
   std::string strategy = "bayes";
-  int parallel = 1;  // each loop's batch of proposals (Goal::parallel)
+  Json strategy_options = Json::object();  // search.options, as a goal's
+  int parallel = 1;                        // each loop's batch of proposals (Goal::parallel)
   // The loop stops early once the tuned latency reaches this fraction of
   // the roofline bound; 1 (the default) never stops it early.
   double stop_fraction_of_peak = 1.0;

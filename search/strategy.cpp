@@ -35,4 +35,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
   return strategy;
 }
 
+void check_strategy_options(const std::string& name, const nlohmann::json& options) {
+  static const SearchSpace one_choice({ParameterSpec::range("x", 0, 1)});
+  make_strategy(name, one_choice, 0, options);
+}
+
 }  // namespace autotune::search

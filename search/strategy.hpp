@@ -100,6 +100,12 @@ struct StrategyRegistration : Registration<StrategyFactory> {
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, std::uint64_t seed,
                                         const nlohmann::json& options = {});
 
+// The UserError make_strategy would throw for `name` and `options`, thrown
+// now: every strategy reads and range-checks its options in its factory,
+// whatever the space, so a goal's options are checked when it is read, before
+// any work, not when its first search starts.
+void check_strategy_options(const std::string& name, const nlohmann::json& options);
+
 template <class T>
 T StrategyOptions::get(const std::string& key, T fallback, const std::string& accepted) {
   read_.push_back(key);

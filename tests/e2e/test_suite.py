@@ -53,6 +53,8 @@ def check_errors(tmp):
         ("shape", SUITE.replace("rows: 256, cols: 1024", "rows: 256"), [":9:", "missing cols"]),
         ("space", SUITE.replace("tile_m: [64, 128]", "tile_q: [64]"), ["tile_q"]),
         ("budget", SUITE.replace("evaluations: 6", "evaluations: 0"), [":5:", "must be at least 1"]),
+        ("options", SUITE.replace("max_iterations: 2", "max_iterations: 2\nsearch: {strategy: random, options: {xi: 1}}"),
+         [":7:", "search.options:", "strategy 'random': unknown option 'xi'"]),
     ]
     for name, text, needles in cases:
         path = write_goal(tmp, f"bad-{name}.yaml", text)

@@ -9,8 +9,10 @@
 
 #include "core/error.hpp"
 #include "kernels/family.hpp"
+#include "orchestrator/model_run.hpp"
 #include "orchestrator/policy.hpp"
 #include "orchestrator/setup.hpp"
+#include "orchestrator/suite.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
@@ -72,6 +74,39 @@ TEST_CASE("search.transfer: off unless asked, the resolved YAML names it only wh
   CHECK(load_goal(dir.write("again.yaml", yaml)).transfer);
 }
 
+TEST_CASE("a suite's search.options reach every task's goal, and are checked when the suite is read") {
+  const testing::TempDir dir;
+  const std::string head = "name: s\ntargets: [trn1, trn2]\n";
+  const std::string tasks =
+      "tasks:\n  - name: act\n    kernel: {family: silu, shape: {rows: 256, cols: 1024}, dtype: fp32}\n";
+  const Suite suite = load_suite(
+      dir.write("s.yaml", head + "search:\n  strategy: bayes\n  options: {initial: 4, xi: 0.1}\n" + tasks));
+  for (const std::string target : {"trn1", "trn2"}) {
+    const TaskGoal made = task_goal(suite, suite.tasks.front(), target);
+    CHECK(made.goal.strategy == "bayes");
+    CHECK(made.goal.strategy_options == Json{{"initial", 4}, {"xi", 0.1}});
+  }
+  const std::string error = user_error([&] {
+    load_suite(dir.write("bad.yaml", head + "search:\n  strategy: bayes\n  options: {initial: 0}\n" + tasks));
+  });
+  CHECK(error.find("bad.yaml:5: search.options: strategy 'bayes': option out of range") != std::string::npos);
+}
+
+TEST_CASE("a model goal's search.strategy and search.options are checked when it is read") {
+  const testing::TempDir dir;
+  const std::string head = "name: m\nmodel: {file: " + source("configs/models/qwen3-0.6b.yaml").string() +
+                           ", layers: 1, seq: 512}\ntarget: trn2\n";
+  const ModelGoal goal =
+      load_model_goal(dir.write("m.yaml", head + "search: {strategy: bayes, options: {xi: 0.1}}\n"));
+  CHECK(goal.strategy_options == Json{{"xi", 0.1}});
+  CHECK(user_error([&] {
+          load_model_goal(dir.write("s.yaml", head + "search: {strategy: hillclimb}\n"));
+        }).find("s.yaml:4: search.strategy: unknown strategy 'hillclimb'") != std::string::npos);
+  CHECK(user_error([&] {
+          load_model_goal(dir.write("o.yaml", head + "search: {options: {initial: 0}}\n"));
+        }).find("o.yaml:4: search.options: strategy 'bayes': option out of range") != std::string::npos);
+}
+
 TEST_CASE("the GEMM article goal searches its three knobs from the tiled step") {
   auto prepared = load_and_prepare(source("configs/goals/gemm-article.yaml"));
   const auto& tiled = prepared.setup.catalog.variant("tiled");
@@ -98,6 +133,10 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"infeasible.yaml", ": search.constraints:", "infeasible"},
       {"bad_objective.yaml", ":3: objective:", "speed"},
       {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
+      {"unknown_strategy_option.yaml",
+       ":5: search.options:", "strategy 'bayes': unknown option 'initial_points' (accepted: initial,"},
+      {"strategy_option_out_of_range.yaml",
+       ":6: search.options:", "strategy 'genetic': option out of range; accepted: population >= 4"},
       {"bad_transfer.yaml", ":5: search.transfer:", "'sometimes' is not true or false"},
       {"missing_cachefile.yaml", ":4: target.cachefile:", "not found"},
       {"bad_dtype.yaml", ":2: kernel.dtype:", "int8"},
