@@ -496,8 +496,14 @@ Goal load_goal(const std::filesystem::path& path) {
 
   if (auto section = top.maybe_child("goal")) {
     goal.improvement = section->maybe<double>("improvement");
+    const YAML::Node improvement_node = section->node()["improvement"];
     if (goal.improvement && (*goal.improvement <= -1 || !std::isfinite(*goal.improvement)))
-      section->fail("improvement", "must be a fraction above -1 (0.20 = 20% better)");
+      section->fail("improvement", "must be a fraction above -1 (0.20 = 20% better)", &improvement_node);
+    if (goal.improvement && goal.objective == Objective::latency && *goal.improvement >= 1)
+      section->fail("improvement",
+                    "must be below 1 for the latency objective: it is 1 - best / baseline "
+                    "(0.5 = latency halved), which no latency above zero reaches at 1",
+                    &improvement_node);
     const char* keys[] = {"latency_s", "throughput_flops_per_s", "mfu_percent"};
     const char* wanted = goal.objective == Objective::latency      ? "latency_s"
                          : goal.objective == Objective::throughput ? "throughput_flops_per_s"

@@ -132,6 +132,7 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"value_outside_domain.yaml", ":5: search.space.tile_m:", "48"},
       {"infeasible.yaml", ": search.constraints:", "infeasible"},
       {"bad_objective.yaml", ":3: objective:", "speed"},
+      {"unreachable_improvement.yaml", ":4: goal.improvement:", "must be below 1 for the latency objective"},
       {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
       {"unknown_strategy_option.yaml",
        ":5: search.options:", "strategy 'bayes': unknown option 'initial_points' (accepted: initial,"},
