@@ -281,11 +281,13 @@ const CommandRegistration registration(
                      "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
       app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...; default 10)");
       app.add_option("--seed", args->seed, "First seed (default 1)")->check(check_uint64);
-      app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)");
+      app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)")
+          ->check(check_uint64);
       app.add_option("--options", args->options, "Strategy options as a JSON object");
       app.add_option("--transfer", args->transfer,
                      "Learn from a bayes run of N evaluations on each related file (same kernel and "
-                     "parameters) before each run (default 0: none)");
+                     "parameters) before each run (default 0: none)")
+          ->check(check_uint64);
       app.add_option("--jobs", args->jobs, "Runs at once (default 2); the traces do not depend on it");
       app.add_option("--json", args->json_out,
                      "Write the traces (or, with --score, the scores per space and per repeat) to this file "

@@ -47,7 +47,8 @@ const CommandRegistration registration(
       app.add_option("--top", options->top, "How many of the best configurations to print")->default_val(10);
       app.add_option("--limit", options->limit,
                      "Evaluate at most this many configurations: the goal's start point and a uniform sample "
-                     "of the rest, seeded by the goal's seed");
+                     "of the rest, seeded by the goal's seed")
+          ->check(check_uint64);
       app.add_flag("--json", options->json, "Print the result as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       app.add_option("--resume", options->resume,
@@ -63,6 +64,7 @@ const CommandRegistration registration(
                           std::to_string(min_jobs) + " to " + std::to_string(orchestrator::kMaxParallel) +
                           (queue ? "" : " (0, all measuring left to workers, needs a PostgreSQL --db)"));
         if (options->top < 1) throw UserError("--top must be at least 1");
+        if (options->limit && *options->limit < 1) throw UserError("--limit must be at least 1");
         auto prepared = orchestrator::load_and_prepare(options->goal);
         // The compiler's message in full; the sweep records it as a failed trial and exits 1.
         const bool unbuilt = !prepared.setup.kernel_source_failure.empty();

@@ -34,6 +34,14 @@ def main():
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
+        # Counts that cannot be negative are refused as such, not read as huge numbers.
+        for value, needle in (("-5", "'-5' is not a non-negative integer"), ("0", "--limit must be at least 1")):
+            one_error_line(run("sweep", quickstart, "--limit", value, "--db", db), needle)
+        space = os.path.join(SOURCE, "..", "shared", "data", "tuning", "pnpoly", "RTX_3090.json")
+        for flag in ("--batch", "--transfer"):
+            one_error_line(run("search-bench", space, "--strategy", "random", "--budget", "2", flag, "-1"),
+                           f"{flag}: '-1' is not a non-negative integer")
+        check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused sweep must not start")
     # A database autotune did not write: one line and exit 2, no SQL; a reading command writes nothing.
     with tempdir() as tmp:
         empty = os.path.join(tmp, "empty.db")
