@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "search/expression.hpp"
 #include "sim/program.hpp"
 
 namespace autotune::skills {
@@ -115,16 +116,60 @@ void move_defaults_into_domains(VariantSpace& variant) {
   }
 }
 
+// A goal's constraint and the names it reads.
+struct GoalConstraint {
+  std::string text;
+  std::set<std::string> names;
+};
+
+// The goal's constraints, parsed once for the whole family: a syntax error, or
+// a name that is neither a parameter of an allowed variant nor a constant, is
+// the goal's error at search.constraints, whichever variants it would reach.
+std::vector<GoalConstraint> goal_constraints(const kernels::FamilySpec& family, const CatalogRequest& request,
+                                             const std::vector<std::string>& allowed,
+                                             const std::map<std::string, double>& constants) {
+  std::set<std::string> parameters;
+  for (const auto& name : allowed)
+    for (const auto& p : family.variant(name).params) parameters.insert(p.name);
+  std::vector<GoalConstraint> out;
+  for (const auto& text : request.constraints) {
+    GoalConstraint constraint{text, {}};
+    try {
+      search::Expression::parse(text, [&](std::string_view name) -> std::optional<search::Symbol> {
+        constraint.names.insert(std::string(name));
+        return search::Symbol{std::nullopt, 1.0, nullptr};
+      });
+    } catch (const UserError& e) {
+      throw UserError(request.where({"search", "constraints"}) + e.what());
+    }
+    for (const auto& name : constraint.names)
+      if (!parameters.count(name) && !constants.count(name))
+        throw UserError(request.where({"search", "constraints"}) + "constraint '" + text + "': '" + name +
+                        "' is neither a parameter of " + family.name + " (" + join(parameters, ", ") +
+                        ") nor a constant (the shape's arguments, dtype_bytes, the target's figures)");
+    out.push_back(std::move(constraint));
+  }
+  return out;
+}
+
 // One variant narrowed to the goal's domains; nullopt when the goal leaves it
 // no value of some parameter and it may be left out (`required`: an error).
+// A goal constraint binds the variant only if the variant has every parameter
+// it names: "tiles_in_block_m <= 4" narrows the blocked variants and leaves
+// the others as they are.
 std::optional<VariantSpace> variant_space(const kernels::VariantSpec& spec, const CatalogRequest& request,
+                                          const std::vector<GoalConstraint>& goal_constraints,
                                           const std::map<std::string, double>& constants, bool required) {
   VariantSpace variant;
   variant.name = spec.name;
   variant.description = spec.description;
   variant.constraints = spec.constraints;
-  variant.constraints.insert(variant.constraints.end(), request.constraints.begin(),
-                             request.constraints.end());
+  for (const auto& constraint : goal_constraints)
+    if (std::all_of(constraint.names.begin(), constraint.names.end(), [&](const std::string& name) {
+          return constants.count(name) || std::any_of(spec.params.begin(), spec.params.end(),
+                                                      [&](const auto& p) { return p.name == name; });
+        }))
+      variant.constraints.push_back(constraint.text);
   variant.constants = constants;
   for (const auto& p : spec.params) {
     std::vector<search::ParamValue> domain;
@@ -198,13 +243,14 @@ VariantCatalog family_catalog(const kernels::FamilySpec& family, const CatalogRe
   for (const auto& [arg, value] : request.shape) constants[arg] = double(value);
   if (auto dtype = sim::parse_dtype(request.dtype)) constants["dtype_bytes"] = sim::dtype_bytes(*dtype);
 
+  const auto constraints = goal_constraints(family, request, allowed, constants);
   VariantCatalog catalog;
   catalog.kernel = family.name;
   for (const auto& name : allowed) {
     // A variant the goal did not ask for, outside its domains or impossible at
     // this shape, is left out; the start variant and named ones are errors.
     const bool required = !request.variants.empty() || name == start;
-    if (auto variant = variant_space(family.variant(name), request, constants, required))
+    if (auto variant = variant_space(family.variant(name), request, constraints, constants, required))
       catalog.variants.push_back(std::move(*variant));
   }
   const VariantSpace& start_space = catalog.variant(start);

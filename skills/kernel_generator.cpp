@@ -61,10 +61,30 @@ Candidate carry_over(const Candidate& best, const VariantSpace& from, const Vari
         chosen ? search::to_json(*chosen)
                : to.defaults.value(parameter.name(), search::to_json(parameter.values().front()));
   }
-  // Settings that break the target's constraints fall back to the default.
+  // Settings that break the variant's constraints fall back to the default;
+  // when that breaks them too (a goal's constraint can), to the configuration
+  // of the space that changes the fewest parameters, by the fewest steps
+  // along their domains among those, the first in index order among equals:
+  // a probe is always one the space allows.
   if (to.space && !to.space->contains(search::configuration_from_json(*to.space, out.params))) {
     Candidate fallback{to.name, to.defaults};
     if (to.space->contains(search::configuration_from_json(*to.space, fallback.params))) return fallback;
+    const auto& parameters = to.space->parameters();
+    const auto wanted = search::configuration_from_json(*to.space, out.params);
+    std::vector<std::int64_t> wanted_at;
+    for (std::size_t p = 0; p < parameters.size(); ++p)
+      wanted_at.push_back(static_cast<std::int64_t>(parameters[p].position(wanted[p]).value_or(0)));
+    std::pair<std::size_t, std::int64_t> fewest{parameters.size() + 1, 0};
+    std::optional<std::uint64_t> nearest;
+    for (std::uint64_t index = 0; index < to.space->size(); ++index) {
+      const auto at = to.space->positions_at(index);
+      std::pair<std::size_t, std::int64_t> changed{0, 0};
+      for (std::size_t p = 0; p < parameters.size(); ++p)
+        if (const std::int64_t steps = std::abs(static_cast<std::int64_t>(at[p]) - wanted_at[p]); steps > 0)
+          ++changed.first, changed.second += steps;
+      if (!nearest || changed < fewest) fewest = changed, nearest = index;
+    }
+    if (nearest) return {to.name, search::to_json(*to.space, to.space->configuration_at(*nearest))};
   }
   return out;
 }

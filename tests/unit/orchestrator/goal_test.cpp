@@ -13,6 +13,7 @@
 #include "orchestrator/policy.hpp"
 #include "orchestrator/setup.hpp"
 #include "orchestrator/suite.hpp"
+#include "skills/kernel_generator.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace autotune;
@@ -107,6 +108,35 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
         }).find("o.yaml:4: search.options: strategy 'bayes': option out of range") != std::string::npos);
 }
 
+TEST_CASE("a goal constraint binds the variants that have its parameters and leaves the others whole") {
+  const testing::TempDir dir;
+  const std::string head =
+      "name: c\nkernel: {family: gemm, shape: {M: 2048, N: 2048, K: 2048}, dtype: bf16}\n";
+  const auto plain = load_and_prepare(dir.write("plain.yaml", head));
+  const auto bound = load_and_prepare(
+      dir.write("bound.yaml", head + "search: {constraints: [\"tiles_in_block_m <= 2\"]}\n"));
+  const auto& catalog = bound.setup.catalog;
+  REQUIRE(catalog.find("tiled") != nullptr);  // it has no tiles_in_block_m: unconstrained, not left out
+  CHECK(catalog.variant("tiled").space->size() == plain.setup.catalog.variant("tiled").space->size());
+  const auto& blocked = catalog.variant("blocked_mnk");
+  CHECK(blocked.space->size() < plain.setup.catalog.variant("blocked_mnk").space->size());
+  const auto slot = [&](const std::string& name) {
+    const auto& parameters = blocked.space->parameters();
+    return std::size_t(
+        std::find_if(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name() == name; }) -
+        parameters.begin());
+  };
+  for (std::uint64_t i = 0; i < blocked.space->size(); ++i)
+    CHECK(search::numeric_value(blocked.space->configuration_at(i)[slot("tiles_in_block_m")]) <= 2);
+  // A structural probe carries the best's settings over; blocked_mnk's default block of 16 breaks the goal's
+  // constraint, so the probe takes the nearest configuration the space allows: 2, everything else kept.
+  const skills::Candidate probe = skills::carry_over(catalog.baseline, catalog.variant("tiled"), blocked);
+  CHECK(blocked.space->contains(search::configuration_from_json(*blocked.space, probe.params)));
+  CHECK(probe.params["tiles_in_block_m"] == 2);
+  CHECK(probe.params["tiles_in_block_k"] == blocked.defaults["tiles_in_block_k"]);
+  CHECK(probe.params["tile_n"] == catalog.baseline.params["tile_n"]);
+}
+
 TEST_CASE("the GEMM article goal searches its three knobs from the tiled step") {
   auto prepared = load_and_prepare(source("configs/goals/gemm-article.yaml"));
   const auto& tiled = prepared.setup.catalog.variant("tiled");
@@ -133,6 +163,12 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"infeasible.yaml", ": search.constraints:", "infeasible"},
       {"bad_objective.yaml", ":3: objective:", "speed"},
       {"unreachable_improvement.yaml", ":4: goal.improvement:", "must be below 1 for the latency objective"},
+      // The exp goals start at naive, which has no parameter: the error must not depend on which variant is
+      // required (before, the tiled variant was quietly left out).
+      {"constraint_syntax.yaml",
+       ":4: search.constraints:", "constraint 'tile_size > ': expression ends early"},
+      {"constraint_unknown_name.yaml", ":4: search.constraints:",
+       "'tile_q' is neither a parameter of exp (pipeline_depth, tile_size, unroll_factor) nor a constant"},
       {"unknown_strategy.yaml", ":4: search.strategy:", "hillclimb"},
       {"unknown_strategy_option.yaml",
        ":5: search.options:", "strategy 'bayes': unknown option 'initial_points' (accepted: initial,"},
