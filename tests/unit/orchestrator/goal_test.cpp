@@ -137,6 +137,33 @@ TEST_CASE("a goal constraint binds the variants that have its parameters and lea
   CHECK(probe.params["tile_n"] == catalog.baseline.params["tile_n"]);
 }
 
+TEST_CASE("a replay goal's constraints keep the recorded configurations that satisfy them") {
+  const testing::TempDir dir;
+  const std::string head = "name: r\ntarget: {kind: replay, cachefile: " + std::string(AUTOTUNE_SHARED_DIR) +
+                           "/data/tuning/convolution/RTX_3090.json}\n";
+  const auto whole = load_and_prepare(dir.write("whole.yaml", head));
+  const auto narrowed = load_and_prepare(dir.write(
+      "narrowed.yaml", head + "search: {constraints: [\"block_size_x <= 32 && read_only == 1\"]}\n"));
+  const auto& all = *whole.setup.catalog.variants.front().space;
+  const auto& kept = *narrowed.setup.catalog.variants.front().space;
+  std::uint64_t satisfying = 0;
+  for (std::uint64_t i = 0; i < all.size(); ++i) {
+    const auto c = search::to_json(all, all.configuration_at(i));
+    satisfying += c["block_size_x"].get<int>() <= 32 && c["read_only"].get<int>() == 1;
+  }
+  CHECK(satisfying > 0);
+  CHECK(kept.size() == satisfying);
+  for (std::uint64_t i = 0; i < kept.size(); ++i) {
+    const auto c = search::to_json(kept, kept.configuration_at(i));
+    CHECK((c["block_size_x"].get<int>() <= 32 && c["read_only"].get<int>() == 1));
+  }
+  CHECK(user_error([&] {
+          load_and_prepare(
+              dir.write("typo.yaml", head + "search: {constraints: [\"block_sizee_x <= 32\"]}\n"));
+        }).find("typo.yaml:3: search.constraints: constraint 'block_sizee_x <= 32': unknown identifier") !=
+        std::string::npos);
+}
+
 TEST_CASE("the GEMM article goal searches its three knobs from the tiled step") {
   auto prepared = load_and_prepare(source("configs/goals/gemm-article.yaml"));
   const auto& tiled = prepared.setup.catalog.variant("tiled");
