@@ -299,6 +299,19 @@ std::function<bool(const search::Positions&)> recorded_constraints(
 }  // namespace
 
 VariantCatalog recorded_catalog(const VariantSpace& recorded, const CatalogRequest& request) {
+  // A recording is one variant: a goal naming another means another target.
+  for (const auto& name : request.variants)
+    if (name != recorded.name)
+      throw UserError(request.where({"variants"}) + "unknown variant '" + name +
+                      "'; a recorded space has one, '" + recorded.name + "'");
+  if (!request.start_variant.empty() && request.start_variant != recorded.name)
+    throw UserError(request.where({"start", "variant"}) + "unknown variant '" + request.start_variant +
+                    "'; a recorded space has one, '" + recorded.name + "'");
+  for (const auto& [name, role] : request.roles)
+    if (!recorded.parameter(name))
+      throw UserError(request.where({"roles", name}) + "unknown parameter '" + name +
+                      "' of the recorded space; accepted: " +
+                      join(recorded.parameters, ", ", [](const auto& p) { return p.name(); }));
   VariantSpace variant = recorded;
   for (const auto& [name, values] : request.domains)
     if (!variant.parameter(name))

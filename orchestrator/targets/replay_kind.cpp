@@ -2,6 +2,7 @@
 // recorded time its measurement (docs/search.md).
 #include <filesystem>
 
+#include "core/error.hpp"
 #include "orchestrator/target_kind.hpp"
 #include "skills/targets/replay_target.hpp"
 
@@ -25,6 +26,11 @@ TargetKind replay_kind() {
   };
   kind.brings_own_space = true;
   kind.prepare = [](Goal& goal) {
+    // A recording holds times, not the FLOPs an MFU needs.
+    if (goal.objective == Objective::mfu)
+      throw UserError(goal.where({"objective"}) +
+                      "a replayed recording holds times, not MFU; accepted: latency, throughput (of the "
+                      "recorded time)");
     RunSetup setup;
     auto target = std::make_unique<skills::ReplayTarget>(goal.target.cachefile, goal.target.replay_objective);
     if (goal.family.empty()) goal.family = target->kernel_name();

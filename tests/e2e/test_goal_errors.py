@@ -39,6 +39,17 @@ CASES = {
     "max_iterations_zero.yaml": (":4: max_iterations:", "must be at least 1"),
     "evaluations_zero.yaml": (":5: budget.evaluations:", "must be at least 1"),
     "negative_tolerance.yaml": (":6: verification.tolerance:", "must be positive"),
+    # Checked when the goal is read, before a baseline is measured (the options once only when a search began;
+    # a bad constraint once left the variant out; a replay goal once ran whatever it named).
+    "unknown_strategy_option.yaml": (":5: search.options:", "unknown option 'initial_points'"),
+    "strategy_option_out_of_range.yaml": (":6: search.options:", "population >= 4"),
+    "unreachable_improvement.yaml": (":4: goal.improvement:", "must be below 1 for the latency objective"),
+    "constraint_syntax.yaml": (":4: search.constraints:", "expression ends early"),
+    "constraint_unknown_name.yaml": (":4: search.constraints:", "'tile_q' is neither a parameter of exp"),
+    "replay_variant.yaml": (":3: variants:", "a recorded space has one, 'recorded'"),
+    "replay_start_variant.yaml": (":3: start.variant:", "a recorded space has one, 'recorded'"),
+    "replay_role.yaml": (":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"),
+    "replay_mfu.yaml": (":3: objective:", "a replayed recording holds times, not MFU"),
 }
 
 

@@ -192,6 +192,13 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"unreachable_improvement.yaml", ":4: goal.improvement:", "must be below 1 for the latency objective"},
       // The exp goals start at naive, which has no parameter: the error must not depend on which variant is
       // required (before, the tiled variant was quietly left out).
+      // A recording is one variant with its own parameters, and holds times only.
+      {"replay_variant.yaml",
+       ":3: variants:", "unknown variant 'tiled'; a recorded space has one, 'recorded'"},
+      {"replay_start_variant.yaml", ":3: start.variant:", "unknown variant 'tiled'"},
+      {"replay_role.yaml",
+       ":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"},
+      {"replay_mfu.yaml", ":3: objective:", "a replayed recording holds times, not MFU"},
       {"constraint_syntax.yaml",
        ":4: search.constraints:", "constraint 'tile_size > ': expression ends early"},
       {"constraint_unknown_name.yaml", ":4: search.constraints:",
