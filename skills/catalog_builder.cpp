@@ -412,6 +412,10 @@ VariantCatalog goal_space_catalog(const std::string& name, const CatalogRequest&
   if (!request.start_variant.empty() && request.start_variant != variant.name)
     throw UserError(request.where({"start", "variant"}) + "a command target has one variant, '" +
                     variant.name + "'");
+  for (const auto& other : request.variants)
+    if (other != variant.name)
+      throw UserError(request.where({"variants"}) + "unknown variant '" + other +
+                      "'; a command target has one, '" + variant.name + "'");
   VariantCatalog catalog;
   catalog.kernel = variant.name;
   catalog.baseline = {variant.name, params};

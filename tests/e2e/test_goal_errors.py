@@ -50,6 +50,7 @@ CASES = {
     "replay_start_variant.yaml": (":3: start.variant:", "a recorded space has one, 'recorded'"),
     "replay_role.yaml": (":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"),
     "replay_mfu.yaml": (":3: objective:", "a replayed recording holds times, not MFU"),
+    "command_variant.yaml": (":3: variants:", "unknown variant 'tiled'; a command target has one, 'command'"),
 }
 
 

@@ -199,6 +199,8 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"replay_role.yaml",
        ":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"},
       {"replay_mfu.yaml", ":3: objective:", "a replayed recording holds times, not MFU"},
+      {"command_variant.yaml",
+       ":3: variants:", "unknown variant 'tiled'; a command target has one, 'command'"},
       {"constraint_syntax.yaml",
        ":4: search.constraints:", "constraint 'tile_size > ': expression ends early"},
       {"constraint_unknown_name.yaml", ":4: search.constraints:",
