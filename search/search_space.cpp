@@ -36,16 +36,23 @@ SearchSpace::SearchSpace(std::vector<ParameterSpec> parameters, const std::vecto
       if (parameters_[i].name() == parameters_[j].name())
         throw UserError("search space: parameter '" + parameters_[i].name() + "' declared twice");
 
-  std::vector<std::vector<std::string>> categories(parameters_.size());
-  for (std::size_t i = 0; i < parameters_.size(); ++i)
-    if (parameters_[i].is_categorical())
-      for (const auto& v : parameters_[i].values()) categories[i].push_back(std::get<std::string>(v));
+  constraints_ = parse_constraints(parameters_, constraints, constants);
+  build_groups(constraints);
+}
+
+std::vector<Expression> SearchSpace::parse_constraints(const std::vector<ParameterSpec>& parameters,
+                                                       const std::vector<std::string>& constraints,
+                                                       const std::map<std::string, double>& constants) {
+  std::vector<std::vector<std::string>> categories(parameters.size());
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i].is_categorical())
+      for (const auto& v : parameters[i].values()) categories[i].push_back(std::get<std::string>(v));
   const SymbolResolver resolve = [&](std::string_view name) -> std::optional<Symbol> {
-    for (std::size_t i = 0; i < parameters_.size(); ++i) {
-      if (parameters_[i].name() == name) {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      if (parameters[i].name() == name) {
         Symbol symbol;
         symbol.parameter_slot = i;
-        if (parameters_[i].is_categorical()) symbol.categories = &categories[i];
+        if (parameters[i].is_categorical()) symbol.categories = &categories[i];
         return symbol;
       }
     }
@@ -55,9 +62,24 @@ SearchSpace::SearchSpace(std::vector<ParameterSpec> parameters, const std::vecto
     symbol.constant = it->second;
     return symbol;
   };
-  for (const auto& text : constraints) constraints_.push_back(Expression::parse(text, resolve));
   // Categories are only needed while parsing (string literals become positions).
-  build_groups(constraints);
+  std::vector<Expression> out;
+  for (const auto& text : constraints) out.push_back(Expression::parse(text, resolve));
+  return out;
+}
+
+std::vector<Positions> SearchSpace::satisfying(const std::vector<ParameterSpec>& parameters,
+                                               std::vector<Positions> allowed,
+                                               const std::vector<std::string>& constraints,
+                                               const std::map<std::string, double>& constants) {
+  const auto expressions = parse_constraints(parameters, constraints, constants);
+  std::vector<double> values(parameters.size());
+  std::erase_if(allowed, [&](const Positions& at) {
+    for (std::size_t p = 0; p < at.size(); ++p) values[p] = parameters[p].expression_value(at[p]);
+    return !std::all_of(expressions.begin(), expressions.end(),
+                        [&](const auto& e) { return e.holds(values); });
+  });
+  return allowed;
 }
 
 SearchSpace SearchSpace::from_allowed(std::vector<ParameterSpec> parameters, std::vector<Positions> allowed) {

@@ -49,6 +49,13 @@ class SearchSpace {
   // A recorded space: exactly the listed configurations (as positions; order
   // and duplicates do not matter). Empty is a UserError.
   static SearchSpace from_allowed(std::vector<ParameterSpec> parameters, std::vector<Positions> allowed);
+  // The configurations of `allowed` that satisfy every constraint, read as
+  // the constructor reads them (a syntax error or an unknown name is its
+  // UserError): how a list, which from_allowed takes as it is, is narrowed.
+  static std::vector<Positions> satisfying(const std::vector<ParameterSpec>& parameters,
+                                           std::vector<Positions> allowed,
+                                           const std::vector<std::string>& constraints,
+                                           const std::map<std::string, double>& constants = {});
 
   const std::vector<ParameterSpec>& parameters() const { return parameters_; }
   std::size_t dimension() const { return parameters_.size(); }
@@ -80,6 +87,11 @@ class SearchSpace {
   std::string describe() const;  // "6 parameters, 5220 valid of 16896"
 
  private:
+  // `constraints` parsed over `parameters` (by slot; a categorical literal as
+  // its position) and `constants`.
+  static std::vector<Expression> parse_constraints(const std::vector<ParameterSpec>& parameters,
+                                                   const std::vector<std::string>& constraints,
+                                                   const std::map<std::string, double>& constants);
   SearchSpace() = default;
   struct Group {
     std::vector<std::size_t> parameters;  // ascending

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <set>
 
 #include "core/error.hpp"
@@ -260,44 +258,6 @@ VariantCatalog family_catalog(const kernels::FamilySpec& family, const CatalogRe
   return catalog;
 }
 
-namespace {
-
-// Whether a recorded configuration (positions in `parameters`) satisfies every
-// goal constraint. A recorded space is a list, not a product, so the
-// constraints are checked on each configuration; a syntax error or a name
-// that is not a parameter is an error at search.constraints.
-std::function<bool(const search::Positions&)> recorded_constraints(
-    const std::vector<search::ParameterSpec>& parameters, const CatalogRequest& request) {
-  auto names = std::make_shared<std::vector<std::vector<std::string>>>();
-  for (const auto& parameter : parameters) {
-    names->emplace_back();
-    if (parameter.is_categorical())
-      for (const auto& v : parameter.values()) names->back().push_back(std::get<std::string>(v));
-  }
-  std::vector<search::Expression> expressions;
-  for (const auto& text : request.constraints) {
-    try {
-      expressions.push_back(
-          search::Expression::parse(text, [&](std::string_view name) -> std::optional<search::Symbol> {
-            for (std::size_t p = 0; p < parameters.size(); ++p)
-              if (parameters[p].name() == name)
-                return search::Symbol{p, 0, parameters[p].is_categorical() ? &(*names)[p] : nullptr};
-            return std::nullopt;
-          }));
-    } catch (const UserError& e) {
-      throw UserError(request.where({"search", "constraints"}) + e.what());
-    }
-  }
-  return [parameters, expressions, names](const search::Positions& at) {
-    std::vector<double> values(at.size());
-    for (std::size_t p = 0; p < at.size(); ++p) values[p] = parameters[p].expression_value(at[p]);
-    return std::all_of(expressions.begin(), expressions.end(),
-                       [&](const auto& e) { return e.holds(values); });
-  };
-}
-
-}  // namespace
-
 VariantCatalog recorded_catalog(const VariantSpace& recorded, const CatalogRequest& request) {
   // A recording is one variant: a goal naming another means another target.
   for (const auto& name : request.variants)
@@ -330,9 +290,14 @@ VariantCatalog recorded_catalog(const VariantSpace& recorded, const CatalogReque
     narrowed.name = variant.name;
     narrowed.description = variant.description;
     narrowed.parameters = region->parameters();
-    const auto keep = recorded_constraints(narrowed.parameters, request);
-    for (std::uint64_t i = 0; i < region->size(); ++i)
-      if (auto at = region->positions_at(i); keep(at)) narrowed.allowed.push_back(std::move(at));
+    std::vector<search::Positions> positions;
+    for (std::uint64_t i = 0; i < region->size(); ++i) positions.push_back(region->positions_at(i));
+    try {
+      narrowed.allowed =
+          search::SearchSpace::satisfying(narrowed.parameters, std::move(positions), request.constraints);
+    } catch (const UserError& e) {
+      throw UserError(request.where({"search", "constraints"}) + e.what());
+    }
     if (narrowed.allowed.empty())
       throw UserError(request.where({"search", "constraints"}) +
                       "no recorded configuration in the goal's space satisfies the constraints");

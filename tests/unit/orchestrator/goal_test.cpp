@@ -120,14 +120,9 @@ TEST_CASE("a goal constraint binds the variants that have its parameters and lea
   CHECK(catalog.variant("tiled").space->size() == plain.setup.catalog.variant("tiled").space->size());
   const auto& blocked = catalog.variant("blocked_mnk");
   CHECK(blocked.space->size() < plain.setup.catalog.variant("blocked_mnk").space->size());
-  const auto slot = [&](const std::string& name) {
-    const auto& parameters = blocked.space->parameters();
-    return std::size_t(
-        std::find_if(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name() == name; }) -
-        parameters.begin());
-  };
+  const std::size_t block = blocked.space->parameter_index("tiles_in_block_m").value();
   for (std::uint64_t i = 0; i < blocked.space->size(); ++i)
-    CHECK(search::numeric_value(blocked.space->configuration_at(i)[slot("tiles_in_block_m")]) <= 2);
+    CHECK(search::numeric_value(blocked.space->configuration_at(i)[block]) <= 2);
   // A structural probe carries the best's settings over; blocked_mnk's default block of 16 breaks the goal's
   // constraint, so the probe takes the nearest configuration the space allows: 2, everything else kept.
   const skills::Candidate probe = skills::carry_over(catalog.baseline, catalog.variant("tiled"), blocked);
