@@ -26,6 +26,7 @@
 #include <iomanip>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -185,7 +186,14 @@ int run_search_bench(const SearchBenchArguments& args) {
   search::strategy_registry().get(args.strategy);  // unknown name: one clear line before any work
   if (args.budget.empty())
     throw UserError("search-bench: --budget is required (a positive integer or 'auto')");
-  if (args.repeats < 1) throw UserError("search-bench: --repeats must be at least 1");
+  // Every run's trace is held until the scores are printed: a bound keeps a typo from exhausting memory.
+  constexpr int kMaxRepeats = 100000;
+  if (args.repeats < 1 || args.repeats > kMaxRepeats)
+    throw UserError("search-bench: --repeats " + std::to_string(args.repeats) +
+                    " is out of range; accepted: 1 to " + std::to_string(kMaxRepeats));
+  if (args.seed > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(args.repeats - 1))
+    throw UserError("search-bench: --seed " + std::to_string(args.seed) + " with --repeats " +
+                    std::to_string(args.repeats) + " runs past the largest seed (2^64 - 1)");
   if (args.batch < 1) throw UserError("search-bench: --batch must be at least 1");
   if (args.jobs < 1) throw UserError("search-bench: --jobs must be at least 1");
   nlohmann::json options;

@@ -112,8 +112,15 @@ Measurement row_from_json(const nlohmann::json& j, const std::string& file, int 
   text("note", m.note);
   if (j.contains("params")) m.params = integer_map(j["params"], where, "params");
   m.shape = integer_map(j["shape"], where, "shape");
-  if (!j["measured_ms"].is_number() || !(j["measured_ms"].get<double>() > 0))
-    fail(where, "measured_ms", "expected a positive number of milliseconds, got " + j["measured_ms"].dump());
+  const nlohmann::json& measured = j["measured_ms"];
+  if (!measured.is_number() || !(measured.get<double>() > 0) || !std::isfinite(measured.get<double>())) {
+    std::ostringstream given;  // JSON writes a non-finite number as null: say what the row held
+    if (measured.is_number())
+      given << measured.get<double>();
+    else
+      given << measured.dump();
+    fail(where, "measured_ms", "expected a positive, finite number of milliseconds, got " + given.str());
+  }
   m.measured_ms = j["measured_ms"].get<double>();
   if (j.contains("fit")) {
     if (!j["fit"].is_boolean()) fail(where, "fit", "expected true or false, got " + j["fit"].dump());

@@ -81,6 +81,14 @@ def main():
         with open(cachefile, "w") as f:
             f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1e999}}}')
         one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "1"), "cache.json", "invalid JSON")
+        # Repeats are held in memory and seeds are consecutive: both are bounded up front.
+        with open(cachefile, "w") as f:
+            f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}, '
+                    '"2": {"a": 2, "time": 2.0}}}')
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2000000000"),
+                       "--repeats 2000000000", "1 to 100000")
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2",
+                           "--seed", "18446744073709551615"), "--seed", "largest seed")
         goal = write_goal(tmp, "replay.yaml", f"""name: overflow
 target: {{kind: replay, cachefile: {cachefile}}}
 objective: latency

@@ -275,7 +275,8 @@ TEST_CASE("calibrate: measurement files are read strictly, errors name the file,
   CHECK(unknown.find("a.jsonl:1: latency: unknown field (accepted: family, variant") != std::string::npos);
   std::string negative = kGood;
   negative.replace(negative.find("0.02"), 4, "-1");
-  CHECK(read_error("a.jsonl", negative).find("measured_ms: expected a positive number") != std::string::npos);
+  CHECK(read_error("a.jsonl", negative).find("measured_ms: expected a positive, finite number") !=
+        std::string::npos);
   std::string fractional = kGood;
   fractional.replace(fractional.find("250"), 3, "2.5");
   CHECK(read_error("a.jsonl", fractional).find("shape.rows: expected an integer") != std::string::npos);
@@ -286,6 +287,11 @@ TEST_CASE("calibrate: measurement files are read strictly, errors name the file,
             .find("b.csv:2: shape: 'rows:250' is not NAME=INTEGER") != std::string::npos);
   CHECK(read_error("b.csv", "family,variant,shape,dtype,target,measured_ms\nexp,naive,rows=250,fp32,trn2\n")
             .find("b.csv:2: 5 fields where the header has 6") != std::string::npos);
+  // An infinite time is no measurement: the fit would never converge on it.
+  CHECK(
+      read_error("b.csv", "family,variant,shape,dtype,target,measured_ms\nexp,naive,rows=250,fp32,trn2,inf\n")
+          .find("b.csv:2: measured_ms: expected a positive, finite number of milliseconds, got inf") !=
+      std::string::npos);
 
   // What names no kernel is the row's problem, with the field at fault.
   auto m = kernels::read_measurements([&] {
