@@ -33,14 +33,12 @@ const CommandRegistration registration(
           ->default_val(30);
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");
       return [options]() -> int {
-        if (!(options->lease >= 5))
-          throw UserError("--lease " + std::to_string(options->lease) +
-                          " is too short; accepted: 5 seconds or more (heartbeats come every 2 s)");
-        auto store = open_store_for_writing(options->db);
         orchestrator::WorkerOptions worker_options;
         worker_options.jobs = options->jobs;
         worker_options.idle_exit_s = options->idle_exit;
         worker_options.lease_s = options->lease;
+        orchestrator::check_worker_options(worker_options);
+        auto store = open_store_for_writing(options->db);
         worker_options.note = [](const std::string& line) {
           std::fprintf(stderr, "worker: %s\n", line.c_str());
           std::fflush(stderr);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -68,11 +70,22 @@ class RunTargets {
 
 }  // namespace
 
-WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
+void check_worker_options(const WorkerOptions& options) {
   if (options.jobs < 1 || options.jobs > 256)
     throw UserError("--jobs " + std::to_string(options.jobs) + " is out of range; accepted: 1 to 256");
   if (options.idle_exit_s && !(*options.idle_exit_s >= 0))
     throw UserError("--idle-exit must be a number of seconds, 0 or more");
+  // A lease must end: an endless one keeps a stopped worker's claims from every other worker.
+  if (!(options.lease_s >= 5) || !std::isfinite(options.lease_s)) {
+    std::ostringstream given;
+    given << options.lease_s;
+    throw UserError("--lease " + given.str() +
+                    " is out of range; accepted: 5 seconds or more, finite (heartbeats come every 2 s)");
+  }
+}
+
+WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
+  check_worker_options(options);
   const auto started = Clock::now();
   WorkerSummary summary;
   summary.id = skills::claimer_id("worker");

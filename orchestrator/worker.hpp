@@ -33,6 +33,10 @@ struct WorkerSummary {
   double wall_time_s = 0;
 };
 
+// Throws UserError naming the flag when an option is out of range; run_worker checks it too, and a
+// command calls it before opening the store, so bad flags cost nothing.
+void check_worker_options(const WorkerOptions& options);
+
 WorkerSummary run_worker(store::Store& store, const WorkerOptions& options);
 
 }  // namespace autotune::orchestrator

@@ -42,6 +42,12 @@ def main():
             one_error_line(run("search-bench", space, "--strategy", "random", "--budget", "2", flag, "-1"),
                            f"{flag}: '-1' is not a non-negative integer")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused sweep must not start")
+        # A worker's flags are checked before it opens the database or says it is measuring.
+        worker_db = os.path.join(tmp, "worker.db")
+        for flags, needle in ((["--jobs", "0"], "--jobs 0"), (["--lease", "inf"], "--lease inf"),
+                              (["--lease", "2"], "5 seconds or more"), (["--idle-exit", "-1"], "--idle-exit")):
+            one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
+        check(not os.path.exists(worker_db), "a refused worker must not create its database")
     # A database autotune did not write: one line and exit 2, no SQL; a reading command writes nothing.
     with tempdir() as tmp:
         empty = os.path.join(tmp, "empty.db")
@@ -81,14 +87,6 @@ def main():
         with open(cachefile, "w") as f:
             f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": 1e999}}}')
         one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "1"), "cache.json", "invalid JSON")
-        # Repeats are held in memory and seeds are consecutive: both are bounded up front.
-        with open(cachefile, "w") as f:
-            f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}, '
-                    '"2": {"a": 2, "time": 2.0}}}')
-        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2000000000"),
-                       "--repeats 2000000000", "1 to 100000")
-        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2",
-                           "--seed", "18446744073709551615"), "--seed", "largest seed")
         goal = write_goal(tmp, "replay.yaml", f"""name: overflow
 target: {{kind: replay, cachefile: {cachefile}}}
 objective: latency
@@ -97,6 +95,14 @@ max_iterations: 1
 """)
         proc = run("run", goal, "--db", os.path.join(tmp, "r.db"))
         one_error_line(proc, "cache.json", "JSON")
+        # Repeats are held in memory and seeds are consecutive: both are bounded up front.
+        with open(cachefile, "w") as f:
+            f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}, '
+                    '"2": {"a": 2, "time": 2.0}}}')
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2000000000"),
+                       "--repeats 2000000000", "1 to 100000")
+        one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2",
+                           "--seed", "18446744073709551615"), "--seed", "largest seed")
     # A sweep lists every configuration before measuring: a space too large to list is refused up front.
     with tempdir() as tmp:
         goal = write_goal(tmp, "big.yaml", """name: big
