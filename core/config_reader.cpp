@@ -8,6 +8,14 @@
 
 namespace autotune {
 
+std::string flow_text(const YAML::Node& node) {
+  YAML::Emitter out;
+  out.SetSeqFormat(YAML::Flow);
+  out.SetMapFormat(YAML::Flow);
+  out << node;
+  return out.c_str();
+}
+
 namespace {
 
 // Aliases make a YAML document a graph: `a: &a [*a]` is a cycle, and anchors

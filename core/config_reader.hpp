@@ -8,6 +8,7 @@
 // wrong>; <what is accepted>".
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -107,9 +108,17 @@ class ConfigReader {
   mutable std::set<std::string> read_keys_;
 };
 
-// Names for diagnostics: "an integer", "a string", ...
+// A node on one line, as YAML's flow style writes it: [32, 1e400], {a: 1}.
+std::string flow_text(const YAML::Node& node);
+
 template <class T>
-constexpr const char* yaml_type_name() {
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+// Names for diagnostics: "an integer", "a string", "a list of integers", ...
+template <class T>
+std::string yaml_type_name() {
   if constexpr (std::is_same_v<T, bool>)
     return "true or false";
   else if constexpr (std::is_integral_v<T>)
@@ -118,6 +127,14 @@ constexpr const char* yaml_type_name() {
     return "a number";
   else if constexpr (std::is_same_v<T, std::string>)
     return "a string";
+  else if constexpr (is_vector<T>::value && std::is_same_v<typename T::value_type, bool>)
+    return "a list of true or false";
+  else if constexpr (is_vector<T>::value && std::is_integral_v<typename T::value_type>)
+    return "a list of integers";
+  else if constexpr (is_vector<T>::value && std::is_floating_point_v<typename T::value_type>)
+    return "a list of numbers";
+  else if constexpr (is_vector<T>::value && std::is_same_v<typename T::value_type, std::string>)
+    return "a list of strings";
   else
     return "a list";
 }
@@ -133,13 +150,21 @@ T ConfigReader::convert(const YAML::Node& value, const std::string& key, const s
            &value);
   }
   try {
-    return value.as<T>();
+    const T converted = value.as<T>();
+    // YAML spells infinity and NaN (.inf, .nan); no setting of ours means either.
+    if constexpr (std::is_floating_point_v<T>)
+      if (!std::isfinite(converted))
+        fail(key,
+             "'" + value.Scalar() + "' is not a finite number" +
+                 (accepted.empty() ? "" : "; accepted: " + accepted),
+             &value);
+    return converted;
   } catch (const YAML::Exception&) {
     fail(key,
-         "'" +
-             (value.IsScalar() ? value.Scalar()
-                               : std::string("<") + (value.IsSequence() ? "list" : "mapping") + ">") +
-             "' is not " + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted),
+         (value.IsScalar()
+              ? "'" + value.Scalar() + "'"
+              : std::string(value.IsSequence() ? "a list" : "a mapping") + " (" + flow_text(value) + ")") +
+             " is not " + yaml_type_name<T>() + (accepted.empty() ? "" : "; accepted: " + accepted),
          &value);
   }
   (void)expected;

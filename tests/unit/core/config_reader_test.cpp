@@ -36,6 +36,20 @@ TEST_CASE("config reader names the key path and the expected type on a wrong typ
   CHECK_THROWS_WITH_AS(reader.required<int>("absent"), "f.yaml:1: absent: missing required key", UserError);
 }
 
+TEST_CASE("config reader refuses infinity and NaN, and quotes a list that is not of the type asked") {
+  YAML::Node node = YAML::Load("clock: .inf\nratio: .nan\nbounds: [32, 1e400]\nfine: 2.5\n");
+  ConfigReader reader(node, "t.yaml");
+  CHECK_THROWS_WITH_AS(reader.required<double>("clock", "a positive number"),
+                       "t.yaml:1: clock: '.inf' is not a finite number; accepted: a positive number",
+                       UserError);
+  CHECK_THROWS_WITH_AS(reader.optional<double>("ratio", 1.0),
+                       "t.yaml:2: ratio: '.nan' is not a finite number", UserError);
+  CHECK_THROWS_WITH_AS(reader.required<std::vector<std::int64_t>>("bounds", "[lo, hi]"),
+                       "t.yaml:3: bounds: a list ([32, 1e400]) is not a list of integers; accepted: [lo, hi]",
+                       UserError);
+  CHECK(reader.required<double>("fine") == doctest::Approx(2.5));
+}
+
 TEST_CASE("a misspelt key is named with the key it looks like, required or not") {
   // A required key or section written wrongly: the misspelling is named, at its own line.
   YAML::Node node = YAML::Load("name: x\nmlp:\n  intermediate: 512\n  activation: silu\natention: {}\n");
