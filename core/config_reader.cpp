@@ -112,7 +112,8 @@ YAML::Node load_yaml_text(const std::string& text, const std::string& where) {
   return document;
 }
 
-KeyLocations::KeyLocations(const YAML::Node& document, std::string file) : file_(std::move(file)) {
+KeyLocations::KeyLocations(const YAML::Node& document, std::string file, std::string prefix)
+    : file_(std::move(file)), prefix_(std::move(prefix)) {
   std::vector<std::string> path;
   record(document, path);
 }
@@ -131,7 +132,7 @@ void KeyLocations::record(const YAML::Node& node, std::vector<std::string>& path
 std::string KeyLocations::operator()(const std::vector<std::string>& key_path) const {
   int line = 1;
   std::vector<std::string> prefix;
-  std::string joined;
+  std::string joined = prefix_;
   for (const auto& key : key_path) {
     prefix.push_back(key);
     joined += (joined.empty() ? "" : ".") + key;

@@ -39,10 +39,11 @@ void check_yaml_document(const YAML::Node& document, const std::string& where);
 class KeyLocations {
  public:
   KeyLocations() = default;
-  KeyLocations(const YAML::Node& document, std::string file);
+  // `prefix` is the dotted path of `document` inside its file ("tasks.adamw" for a suite's task).
+  KeyLocations(const YAML::Node& document, std::string file, std::string prefix = "");
 
-  // "<file>:<line>: <a.b.c>: " for the key path, at the line of its deepest
-  // key that the document has (line 1 when it has none).
+  // "<file>:<line>: <prefix.a.b.c>: " for the key path, at the line of its
+  // deepest key that the document has (line 1 when it has none).
   std::string operator()(const std::vector<std::string>& key_path) const;
   const std::string& file() const { return file_; }
 
@@ -50,6 +51,7 @@ class KeyLocations {
   void record(const YAML::Node& node, std::vector<std::string>& path);
 
   std::string file_;
+  std::string prefix_;
   std::map<std::vector<std::string>, int> lines_;  // key path -> 1-based line
 };
 
@@ -121,6 +123,8 @@ template <class T>
 std::string yaml_type_name() {
   if constexpr (std::is_same_v<T, bool>)
     return "true or false";
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>)
+    return "a non-negative integer";
   else if constexpr (std::is_integral_v<T>)
     return "an integer";
   else if constexpr (std::is_floating_point_v<T>)

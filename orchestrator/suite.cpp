@@ -208,7 +208,7 @@ TaskGoal task_goal(const Suite& suite, const SuiteTask& task, const std::string&
   Goal& goal = out.goal;
   goal.file = suite.file;
   // Errors found when the goal is prepared point into the task's mapping.
-  goal.where = KeyLocations(task.node, suite.file.string());
+  goal.where = KeyLocations(task.node, suite.file.string(), task_path(task));
   goal.name = suite.name + "/" + task.name;
   goal.target.kind = "sim";
   goal.target.name = target;

@@ -53,8 +53,8 @@ std::vector<std::string> allowed_variants(const kernels::FamilySpec& family, con
   if (std::find(allowed.begin(), allowed.end(), start) == allowed.end()) {
     const bool known = is_family_variant(start);
     if (!known || explicit_variants) {
-      std::string accepted = explicit_variants ? join(allowed, ", ") : "";
-      if (!known) accepted += (accepted.empty() ? "" : ", ") + family_variants;
+      // The goal's variants are the family's when it names none.
+      const std::string accepted = explicit_variants ? join(allowed, ", ") : family_variants;
       throw UserError(request.where({"start", "variant"}) + "variant '" + start + "' is not " +
                       (known ? "among the goal's variants" : "a variant of kernel '" + family.name + "'") +
                       "; accepted: " + accepted);
@@ -214,7 +214,10 @@ Json start_params(const VariantSpace& start, const CatalogRequest& request) {
   for (const auto& [name, value] : request.start_params.items()) {
     const auto* parameter = start.parameter(name);
     if (!parameter) {
-      const std::string accepted = join(start.parameters, ", ", [](const auto& p) { return p.name(); });
+      std::vector<std::string> names;
+      for (const auto& p : start.parameters)
+        if (p.name() != "_") names.push_back(p.name());  // the placeholder of a variant without parameters
+      const std::string accepted = join(names, ", ");
       throw UserError(request.where({"start", "params", name}) + "unknown parameter '" + name +
                       "' of variant '" + start.name +
                       "'; accepted: " + (accepted.empty() ? "none" : accepted));

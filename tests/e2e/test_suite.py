@@ -49,7 +49,10 @@ def check_errors(tmp):
         ("key", SUITE.replace("    note: a small", "    nots: x\n    note: a small"), [":18:", "nots"]),
         ("target", SUITE.replace("[trn1, trn2]", "[trn1, trn9]"), [":3:", "trn9"]),
         ("twice", SUITE.replace("name: mm", "name: act"), [":13:", "'act' is listed twice"]),
-        ("variant", SUITE.replace("{variant: naive}", "{variant: fused}"), [":10:", "fused"]),
+        ("variant", SUITE.replace("{variant: naive}", "{variant: fused}"), [":10:", "tasks.act.start.variant:", "fused"]),
+        # The goal's variants are the accepted ones, each named once.
+        ("start", SUITE.replace("{variant: tiled}", "{variant: tild}\n    variants: [tiled, hoisted]"),
+         [":15:", "tasks.mm.start.variant: variant 'tild' is not a variant of kernel 'gemm'; accepted: tiled, hoisted"]),
         ("shape", SUITE.replace("rows: 256, cols: 1024", "rows: 256"), [":9:", "missing cols"]),
         ("space", SUITE.replace("tile_m: [64, 128]", "tile_q: [64]"), ["tile_q"]),
         ("budget", SUITE.replace("evaluations: 6", "evaluations: 0"), [":5:", "must be at least 1"]),
@@ -61,6 +64,8 @@ def check_errors(tmp):
         proc = run(["suite", path], db)
         one_error_line(proc, path, *needles)
         check(not os.path.exists(db), f"{name}: the database was created before the suite file was checked")
+        if name == "start":
+            check(proc.stderr.strip().endswith("accepted: tiled, hoisted"), f"variants named twice: {proc.stderr}")
     proc = run(["report", "--suite", write_goal(tmp, "bad.yaml", cases[0][1])], db)
     one_error_line(proc, "unknown kernel 'sliu'")
 

@@ -48,6 +48,10 @@ TEST_CASE("config reader refuses infinity and NaN, and quotes a list that is not
                        "t.yaml:3: bounds: a list ([32, 1e400]) is not a list of integers; accepted: [lo, hi]",
                        UserError);
   CHECK(reader.required<double>("fine") == doctest::Approx(2.5));
+  YAML::Node seed = YAML::Load("seed: -1\n");
+  ConfigReader seeds(seed, "g.yaml");
+  CHECK_THROWS_WITH_AS(seeds.required<std::uint64_t>("seed"),
+                       "g.yaml:1: seed: '-1' is not a non-negative integer", UserError);
 }
 
 TEST_CASE("a misspelt key is named with the key it looks like, required or not") {

@@ -213,6 +213,10 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"duplicate_in_list.yaml", ":7: skills[0].role:", "the key appears twice (first at line 6)"},
       {"misspelt_required.yaml",
        ":3: kernel.family:", "missing required key; unknown key 'familly' (did you mean family?)"},
+      {"start_param_of_parameterless.yaml",
+       ":5: start.params.tile_size:", "unknown parameter 'tile_size' of variant 'naive'; accepted: none"},
+      {"infinite_number.yaml", ":4: budget.wall_time_s:", "'.inf' is not a finite number"},
+      {"negative_seed.yaml", ":3: seed:", "'-1' is not a non-negative integer"},
       {"fp8_dtype.yaml", ":2: kernel.dtype:",
        "'fp8' (fp8 is supported by trn2 hardware but not modelled by this simulator); accepted: bf16, fp32, "
        "fp16"},
