@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ namespace {
 
 struct ProfileOptions {
   std::string kernel, variant, target = "trn1", shape, dtype, trace, kernel_source;
-  double timeout_s = 120;
+  std::optional<double> timeout_s;  // only with --kernel-source; 120 s when not given
   std::vector<std::string> params;
   bool json = false, no_verify = false;
   std::uint64_t seed = 0;
@@ -55,7 +56,7 @@ int run_source_profile(const ProfileOptions& o) {
   if (!o.kernel.empty() || !o.variant.empty())
     throw UserError("--kernel-source replaces --kernel and --variant; give one or the other");
   kernels::external::WorkerOptions worker;
-  worker.timeout_s = o.timeout_s;  // loading the kernel runs its code too
+  worker.timeout_s = o.timeout_s.value_or(120);  // loading the kernel runs its code too
   const auto kernel = kernels::external::compile_and_describe(o.kernel_source, {}, worker);
   if (!kernel.ok) {
     if (!kernel.compiled && !kernel.compiler_output.empty())
@@ -127,6 +128,15 @@ int run_source_profile(const ProfileOptions& o) {
 }
 
 int run_profile(const ProfileOptions& o) {
+  if (o.timeout_s) {
+    if (o.kernel_source.empty())
+      throw UserError("--timeout is for --kernel-source (a built-in kernel runs in this process)");
+    if (!(*o.timeout_s > 0) || !std::isfinite(*o.timeout_s)) {
+      std::ostringstream given;
+      given << *o.timeout_s;
+      throw UserError("--timeout " + given.str() + ": expected a positive, finite number of seconds");
+    }
+  }
   if (!o.kernel_source.empty()) return run_source_profile(o);
   if (o.kernel.empty())
     throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");

@@ -48,6 +48,11 @@ def main():
                               (["--lease", "2"], "5 seconds or more"), (["--idle-exit", "-1"], "--idle-exit")):
             one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
         check(not os.path.exists(worker_db), "a refused worker must not create its database")
+    # profile's --timeout bounds a kernel source's worker: checked before anything is compiled.
+    for value in ("0", "-1", "nan"):
+        one_error_line(run("profile", "--kernel-source", "never_compiled.cc", "--timeout", value),
+                       f"--timeout {value}: expected a positive, finite number of seconds")
+    one_error_line(run("profile", "--kernel", "exp", "--timeout", "5"), "--timeout is for --kernel-source")
     # A database autotune did not write: one line and exit 2, no SQL; a reading command writes nothing.
     with tempdir() as tmp:
         empty = os.path.join(tmp, "empty.db")
