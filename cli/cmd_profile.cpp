@@ -19,6 +19,7 @@
 
 #include "cli/command.hpp"
 #include "cli/kernel_flags.hpp"
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "kernels/evaluate.hpp"
@@ -131,10 +132,10 @@ int run_profile(const ProfileOptions& o) {
   if (o.timeout_s) {
     if (o.kernel_source.empty())
       throw UserError("--timeout is for --kernel-source (a built-in kernel runs in this process)");
-    if (!(*o.timeout_s > 0) || !std::isfinite(*o.timeout_s)) {
+    if (!(*o.timeout_s > 0 && *o.timeout_s <= kMaxSeconds)) {
       std::ostringstream given;
       given << *o.timeout_s;
-      throw UserError("--timeout " + given.str() + ": expected a positive, finite number of seconds");
+      throw UserError("--timeout " + given.str() + ": expected " + seconds_range_text());
     }
   }
   if (!o.kernel_source.empty()) return run_source_profile(o);

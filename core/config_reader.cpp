@@ -1,6 +1,7 @@
 #include "core/config_reader.hpp"
 
 #include <map>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -184,6 +185,21 @@ void ConfigReader::fail(const std::string& key, const std::string& message, cons
   if (at == nullptr && !key.empty())
     if (YAML::Node key_node = entry(key).first) where = key_node;
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
+}
+
+std::string seconds_range_text() {
+  return "a positive number of seconds, at most " + std::to_string(static_cast<long long>(kMaxSeconds)) +
+         " (about " + std::to_string(std::lround(kMaxSeconds / 86400)) + " days)";
+}
+
+double ConfigReader::optional_seconds(const std::string& key, double fallback) {
+  const double seconds = optional<double>(key, fallback, seconds_range_text());
+  if (!(seconds > 0 && seconds <= kMaxSeconds)) {
+    std::ostringstream given;
+    given << seconds;
+    fail(key, given.str() + " is out of range; accepted: " + seconds_range_text());
+  }
+  return seconds;
 }
 
 void ConfigReader::fail_missing(const std::string& key, const std::string& what,

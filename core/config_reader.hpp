@@ -55,6 +55,12 @@ class KeyLocations {
   std::map<std::vector<std::string>, int> lines_;  // key path -> 1-based line
 };
 
+// The longest duration any setting takes (about 116 days). A timeout or budget
+// beyond it would overflow the clocks that wait on it: a timeout of 1e300 s
+// expired at once.
+constexpr double kMaxSeconds = 1e7;
+std::string seconds_range_text();  // "a positive number of seconds, at most 10000000 (about 116 days)"
+
 class ConfigReader {
  public:
   // `path` is the dotted key path of `node` inside `file` ("" at the top).
@@ -69,6 +75,9 @@ class ConfigReader {
   T optional(const std::string& key, T fallback, const std::string& accepted = "");
   template <class T>
   std::optional<T> maybe(const std::string& key, const std::string& accepted = "");
+
+  // A duration in seconds, `fallback` when absent: positive and at most kMaxSeconds.
+  double optional_seconds(const std::string& key, double fallback);
 
   // A nested mapping; throws if `key` is absent or not a mapping.
   ConfigReader child(const std::string& key);

@@ -526,9 +526,8 @@ Goal load_goal(const std::filesystem::path& path) {
   if (goal.max_iterations < 1) top.fail("max_iterations", "must be at least 1");
   if (auto budget = top.maybe_child("budget")) {
     goal.budget_evaluations = budget->optional<int>("evaluations", goal.budget_evaluations);
-    goal.budget_wall_time_s = budget->optional<double>("wall_time_s", goal.budget_wall_time_s);
+    goal.budget_wall_time_s = budget->optional_seconds("wall_time_s", goal.budget_wall_time_s);
     if (goal.budget_evaluations < 1) budget->fail("evaluations", "must be at least 1");
-    if (goal.budget_wall_time_s <= 0) budget->fail("wall_time_s", "must be positive");
     budget->finish({"evaluations", "wall_time_s"});
   }
   if (auto search = top.maybe_child("search")) {
@@ -556,8 +555,7 @@ Goal load_goal(const std::filesystem::path& path) {
   if (goal.parallel < 1 || goal.parallel > kMaxParallel)
     top.fail("parallel", std::to_string(goal.parallel) + " is out of range; accepted: 1 to " +
                              std::to_string(kMaxParallel));
-  goal.timeout_s = top.optional<double>("timeout_s", goal.timeout_s);
-  if (goal.timeout_s <= 0) top.fail("timeout_s", "must be positive");
+  goal.timeout_s = top.optional_seconds("timeout_s", goal.timeout_s);
   if (auto verification = top.maybe_child("verification")) {
     goal.tolerance = verification->maybe<double>("tolerance");
     if (goal.tolerance && *goal.tolerance <= 0) verification->fail("tolerance", "must be positive");

@@ -309,11 +309,7 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
   }
   if (auto budget = top.maybe_child("budget")) {
     goal.budget_evaluations = positive_int(*budget, "evaluations", goal.budget_evaluations);
-    goal.budget_wall_time_s = budget->optional<double>("wall_time_s", goal.budget_wall_time_s, "seconds > 0");
-    if (!(goal.budget_wall_time_s > 0)) {
-      const YAML::Node node = budget->raw("wall_time_s");
-      budget->fail("wall_time_s", "must be positive", &node);
-    }
+    goal.budget_wall_time_s = budget->optional_seconds("wall_time_s", goal.budget_wall_time_s);
     budget->finish({"evaluations", "wall_time_s"});
   }
   if (auto search = top.maybe_child("search")) {

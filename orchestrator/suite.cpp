@@ -148,9 +148,8 @@ Suite load_suite(const std::filesystem::path& path) {
   suite.seed = top.optional<std::uint64_t>("seed", 0);
   if (auto budget = top.maybe_child("budget")) {
     suite.budget_evaluations = budget->optional<int>("evaluations", suite.budget_evaluations);
-    suite.budget_wall_time_s = budget->optional<double>("wall_time_s", suite.budget_wall_time_s);
+    suite.budget_wall_time_s = budget->optional_seconds("wall_time_s", suite.budget_wall_time_s);
     if (suite.budget_evaluations < 1) budget->fail("evaluations", "must be at least 1");
-    if (!(suite.budget_wall_time_s > 0)) budget->fail("wall_time_s", "must be positive");
     budget->finish({"evaluations", "wall_time_s"});
   }
   suite.max_iterations = top.optional<int>("max_iterations", suite.max_iterations);

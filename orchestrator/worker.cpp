@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "orchestrator/distributed.hpp"
 #include "skills/measurement_queue.hpp"
@@ -73,14 +74,16 @@ class RunTargets {
 void check_worker_options(const WorkerOptions& options) {
   if (options.jobs < 1 || options.jobs > 256)
     throw UserError("--jobs " + std::to_string(options.jobs) + " is out of range; accepted: 1 to 256");
-  if (options.idle_exit_s && !(*options.idle_exit_s >= 0))
-    throw UserError("--idle-exit must be a number of seconds, 0 or more");
+  if (options.idle_exit_s && !(*options.idle_exit_s >= 0 && *options.idle_exit_s <= kMaxSeconds))
+    throw UserError("--idle-exit must be a number of seconds, 0 or more, at most " +
+                    std::to_string(static_cast<long long>(kMaxSeconds)));
   // A lease must end: an endless one keeps a stopped worker's claims from every other worker.
-  if (!(options.lease_s >= 5) || !std::isfinite(options.lease_s)) {
+  if (!(options.lease_s >= 5 && options.lease_s <= kMaxSeconds)) {
     std::ostringstream given;
     given << options.lease_s;
-    throw UserError("--lease " + given.str() +
-                    " is out of range; accepted: 5 seconds or more, finite (heartbeats come every 2 s)");
+    throw UserError("--lease " + given.str() + " is out of range; accepted: 5 to " +
+                    std::to_string(static_cast<long long>(kMaxSeconds)) +
+                    " seconds (heartbeats come every 2 s)");
   }
 }
 

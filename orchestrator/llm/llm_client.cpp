@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <mutex>
 
 #include "core/hash.hpp"
@@ -104,7 +105,14 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
   if (!config.endpoint.starts_with("http://") && !config.endpoint.starts_with("https://")) {
     reader.fail("endpoint", "'" + config.endpoint + "' is not an http:// or https:// URL", nullptr);
   }
+  // libcurl parses it as it will when the first request is made: a URL without a host fails here.
+  const std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), &curl_url_cleanup);
+  if (const CURLUcode parsed = curl_url_set(url.get(), CURLUPART_URL, config.endpoint.c_str(), 0);
+      parsed != CURLUE_OK)
+    reader.fail("endpoint", "'" + config.endpoint + "' is not a URL: " + curl_url_strerror(parsed), nullptr);
   config.model = reader.required<std::string>("model");
+  if (config.model.empty())
+    reader.fail("model", "must name the model the endpoint serves, e.g. qwen2.5-coder-32b");
   config.api_key_env = reader.optional<std::string>("api_key_env", "");
   // The goal is stored with the run: a key pasted here instead of a variable
   // name would be stored too. Refused, without echoing the value.
@@ -118,8 +126,7 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
     reader.fail("api_key_env",
                 "must be the NAME of the environment variable that holds the key (letters, digits, _), "
                 "not the key itself");
-  config.timeout_s = reader.optional<double>("timeout_s", config.timeout_s);
-  if (!(config.timeout_s > 0)) reader.fail("timeout_s", "must be a positive number of seconds");
+  config.timeout_s = reader.optional_seconds("timeout_s", config.timeout_s);
   config.max_calls = reader.optional<int>("max_calls", config.max_calls);
   if (config.max_calls < 0) reader.fail("max_calls", "must be 0 or more");
   config.temperature = reader.optional<double>("temperature", config.temperature);

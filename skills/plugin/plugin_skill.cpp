@@ -94,8 +94,7 @@ PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem:
   }
   const std::string& refusal = skill_registry().get(config.role).plugin_refusal;
   if (!refusal.empty()) entry.fail("role", refusal);
-  config.timeout_s = entry.optional<double>("timeout_s", config.timeout_s);
-  if (!(config.timeout_s > 0)) entry.fail("timeout_s", "must be a positive number of seconds");
+  config.timeout_s = entry.optional_seconds("timeout_s", config.timeout_s);
   config.max_restarts = entry.optional<int>("max_restarts", config.max_restarts);
   if (config.max_restarts < 0) entry.fail("max_restarts", "must be 0 or more");
   entry.finish({"name", "command", "role", "replaces", "after", "timeout_s", "max_restarts"});

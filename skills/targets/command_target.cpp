@@ -257,11 +257,7 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   if (config.argv.empty() || config.argv[0].empty()) {
     target.fail("argv", "must name a program, e.g. [python3, bench.py, \"{tile_size}\"]", &argv_node);
   }
-  config.timeout_s = target.optional<double>("timeout_s", config.timeout_s);
-  if (!(config.timeout_s > 0)) {
-    const YAML::Node node = target.raw("timeout_s");
-    target.fail("timeout_s", "must be a positive number of seconds", &node);
-  }
+  config.timeout_s = target.optional_seconds("timeout_s", config.timeout_s);
   config.repeats = target.optional<int>("repeats", config.repeats);
   if (config.repeats < 1) {
     const YAML::Node node = target.raw("repeats");

@@ -45,13 +45,14 @@ def main():
         # A worker's flags are checked before it opens the database or says it is measuring.
         worker_db = os.path.join(tmp, "worker.db")
         for flags, needle in ((["--jobs", "0"], "--jobs 0"), (["--lease", "inf"], "--lease inf"),
-                              (["--lease", "2"], "5 seconds or more"), (["--idle-exit", "-1"], "--idle-exit")):
+                              (["--lease", "2"], "accepted: 5 to 10000000 seconds"), (["--lease", "1e300"], "--lease 1e+300"),
+                              (["--idle-exit", "-1"], "--idle-exit")):
             one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
         check(not os.path.exists(worker_db), "a refused worker must not create its database")
     # profile's --timeout bounds a kernel source's worker: checked before anything is compiled.
-    for value in ("0", "-1", "nan"):
+    for value, shown in (("0", "0"), ("-1", "-1"), ("nan", "nan"), ("1e300", "1e+300")):
         one_error_line(run("profile", "--kernel-source", "never_compiled.cc", "--timeout", value),
-                       f"--timeout {value}: expected a positive, finite number of seconds")
+                       f"--timeout {shown}: expected a positive number of seconds, at most 10000000")
     one_error_line(run("profile", "--kernel", "exp", "--timeout", "5"), "--timeout is for --kernel-source")
     # A database autotune did not write: one line and exit 2, no SQL; a reading command writes nothing.
     with tempdir() as tmp:

@@ -217,6 +217,11 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
        ":5: start.params.tile_size:", "unknown parameter 'tile_size' of variant 'naive'; accepted: none"},
       {"infinite_number.yaml", ":4: budget.wall_time_s:", "'.inf' is not a finite number"},
       {"negative_seed.yaml", ":3: seed:", "'-1' is not a non-negative integer"},
+      // A duration beyond the clocks' range expired at once ("timed out after -9.22337e+15 s").
+      {"huge_timeout.yaml", ":3: timeout_s:",
+       "1e+300 is out of range; accepted: a positive number of seconds, at most 10000000 (about 116 days)"},
+      {"command_huge_timeout.yaml", ":5: target.timeout_s:", "1e+300 is out of range"},
+      {"plugin_huge_timeout.yaml", ":8: skills[0].timeout_s:", "1e+300 is out of range"},
       {"fp8_dtype.yaml", ":2: kernel.dtype:",
        "'fp8' (fp8 is supported by trn2 hardware but not modelled by this simulator); accepted: bf16, fp32, "
        "fp16"},

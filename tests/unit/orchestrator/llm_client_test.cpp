@@ -224,4 +224,17 @@ TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {
   ConfigReader bad_url(YAML::Load("llm: {endpoint: 'localhost:8080', model: m}\n"), "goal.yaml");
   auto bad_section = bad_url.child("llm");
   CHECK_THROWS_AS(parse_llm_config(bad_section), UserError);
+  // What the first request would find out, found when the goal is read.
+  const std::pair<const char*, const char*> refused[] = {
+      {"llm: {endpoint: 'http://', model: m}\n", "llm.endpoint: 'http://' is not a URL"},
+      {"llm: {endpoint: 'http://x/v1', model: ''}\n", "llm.model: must name the model"},
+      {"llm: {endpoint: 'http://x/v1', model: m, timeout_s: 1e300}\n",
+       "llm.timeout_s: 1e+300 is out of range; accepted: a positive number of seconds, at most 10000000"},
+  };
+  for (const auto& [text, needle] : refused) {
+    CAPTURE(text);
+    ConfigReader reader(YAML::Load(text), "goal.yaml");
+    auto llm = reader.child("llm");
+    CHECK_THROWS_WITH_AS(parse_llm_config(llm), doctest::Contains(needle), UserError);
+  }
 }
