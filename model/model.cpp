@@ -9,10 +9,6 @@ namespace autotune::model {
 
 namespace {
 
-// Prompt lengths the chain's kernels accept (attention's own limit).
-constexpr std::int64_t kMaxSeq = 131072;
-constexpr std::int64_t kMaxLayers = 1024;
-
 std::int64_t positive(ConfigReader& reader, const std::string& key, std::int64_t largest) {
   const auto value =
       reader.required<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));

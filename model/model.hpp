@@ -47,6 +47,11 @@ struct ModelSpec {
 };
 
 // Overrides from the command line, checked like the file's values.
+// Prompt lengths the chain's kernels accept (attention's own limit), and decoder layers.
+constexpr std::int64_t kMaxSeq = 131072;
+constexpr std::int64_t kMaxLayers = 1024;
+
+// --layers and --seq of `autotune model` (a model goal checks its own keys against the same bounds).
 struct ModelOverrides {
   std::optional<std::int64_t> layers, seq;
 };

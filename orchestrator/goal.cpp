@@ -533,7 +533,8 @@ Goal load_goal(const std::filesystem::path& path) {
   if (auto search = top.maybe_child("search")) {
     read_search_strategy(*search, goal.strategy, goal.strategy_options);
     goal.batch_size = search->optional<int>("batch_size", 0);
-    if (goal.batch_size < 0) search->fail("batch_size", "must be at least 1");
+    if (goal.batch_size < 0)
+      search->fail("batch_size", "must be at least 1 (0: the number of parallel workers)");
     if (auto space = search->maybe_child("space")) {
       for (const auto& key : space->keys()) goal.space.emplace_back(key, read_domain(*space, key));
     }

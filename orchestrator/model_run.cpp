@@ -269,8 +269,17 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
       model.fail("file", "file not found: " + file.lexically_normal().string(), &node);
     }
     model::ModelOverrides overrides;
-    overrides.layers = model.maybe<std::int64_t>("layers");
-    overrides.seq = model.maybe<std::int64_t>("seq");
+    // Checked here, so that an error names this file's key rather than the command's flag.
+    auto bounded = [&model](const std::string& key, std::int64_t largest) {
+      const auto value =
+          model.maybe<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
+      if (value && (*value < 1 || *value > largest))
+        model.fail(key,
+                   std::to_string(*value) + " is out of range; accepted: 1 to " + std::to_string(largest));
+      return value;
+    };
+    overrides.layers = bounded("layers", model::kMaxLayers);
+    overrides.seq = bounded("seq", model::kMaxSeq);
     model.finish({"file", "layers", "seq"});
     goal.model = model::load_model(file.lexically_normal(), overrides);
   }

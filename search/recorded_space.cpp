@@ -90,6 +90,11 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
       malformed(path, "cache record '" + key + "' has no '" + target.objective_ + "'");
     const auto& objective = record.at(target.objective_);
     if (objective.is_number()) {
+      // A time is a duration: one of zero or less would be the optimum of every search, and a replay
+      // goal's latency. Other objectives (a negated score) may take any sign.
+      if (target.objective_ == "time" && !(objective.get<double>() > 0))
+        malformed(path, "cache record '" + key + "': time = " + objective.dump() +
+                            " is not a positive time (a failure is recorded as a string)");
       values.push_back(objective.get<double>());
       failures.emplace_back();
     } else if (objective.is_string()) {

@@ -32,7 +32,12 @@ TargetKind replay_kind() {
                       "a replayed recording holds times, not MFU; accepted: latency, throughput (of the "
                       "recorded time)");
     RunSetup setup;
-    auto target = std::make_unique<skills::ReplayTarget>(goal.target.cachefile, goal.target.replay_objective);
+    std::unique_ptr<skills::ReplayTarget> target;
+    try {
+      target = std::make_unique<skills::ReplayTarget>(goal.target.cachefile, goal.target.replay_objective);
+    } catch (const UserError& e) {  // what is wrong in the recording, located at the goal's key
+      throw UserError(goal.where({"target", "cachefile"}) + e.what());
+    }
     if (goal.family.empty()) goal.family = target->kernel_name();
     setup.catalog = skills::recorded_catalog(target->recorded_space(), catalog_request(goal));
     setup.catalog.kernel = target->kernel_name();

@@ -33,6 +33,14 @@ ReplayTarget::ReplayTarget(const std::filesystem::path& cachefile, const std::st
       domain.push_back(search::param_value_from_json(v, key));
   }
   for (const auto& [id, entry] : document.at("cache").items()) {
+    // Each record is replayed as a latency in milliseconds, or as a failure (a string).
+    const std::string record = cachefile.string() + ": cache record '" + id + "'";
+    if (!entry.is_object() || !entry.contains(objective_))
+      throw UserError(record + " has no '" + objective_ + "' (the field replayed as the time, in ms)");
+    const Json& value = entry.at(objective_);
+    if (!value.is_string() && !(value.is_number() && value.get<double>() > 0))
+      throw UserError(record + ": " + objective_ + " = " + value.dump() +
+                      " is not a positive time in ms (a failure is recorded as a string)");
     Json params = Json::object();
     for (const auto& key : keys_) params[key] = entry.at(key);
     entries_[params.dump()] = entry;

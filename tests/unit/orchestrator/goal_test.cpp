@@ -106,6 +106,15 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
   CHECK(user_error([&] {
           load_model_goal(dir.write("o.yaml", head + "search: {options: {initial: 0}}\n"));
         }).find("o.yaml:4: search.options: strategy 'bayes': option out of range") != std::string::npos);
+  // The model section's layers and seq are this file's keys, not `autotune model`'s flags.
+  const std::string model_file = source("configs/models/qwen3-0.6b.yaml").string();
+  CHECK(user_error([&] {
+          load_model_goal(dir.write(
+              "l.yaml", "name: m\nmodel:\n  file: " + model_file + "\n  layers: 0\ntarget: trn2\n"));
+        }).find("l.yaml:4: model.layers: 0 is out of range; accepted: 1 to 1024") != std::string::npos);
+  CHECK(user_error([&] {
+          load_model_goal(dir.write("q.yaml", "name: m\nmodel: {file: " + model_file + ", seq: -1}\n"));
+        }).find("q.yaml:2: model.seq: -1 is out of range; accepted: 1 to 131072") != std::string::npos);
 }
 
 TEST_CASE("a goal constraint binds the variants that have its parameters and leaves the others whole") {
@@ -194,6 +203,10 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"replay_role.yaml",
        ":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"},
       {"replay_mfu.yaml", ":3: objective:", "a replayed recording holds times, not MFU"},
+      // A replay measures recorded times: a score of another sign or a misspelt field is refused up front.
+      {"replay_not_a_time.yaml", "negated_score.json: cache record '1'",
+       "negated_score = -0.5 is not a positive time in ms"},
+      {"replay_missing_field.yaml", "negated_score.json: cache record '1'", "has no 'tiem'"},
       {"command_variant.yaml",
        ":3: variants:", "unknown variant 'tiled'; a command target has one, 'command'"},
       {"constraint_syntax.yaml",

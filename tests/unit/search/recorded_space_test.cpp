@@ -90,6 +90,15 @@ TEST_CASE("a missing or malformed cachefile is one clear error") {
                                                       "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, "
                                                       "\"time\": 1e999}}}")),
                        doctest::Contains("invalid JSON"), UserError);
+  // A time of zero or less is refused; a negated score (another objective) may be negative.
+  const std::string one_record = "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1]}, ";
+  CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp(
+                           "bad5.json", one_record + "\"cache\": {\"1\": {\"a\": 1, \"time\": -1.0}}}")),
+                       doctest::Contains("cache record '1': time = -1.0 is not a positive time"), UserError);
+  CHECK(RecordedSpace::load(write_temp("score.json", one_record + "\"objective\": \"negated_score\", "
+                                                                  "\"cache\": {\"1\": {\"a\": 1, "
+                                                                  "\"negated_score\": -0.5}}}"))
+            .valid_values() == std::vector<double>{-0.5});
   const auto ok = RecordedSpace::load(
       write_temp("ok.json",
                  "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
