@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
 #include "core/config_reader.hpp"
 #include "core/text.hpp"
@@ -73,28 +74,51 @@ std::vector<fs::path> candidate_directories() {
   return out;
 }
 
+// Figures of a NeuronCore are far inside these bounds; beyond them the
+// simulator's cycle counts overflow (a DMA queue of 1e-300 B/ns) or its
+// per-partition and per-queue state exhausts memory (2e9 partitions).
+constexpr double kSmallestFigure = 1e-6;
+constexpr double kLargestFigure = 1e9;
+constexpr int kLargestCount = 65536;
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 double positive(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a positive number");
-  if (!(value > 0)) reader.fail(key, "must be a positive number, got " + std::to_string(value), nullptr);
+  if (!(value >= kSmallestFigure && value <= kLargestFigure))
+    reader.fail(key,
+                "must be a positive number from " + number_text(kSmallestFigure) + " to " +
+                    number_text(kLargestFigure) + ", got " + number_text(value),
+                nullptr);
   return value;
 }
 
 double non_negative(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a number >= 0");
-  if (!(value >= 0)) reader.fail(key, "must be >= 0, got " + std::to_string(value), nullptr);
+  if (!(value >= 0 && value <= kLargestFigure))
+    reader.fail(key,
+                "must be >= 0 and at most " + number_text(kLargestFigure) + ", got " + number_text(value),
+                nullptr);
   return value;
 }
 
 double fraction(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a number in (0, 1]");
-  if (!(value > 0 && value <= 1))
-    reader.fail(key, "must be in (0, 1], got " + std::to_string(value), nullptr);
+  if (!(value > 0 && value <= 1)) reader.fail(key, "must be in (0, 1], got " + number_text(value), nullptr);
   return value;
 }
 
 int positive_int(ConfigReader& reader, const std::string& key) {
   const int value = reader.required<int>(key, "a positive integer");
-  if (value <= 0) reader.fail(key, "must be a positive integer, got " + std::to_string(value), nullptr);
+  if (value <= 0 || value > kLargestCount)
+    reader.fail(key,
+                "must be a positive integer, at most " + std::to_string(kLargestCount) + ", got " +
+                    std::to_string(value),
+                nullptr);
   return value;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "sim/simulator.hpp"
@@ -108,6 +109,31 @@ TEST_CASE("a target's smallest PE tile is 32, 64 or 128") {
     const std::string message = e.what();
     CHECK_MESSAGE(message.find("tensor_engine.min_tile") != std::string::npos, message);
     CHECK_MESSAGE(message.find("32, 64 or 128") != std::string::npos, message);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a target's figures are bounded: what would overflow the simulator is refused at its key") {
+  const fs::path dir = scratch_dir("bounds");
+  const std::string original = read_file(fs::path(AUTOTUNE_SOURCE_DIR) / "configs/targets/trn1.yaml");
+  // Each edit once led to an internal error (bad_alloc) or a negative cycle count.
+  const std::tuple<const char*, const char*, const char*> edits[] = {
+      {"queue_bytes_per_ns: 17 ", "queue_bytes_per_ns: 1e-300 ",
+       "dma.queue_bytes_per_ns: must be a positive number from 1e-06 to 1e+09, got 1e-300"},
+      {"partitions: 128 ", "partitions: 2000000000 ",
+       "memory.partitions: must be a positive integer, at most 65536"},
+      {"queues: 16 ", "queues: 2000000000 ", "dma.queues: must be a positive integer, at most 65536"},
+      {"fixed_cost_us: 1.3 ", "fixed_cost_us: 1e300 ", "dma.fixed_cost_us: must be >= 0 and at most 1e+09"},
+  };
+  for (const auto& [from, to, needle] : edits) {
+    CAPTURE(to);
+    std::string text = original;
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, std::string(from).size(), to);
+    const fs::path file = dir / "bad.yaml";
+    std::ofstream(file) << text;
+    CHECK_THROWS_WITH_AS(load_target(file.string()), doctest::Contains(needle), autotune::UserError);
   }
   fs::remove_all(dir);
 }
