@@ -309,6 +309,9 @@ void read_target(ConfigReader& top, Goal& goal) {
 }
 
 const char* const kScreenCorrections = "refit, ratio or none";
+// A round's device trials and simulated proposals: far beyond any real screen, and 32 x keep stays an int.
+constexpr int kMaxScreenKeep = 4096;
+constexpr int kMaxScreenPropose = 1000000;
 
 // The goal's `screen:` (after its target, kernel and search are read).
 void read_screen(ConfigReader& top, Goal& goal) {
@@ -350,10 +353,15 @@ void read_screen(ConfigReader& top, Goal& goal) {
           &target_node);
   }
   choice.keep = screen.optional<int>("keep", goal.effective_batch_size(), "a whole number >= 1");
-  if (choice.keep < 1)
-    screen.fail("keep", std::to_string(choice.keep) + " is out of range; accepted: 1 or more");
+  if (choice.keep < 1 || choice.keep > kMaxScreenKeep)
+    screen.fail("keep", std::to_string(choice.keep) + " is out of range; accepted: 1 to " +
+                            std::to_string(kMaxScreenKeep));
   const YAML::Node propose_node = screen.raw("propose");
   choice.propose = screen.optional<int>("propose", std::max(32 * choice.keep, 64), "a whole number > keep");
+  if (choice.propose > kMaxScreenPropose)
+    screen.fail("propose", std::to_string(choice.propose) +
+                               " is out of range; accepted: more than keep, at most " +
+                               std::to_string(kMaxScreenPropose));
   if (choice.propose <= choice.keep)
     screen.fail("propose",
                 std::to_string(choice.propose) + " proposals for keep " + std::to_string(choice.keep) +

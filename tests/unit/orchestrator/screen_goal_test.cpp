@@ -97,7 +97,10 @@ TEST_CASE("bad screen keys are one line naming the file, the line and the key") 
     CHECK(error.find('\n') == std::string::npos);
   };
   check(sim_goal("screen: {target: trn2, kep: 2}\n"), "5: screen", "kep");
-  check(sim_goal("screen:\n  target: trn2\n  keep: 0\n"), "7: screen.keep", "accepted: 1 or more");
+  check(sim_goal("screen:\n  target: trn2\n  keep: 0\n"), "7: screen.keep", "accepted: 1 to 4096");
+  // 32 x keep, the default proposals, overflowed an int and read as 64.
+  check(sim_goal("screen:\n  target: trn2\n  keep: 100000000\n"), "7: screen.keep", "accepted: 1 to 4096");
+  check(sim_goal("screen:\n  target: trn2\n  propose: 2000000000\n"), "7: screen.propose", "at most 1000000");
   check(sim_goal("screen:\n  target: trn2\n  keep: 4\n  propose: 4\n"), "8: screen.propose",
         "more than keep");
   check(sim_goal("screen:\n  target: trn2\n  correction: magic\n"), "7: screen.correction",
