@@ -998,22 +998,23 @@ const StrategyRegistration registration(
     "bayes",
     [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
       BayesOptions o;
-      o.initial = options.get<int>("initial", o.initial, "an integer >= 1");
+      // Upper bounds far beyond use: each multiplies the work of a proposal or of a refit.
+      o.initial = options.get_within<int>("initial", o.initial, 1, 100000);
       o.exhaustive_limit =
-          options.get<std::size_t>("exhaustive_limit", o.exhaustive_limit, "an integer >= 0");
-      o.candidates = options.get<std::size_t>("candidates", o.candidates, "an integer >= 1");
-      o.local_starts = options.get<int>("local_starts", o.local_starts, "an integer >= 0");
-      o.local_steps = options.get<int>("local_steps", o.local_steps, "an integer >= 0");
-      o.xi = options.get<double>("xi", o.xi, "a number >= 0");
-      o.fit_iterations = options.get<int>("fit_iterations", o.fit_iterations, "an integer >= 1");
-      o.refit_growth = options.get<double>("refit_growth", o.refit_growth, "a number >= 0");
+          options.get_within<std::size_t>("exhaustive_limit", o.exhaustive_limit, 0, 10000000);
+      o.candidates = options.get_within<std::size_t>("candidates", o.candidates, 1, 1000000);
+      o.local_starts = options.get_within<int>("local_starts", o.local_starts, 0, 1000);
+      o.local_steps = options.get_within<int>("local_steps", o.local_steps, 0, 1000);
+      o.xi = options.get_within<double>("xi", o.xi, 0, 100);
+      o.fit_iterations = options.get_within<int>("fit_iterations", o.fit_iterations, 1, 10000);
+      o.refit_growth = options.get_within<double>("refit_growth", o.refit_growth, 0, 1000);
       o.impute_failures = options.get<bool>("impute_failures", o.impute_failures, "true or false");
       o.classify_failures = choice(options, "failures", "worst", {"worst", "classified"}) == "classified";
       o.hedge = choice(options, "acquisition", "hedge", {"ei", "hedge"}) == "hedge";
       o.alignment = options.get<bool>("alignment", o.alignment, "true or false");
-      o.transfer_points = options.get<int>("transfer_points", o.transfer_points, "an integer >= 0");
+      o.transfer_points = options.get_within<int>("transfer_points", o.transfer_points, 0, 100000);
       o.stratified_design = choice(options, "design", "maximin", {"maximin", "stratified"}) == "stratified";
-      o.stratified_points = options.get<int>("stratified_points", o.stratified_points, "an integer >= 0");
+      o.stratified_points = options.get_within<int>("stratified_points", o.stratified_points, 0, 100000);
       o.infer_ties = choice(options, "ties", "infer", {"model", "infer"}) == "infer";
       const std::string after_tie =
           choice(options, "after_tie", "neighbours", {"neighbours", "frontier", "model"});
@@ -1024,12 +1025,6 @@ const StrategyRegistration registration(
       o.monotone_failures = options.get<bool>("monotone_failures", o.monotone_failures, "true or false");
       o.predict_failures_while_monotone = options.get<bool>(
           "predict_failures_while_monotone", o.predict_failures_while_monotone, "true or false");
-      if (o.initial < 1 || o.candidates < 1 || o.local_starts < 0 || o.local_steps < 0 || !(o.xi >= 0) ||
-          o.fit_iterations < 1 || !(o.refit_growth >= 0) || o.transfer_points < 0 || o.stratified_points < 0)
-        throw UserError(
-            "strategy 'bayes': option out of range; accepted: initial >= 1, candidates >= 1, local_starts >= "
-            "0, local_steps >= 0, xi >= 0, fit_iterations >= 1, refit_growth >= 0, transfer_points >= 0, "
-            "stratified_points >= 0");
       return std::make_unique<BayesStrategy>(space, seed, o);
     });
 

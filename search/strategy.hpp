@@ -32,11 +32,13 @@
 //  - The space must outlive the strategy.
 // Stopping on a budget or time is not the strategy's business: see
 // stop_condition.hpp.
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,9 @@ class StrategyOptions {
   StrategyOptions(std::string strategy, const nlohmann::json& options);
   template <class T>
   T get(const std::string& key, T fallback, const std::string& accepted = "");
+  // A number from `lowest` to `highest`, read wide so that a value beyond T's range is refused, not wrapped.
+  template <class T>
+  T get_within(const std::string& key, T fallback, T lowest, T highest);
   void finish() const;  // UserError naming the unknown key and the accepted ones
 
  private:
@@ -116,6 +121,24 @@ T StrategyOptions::get(const std::string& key, T fallback, const std::string& ac
     throw UserError("strategy '" + strategy_ + "': option '" + key + "': '" + options_.at(key).dump() +
                     "' has the wrong type" + (accepted.empty() ? "" : "; accepted: " + accepted));
   }
+}
+
+template <class T>
+T StrategyOptions::get_within(const std::string& key, T fallback, T lowest, T highest) {
+  static_assert(std::is_arithmetic_v<T>);
+  auto text = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  const std::string range = text(static_cast<double>(lowest)) + " to " + text(static_cast<double>(highest));
+  const std::string kind = std::is_integral_v<T> ? "an integer" : "a number";
+  const double value = get<double>(key, static_cast<double>(fallback), kind + " from " + range);
+  if (!(value >= static_cast<double>(lowest) && value <= static_cast<double>(highest)) ||
+      (std::is_integral_v<T> && value != std::floor(value)))
+    throw UserError("strategy '" + strategy_ + "': option out of range: " + key + " = " +
+                    options_.at(key).dump() + "; accepted: " + kind + " from " + range);
+  return static_cast<T>(value);
 }
 
 }  // namespace autotune::search

@@ -169,6 +169,18 @@ TEST_CASE("unknown strategies and options are one clear error") {
   CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"failures", "ignored"}}),
                        doctest::Contains("accepted: worst, classified"), UserError);
   CHECK_NOTHROW(make_strategy("bayes", space, 1, {{"failures", "classified"}}));
+  // A number out of range is named with its bounds: a typo of 1e9 refit iterations ran for hours, and
+  // 2^32 + 1 initial points read as 1.
+  CHECK_THROWS_WITH_AS(
+      make_strategy("bayes", space, 1, {{"fit_iterations", 1000000000}}),
+      doctest::Contains("option out of range: fit_iterations = 1000000000; accepted: an integer "
+                        "from 1 to 10000"),
+      UserError);
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"initial", 4294967297LL}}),
+                       doctest::Contains("initial = 4294967297"), UserError);
+  CHECK_THROWS_WITH_AS(make_strategy("bayes", space, 1, {{"local_steps", 2.5}}),
+                       doctest::Contains("local_steps = 2.5; accepted: an integer"), UserError);
+  CHECK_NOTHROW(make_strategy("bayes", space, 1, {{"initial", 12}, {"xi", 0.1}, {"exhaustive_limit", 0}}));
 }
 
 TEST_CASE(
