@@ -132,15 +132,10 @@ const StrategyRegistration registration(
     "annealing",
     [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
       AnnealingOptions o;
-      o.temperature = options.get<double>("temperature", o.temperature, "a positive number");
-      o.cooling = options.get<double>("cooling", o.cooling, "a number in (0, 1]");
-      o.patience = options.get<int>("patience", o.patience, "a positive integer");
-      o.restart_samples = options.get<int>("restart_samples", o.restart_samples, "a positive integer");
-      if (!(o.temperature > 0) || !(o.cooling > 0 && o.cooling <= 1) || o.patience < 1 ||
-          o.restart_samples < 1)
-        throw UserError(
-            "strategy 'annealing': options out of range; accepted: temperature > 0, 0 < cooling <= 1, "
-            "patience >= 1, restart_samples >= 1");
+      o.temperature = options.get_within<double>("temperature", o.temperature, 1e-9, 1e9);
+      o.cooling = options.get_within<double>("cooling", o.cooling, 1e-9, 1);
+      o.patience = options.get_within<int>("patience", o.patience, 1, 1000000);
+      o.restart_samples = options.get_within<int>("restart_samples", o.restart_samples, 1, 1000000);
       return std::make_unique<AnnealingStrategy>(space, seed, o);
     });
 

@@ -159,17 +159,16 @@ class CoordinateStrategy final : public IndexedStrategy {
   std::optional<double> best_value_;
 };
 
-const StrategyRegistration registration(
-    "coordinate",
-    [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
-      const int passes =
-          options.get<int>("passes", 0, "a whole number >= 0 (0: until converged, then restart)");
-      if (passes < 0)
-        throw UserError("strategy 'coordinate': option 'passes': " + std::to_string(passes) +
-                        " is not accepted; accepted: a whole number >= 0");
-      const bool line = options.get<bool>("line", false, "true or false");
-      return std::make_unique<CoordinateStrategy>(space, seed, passes, line);
-    });
+const StrategyRegistration registration("coordinate",
+                                        [](const SearchSpace& space, std::uint64_t seed,
+                                           StrategyOptions& options) -> std::unique_ptr<Strategy> {
+                                          // 0: until a pass moves nowhere, then again from a random unseen
+                                          // configuration.
+                                          const int passes = options.get_within<int>("passes", 0, 0, 1000000);
+                                          const bool line = options.get<bool>("line", false, "true or false");
+                                          return std::make_unique<CoordinateStrategy>(space, seed, passes,
+                                                                                      line);
+                                        });
 
 }  // namespace
 

@@ -110,13 +110,9 @@ const StrategyRegistration registration(
     "genetic",
     [](const SearchSpace& space, std::uint64_t seed, StrategyOptions& options) -> std::unique_ptr<Strategy> {
       GeneticOptions o;
-      o.population = options.get<int>("population", o.population, "an integer >= 4");
-      o.mutation = options.get<double>("mutation", o.mutation, "a number >= 0");
-      o.attempts = options.get<int>("attempts", o.attempts, "an integer >= 1");
-      if (o.population < 4 || !(o.mutation >= 0) || o.attempts < 1)
-        throw UserError(
-            "strategy 'genetic': option out of range; accepted: population >= 4, mutation >= 0, attempts >= "
-            "1");
+      o.population = options.get_within<int>("population", o.population, 4, 100000);
+      o.mutation = options.get_within<double>("mutation", o.mutation, 0, 1000);
+      o.attempts = options.get_within<int>("attempts", o.attempts, 1, 100000);
       return std::make_unique<GeneticStrategy>(space, seed, o);
     });
 
