@@ -42,7 +42,7 @@ CASES = {
     # Checked when the goal is read, before a baseline is measured (the options once only when a search began;
     # a bad constraint once left the variant out; a replay goal once ran whatever it named).
     "unknown_strategy_option.yaml": (":5: search.options:", "unknown option 'initial_points'"),
-    "strategy_option_out_of_range.yaml": (":6: search.options:", "population >= 4"),
+    "strategy_option_out_of_range.yaml": (":6: search.options:", "population = 2; accepted: an integer from 4 to 100000"),
     "unreachable_improvement.yaml": (":4: goal.improvement:", "must be below 1 for the latency objective"),
     "constraint_syntax.yaml": (":4: search.constraints:", "expression ends early"),
     "constraint_unknown_name.yaml": (":4: search.constraints:", "'tile_q' is neither a parameter of exp"),
@@ -51,6 +51,15 @@ CASES = {
     "replay_role.yaml": (":3: roles.block_size_q:", "unknown parameter 'block_size_q' of the recorded space"),
     "replay_mfu.yaml": (":3: objective:", "a replayed recording holds times, not MFU"),
     "command_variant.yaml": (":3: variants:", "unknown variant 'tiled'; a command target has one, 'command'"),
+    # Numbers beyond what the clocks and the simulator hold, and recordings that are not times.
+    "infinite_number.yaml": (":4: budget.wall_time_s:", "'.inf' is not a finite number"),
+    "huge_timeout.yaml": (":3: timeout_s:", "at most 10000000"),
+    "command_huge_timeout.yaml": (":5: target.timeout_s:", "at most 10000000"),
+    "plugin_huge_timeout.yaml": (":8: skills[0].timeout_s:", "at most 10000000"),
+    "negative_seed.yaml": (":3: seed:", "'-1' is not a non-negative integer"),
+    "start_param_of_parameterless.yaml": (":5: start.params.tile_size:", "accepted: none"),
+    "replay_not_a_time.yaml": (":2: target.cachefile:", "negated_score = -0.5 is not a positive time in ms"),
+    "replay_missing_field.yaml": (":2: target.cachefile:", "has no 'tiem'"),
 }
 
 
