@@ -132,11 +132,8 @@ int run_profile(const ProfileOptions& o) {
   if (o.timeout_s) {
     if (o.kernel_source.empty())
       throw UserError("--timeout is for --kernel-source (a built-in kernel runs in this process)");
-    if (!(*o.timeout_s > 0 && *o.timeout_s <= kMaxSeconds)) {
-      std::ostringstream given;
-      given << *o.timeout_s;
-      throw UserError("--timeout " + given.str() + ": expected " + seconds_range_text());
-    }
+    if (!(*o.timeout_s > 0 && *o.timeout_s <= kMaxSeconds))
+      throw UserError("--timeout " + number_text(*o.timeout_s) + ": expected " + seconds_range_text());
   }
   if (!o.kernel_source.empty()) return run_source_profile(o);
   if (o.kernel.empty())

@@ -1,7 +1,6 @@
 #include "core/config_reader.hpp"
 
 #include <map>
-#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -195,9 +194,7 @@ std::string seconds_range_text() {
 double ConfigReader::optional_seconds(const std::string& key, double fallback) {
   const double seconds = optional<double>(key, fallback, seconds_range_text());
   if (!(seconds > 0 && seconds <= kMaxSeconds)) {
-    std::ostringstream given;
-    given << seconds;
-    fail(key, given.str() + " is out of range; accepted: " + seconds_range_text());
+    fail(key, number_text(seconds) + " is out of range; accepted: " + seconds_range_text());
   }
   return seconds;
 }

@@ -22,6 +22,14 @@ std::string join(const Range& range, const std::string& separator, ToText&& to_t
   return out;
 }
 
+// A number as messages quote it, in the stream's default format: 2.8, 1e+300, inf, nan (not
+// std::to_string's 2.800000).
+inline std::string number_text(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
 // Items that are text already (strings, string views, C strings), or numbers.
 template <class Range>
 std::string join(const Range& range, const std::string& separator) {

@@ -114,12 +114,9 @@ Measurement row_from_json(const nlohmann::json& j, const std::string& file, int 
   m.shape = integer_map(j["shape"], where, "shape");
   const nlohmann::json& measured = j["measured_ms"];
   if (!measured.is_number() || !(measured.get<double>() > 0) || !std::isfinite(measured.get<double>())) {
-    std::ostringstream given;  // JSON writes a non-finite number as null: say what the row held
-    if (measured.is_number())
-      given << measured.get<double>();
-    else
-      given << measured.dump();
-    fail(where, "measured_ms", "expected a positive, finite number of milliseconds, got " + given.str());
+    // JSON writes a non-finite number as null: say what the row held.
+    const std::string given = measured.is_number() ? number_text(measured.get<double>()) : measured.dump();
+    fail(where, "measured_ms", "expected a positive, finite number of milliseconds, got " + given);
   }
   m.measured_ms = j["measured_ms"].get<double>();
   if (j.contains("fit")) {

@@ -3,18 +3,17 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "orchestrator/distributed.hpp"
 #include "skills/measurement_queue.hpp"
 
@@ -79,9 +78,7 @@ void check_worker_options(const WorkerOptions& options) {
                     std::to_string(static_cast<long long>(kMaxSeconds)));
   // A lease must end: an endless one keeps a stopped worker's claims from every other worker.
   if (!(options.lease_s >= 5 && options.lease_s <= kMaxSeconds)) {
-    std::ostringstream given;
-    given << options.lease_s;
-    throw UserError("--lease " + given.str() + " is out of range; accepted: 5 to " +
+    throw UserError("--lease " + number_text(options.lease_s) + " is out of range; accepted: 5 to " +
                     std::to_string(static_cast<long long>(kMaxSeconds)) +
                     " seconds (heartbeats come every 2 s)");
   }

@@ -38,11 +38,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/registry.hpp"
+#include "core/text.hpp"
 #include "search/search_space.hpp"
 
 namespace autotune::search {
@@ -126,12 +126,8 @@ T StrategyOptions::get(const std::string& key, T fallback, const std::string& ac
 template <class T>
 T StrategyOptions::get_within(const std::string& key, T fallback, T lowest, T highest) {
   static_assert(std::is_arithmetic_v<T>);
-  auto text = [](double v) {
-    std::ostringstream out;
-    out << v;
-    return out.str();
-  };
-  const std::string range = text(static_cast<double>(lowest)) + " to " + text(static_cast<double>(highest));
+  const std::string range =
+      number_text(static_cast<double>(lowest)) + " to " + number_text(static_cast<double>(highest));
   const std::string kind = std::is_integral_v<T> ? "an integer" : "a number";
   const double value = get<double>(key, static_cast<double>(fallback), kind + " from " + range);
   if (!(value >= static_cast<double>(lowest) && value <= static_cast<double>(highest)) ||

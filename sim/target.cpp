@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 
 #include "core/config_reader.hpp"
 #include "core/text.hpp"
@@ -80,12 +79,6 @@ std::vector<fs::path> candidate_directories() {
 constexpr double kSmallestFigure = 1e-6;
 constexpr double kLargestFigure = 1e9;
 constexpr int kLargestCount = 65536;
-
-std::string number_text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
 
 double positive(ConfigReader& reader, const std::string& key) {
   const double value = reader.required<double>(key, "a positive number");
