@@ -230,6 +230,10 @@ class RunLoop {
       const std::string flag = "--resume " + std::to_string(*options_.resume);
       auto existing = store_.run(*options_.resume);
       if (!existing) throw UserError(flag + ": no such run in " + store_.location());
+      if (existing->goal_name.ends_with(" (sweep)"))
+        throw UserError(flag + ": run " + std::to_string(existing->id) + " is a sweep ('" +
+                        existing->goal_name + "'); resume it with autotune sweep GOAL --resume " +
+                        std::to_string(existing->id));
       if (existing->goal_yaml != store::redact_url_credentials(goal_yaml))  // stored redacted
         throw UserError(flag + ": the run was started from a different goal (" + existing->goal_name +
                         "); resume it with the same goal file");

@@ -42,6 +42,11 @@ void open_or_resume(OpenedRun& out, const Goal& goal, const skills::VariantCatal
       throw UserError(flag + ": run " + std::to_string(existing->id) + " is '" + existing->goal_name +
                       "', not a sweep of '" + goal.name +
                       "'; resume it with the goal file it was started from");
+    // The sample a --limit draws is seeded by the goal, and the space is the goal's: another goal under
+    // the same name would measure other configurations into this run.
+    if (existing->goal_yaml != store::redact_url_credentials(to_yaml(goal)))
+      throw UserError(flag + ": the sweep was started from a different goal (" + existing->goal_name +
+                      "); resume it with the same goal file");
     if (existing->simulator_version != simulator_version)
       throw UserError(flag + ": the run was measured with " + existing->simulator_version +
                       ", this build is " + simulator_version);

@@ -1,6 +1,7 @@
 """autotune sweep: every configuration, stored, the top configurations printed; the loop's best is never
 better than the sweep's optimum."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -96,6 +97,20 @@ variants: [tiled]
         check(rows[0] == (40, 40), f"every configuration once: {rows}")
         proc = run(["sweep", goal, "--resume", str(sweep_id)], resumable)
         check(proc.returncode == 2 and "not a sweep of" in proc.stderr, f"resume with another goal: {proc.stderr}")
+        # The same name with another seed draws another sample: refused, not mixed into the run.
+        reseeded = os.path.join(os.path.dirname(resumable), "reseeded.yaml")
+        with open(goal_path("gemm-article.yaml")) as original, open(reseeded, "w") as out:
+            text = original.read()
+            check(re.search(r"^seed: \d+$", text, re.M) is not None, "gemm-article.yaml names no seed")
+            out.write(re.sub(r"^seed: \d+$", "seed: 12345", text, flags=re.M))
+        proc = run(["sweep", reseeded, "--limit", "40", "--resume", str(sweep_id)], resumable)
+        check(proc.returncode == 2 and "the sweep was started from a different goal" in proc.stderr,
+              f"resume with another seed: {proc.stderr}")
+        # A sweep is resumed by `sweep`; `run` says so before anything is replayed.
+        proc = run(["run", goal_path("gemm-article.yaml"), "--resume", str(sweep_id)], resumable)
+        lines = proc.stderr.strip().splitlines()
+        check(proc.returncode == 2 and len(lines) == 1 and "is a sweep" in lines[0]
+              and f"autotune sweep GOAL --resume {sweep_id}" in lines[0], f"run --resume of a sweep: {proc.stderr}")
 
         loop = run_json(["run", goal], db)
         check(loop["best"]["metrics"]["latency_s"] >= lat[0] * (1 - 1e-9), "the loop beat the exhaustive sweep")
