@@ -193,9 +193,8 @@ std::string seconds_range_text() {
 
 double ConfigReader::optional_seconds(const std::string& key, double fallback) {
   const double seconds = optional<double>(key, fallback, seconds_range_text());
-  if (!(seconds > 0 && seconds <= kMaxSeconds)) {
+  if (!(seconds > 0 && seconds <= kMaxSeconds))
     fail(key, number_text(seconds) + " is out of range; accepted: " + seconds_range_text());
-  }
   return seconds;
 }
 

@@ -118,7 +118,7 @@ Measurement row_from_json(const nlohmann::json& j, const std::string& file, int 
     const std::string given = measured.is_number() ? number_text(measured.get<double>()) : measured.dump();
     fail(where, "measured_ms", "expected a positive, finite number of milliseconds, got " + given);
   }
-  m.measured_ms = j["measured_ms"].get<double>();
+  m.measured_ms = measured.get<double>();
   if (j.contains("fit")) {
     if (!j["fit"].is_boolean()) fail(where, "fit", "expected true or false, got " + j["fit"].dump());
     m.fit = j["fit"].get<bool>();

@@ -73,15 +73,13 @@ class RunTargets {
 void check_worker_options(const WorkerOptions& options) {
   if (options.jobs < 1 || options.jobs > 256)
     throw UserError("--jobs " + std::to_string(options.jobs) + " is out of range; accepted: 1 to 256");
+  const std::string longest = std::to_string(static_cast<long long>(kMaxSeconds));
   if (options.idle_exit_s && !(*options.idle_exit_s >= 0 && *options.idle_exit_s <= kMaxSeconds))
-    throw UserError("--idle-exit must be a number of seconds, 0 or more, at most " +
-                    std::to_string(static_cast<long long>(kMaxSeconds)));
+    throw UserError("--idle-exit must be a number of seconds, 0 or more, at most " + longest);
   // A lease must end: an endless one keeps a stopped worker's claims from every other worker.
-  if (!(options.lease_s >= 5 && options.lease_s <= kMaxSeconds)) {
+  if (!(options.lease_s >= 5 && options.lease_s <= kMaxSeconds))
     throw UserError("--lease " + number_text(options.lease_s) + " is out of range; accepted: 5 to " +
-                    std::to_string(static_cast<long long>(kMaxSeconds)) +
-                    " seconds (heartbeats come every 2 s)");
-  }
+                    longest + " seconds (heartbeats come every 2 s)");
 }
 
 WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
