@@ -1,4 +1,4 @@
-// A Kernel Tuner cachefile, as a replay target loads it.
+// A Kernel Tuner cachefile, as a replay goal's target and search-bench load it.
 #include "fuzz_support.hpp"
 #include "search/recorded_space.hpp"
 

@@ -19,13 +19,19 @@ namespace {
 
 }  // namespace
 
-RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
+RecordedSpace RecordedSpace::load(const std::filesystem::path& path, const CachefileReading& reading) {
   std::ifstream in(path);
   if (!std::filesystem::is_regular_file(path) || !in)
     throw UserError(path.string() + ": cachefile not found");
+  return parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path,
+               reading);
+}
+
+RecordedSpace RecordedSpace::parse(const std::string& text, const std::filesystem::path& path,
+                                   const CachefileReading& reading) {
   nlohmann::json document;
   try {
-    document = parse_json(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    document = parse_json(text);
   } catch (const nlohmann::json::exception& e) {
     malformed(path, std::string("invalid JSON (") + e.what() + ")");
   }
@@ -44,9 +50,11 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
   target.name_ = path.parent_path().filename().string() + "/" + path.stem().string();
   target.kernel_name_ = document.value("kernel_name", std::string());
   target.device_name_ = document.value("device_name", std::string());
-  target.objective_ = document.contains("objective") && document.at("objective").is_string()
+  target.objective_ = !reading.objective.empty() ? reading.objective
+                      : document.contains("objective") && document.at("objective").is_string()
                           ? document.at("objective").get<std::string>()
                           : "time";
+  const bool as_time = reading.as_time || target.objective_ == "time";
 
   std::vector<ParameterSpec> parameters;
   std::vector<std::string> names;
@@ -71,6 +79,7 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
   std::vector<Positions> allowed;
   std::vector<double> values;
   std::vector<std::string> failures;
+  std::vector<std::vector<double>> runs_of_record;
   for (const auto& [key, record] : cache.items()) {
     if (!record.is_object()) malformed(path, "cache record '" + key + "' is not an object");
     Positions positions(names.size());
@@ -86,24 +95,30 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
                   "cache record '" + key + "': " + names[p] + " = " + raw.dump() + " is not in tune_params");
       positions[p] = *position;
     }
+    // A record's objective is a value, not the file's format: these name the record alone.
+    const std::string where = path.string() + ": cache record '" + key + "'";
     if (!record.contains(target.objective_))
-      malformed(path, "cache record '" + key + "' has no '" + target.objective_ + "'");
+      throw UserError(where + " has no '" + target.objective_ + "', the field read as the objective");
     const auto& objective = record.at(target.objective_);
+    std::vector<double> runs;
     if (objective.is_number()) {
       // A time is a duration: one of zero or less would be the optimum of every search, and a replay
-      // goal's latency. Other objectives (a negated score) may take any sign.
-      if (target.objective_ == "time" && !(objective.get<double>() > 0))
-        malformed(path, "cache record '" + key + "': time = " + objective.dump() +
-                            " is not a positive time (a failure is recorded as a string)");
+      // goal's latency.
+      if (as_time && !(objective.get<double>() > 0))
+        throw UserError(where + ": " + target.objective_ + " = " + objective.dump() +
+                        " is not a positive time in ms (a failure is recorded as a string)");
       values.push_back(objective.get<double>());
       failures.emplace_back();
+      if (const auto times = record.find("times"); times != record.end() && times->is_array())
+        for (const auto& run : *times)
+          if (run.is_number()) runs.push_back(run.get<double>());
     } else if (objective.is_string()) {
       values.push_back(std::numeric_limits<double>::quiet_NaN());
       failures.push_back(objective.get<std::string>());
     } else {
-      malformed(path,
-                "cache record '" + key + "': '" + target.objective_ + "' is neither a number nor a failure");
+      throw UserError(where + ": '" + target.objective_ + "' is neither a number nor a failure");
     }
+    runs_of_record.push_back(std::move(runs));
     allowed.push_back(std::move(positions));
   }
   if (allowed.empty()) malformed(path, "'cache' is empty");
@@ -112,11 +127,13 @@ RecordedSpace RecordedSpace::load(const std::filesystem::path& path) {
       SearchSpace::from_allowed(std::move(parameters), std::move(ordered)));
   target.value_by_index_.assign(target.space_->size(), std::numeric_limits<double>::quiet_NaN());
   target.failure_by_index_.assign(target.space_->size(), "");
+  target.runs_by_index_.assign(target.space_->size(), {});
   for (std::size_t i = 0; i < allowed.size(); ++i) {
     const auto index = target.space_->index_of_positions(allowed[i]);
     AUTOTUNE_CHECK(index.has_value(), "recorded configuration missing from its own space");
     target.value_by_index_[*index] = values[i];
     target.failure_by_index_[*index] = failures[i];
+    target.runs_by_index_[*index] = std::move(runs_of_record[i]);
   }
   if (target.valid_values().empty()) malformed(path, "every recorded configuration failed");
   return target;
@@ -131,6 +148,7 @@ RecordedResult RecordedSpace::evaluate_index(std::uint64_t index) const {
   } else {
     result.status = Outcome::ok;
     result.value = value_by_index_[index];
+    result.runs = runs_by_index_[index];
   }
   return result;
 }

@@ -14,7 +14,8 @@
 //    (any string in place of the number); a configuration absent from the
 //    cache is outside the space: not evaluated, not counted.
 //  - A missing or malformed cachefile is one UserError naming the file and
-//    what is wrong.
+//    what is wrong; so is a record whose objective is missing, or is not a
+//    positive time where the objective is read as one.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -30,13 +31,27 @@ namespace autotune::search {
 struct RecordedResult {
   // ok, failed (recorded as failing), or invalid: outside the recorded space.
   Outcome status = Outcome::invalid;
-  double value = 0;     // when ok
-  std::string failure;  // when failed
+  double value = 0;          // when ok
+  std::string failure;       // when failed
+  std::vector<double> runs;  // when ok: the record's individual runs ("times"), if it kept them
+};
+
+// How a cachefile's records are read.
+struct CachefileReading {
+  // The recorded field to minimise; "" = the file's `objective`, else "time".
+  std::string objective;
+  // Every recorded number of it must be a positive time in ms, as a replay's
+  // latency must. The field "time" always must; another (a negated score)
+  // may otherwise take any sign.
+  bool as_time = false;
 };
 
 class RecordedSpace {
  public:
-  static RecordedSpace load(const std::filesystem::path& cachefile);
+  static RecordedSpace load(const std::filesystem::path& cachefile, const CachefileReading& reading = {});
+  // The same from the file's text; `cachefile` names it in errors.
+  static RecordedSpace parse(const std::string& text, const std::filesystem::path& cachefile,
+                             const CachefileReading& reading = {});
 
   // "<parent-dir>/<file-stem>", e.g. "convolution/RTX_3090".
   const std::string& name() const { return name_; }
@@ -66,6 +81,7 @@ class RecordedSpace {
   std::shared_ptr<const SearchSpace> space_;
   std::vector<double> value_by_index_;  // NaN when failed
   std::vector<std::string> failure_by_index_;
+  std::vector<std::vector<double>> runs_by_index_;
 };
 
 }  // namespace autotune::search

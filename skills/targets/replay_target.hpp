@@ -5,9 +5,9 @@
 // in place of a time) is an invalid trial with that reason. Nothing is
 // verified: the recording is the ground truth.
 #include <filesystem>
-#include <map>
 #include <string>
 
+#include "search/recorded_space.hpp"
 #include "skills/measurement_target.hpp"
 #include "skills/variant_catalog.hpp"
 
@@ -15,8 +15,9 @@ namespace autotune::skills {
 
 class ReplayTarget : public MeasurementTarget {
  public:
-  // Reads the cachefile; a missing or malformed file is a UserError naming it.
-  // `objective` is the recorded field to minimise ("" = the file's
+  // Reads the cachefile (search::RecordedSpace); a missing or malformed file,
+  // or a record whose objective is not a positive time, is a UserError naming
+  // it. `objective` is the recorded field to minimise ("" = the file's
   // "objective", else "time"). Its unit is taken as milliseconds (Kernel
   // Tuner's convention for "time") and reported as latency_s.
   ReplayTarget(const std::filesystem::path& cachefile, const std::string& objective);
@@ -28,17 +29,16 @@ class ReplayTarget : public MeasurementTarget {
 
   // The recorded space as the single variant "recorded".
   VariantSpace recorded_space() const;
-  const std::string& kernel_name() const { return kernel_name_; }
-  const std::string& device_name() const { return device_name_; }
+  // The file's kernel_name (else its stem) and device_name (else "recorded").
+  std::string kernel_name() const;
+  std::string device_name() const;
 
  private:
+  ReplayTarget(const std::filesystem::path& cachefile, const std::string& text, const std::string& objective);
+
   std::filesystem::path path_;
-  std::string objective_;
-  std::string kernel_name_, device_name_;
   std::string content_hash_;
-  std::vector<std::string> keys_;
-  std::map<std::string, std::vector<search::ParamValue>> domains_;
-  std::map<std::string, Json> entries_;  // canonical params dump -> recorded entry
+  search::RecordedSpace recording_;
 };
 
 }  // namespace autotune::skills

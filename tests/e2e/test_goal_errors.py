@@ -60,6 +60,7 @@ CASES = {
     "start_param_of_parameterless.yaml": (":5: start.params.tile_size:", "accepted: none"),
     "replay_not_a_time.yaml": (":2: target.cachefile:", "negated_score = -0.5 is not a positive time in ms"),
     "replay_missing_field.yaml": (":2: target.cachefile:", "has no 'tiem'"),
+    "replay_malformed.yaml": (":2: target.cachefile:", "'tune_params' has no value list for 'b'"),
 }
 
 

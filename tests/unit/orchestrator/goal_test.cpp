@@ -207,6 +207,8 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"replay_not_a_time.yaml", "negated_score.json: cache record '1'",
        "negated_score = -0.5 is not a positive time in ms"},
       {"replay_missing_field.yaml", "negated_score.json: cache record '1'", "has no 'tiem'"},
+      // A malformed recording is refused at the key that names it (it was an internal error).
+      {"replay_malformed.yaml", ":2: target.cachefile:", "'tune_params' has no value list for 'b'"},
       {"command_variant.yaml",
        ":3: variants:", "unknown variant 'tiled'; a command target has one, 'command'"},
       {"constraint_syntax.yaml",

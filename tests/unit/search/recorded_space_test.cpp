@@ -109,6 +109,31 @@ TEST_CASE("a missing or malformed cachefile is one clear error") {
   CHECK(ok.evaluate({std::int64_t{2}, std::string("x")}).failure == "RuntimeFailedConfig");
 }
 
+TEST_CASE("a recording read as times: the objective chosen, every number a positive time, the runs kept") {
+  const std::string text =
+      "{\"tune_params_keys\": [\"a\"], \"tune_params\": {\"a\": [1, 2, 3]}, \"objective\": "
+      "\"negated_score\", "
+      "\"cache\": {\"1\": {\"a\": 1, \"negated_score\": -0.5, \"time\": 2.0, \"times\": [1.9, 2.1, 2.0]}, "
+      "\"2\": {\"a\": 2, \"negated_score\": -0.25, \"time\": 3.0}, "
+      "\"3\": {\"a\": 3, \"negated_score\": \"InvalidConfig\", \"time\": \"InvalidConfig\"}}}";
+  // The file's objective, a score of either sign, unless the reader asks for times.
+  CHECK(RecordedSpace::parse(text, "score.json").valid_values() == std::vector<double>{-0.5, -0.25});
+  CHECK_THROWS_WITH_AS(
+      RecordedSpace::parse(text, "score.json", {.as_time = true}),
+      doctest::Contains("score.json: cache record '1': negated_score = -0.5 is not a positive time"),
+      UserError);
+  CHECK_THROWS_WITH_AS(RecordedSpace::parse(text, "score.json", {.objective = "tiem"}),
+                       doctest::Contains("score.json: cache record '1' has no 'tiem'"), UserError);
+  const auto times = RecordedSpace::parse(text, "score.json", {.objective = "time", .as_time = true});
+  CHECK(times.objective() == "time");
+  CHECK(times.valid_values() == std::vector<double>{2.0, 3.0});
+  const auto first = times.evaluate({std::int64_t{1}});
+  CHECK(first.value == 2.0);
+  CHECK(first.runs == std::vector<double>{1.9, 2.1, 2.0});
+  CHECK(times.evaluate({std::int64_t{2}}).runs.empty());
+  CHECK(times.evaluate({std::int64_t{3}}).failure == "InvalidConfig");
+}
+
 TEST_CASE("scoring follows the README definitions") {
   // 10 values 10..1 (worst first): f_opt = 1, median 5.5.
   std::vector<double> values;

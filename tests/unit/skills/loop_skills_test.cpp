@@ -597,12 +597,20 @@ TEST_CASE("replay target: recorded times are latencies, recorded failures are in
     if (m.status == Outcome::ok) {
       ++ok;
       CHECK(m.metrics.at("latency_s").get<double>() > 0);
+      CHECK(m.repeats.is_array());  // Kernel Tuner's individual runs ("times")
     } else {
       ++invalid;
       CHECK_FALSE(m.error.empty());
     }
   }
   CHECK(ok > 0);
+  // A candidate that is not a recorded configuration (another value, a missing parameter) is invalid, not an
+  // error.
+  Json unrecorded = search::to_json(*built.space, built.space->configuration_at(0));
+  unrecorded[built.parameters.front().name()] = 123456;
+  CHECK(target.measure({"recorded", unrecorded}, {}).status == Outcome::invalid);
+  unrecorded.erase(built.parameters.front().name());
+  CHECK(target.measure({"recorded", unrecorded}, {}).status == Outcome::invalid);
 }
 
 TEST_CASE("explorer: a region settles only after its patience without improvement, never on a budget cut") {
