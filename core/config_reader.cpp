@@ -180,9 +180,11 @@ YAML::Node ConfigReader::raw(const std::string& key) const {
 
 void ConfigReader::fail(const std::string& key, const std::string& message, const YAML::Node* at) const {
   // Without an explicit node, a key present in this mapping is located at its own line, not the mapping's.
-  YAML::Node where = at != nullptr ? *at : node_;
-  if (at == nullptr && !key.empty())
-    if (YAML::Node key_node = entry(key).first) where = key_node;
+  // (Never assign one YAML::Node to another that refers into the document: yaml-cpp's assignment
+  // overwrites the node referred to, and this mapping would become its key.)
+  const YAML::Node key_node =
+      at == nullptr && !key.empty() ? entry(key).first : YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node& where = at != nullptr ? *at : key_node ? key_node : node_;
   throw UserError(location(where) + ": " + (key.empty() ? path_ : key_path(key)) + ": " + message);
 }
 
@@ -196,6 +198,39 @@ double ConfigReader::optional_seconds(const std::string& key, double fallback) {
   if (!(seconds > 0 && seconds <= kMaxSeconds))
     fail(key, number_text(seconds) + " is out of range; accepted: " + seconds_range_text());
   return seconds;
+}
+
+namespace {
+
+std::string count_range(std::int64_t lowest, std::int64_t largest) {
+  return std::to_string(lowest) + " to " + std::to_string(largest);
+}
+
+}  // namespace
+
+std::int64_t ConfigReader::in_count_range(const std::string& key, std::int64_t value, std::int64_t lowest,
+                                          std::int64_t largest) const {
+  if (value < lowest || value > largest)
+    fail(key, std::to_string(value) + " is out of range; accepted: " + count_range(lowest, largest));
+  return value;
+}
+
+std::int64_t ConfigReader::required_count(const std::string& key, std::int64_t lowest, std::int64_t largest) {
+  return in_count_range(key,
+                        required<std::int64_t>(key, "a whole number from " + count_range(lowest, largest)),
+                        lowest, largest);
+}
+
+std::optional<std::int64_t> ConfigReader::maybe_count(const std::string& key, std::int64_t lowest,
+                                                      std::int64_t largest) {
+  const auto value = maybe<std::int64_t>(key, "a whole number from " + count_range(lowest, largest));
+  if (value) in_count_range(key, *value, lowest, largest);
+  return value;
+}
+
+std::int64_t ConfigReader::optional_count(const std::string& key, std::int64_t fallback, std::int64_t lowest,
+                                          std::int64_t largest) {
+  return in_count_range(key, maybe_count(key, lowest, largest).value_or(fallback), lowest, largest);
 }
 
 void ConfigReader::fail_missing(const std::string& key, const std::string& what,

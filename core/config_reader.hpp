@@ -79,6 +79,16 @@ class ConfigReader {
   // A duration in seconds, `fallback` when absent: positive and at most kMaxSeconds.
   double optional_seconds(const std::string& key, double fallback);
 
+  // A whole number from `lowest` to `largest` (a count: workers, layers, a
+  // sequence length). Out of range, or not a whole number, is an error at the
+  // key naming the range. Absent, optional_count gives `fallback`, checked
+  // the same way (a default derived from another setting may be out of
+  // range), maybe_count nothing, and required_count an error.
+  std::int64_t required_count(const std::string& key, std::int64_t lowest, std::int64_t largest);
+  std::int64_t optional_count(const std::string& key, std::int64_t fallback, std::int64_t lowest,
+                              std::int64_t largest);
+  std::optional<std::int64_t> maybe_count(const std::string& key, std::int64_t lowest, std::int64_t largest);
+
   // A nested mapping; throws if `key` is absent or not a mapping.
   ConfigReader child(const std::string& key);
   std::optional<ConfigReader> maybe_child(const std::string& key);
@@ -107,6 +117,9 @@ class ConfigReader {
   std::string location(const YAML::Node& at) const;
 
  private:
+  // `value`, or an error at `key` naming the range.
+  std::int64_t in_count_range(const std::string& key, std::int64_t value, std::int64_t lowest,
+                              std::int64_t largest) const;
   YAML::Node lookup(const std::string& key) const;
   // The entry named `key` in this mapping: (key node, value node), both Undefined when absent.
   std::pair<YAML::Node, YAML::Node> entry(const std::string& key) const;

@@ -7,21 +7,6 @@
 
 namespace autotune::model {
 
-namespace {
-
-std::int64_t positive(ConfigReader& reader, const std::string& key, std::int64_t largest) {
-  const auto value =
-      reader.required<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
-  if (value < 1 || value > largest) {
-    const YAML::Node node = reader.raw(key);
-    reader.fail(key, std::to_string(value) + " is out of range; accepted: 1 to " + std::to_string(largest),
-                &node);
-  }
-  return value;
-}
-
-}  // namespace
-
 ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& overrides) {
   ModelSpec model;
   model.file = path;
@@ -32,10 +17,10 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
                     ": a model file is a YAML mapping (name, hidden_size, layers, attention, mlp, ...)");
   ConfigReader top(document, path.string());
   model.name = top.optional<std::string>("name", path.stem().string());
-  model.hidden_size = positive(top, "hidden_size", 65536);
-  model.layers = positive(top, "layers", kMaxLayers);
-  model.vocab_size = positive(top, "vocab_size", 1 << 24);
-  model.seq = positive(top, "seq", kMaxSeq);
+  model.hidden_size = top.required_count("hidden_size", 1, 65536);
+  model.layers = top.required_count("layers", 1, kMaxLayers);
+  model.vocab_size = top.required_count("vocab_size", 1, 1 << 24);
+  model.seq = top.required_count("seq", 1, kMaxSeq);
   const std::string dtype = top.optional<std::string>("dtype", "bf16", "bf16, fp16 or fp32");
   const auto parsed = sim::parse_dtype(dtype);
   if (!parsed || *parsed == sim::Dtype::int32) {
@@ -49,9 +34,9 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   model.dtype = *parsed;
 
   ConfigReader attention = top.child("attention");
-  model.q_heads = positive(attention, "q_heads", 1024);
-  model.kv_heads = positive(attention, "kv_heads", 1024);
-  model.head_dim = positive(attention, "head_dim", 512);
+  model.q_heads = attention.required_count("q_heads", 1, 1024);
+  model.kv_heads = attention.required_count("kv_heads", 1, 1024);
+  model.head_dim = attention.required_count("head_dim", 1, 512);
   model.causal = attention.optional<bool>("causal", true);
   model.qk_norm = attention.optional<bool>("qk_norm", false);
   model.rope_theta = attention.optional<double>("rope_theta", 10000.0, "a positive number");
@@ -104,7 +89,7 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   attention.finish({"q_heads", "kv_heads", "head_dim", "causal", "qk_norm", "rope_theta", "rope_scaling"});
 
   ConfigReader mlp = top.child("mlp");
-  model.intermediate_size = positive(mlp, "intermediate_size", 1 << 20);
+  model.intermediate_size = mlp.required_count("intermediate_size", 1, 1 << 20);
   model.activation = mlp.optional<std::string>("activation", "silu", "silu (a gated MLP)");
   if (model.activation != "silu") {
     const YAML::Node node = mlp.raw("activation");

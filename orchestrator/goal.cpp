@@ -352,10 +352,8 @@ void read_screen(ConfigReader& top, Goal& goal) {
               "as the target",
           &target_node);
   }
-  choice.keep = screen.optional<int>("keep", goal.effective_batch_size(), "a whole number >= 1");
-  if (choice.keep < 1 || choice.keep > kMaxScreenKeep)
-    screen.fail("keep", std::to_string(choice.keep) + " is out of range; accepted: 1 to " +
-                            std::to_string(kMaxScreenKeep));
+  choice.keep =
+      static_cast<int>(screen.optional_count("keep", goal.effective_batch_size(), 1, kMaxScreenKeep));
   const YAML::Node propose_node = screen.raw("propose");
   choice.propose = screen.optional<int>("propose", std::max(32 * choice.keep, 64), "a whole number > keep");
   if (choice.propose > kMaxScreenPropose)
@@ -560,10 +558,7 @@ Goal load_goal(const std::filesystem::path& path) {
     start->finish({"variant", "params"});
   }
   goal.variants = top.optional<std::vector<std::string>>("variants", {}, "a list of variant names");
-  goal.parallel = top.optional<int>("parallel", 1);
-  if (goal.parallel < 1 || goal.parallel > kMaxParallel)
-    top.fail("parallel", std::to_string(goal.parallel) + " is out of range; accepted: 1 to " +
-                             std::to_string(kMaxParallel));
+  goal.parallel = static_cast<int>(top.optional_count("parallel", 1, 1, kMaxParallel));
   goal.timeout_s = top.optional_seconds("timeout_s", goal.timeout_s);
   if (auto verification = top.maybe_child("verification")) {
     goal.tolerance = verification->maybe<double>("tolerance");

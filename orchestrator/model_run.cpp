@@ -270,16 +270,8 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     }
     model::ModelOverrides overrides;
     // Checked here, so that an error names this file's key rather than the command's flag.
-    auto bounded = [&model](const std::string& key, std::int64_t largest) {
-      const auto value =
-          model.maybe<std::int64_t>(key, "a whole number from 1 to " + std::to_string(largest));
-      if (value && (*value < 1 || *value > largest))
-        model.fail(key,
-                   std::to_string(*value) + " is out of range; accepted: 1 to " + std::to_string(largest));
-      return value;
-    };
-    overrides.layers = bounded("layers", model::kMaxLayers);
-    overrides.seq = bounded("seq", model::kMaxSeq);
+    overrides.layers = model.maybe_count("layers", 1, model::kMaxLayers);
+    overrides.seq = model.maybe_count("seq", 1, model::kMaxSeq);
     model.finish({"file", "layers", "seq"});
     goal.model = model::load_model(file.lexically_normal(), overrides);
   }
@@ -331,14 +323,7 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     goal.transfer = search->optional<bool>("transfer", false);
     search->finish({"strategy", "options", "batch_size", "transfer"});
   }
-  goal.parallel = top.optional<int>("parallel", goal.parallel);
-  if (goal.parallel < 1 || goal.parallel > kMaxParallel) {
-    const YAML::Node node = top.raw("parallel");
-    top.fail(
-        "parallel",
-        std::to_string(goal.parallel) + " is out of range; accepted: 1 to " + std::to_string(kMaxParallel),
-        &node);
-  }
+  goal.parallel = static_cast<int>(top.optional_count("parallel", goal.parallel, 1, kMaxParallel));
   goal.seed = top.optional<std::uint64_t>("seed", 0);
   goal.verify = top.optional<bool>("verify", true);
   top.finish({"name", "model", "target", "objective", "goal", "max_iterations", "per_kernel", "budget",

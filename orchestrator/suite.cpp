@@ -158,10 +158,7 @@ Suite load_suite(const std::filesystem::path& path) {
     read_search_strategy(*search, suite.strategy, suite.strategy_options);
     search->finish({"strategy", "options"});
   }
-  suite.parallel = top.optional<int>("parallel", suite.parallel);
-  if (suite.parallel < 1 || suite.parallel > kMaxParallel)
-    top.fail("parallel", std::to_string(suite.parallel) + " is out of range; accepted: 1 to " +
-                             std::to_string(kMaxParallel));
+  suite.parallel = static_cast<int>(top.optional_count("parallel", suite.parallel, 1, kMaxParallel));
   if (auto goal = top.maybe_child("goal")) {
     suite.stop_fraction_of_peak = goal->optional<double>("fraction_of_peak", suite.stop_fraction_of_peak);
     if (!(suite.stop_fraction_of_peak > 0 && suite.stop_fraction_of_peak <= 1))

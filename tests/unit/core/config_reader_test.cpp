@@ -54,6 +54,38 @@ TEST_CASE("config reader refuses infinity and NaN, and quotes a list that is not
                        "g.yaml:1: seed: '-1' is not a non-negative integer", UserError);
 }
 
+TEST_CASE("an error at a key leaves the document as it was") {
+  // fail() locates the key's own line; it once did so by assigning the key's node over the mapping's,
+  // which yaml-cpp writes into the document: the mapping became the key, and every later read missed.
+  YAML::Node node = YAML::Load("a: 1\nb: 2\n");
+  ConfigReader reader(node, "d.yaml");
+  CHECK_THROWS_WITH_AS(reader.fail("a", "no"), "d.yaml:1: a: no", UserError);
+  CHECK(node.IsMap());
+  CHECK(reader.required<int>("b") == 2);
+}
+
+TEST_CASE("a count is a whole number in its range, whether given, defaulted or required") {
+  YAML::Node node = YAML::Load("jobs: 4\nzero: 0\nhuge: 1000000000000\nhalf: 2.5\nword: many\n");
+  ConfigReader reader(node, "c.yaml");
+  CHECK(reader.optional_count("jobs", 1, 1, 256) == 4);
+  CHECK(reader.optional_count("absent", 8, 1, 256) == 8);
+  CHECK(reader.maybe_count("absent", 1, 256) == std::nullopt);
+  CHECK(reader.required_count("jobs", 1, 4) == 4);
+  CHECK_THROWS_WITH_AS(reader.maybe_count("zero", 1, 256),
+                       "c.yaml:2: zero: 0 is out of range; accepted: 1 to 256", UserError);
+  CHECK_THROWS_WITH_AS(reader.required_count("huge", 1, 1024),
+                       "c.yaml:3: huge: 1000000000000 is out of range; accepted: 1 to 1024", UserError);
+  CHECK_THROWS_WITH_AS(reader.optional_count("half", 1, 1, 256), doctest::Contains("c.yaml:4: half:"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(reader.optional_count("word", 1, 1, 256),
+                       doctest::Contains("accepted: a whole number from 1 to 256"), UserError);
+  CHECK_THROWS_WITH_AS(reader.required_count("absent", 1, 256),
+                       doctest::Contains("absent: missing required key"), UserError);
+  // A default derived from another setting is checked too.
+  CHECK_THROWS_WITH_AS(reader.optional_count("absent", 5000, 1, 4096),
+                       doctest::Contains("absent: 5000 is out of range; accepted: 1 to 4096"), UserError);
+}
+
 TEST_CASE("a misspelt key is named with the key it looks like, required or not") {
   // A required key or section written wrongly: the misspelling is named, at its own line.
   YAML::Node node = YAML::Load("name: x\nmlp:\n  intermediate: 512\n  activation: silu\natention: {}\n");
