@@ -206,6 +206,10 @@ std::string count_range(std::int64_t lowest, std::int64_t largest) {
   return std::to_string(lowest) + " to " + std::to_string(largest);
 }
 
+std::string count_accepted(std::int64_t lowest, std::int64_t largest) {
+  return "a whole number from " + count_range(lowest, largest);
+}
+
 }  // namespace
 
 std::int64_t ConfigReader::in_count_range(const std::string& key, std::int64_t value, std::int64_t lowest,
@@ -216,21 +220,20 @@ std::int64_t ConfigReader::in_count_range(const std::string& key, std::int64_t v
 }
 
 std::int64_t ConfigReader::required_count(const std::string& key, std::int64_t lowest, std::int64_t largest) {
-  return in_count_range(key,
-                        required<std::int64_t>(key, "a whole number from " + count_range(lowest, largest)),
-                        lowest, largest);
+  return in_count_range(key, required<std::int64_t>(key, count_accepted(lowest, largest)), lowest, largest);
 }
 
 std::optional<std::int64_t> ConfigReader::maybe_count(const std::string& key, std::int64_t lowest,
                                                       std::int64_t largest) {
-  const auto value = maybe<std::int64_t>(key, "a whole number from " + count_range(lowest, largest));
+  const auto value = maybe<std::int64_t>(key, count_accepted(lowest, largest));
   if (value) in_count_range(key, *value, lowest, largest);
   return value;
 }
 
 std::int64_t ConfigReader::optional_count(const std::string& key, std::int64_t fallback, std::int64_t lowest,
                                           std::int64_t largest) {
-  return in_count_range(key, maybe_count(key, lowest, largest).value_or(fallback), lowest, largest);
+  return in_count_range(key, optional<std::int64_t>(key, fallback, count_accepted(lowest, largest)), lowest,
+                        largest);
 }
 
 void ConfigReader::fail_missing(const std::string& key, const std::string& what,
