@@ -26,8 +26,10 @@ namespace autotune::sim {
 // the profile, which cached profiles must carry; sim-1.5: the path's waits on
 // buffer reuse and DMA fixed costs, and how it reached each step; sim-1.6:
 // programs past kMaxInstructions are invalid, program_too_large; sim-2.3: a
-// tensor_scalar's power costs the engine's documented transcendental rate).
-constexpr std::string_view kSimulatorVersion = "sim-2.3";
+// tensor_scalar's power costs the engine's documented transcendental rate;
+// sim-2.4: a target file's figures are bounded, so the set of targets it
+// accepts changed; every target it still accepts simulates the same cycles).
+constexpr std::string_view kSimulatorVersion = "sim-2.4";
 
 struct SimOptions {
   bool functional = true;       // execute the arithmetic (needs HostIo); false: timing only, no host storage
