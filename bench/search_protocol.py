@@ -66,10 +66,15 @@ def mean_standard_error(errors):
 def strategy_command(args, strategy, options, files, repeats, seed, out):
     """The command that runs `strategy` on `files` for their budgets (B(0.95) capped at 300), `repeats` runs
     each from `seed`, writing the traces to `out`. `tpe` is Optuna's TPE sampler (bench/search_tpe.py, Debian's
-    python3-optuna), the peer a strategy of ours is measured against; the others are autotune's."""
+    python3-optuna), the peer a strategy of ours is measured against; `kt:NAME` is Kernel Tuner's strategy NAME
+    (bench/search_kerneltuner.py, from the checkout --kernel-tuner); the others are autotune's."""
     if strategy == "tpe":
         return ["/usr/bin/python3", os.path.join(HERE, "search_tpe.py"), *files, "--budget", "auto", "--repeats",
                 str(repeats), "--seed", str(seed), "--json", out]
+    if strategy.startswith("kt:"):
+        return ["/usr/bin/python3", os.path.join(HERE, "search_kerneltuner.py"), *files, "--kernel-tuner",
+                args.kernel_tuner, "--strategy", strategy[3:], "--options", json.dumps(options), "--budget", "auto",
+                "--repeats", str(repeats), "--seed", str(seed), "--json", out]
     return [args.autotune, "search-bench", *files, "--strategy", strategy, "--budget", "auto", "--repeats",
             str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
 
@@ -174,7 +179,10 @@ def main():
     parser.add_argument("--splits", default=os.path.join(HERE, "spaces", "splits.json"))
     parser.add_argument("--data", default=os.path.join(ROOT, "build", "spaces"))
     parser.add_argument("--strategy", default="bayes",
-                        help="an autotune strategy, or tpe (Optuna's TPE sampler, needs scripts/setup.sh --optuna)")
+                        help="an autotune strategy; tpe (Optuna's TPE sampler, needs scripts/setup.sh --optuna); or "
+                             "kt:NAME (Kernel Tuner's strategy NAME, needs --kernel-tuner and scripts/setup.sh "
+                             "--kernel-tuner)")
+    parser.add_argument("--kernel-tuner", help="a Kernel Tuner checkout, for --strategy kt:NAME")
     parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--evaluations", type=int, default=3000,
@@ -202,6 +210,8 @@ def main():
         fail(f"--options: not JSON ({e})")
     if not isinstance(options, dict):
         fail('--options: expected a JSON object, e.g. {"initial": 6}')
+    if args.strategy.startswith("kt:") and not args.kernel_tuner:
+        fail(f"--strategy {args.strategy}: needs --kernel-tuner PATH (a Kernel Tuner checkout)")
     if args.strategy == "tpe" and options:
         fail("--options: tpe takes none (Optuna's TPESampler with its defaults)")
     try:

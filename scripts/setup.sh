@@ -11,19 +11,24 @@
 #                               (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column and
 #                               bench/search_protocol.py --strategy tpe
+#   scripts/setup.sh --kernel-tuner   also Debian's python3-numpy, python3-scipy and python3-sklearn, for
+#                               bench/search_protocol.py --strategy kt:NAME (Kernel Tuner's strategies, read
+#                               from a checkout of Kernel Tuner, which is not in Debian)
 #   scripts/setup.sh --packages-only   the packages only (Debian's and web/'s npm ones), no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all=0
 optuna=0
+kernel_tuner=0
 packages_only=0
 for argument in "$@"; do
   case "$argument" in
     --all) all=1 ;;
     --optuna) optuna=1 ;;
+    --kernel-tuner) kernel_tuner=1 ;;
     --packages-only) packages_only=1 ;;
-    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna, --packages-only)" >&2; exit 2 ;;
+    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna, --kernel-tuner, --packages-only)" >&2; exit 2 ;;
   esac
 done
 
@@ -34,6 +39,7 @@ packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
 # Node.js and npm fetch the pages' charting library (web/package.json); a machine may have its own.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 ((optuna)) && packages+=(python3-optuna)
+((kernel_tuner)) && packages+=(python3-numpy python3-scipy python3-sklearn)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -206,12 +206,100 @@ def protocol(tmp, splits_path, data):
     one_line(missing, "gather.py")
 
 
+# A stand-in for a Kernel Tuner checkout: the few names bench/search_kerneltuner.py and a strategy use, and
+# a strategy that asks for what the harness must count in Kernel Tuner's way.
+STAND_IN = {
+    "util.py": """
+class StopCriterionReached(Exception):
+    pass
+class ErrorConfig(str):
+    pass
+class InvalidConfig(ErrorConfig):
+    pass
+class RuntimeFailedConfig(ErrorConfig):
+    pass
+class TuningBudget:
+    def __init__(self, time_limit, max_fevals):
+        self.num_fevals, self.max_fevals = 0, max_fevals
+    def add_evaluations(self, n=1):
+        self.num_fevals += n
+    def is_done(self):
+        return self.num_fevals >= self.max_fevals
+""",
+    "searchspace.py": """
+import constraint  # the harness's stub: importing it works, building a solver does not
+class Searchspace:
+    def __init__(self, tune_params, restrictions, max_threads, from_cache=None):
+        assert tune_params is None and restrictions is None and max_threads is None
+        self.tune_params = from_cache["tune_params"]
+        self.list = [tuple(c.values()) for c in from_cache["cache"].values()]
+""",
+    "strategies/__init__.py": "",
+    "strategies/probe.py": """
+import random
+from kernel_tuner.util import StopCriterionReached
+def tune(searchspace, runner, options):
+    def cost(config):
+        result = runner.run([config], options)[0]
+        if result is None:
+            raise StopCriterionReached()
+        return result.get("time", float("inf"))
+    first = sorted(searchspace.list)
+    try:
+        cost(first[0]); cost(first[0])          # a configuration evaluated again costs nothing
+        cost((-1,) * len(first[0]))             # nor does one outside the records
+        for config in random.sample(first, len(first)):
+            cost(config)
+    except StopCriterionReached:
+        pass
+""",
+}
+
+
+def kernel_tuner_peer(tmp):
+    """bench/search_kerneltuner.py counts a configuration's first evaluation only, a failure as one, and one
+    outside the records as none, as Kernel Tuner's simulation mode does; its traces are the first evaluations."""
+    checkout = os.path.join(tmp, "checkout")
+    for name, text in STAND_IN.items():
+        os.makedirs(os.path.dirname(os.path.join(checkout, "kernel_tuner", name)), exist_ok=True)
+        with open(os.path.join(checkout, "kernel_tuner", name), "w") as f:
+            f.write(text)
+    cache = {f"{b},{u}": {"block": b, "unroll": u, "time": "RuntimeFailedConfig" if b == 32 and u == 2 else
+                          1.0 + b / 100 + u} for b in (32, 64) for u in (0, 1, 2)}
+    space = os.path.join(tmp, "peer", "space.json")
+    os.makedirs(os.path.dirname(space))
+    with open(space, "w") as f:
+        json.dump({"tune_params_keys": ["block", "unroll"], "tune_params": {"block": [32, 64], "unroll": [0, 1, 2]},
+                   "objective": "time", "cache": cache}, f)
+    out = os.path.join(tmp, "peer.json")
+    command = ["/usr/bin/python3", os.path.join(SOURCE, "bench", "search_kerneltuner.py"), space, "--kernel-tuner",
+               checkout, "--strategy", "probe", "--budget", "4", "--repeats", "3", "--json", out]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    check(ran.returncode == 0, f"search_kerneltuner: {ran.stderr[-800:]}")
+    runs = json.load(open(out))["peer/space"]
+    values = {1.0 + b / 100 + u for b in (32, 64) for u in (0, 1, 2) if (b, u) != (32, 2)}
+    check(len(runs) == 3, f"one run per repeat: {runs}")
+    for run in runs:
+        check(len(run) == 4 and run[0] == 1.32, f"four first evaluations, the repeated one once: {run}")
+        check(len(set(map(str, run))) == 4 and all(v is None or v in values for v in run),
+              f"each a recorded value, a failure as null: {run}")
+    check(len({json.dumps(run) for run in runs}) > 1, f"seeded per repeat, so the runs differ: {runs}")
+    everything = subprocess.run(command[:-6] + ["--budget", "100", "--repeats", "1", "--json", out],
+                                capture_output=True, text=True, timeout=120)
+    check(everything.returncode == 0, f"search_kerneltuner: {everything.stderr[-800:]}")
+    run = json.load(open(out))["peer/space"][0]
+    check(len(run) == 6 and run.count(None) == 1, f"a budget above the space ends at its size: {run}")
+    unknown = subprocess.run(command[:6] + ["nosuch"] + command[7:], capture_output=True, text=True, timeout=60)
+    one_line(unknown, "nosuch")
+
+
 def main():
     with tempdir() as tmp:
         splits_path, tiny = tiny_split(tmp)
         data = gather(tmp, splits_path, tiny)
         conversions(tmp)
         protocol(tmp, splits_path, data)
+        kernel_tuner_peer(tmp)
     print("ok")
 
 
