@@ -27,7 +27,6 @@ installs them.
 import argparse
 import importlib
 import json
-import multiprocessing
 import os
 import random
 import sys
@@ -35,7 +34,8 @@ import types
 
 import numpy
 
-from tuning_budget import random_search_budget, read_cachefile
+import peer_runs
+from tuning_budget import read_cachefile
 
 KERNEL_TUNER = None  # the checkout's kernel_tuner/ directory, set in each process by load_kernel_tuner
 
@@ -152,53 +152,25 @@ def run_task(task):
     return run(*task)
 
 
-def load_name(path):
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cachefiles", nargs="+")
+    peer_runs.add_arguments(parser)
     parser.add_argument("--kernel-tuner", required=True,
                         help="a Kernel Tuner checkout (the directory holding kernel_tuner/)")
     parser.add_argument("--strategy", required=True, help="a module of kernel_tuner/strategies/")
     parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
-    parser.add_argument("--budget", required=True, help="a positive integer or 'auto' (B(0.95) capped at 300)")
-    parser.add_argument("--repeats", type=int, required=True)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", required=True, help="output trace file")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs in parallel (processes)")
     args = parser.parse_args()
     package_dir = os.path.join(os.path.abspath(args.kernel_tuner), "kernel_tuner")
     strategy_file = os.path.join(package_dir, "strategies", args.strategy + ".py")
     if not os.path.isfile(strategy_file):
         sys.exit(f"search_kerneltuner: --strategy {args.strategy}: no {strategy_file}")
-    if args.repeats < 1:
-        sys.exit("search_kerneltuner: --repeats must be at least 1")
-    if args.budget != "auto" and (not args.budget.isdigit() or int(args.budget) < 1):
-        sys.exit("search_kerneltuner: --budget must be a positive integer or 'auto'")
     try:
         options = json.loads(args.options)
     except json.JSONDecodeError as e:
         sys.exit(f"search_kerneltuner: --options: not JSON ({e})")
     if not isinstance(options, dict):
         sys.exit("search_kerneltuner: --options: expected a JSON object")
-    tasks, names = [], []
-    for path in args.cachefiles:
-        _, _, table = read_cachefile(path)
-        valid = [v for v in table.values() if v is not None]
-        budget = random_search_budget(valid) if args.budget == "auto" else int(args.budget)
-        names.append(load_name(path))
-        tasks += [(package_dir, args.strategy, options, path, budget, args.seed + r) for r in range(args.repeats)]
-        print(f"search_kerneltuner: {names[-1]}: {args.repeats} runs of {budget} evaluations", file=sys.stderr)
-    # Runs are independent (one seed each), so they may run in any order and in parallel.
-    with multiprocessing.Pool(max(1, args.jobs)) as pool:
-        traces = pool.map(run_task, tasks, chunksize=1)
-    out = {name: [] for name in names}
-    for task, trace in zip(tasks, traces):
-        out[load_name(task[3])].append(trace)
-    with open(args.json, "w") as f:
-        json.dump(out, f)
+    peer_runs.run_all(args, "search_kerneltuner", run_task, leading=(package_dir, args.strategy, options))
 
 
 if __name__ == "__main__":

@@ -18,18 +18,11 @@ any value worse than every valid one acts the same.
 Use Debian's interpreter, which has optuna:  /usr/bin/python3 bench/search_tpe.py ...
 """
 import argparse
-import json
-import multiprocessing
-import os
-import sys
 
 import optuna
 
-from tuning_budget import random_search_budget, read_cachefile
-
-
-def load(path):
-    return (load_name(path), *read_cachefile(path))
+import peer_runs
+from tuning_budget import read_cachefile
 
 
 def run(keys, tune_params, table, budget, seed, penalty):
@@ -57,47 +50,18 @@ def run(keys, tune_params, table, budget, seed, penalty):
     return trace
 
 
-def load_name(path):
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]
-
-
 def run_task(task):
     path, budget, seed = task
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    _, keys, tune_params, table = load(path)
+    keys, tune_params, table = read_cachefile(path)
     valid = [v for v in table.values() if v is not None]
     return run(keys, tune_params, table, budget, seed, 10.0 * max(valid))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cachefiles", nargs="+")
-    parser.add_argument("--budget", required=True, help="a positive integer or 'auto' (B(0.95) capped at 300)")
-    parser.add_argument("--repeats", type=int, required=True)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", required=True, help="output trace file")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs in parallel (processes)")
-    args = parser.parse_args()
-    if args.repeats < 1:
-        sys.exit("search_tpe: --repeats must be at least 1")
-    if args.budget != "auto" and (not args.budget.isdigit() or int(args.budget) < 1):
-        sys.exit("search_tpe: --budget must be a positive integer or 'auto'")
-    tasks, names = [], []
-    for path in args.cachefiles:
-        name, keys, tune_params, table = load(path)
-        valid = [v for v in table.values() if v is not None]
-        budget = random_search_budget(valid) if args.budget == "auto" else int(args.budget)
-        names.append(name)
-        tasks += [(path, budget, args.seed + r) for r in range(args.repeats)]
-        print(f"search_tpe: {name}: {args.repeats} runs of {budget} evaluations", file=sys.stderr)
-    # Runs are independent (one seed each), so they may run in any order and in parallel.
-    with multiprocessing.Pool(max(1, args.jobs)) as pool:
-        traces = pool.map(run_task, tasks, chunksize=1)
-    out = {name: [] for name in names}
-    for (path, _, _), trace in zip(tasks, traces):
-        out[load_name(path)].append(trace)
-    with open(args.json, "w") as f:
-        json.dump(out, f)
+    peer_runs.add_arguments(parser)
+    peer_runs.run_all(parser.parse_args(), "search_tpe", run_task)
 
 
 if __name__ == "__main__":
