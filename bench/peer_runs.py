@@ -1,6 +1,7 @@
 """Shared by the peers of `autotune search-bench` (bench/search_tpe.py, bench/search_kerneltuner.py): their
 common arguments, and their runs on each cachefile with search-bench's budgets and repeats, written in its
 trace format {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]} (null for a failure)."""
+import functools
 import json
 import multiprocessing
 import os
@@ -18,6 +19,13 @@ def add_arguments(parser):
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs in parallel (processes)")
 
 
+@functools.lru_cache(maxsize=8)
+def recorded(path):
+    """read_cachefile(path), read once per process: every run of a space needs it, and a space of a budget
+    of 2 has thousands of runs. Shared between runs, so read only."""
+    return read_cachefile(path)
+
+
 def space_name(path):
     """search-bench's name of a space: its cachefile's parent directory and stem."""
     return os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]
@@ -32,7 +40,7 @@ def run_all(args, program, run_task, leading=()):
         sys.exit(f"{program}: --budget must be a positive integer or 'auto'")
     tasks, names = [], []
     for path in args.cachefiles:
-        _, _, table = read_cachefile(path)
+        _, _, table = recorded(path)
         valid = [v for v in table.values() if v is not None]
         budget = random_search_budget(valid) if args.budget == "auto" else int(args.budget)
         names.append(space_name(path))

@@ -35,7 +35,6 @@ import types
 import numpy
 
 import peer_runs
-from tuning_budget import read_cachefile
 
 KERNEL_TUNER = None  # the checkout's kernel_tuner/ directory, set in each process by load_kernel_tuner
 
@@ -108,7 +107,7 @@ def run(package_dir, strategy, options, path, budget, seed):
     util = importlib.import_module("kernel_tuner.util")
     searchspace_module = importlib.import_module("kernel_tuner.searchspace")
     module = importlib.import_module("kernel_tuner.strategies." + strategy)
-    keys, tune_params, table = read_cachefile(path)
+    keys, tune_params, table = peer_runs.recorded(path)
     tune_params = {k: tune_params[k] for k in keys}
     records = {",".join(str(v) for v in config): dict(zip(keys, config)) for config in table}
     random.seed(seed)

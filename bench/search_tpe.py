@@ -22,7 +22,6 @@ import argparse
 import optuna
 
 import peer_runs
-from tuning_budget import read_cachefile
 
 
 def run(keys, tune_params, table, budget, seed, penalty):
@@ -53,7 +52,7 @@ def run(keys, tune_params, table, budget, seed, penalty):
 def run_task(task):
     path, budget, seed = task
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    keys, tune_params, table = read_cachefile(path)
+    keys, tune_params, table = peer_runs.recorded(path)
     valid = [v for v in table.values() if v is not None]
     return run(keys, tune_params, table, budget, seed, 10.0 * max(valid))
 
