@@ -2,7 +2,8 @@
 """Scores a search strategy on one split of the recorded tuning spaces (bench/spaces/splits.json).
 
     bench/search_protocol.py --split test [--data DIR] [--strategy bayes] [--options JSON] [--repeats 10]
-                             [--evaluations 3000] [--random [--at 20]] [--precise SE] [--out DIR] [--splits FILE]
+                             [--evaluations 3000] [--random [--at 20]] [--precise SE] [--against JSON]
+                             [--out DIR] [--splits FILE]
 
 The splits: `development` (defaults and changes are chosen on it), `validation` (candidate changes are
 checked on it before they are kept) and `test` (scored once per change of the defaults; nothing is
@@ -30,6 +31,13 @@ standard error stays large however many evaluations the other spaces need. With 
 whose strategy's score (or, with --random, random search's, unless the space is unscorable) has a
 standard error above SE is run again with four times EVALUATIONS, and those runs are what it is
 judged on; its repeats column shows how many.
+
+A change is chosen by comparing it with what it would replace: --against JSON runs the same strategy
+with those options too (`{}`: its defaults), measured the same way (--precise included), and prints per
+space the other options' score and the difference, marking a space where the difference is beyond two
+standard errors of the difference; then the mean difference with its standard error and how many spaces
+gained or lost beyond two. The strategy's runs diverge after their first different proposal, so the two
+are treated as independent.
 
 Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
 and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
@@ -151,6 +159,55 @@ def measured(args, names, files, options, earlier=(None, None)):
     return main_scores, random_scores, main_runs, random_runs
 
 
+def measured_precisely(args, names, files, options):
+    """measured(), with the spaces whose standard error is above --precise measured again with four times
+    the evaluations, and judged on those runs."""
+    main_scores, random_scores, main_runs, random_runs = measured(args, names, files, options)
+    if args.precise > 0:
+        noisy = [name for name in names if main_scores[name]["bootstrap_se"] > args.precise or (
+            random_scores is not None and args.precise < random_scores[name]["bootstrap_se"] <= 1)]
+        if noisy:
+            again = argparse.Namespace(**vars(args))
+            again.evaluations = 4 * args.evaluations
+            more = measured(again, noisy, [files[names.index(name)] for name in noisy], options,
+                            (main_runs, random_runs))
+            for whole, part in zip((main_scores, random_scores, main_runs, random_runs), more):
+                if whole is not None:
+                    whole.update(part)
+    return main_scores, random_scores, main_runs, random_runs
+
+
+def listed(spaces):
+    return f"{len(spaces)} ({', '.join(spaces)})" if spaces else "0"
+
+
+def compared(summary, rows, against):
+    """Prints (and adds to `summary`) the comparison with the --against options, over every space and, when
+    some are unscorable, over the scorable ones."""
+    groups = [("", rows)]
+    scorable = [r for r in rows if not r.get("unscorable")]
+    if len(scorable) < len(rows):
+        groups.append(("scorable_", scorable))
+    entry = {"options": against}
+    for prefix, group in groups:
+        if not group:
+            continue
+        difference = statistics.mean(r["difference"] for r in group)
+        difference_se = mean_standard_error([r["difference_se"] for r in group])
+        gained = [r["space"] for r in group if r["difference"] > 2 * r["difference_se"]]
+        lost = [r["space"] for r in group if r["difference"] < -2 * r["difference_se"]]
+        entry.update({prefix + "mean": statistics.mean(r["against"] for r in group),
+                      prefix + "mean_se": mean_standard_error([r["against_se"] for r in group]),
+                      prefix + "difference": difference, prefix + "difference_se": difference_se,
+                      prefix + "gained": gained, prefix + "lost": lost})
+        over = f" over the {len(group)} scorable spaces" if prefix else ""
+        print(f"against {json.dumps(against)}{over}: mean {entry[prefix + 'mean']:.3f} "
+              f"(se {entry[prefix + 'mean_se']:.3f}); difference {difference:+.3f} (se {difference_se:.3f}), "
+              f"{abs(difference) / difference_se:.1f} standard errors; beyond two standard errors of the difference "
+              f"gained on {listed(gained)}, lost on {listed(lost)}")
+    summary["against"] = entry
+
+
 def shown(best):
     return "only failures" if best is None else f"{best:.4g}"
 
@@ -194,6 +251,8 @@ def main():
     parser.add_argument("--precise", type=float, default=0,
                         help="run a space whose score's standard error is above this again with four times the "
                              "evaluations (0: off)")
+    parser.add_argument("--against", help="also run the strategy with these options (JSON; {} for its defaults) "
+                                          "and compare space by space")
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "search-protocol"))
     parser.add_argument("--json", help="write the summary and per-space scores here")
     parser.add_argument("--autotune", default=os.environ.get("AUTOTUNE_BIN", os.path.join(ROOT, "build", "autotune")))
@@ -210,6 +269,18 @@ def main():
         fail(f"--options: not JSON ({e})")
     if not isinstance(options, dict):
         fail('--options: expected a JSON object, e.g. {"initial": 6}')
+    against = None
+    if args.against is not None:
+        try:
+            against = json.loads(args.against)
+        except json.JSONDecodeError as e:
+            fail(f"--against: not JSON ({e})")
+        if not isinstance(against, dict):
+            fail('--against: expected a JSON object, e.g. {} for the defaults')
+        if against == options:
+            fail("--against: the same options as --options; nothing to compare")
+        if args.strategy == "tpe" and against:
+            fail("--against: tpe takes no options (Optuna's TPESampler with its defaults)")
     if args.strategy.startswith("kt:") and not args.kernel_tuner:
         fail(f"--strategy {args.strategy}: needs --kernel-tuner PATH (a Kernel Tuner checkout)")
     if args.strategy == "tpe" and options:
@@ -230,18 +301,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     # search-bench names a space "<parent-dir>/<file-stem>", which is the split's name here.
-    main_scores, random_scores, main_runs, random_runs = measured(args, names, files, options)
-    if args.precise > 0:
-        noisy = [name for name in names if main_scores[name]["bootstrap_se"] > args.precise or (
-            random_scores is not None and args.precise < random_scores[name]["bootstrap_se"] <= 1)]
-        if noisy:
-            again = argparse.Namespace(**vars(args))
-            again.evaluations = 4 * args.evaluations
-            more = measured(again, noisy, [files[names.index(name)] for name in noisy], options,
-                            (main_runs, random_runs))
-            for whole, part in zip((main_scores, random_scores, main_runs, random_runs), more):
-                if whole is not None:
-                    whole.update(part)
+    main_scores, random_scores, main_runs, random_runs = measured_precisely(args, names, files, options)
+    against_scores = None if against is None else measured_precisely(args, names, files, against)[0]
 
     rows = []
     for name in names:
@@ -249,6 +310,11 @@ def main():
         row = {"space": name, "score": entry["score"], "se": entry["bootstrap_se"],
                "budget": entry["high_budget"], "repeats": entry.get("repeats", args.repeats)}
         row["below_random"] = row["score"] < -2 * row["se"]
+        if against_scores is not None:
+            a = against_scores[name]
+            row["against"], row["against_se"] = a["score"], a["bootstrap_se"]
+            row["difference"] = row["score"] - a["score"]
+            row["difference_se"] = math.hypot(row["se"], a["bootstrap_se"])
         if random_scores is not None:
             r = random_scores[name]
             row["random"] = r["score"]
@@ -275,11 +341,17 @@ def main():
     header = f"{'space':<38}{'budget':>7}{'repeats':>8}{args.strategy:>10}{'se':>8}"
     if random_scores is not None:
         header += f"{'random':>9}{'se':>8}"
+    if against_scores is not None:
+        header += f"{'against':>9}{'se':>8}{'diff':>8}"
     print(header)
     for row in rows:
         line = f"{row['space']:<38}{row['budget']:>7}{row['repeats']:>8}{row['score']:>10.3f}{row['se']:>8.3f}"
         if random_scores is not None:
             line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
+        if against_scores is not None:
+            line += f"{row['against']:>9.3f}{row['against_se']:>8.3f}{row['difference']:>+8.3f}"
+            if abs(row["difference"]) > 2 * row["difference_se"]:
+                line += "  gained" if row["difference"] > 0 else "  lost"
         if row["below_random"] or row.get("below_measured_random"):
             line += "  below random"
         if row.get("below_random_at"):
@@ -329,6 +401,8 @@ def main():
             print(f"without the {len(summary['unscorable'])} unscorable (random search's own standard error above 1): "
                   f"mean score {summary['scorable_mean']:.3f} (se {summary['scorable_mean_se']:.3f}) over "
                   f"{len(scorable)} spaces, random search {summary['scorable_random_mean']:.3f}")
+    if against_scores is not None:
+        compared(summary, rows, against)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": summary, "spaces": rows}, f, indent=1)

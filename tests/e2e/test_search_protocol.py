@@ -5,6 +5,7 @@ by more than two standard errors, from the scores search-bench writes. Runs on a
 the simulator's committed spaces, so it needs no network."""
 import importlib.util
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -193,6 +194,34 @@ def protocol(tmp, splits_path, data):
     with_options = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:] + ["--options", '{"xi": 1}'],
                                   capture_output=True, text=True, timeout=60)
     one_line(with_options, "--options", "tpe")
+    # --against: the same strategy with other options, measured the same way and compared space by space.
+    # The grid in its space-filling order against its index order (the runs above).
+    against_path = os.path.join(tmp, "against.json")
+    against = subprocess.run(command[:-1] + [against_path, "--options", '{"order": "space_filling"}', "--against",
+                                             "{}"], capture_output=True, text=True, timeout=600)
+    check(against.returncode == 0, f"search_protocol --against: {against.stderr[-500:]}")
+    compared = json.load(open(against_path))
+    filling = {r["space"]: r for r in compared["spaces"]}
+    for before in rows:
+        r = filling[before["space"]]
+        check(r["against"] == before["score"] and r["against_se"] == before["se"],
+              f"{r['space']}: the index order's own score beside it: {before} / {r}")
+        check(abs(r["difference"] - (r["score"] - before["score"])) < 1e-12 and
+              abs(r["difference_se"] - math.hypot(r["se"], before["se"])) < 1e-12, f"{r['space']}: the difference: {r}")
+    check(any(abs(r["difference"]) > 1e-9 for r in compared["spaces"]), f"the two orders differ: {compared}")
+    entry = compared["summary"]["against"]
+    mean_difference = sum(r["difference"] for r in compared["spaces"]) / len(rows)
+    check(entry["options"] == {} and abs(entry["mean"] - summary["mean"]) < 1e-12 and
+          abs(entry["difference"] - mean_difference) < 1e-12, f"the comparison's summary: {entry}")
+    check(entry["lost"] == [r["space"] for r in compared["spaces"] if r["difference"] < -2 * r["difference_se"]] and
+          entry["gained"] == [r["space"] for r in compared["spaces"] if r["difference"] > 2 * r["difference_se"]],
+          f"gained and lost beyond two standard errors of the difference: {entry}")
+    check(f"against {{}}: mean {summary['mean']:.3f}" in against.stdout and
+          f"difference {mean_difference:+.3f}" in against.stdout, f"the comparison printed:\n{against.stdout}")
+    same = subprocess.run(command + ["--against", "{}"], capture_output=True, text=True, timeout=60)
+    one_line(same, "--against", "same options")
+    not_json = subprocess.run(command + ["--against", "{order"], capture_output=True, text=True, timeout=60)
+    one_line(not_json, "--against", "not JSON")
     # A second call reuses the traces.
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(again.returncode == 0 and "running" not in again.stderr, f"traces reused: {again.stderr}")
