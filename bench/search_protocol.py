@@ -230,6 +230,17 @@ def chance_worse(runs, random_runs, m, resamples=400):
     return worse / resamples
 
 
+def options_argument(flag, text, example):
+    """A strategy's options given as JSON on the command line; anything but an object is refused."""
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as e:
+        fail(f"{flag}: not JSON ({e})")
+    if not isinstance(options, dict):
+        fail(f"{flag}: expected a JSON object, e.g. {example}")
+    return options
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", required=True)
@@ -263,20 +274,10 @@ def main():
         fail("--at must be at least 1 (evaluations)")
     if args.precise < 0 or (args.precise > 0 and not args.evaluations):
         fail("--precise must be at least 0, and needs --evaluations above 0 (it multiplies them)")
-    try:
-        options = json.loads(args.options)
-    except json.JSONDecodeError as e:
-        fail(f"--options: not JSON ({e})")
-    if not isinstance(options, dict):
-        fail('--options: expected a JSON object, e.g. {"initial": 6}')
+    options = options_argument("--options", args.options, '{"initial": 6}')
     against = None
     if args.against is not None:
-        try:
-            against = json.loads(args.against)
-        except json.JSONDecodeError as e:
-            fail(f"--against: not JSON ({e})")
-        if not isinstance(against, dict):
-            fail('--against: expected a JSON object, e.g. {} for the defaults')
+        against = options_argument("--against", args.against, "{} for the defaults")
         if against == options:
             fail("--against: the same options as --options; nothing to compare")
         if args.strategy == "tpe" and against:
