@@ -177,6 +177,14 @@ def measured_precisely(args, names, files, options):
     return main_scores, random_scores, main_runs, random_runs
 
 
+def beyond(row):
+    """1 where a space gained on the --against options by more than two standard errors of the difference, -1
+    where it lost by as much, else 0. Deterministic runs have no standard error: any difference above rounding
+    counts."""
+    margin = max(2 * row["difference_se"], 1e-9)
+    return 1 if row["difference"] > margin else -1 if row["difference"] < -margin else 0
+
+
 def listed(spaces):
     return f"{len(spaces)} ({', '.join(spaces)})" if spaces else "0"
 
@@ -194,16 +202,17 @@ def compared(summary, rows, against):
             continue
         difference = statistics.mean(r["difference"] for r in group)
         difference_se = mean_standard_error([r["difference_se"] for r in group])
-        gained = [r["space"] for r in group if r["difference"] > 2 * r["difference_se"]]
-        lost = [r["space"] for r in group if r["difference"] < -2 * r["difference_se"]]
+        gained = [r["space"] for r in group if beyond(r) > 0]
+        lost = [r["space"] for r in group if beyond(r) < 0]
         entry.update({prefix + "mean": statistics.mean(r["against"] for r in group),
                       prefix + "mean_se": mean_standard_error([r["against_se"] for r in group]),
                       prefix + "difference": difference, prefix + "difference_se": difference_se,
                       prefix + "gained": gained, prefix + "lost": lost})
         over = f" over the {len(group)} scorable spaces" if prefix else ""
         print(f"against {json.dumps(against)}{over}: mean {entry[prefix + 'mean']:.3f} "
-              f"(se {entry[prefix + 'mean_se']:.3f}); difference {difference:+.3f} (se {difference_se:.3f}), "
-              f"{abs(difference) / difference_se:.1f} standard errors; beyond two standard errors of the difference "
+              f"(se {entry[prefix + 'mean_se']:.3f}); difference {difference:+.3f} (se {difference_se:.3f}"
+              + (f", {abs(difference) / difference_se:.1f} standard errors" if difference_se > 0 else "") +
+              "); beyond two standard errors of the difference "
               f"gained on {listed(gained)}, lost on {listed(lost)}")
     summary["against"] = entry
 
@@ -351,8 +360,8 @@ def main():
             line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
         if against_scores is not None:
             line += f"{row['against']:>9.3f}{row['against_se']:>8.3f}{row['difference']:>+8.3f}"
-            if abs(row["difference"]) > 2 * row["difference_se"]:
-                line += "  gained" if row["difference"] > 0 else "  lost"
+            if beyond(row):
+                line += "  gained" if beyond(row) > 0 else "  lost"
         if row["below_random"] or row.get("below_measured_random"):
             line += "  below random"
         if row.get("below_random_at"):

@@ -213,8 +213,9 @@ def protocol(tmp, splits_path, data):
     mean_difference = sum(r["difference"] for r in compared["spaces"]) / len(rows)
     check(entry["options"] == {} and abs(entry["mean"] - summary["mean"]) < 1e-12 and
           abs(entry["difference"] - mean_difference) < 1e-12, f"the comparison's summary: {entry}")
-    check(entry["lost"] == [r["space"] for r in compared["spaces"] if r["difference"] < -2 * r["difference_se"]] and
-          entry["gained"] == [r["space"] for r in compared["spaces"] if r["difference"] > 2 * r["difference_se"]],
+    margin = {r["space"]: max(2 * r["difference_se"], 1e-9) for r in compared["spaces"]}
+    check(entry["lost"] == [r["space"] for r in compared["spaces"] if r["difference"] < -margin[r["space"]]] and
+          entry["gained"] == [r["space"] for r in compared["spaces"] if r["difference"] > margin[r["space"]]],
           f"gained and lost beyond two standard errors of the difference: {entry}")
     check(f"against {{}}: mean {summary['mean']:.3f}" in against.stdout and
           f"difference {mean_difference:+.3f}" in against.stdout, f"the comparison printed:\n{against.stdout}")
