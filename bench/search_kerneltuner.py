@@ -25,6 +25,7 @@ installs them.
         --budget auto --repeats 10 --json OUT
 """
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -102,6 +103,15 @@ class RecordedRunner:
         return results
 
 
+@functools.lru_cache(maxsize=8)
+def cache_records(path):
+    """The cachefile's records as Kernel Tuner's `Searchspace(from_cache=...)` reads them, built once per
+    process (a space of a budget of 2 has thousands of runs). `Searchspace` copies what it keeps, so the
+    runs share them."""
+    keys, _, table = peer_runs.recorded(path)
+    return {",".join(str(v) for v in config): dict(zip(keys, config)) for config in table}
+
+
 def run(package_dir, strategy, options, path, budget, seed):
     load_kernel_tuner(package_dir)
     util = importlib.import_module("kernel_tuner.util")
@@ -109,7 +119,7 @@ def run(package_dir, strategy, options, path, budget, seed):
     module = importlib.import_module("kernel_tuner.strategies." + strategy)
     keys, tune_params, table = peer_runs.recorded(path)
     tune_params = {k: tune_params[k] for k in keys}
-    records = {",".join(str(v) for v in config): dict(zip(keys, config)) for config in table}
+    records = cache_records(path)
     random.seed(seed)
     numpy.random.seed(seed)
     space = searchspace_module.Searchspace(None, None, None, from_cache={"tune_params": tune_params, "cache": records})
