@@ -75,10 +75,14 @@ def strategy_command(args, strategy, options, files, repeats, seed, out):
     """The command that runs `strategy` on `files` for their budgets (B(0.95) capped at 300), `repeats` runs
     each from `seed`, writing the traces to `out`. `tpe` is Optuna's TPE sampler (bench/search_tpe.py, Debian's
     python3-optuna), the peer a strategy of ours is measured against; `kt:NAME` is Kernel Tuner's strategy NAME
-    (bench/search_kerneltuner.py, from the checkout --kernel-tuner); the others are autotune's."""
+    (bench/search_kerneltuner.py, from the checkout --kernel-tuner); `autotvm` is AutoTVM's XGBTuner
+    (bench/search_autotvm.py, Debian's python3-xgboost); the others are autotune's."""
     if strategy == "tpe":
         return ["/usr/bin/python3", os.path.join(HERE, "search_tpe.py"), *files, "--budget", "auto", "--repeats",
                 str(repeats), "--seed", str(seed), "--json", out]
+    if strategy == "autotvm":
+        return ["/usr/bin/python3", os.path.join(HERE, "search_autotvm.py"), *files, "--options", json.dumps(options),
+                "--budget", "auto", "--repeats", str(repeats), "--seed", str(seed), "--json", out]
     if strategy.startswith("kt:"):
         return ["/usr/bin/python3", os.path.join(HERE, "search_kerneltuner.py"), *files, "--kernel-tuner",
                 args.kernel_tuner, "--strategy", strategy[3:], "--options", json.dumps(options), "--budget", "auto",
@@ -258,7 +262,7 @@ def main():
     parser.add_argument("--strategy", default="bayes",
                         help="an autotune strategy; tpe (Optuna's TPE sampler, needs scripts/setup.sh --optuna); or "
                              "kt:NAME (Kernel Tuner's strategy NAME, needs --kernel-tuner and scripts/setup.sh "
-                             "--kernel-tuner)")
+                             "--kernel-tuner); or autotvm (AutoTVM's XGBTuner, needs scripts/setup.sh --autotvm)")
     parser.add_argument("--kernel-tuner", help="a Kernel Tuner checkout, for --strategy kt:NAME")
     parser.add_argument("--options", default="{}", help="the strategy's options as JSON")
     parser.add_argument("--repeats", type=int, default=10)

@@ -5,15 +5,18 @@
 #
 #   scripts/setup.sh            the autotune executable only (what the README's first command needs)
 #   scripts/setup.sh --all      also every test and benchmark, Debian's python3-numpy for the NKI
-#                               export test, python3-yaml for the docs' YAML check, python3-optuna for the
-#                               search protocol's TPE peer, the PostgreSQL server the store's tests start a
-#                               throwaway cluster of, and Chromium for the report's browser tests
+#                               export test, python3-yaml for the docs' YAML check, python3-optuna and
+#                               python3-xgboost for the search protocol's TPE and AutoTVM peers, the
+#                               PostgreSQL server the store's tests start a throwaway cluster of, and
+#                               Chromium for the report's browser tests
 #                               (scripts/test.sh uses this)
 #   scripts/setup.sh --optuna   also Debian's python3-optuna, for bench/search_compare.sh's TPE column and
 #                               bench/search_protocol.py --strategy tpe
 #   scripts/setup.sh --kernel-tuner   also Debian's python3-numpy, python3-scipy and python3-sklearn, for
 #                               bench/search_protocol.py --strategy kt:NAME (Kernel Tuner's strategies, read
 #                               from a checkout of Kernel Tuner, which is not in Debian)
+#   scripts/setup.sh --autotvm  also Debian's python3-numpy and python3-xgboost, for bench/search_protocol.py
+#                               --strategy autotvm (AutoTVM's XGBTuner, bench/search_autotvm.py)
 #   scripts/setup.sh --packages-only   the packages only (Debian's and web/'s npm ones), no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,25 +24,28 @@ cd "$(dirname "$0")/.."
 all=0
 optuna=0
 kernel_tuner=0
+autotvm=0
 packages_only=0
 for argument in "$@"; do
   case "$argument" in
     --all) all=1 ;;
     --optuna) optuna=1 ;;
     --kernel-tuner) kernel_tuner=1 ;;
+    --autotvm) autotvm=1 ;;
     --packages-only) packages_only=1 ;;
-    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna, --kernel-tuner, --packages-only)" >&2; exit 2 ;;
+    *) echo "setup: unknown option '$argument' (accepted: --all, --optuna, --kernel-tuner, --autotvm, --packages-only)" >&2; exit 2 ;;
   esac
 done
 
 packages=(g++ cmake ninja-build pkg-config python3 sqlite3 bubblewrap
           libboost-dev nlohmann-json3-dev libsqlite3-dev libcurl4-openssl-dev
           libcli11-dev doctest-dev libyaml-cpp-dev libeigen3-dev libpq-dev libpqxx-dev)
-((all)) && packages+=(python3-numpy python3-yaml python3-optuna postgresql chromium)
+((all)) && packages+=(python3-numpy python3-yaml python3-optuna python3-xgboost postgresql chromium)
 # Node.js and npm fetch the pages' charting library (web/package.json); a machine may have its own.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 ((optuna)) && packages+=(python3-optuna)
 ((kernel_tuner)) && packages+=(python3-numpy python3-scipy python3-sklearn)
+((autotvm)) && packages+=(python3-numpy python3-xgboost)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

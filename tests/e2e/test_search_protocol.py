@@ -323,6 +323,52 @@ def kernel_tuner_peer(tmp):
     one_line(unknown, "nosuch")
 
 
+def autotvm_peer(tmp):
+    """bench/search_autotvm.py, AutoTVM's XGBTuner: a run measures each configuration once, a failure as null;
+    until the first plan it samples uniformly, and after every `plan_size` measurements it measures the plan
+    the fitted cost model and its annealing make, which on a smooth space beats the random ones before it."""
+    has_xgboost = subprocess.run(["/usr/bin/python3", "-c", "import xgboost"], capture_output=True)
+    check(has_xgboost.returncode == 0, "xgboost is missing; scripts/setup.sh --all installs python3-xgboost")
+    # Every time is distinct, so a trace names its configurations; the slowest corner fails.
+    def time(x, y):
+        return 1.0 + 20 * abs(x - 13) + abs(y - 6) + 0.001 * (20 * x + y)
+    failed = {(x, y) for x in range(20) for y in range(20) if x + y >= 36}
+    cache = {f"{x},{y}": {"x": x, "y": y, "time": "RuntimeFailedConfig" if (x, y) in failed else time(x, y)}
+             for x in range(20) for y in range(20)}
+    space = os.path.join(tmp, "autotvm", "space.json")
+    os.makedirs(os.path.dirname(space))
+    with open(space, "w") as f:
+        json.dump({"tune_params_keys": ["x", "y"], "tune_params": {"x": list(range(20)), "y": list(range(20))},
+                   "objective": "time", "cache": cache}, f)
+    out = os.path.join(tmp, "autotvm.json")
+    command = ["/usr/bin/python3", os.path.join(SOURCE, "bench", "search_autotvm.py"), space, "--budget", "24",
+               "--repeats", "6", "--json", out, "--options", '{"plan_size": 8}']
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    check(ran.returncode == 0, f"search_autotvm: {ran.stderr[-800:]}")
+    runs = json.load(open(out))["autotvm/space"]
+    values = {time(x, y) for x in range(20) for y in range(20) if (x, y) not in failed}
+    check(len(runs) == 6 and len({json.dumps(run) for run in runs}) == 6, f"one run per seed, each its own: {runs}")
+    for run in runs:
+        measured = [v for v in run if v is not None]
+        check(len(run) == 24 and len(set(measured)) == len(measured) and all(v in values for v in measured),
+              f"24 evaluations of recorded values, none twice: {run}")
+    # The first plan (evaluations 9 to 16) against the uniform draws before it, over the runs.
+    worst = max(values)
+    def median(part):
+        return statistics.median(worst if v is None else v for run in runs for v in part(run))
+    random_part, planned = median(lambda run: run[:8]), median(lambda run: run[8:16])
+    check(planned < random_part / 2, f"the plan beats the random draws: {planned} against {random_part}")
+    # Before the first plan of the default 64, every evaluation is a uniform draw, failures included (6 of the
+    # 400 configurations: none in 800 draws has a chance of e^-12).
+    uniform = subprocess.run(command[:4] + ["20", "--repeats", "40", "--json", out], capture_output=True, text=True,
+                             timeout=300)
+    check(uniform.returncode == 0, f"search_autotvm: {uniform.stderr[-800:]}")
+    check(sum(run.count(None) for run in json.load(open(out))["autotvm/space"]) > 0, "failures are measured")
+    for options, needle in (('{"plan": 8}', "plan"), ('{"loss_type": "hinge"}', "loss_type"), ("[", "JSON")):
+        refused = subprocess.run(command[:-1] + [options], capture_output=True, text=True, timeout=60)
+        one_line(refused, "--options", needle)
+
+
 def main():
     with tempdir() as tmp:
         splits_path, tiny = tiny_split(tmp)
@@ -330,6 +376,7 @@ def main():
         conversions(tmp)
         protocol(tmp, splits_path, data)
         kernel_tuner_peer(tmp)
+        autotvm_peer(tmp)
     print("ok")
 
 
