@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """AutoTVM's XGBTuner on recorded tuning spaces, as a peer for search-bench.
 
-AutoTVM (apache/tvm, python/tvm/autotvm/tuner, as last released before its removal in February 2025,
+AutoTVM (apache/tvm, python/tvm/autotvm/tuner, as it stood before its removal in February 2025,
 commit 21095b98bb, Apache-2.0) is TVM's template tuner and the best known model-based kernel tuner.
 TVM cannot be built here, so this is our own implementation of its algorithm, with its defaults:
 
