@@ -2,7 +2,7 @@
 """AutoTVM's XGBTuner on recorded tuning spaces, as a peer for search-bench.
 
 AutoTVM (apache/tvm, python/tvm/autotvm/tuner, as it stood before its removal in February 2025,
-commit 21095b98bb, Apache-2.0) is TVM's template tuner and the best known model-based kernel tuner.
+commit 21095b98bb, Apache-2.0) is TVM's template tuner, a widely used model-based kernel tuner.
 TVM cannot be built here, so this is our own implementation of its algorithm, with its defaults:
 
 - ModelBasedTuner: the configurations of a plan are measured in the plan's order; while there is
