@@ -194,6 +194,15 @@ def protocol(tmp, splits_path, data):
     with_options = subprocess.run(command[:strategy] + ["tpe"] + command[strategy + 1:] + ["--options", '{"xi": 1}'],
                                   capture_output=True, text=True, timeout=60)
     one_line(with_options, "--options", "tpe")
+    # autotvm: AutoTVM's XGBTuner (bench/search_autotvm.py, below) is run the same way, its options passed on.
+    autotvm_path = os.path.join(tmp, "autotvm-protocol.json")
+    autotvm = subprocess.run(command[:strategy] + ["autotvm"] + command[strategy + 1:-1] +
+                             [autotvm_path, "--options", '{"plan_size": 4}'], capture_output=True, text=True,
+                             timeout=600)
+    check(autotvm.returncode == 0, f"search_protocol --strategy autotvm: {autotvm.stderr[-500:]}")
+    for before, after in zip(rows, json.load(open(autotvm_path))["spaces"]):
+        check(after["space"] == before["space"] and after["repeats"] == before["repeats"] and
+              after["random"] == before["random"], f"autotvm: the grid's runs per space, beside its random: {after}")
     # --against: the same strategy with other options, measured the same way and compared space by space.
     # The grid in its space-filling order against its index order (the runs above).
     against_path = os.path.join(tmp, "against.json")
