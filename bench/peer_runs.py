@@ -26,6 +26,17 @@ def recorded(path):
     return read_cachefile(path)
 
 
+def options_object(text, program):
+    """A peer's --options: a JSON object, or one line naming `program` and a non-zero exit."""
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as e:
+        sys.exit(f"{program}: --options: not JSON ({e})")
+    if not isinstance(options, dict):
+        sys.exit(f"{program}: --options: expected a JSON object")
+    return options
+
+
 def space_name(path):
     """search-bench's name of a space: its cachefile's parent directory and stem."""
     return os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.splitext(os.path.basename(path))[0]

@@ -29,8 +29,8 @@ evaluation (null in the trace). Trace format as search-bench's:
 Use Debian's interpreter, which has python3-xgboost:  /usr/bin/python3 bench/search_autotvm.py ...
 """
 import argparse
+import functools
 import heapq
-import json
 import math
 import sys
 
@@ -59,6 +59,8 @@ class Space:
             self.features[index] = [float(v) if isinstance(v, (int, float)) else float(knob[j])
                                     for j, v in enumerate(config)]
         self.valid = np.array(sorted(self.values))
+        # AutoTVM's targets are speeds: 1/time, or exp(-value) for an objective that is not a time.
+        self.as_time = all(v > 0 for v in self.values.values() if v is not None)
 
     def knob2point(self, knob):
         return sum(k * s for k, s in zip(knob, self.strides))
@@ -97,8 +99,8 @@ def ranks_of(labels):
 def average_recall(preds, labels, n):
     """AutoTVM's average recall-n curve score of a prediction of the training labels."""
     ranks = ranks_of(labels[np.argsort(preds)[::-1]])
-    curve = np.array([np.sum(ranks[:i] <= i) / (i + 1) for i in range(len(ranks))])
-    return np.sum(curve[:n]) / n
+    curve = [np.sum(ranks[:i] <= i) / (i + 1) for i in range(min(n, len(ranks)))]
+    return np.sum(curve) / n
 
 
 class RecallStopping(xgb.callback.TrainingCallback):
@@ -181,8 +183,6 @@ def find_maximums(space, model, num, exclusive, chains, rng, n_iter=500, early_s
 def run(space, budget, seed, options):
     rng = np.random.default_rng(seed)
     plan_size, loss_type = options["plan_size"], options["loss_type"]
-    values = [v for v in space.values.values() if v is not None]
-    as_time = all(v > 0 for v in values)
     trials, trial_pt, visited, xs, ys = [], 0, set(), [], []
     best_speed, fits, chains = 0.0, 0, [None]
     trace = []
@@ -197,7 +197,7 @@ def run(space, budget, seed, options):
         visited.add(index)
         value = space.values[index]
         trace.append(value)
-        speed = 0.0 if value is None else (1.0 / value if as_time else math.exp(-value))
+        speed = 0.0 if value is None else (1.0 / value if space.as_time else math.exp(-value))
         best_speed = max(best_speed, speed)
         xs.append(index)
         ys.append(speed)
@@ -211,9 +211,16 @@ def run(space, budget, seed, options):
 OPTIONS = dict(DEFAULTS)
 
 
+@functools.lru_cache(maxsize=8)
+def space_of(path):
+    """The indexed space of a cachefile, built once per process (a space of a budget of 2 has thousands of
+    runs); runs only read it."""
+    return Space(*peer_runs.recorded(path))
+
+
 def run_task(task):
     path, budget, seed = task
-    return run(Space(*peer_runs.recorded(path)), budget, seed, OPTIONS)
+    return run(space_of(path), budget, seed, OPTIONS)
 
 
 def main():
@@ -222,12 +229,10 @@ def main():
     parser.add_argument("--options", default="{}",
                         help='JSON: plan_size (64), loss_type ("reg" or "rank")')
     args = parser.parse_args()
-    try:
-        options = json.loads(args.options)
-    except json.JSONDecodeError as e:
-        sys.exit(f"search_autotvm: --options is not JSON: {e}")
-    if not isinstance(options, dict) or set(options) - set(DEFAULTS):
-        sys.exit(f"search_autotvm: --options: a JSON object of {', '.join(DEFAULTS)}, got {args.options}")
+    options = peer_runs.options_object(args.options, "search_autotvm")
+    if set(options) - set(DEFAULTS):
+        sys.exit(f"search_autotvm: --options: unknown {', '.join(sorted(set(options) - set(DEFAULTS)))}; "
+                 f"accepted: {', '.join(DEFAULTS)}")
     OPTIONS.update(options)
     if not isinstance(OPTIONS["plan_size"], int) or OPTIONS["plan_size"] < 1:
         sys.exit("search_autotvm: --options: plan_size must be a positive integer")

@@ -27,7 +27,6 @@ installs them.
 import argparse
 import functools
 import importlib
-import json
 import os
 import random
 import sys
@@ -173,12 +172,7 @@ def main():
     strategy_file = os.path.join(package_dir, "strategies", args.strategy + ".py")
     if not os.path.isfile(strategy_file):
         sys.exit(f"search_kerneltuner: --strategy {args.strategy}: no {strategy_file}")
-    try:
-        options = json.loads(args.options)
-    except json.JSONDecodeError as e:
-        sys.exit(f"search_kerneltuner: --options: not JSON ({e})")
-    if not isinstance(options, dict):
-        sys.exit("search_kerneltuner: --options: expected a JSON object")
+    options = peer_runs.options_object(args.options, "search_kerneltuner")
     peer_runs.run_all(args, "search_kerneltuner", run_task, leading=(package_dir, args.strategy, options))
 
 

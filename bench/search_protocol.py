@@ -77,16 +77,16 @@ def strategy_command(args, strategy, options, files, repeats, seed, out):
     python3-optuna), the peer a strategy of ours is measured against; `kt:NAME` is Kernel Tuner's strategy NAME
     (bench/search_kerneltuner.py, from the checkout --kernel-tuner); `autotvm` is AutoTVM's XGBTuner
     (bench/search_autotvm.py, Debian's python3-xgboost); the others are autotune's."""
-    if strategy == "tpe":
-        return ["/usr/bin/python3", os.path.join(HERE, "search_tpe.py"), *files, "--budget", "auto", "--repeats",
+    def peer(script, *arguments):
+        return ["/usr/bin/python3", os.path.join(HERE, script), *files, *arguments, "--budget", "auto", "--repeats",
                 str(repeats), "--seed", str(seed), "--json", out]
+    if strategy == "tpe":
+        return peer("search_tpe.py")
     if strategy == "autotvm":
-        return ["/usr/bin/python3", os.path.join(HERE, "search_autotvm.py"), *files, "--options", json.dumps(options),
-                "--budget", "auto", "--repeats", str(repeats), "--seed", str(seed), "--json", out]
+        return peer("search_autotvm.py", "--options", json.dumps(options))
     if strategy.startswith("kt:"):
-        return ["/usr/bin/python3", os.path.join(HERE, "search_kerneltuner.py"), *files, "--kernel-tuner",
-                args.kernel_tuner, "--strategy", strategy[3:], "--options", json.dumps(options), "--budget", "auto",
-                "--repeats", str(repeats), "--seed", str(seed), "--json", out]
+        return peer("search_kerneltuner.py", "--kernel-tuner", args.kernel_tuner, "--strategy", strategy[3:],
+                    "--options", json.dumps(options))
     return [args.autotune, "search-bench", *files, "--strategy", strategy, "--budget", "auto", "--repeats",
             str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
 
