@@ -25,6 +25,9 @@ standard error above 1 is marked unscorable, and the mean is also given without 
 averages a space's whole window; a user with a fixed budget sees one point of it, so with --random the
 median runs' best after AT evaluations (a space's budget where smaller) are compared too, and a space
 is named where the strategy's is worse than random search's in at least 97.5% of bootstrap resamplings.
+On spaces timed in ms it also says how far from the optimum that leaves a user: per space, the median
+run's best after AT over the optimum (strategy and random search); over the spaces, the share of runs
+within 5% of the optimum and the median of the median runs' distances.
 
 Some spaces need more runs than others: where the runs split near the median run, a score's bootstrap
 standard error stays large however many evaluations the other spaces need. With --precise SE, a space
@@ -91,6 +94,15 @@ def strategy_command(args, strategy, options, files, repeats, seed, out):
             str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
 
 
+def stale(scores, traces):
+    """Whether the scores file must be written again: missing, older than its traces, or written before
+    search-bench gave each space's objective and optimum."""
+    if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
+        return True
+    with open(scores) as f:
+        return any("objective" not in entry for entry in json.load(f).values())
+
+
 def scored(args, names, files, strategy, options, measured_runs=None):
     """({space: score entry}, the traces file) for `strategy` with `options` on `files` (the spaces `names`),
     from OUT when already there. The traces file holds {space: runs}, a run the list of its evaluations'
@@ -108,7 +120,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
               file=sys.stderr)
         run(strategy_command(args, strategy, options, files, args.repeats, 1, traces + ".part"))
         os.replace(traces + ".part", traces)
-    if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
+    if stale(scores, traces):
         run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
     with open(scores) as f:
         first = json.load(f)
@@ -139,7 +151,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
         with open(equal_traces + ".part", "w") as f:
             json.dump(merged, f)
         os.replace(equal_traces + ".part", equal_traces)
-    if not os.path.exists(equal_scores) or os.path.getmtime(equal_scores) < os.path.getmtime(equal_traces):
+    if stale(equal_scores, equal_traces):
         run([args.autotune, "search-bench", *files, "--score", equal_traces, "--json", equal_scores])
     with open(equal_scores) as f:
         out = json.load(f)
@@ -228,6 +240,27 @@ def shown(best):
 def best_after(runs, m):
     """Each run's best value within its first m evaluations (infinity when all of them failed)."""
     return [min((v for v in run[:m] if v is not None), default=math.inf) for run in runs]
+
+
+WITHIN = 0.05  # "close to the optimum", for distance_at
+
+
+def distance_at(runs, m, entry):
+    """How far from the optimum a user who stops after m evaluations is, on a space timed in ms (`entry`
+    its scores from search-bench): (the median run's best over the optimum, minus 1, None where that run
+    had only failures; the share of runs whose best is within 5% of the optimum). (None, None) on a space
+    of another objective: a ratio of negated scores means nothing."""
+    if entry["objective"] != "time":
+        return None, None
+    optimum = entry["optimum"]
+    bests = best_after(runs, m)
+    median = statistics.median(bests)
+    return (None if math.isinf(median) else median / optimum - 1,
+            sum(best <= optimum * (1 + WITHIN) for best in bests) / len(bests))
+
+
+def percent(fraction):
+    return "-" if fraction is None else f"{100 * fraction:+.1f}%"
 
 
 def chance_worse(runs, random_runs, m, resamples=400):
@@ -350,11 +383,13 @@ def main():
                 None if math.isinf(best) else best
                 for best in (statistics.median(best_after(runs[name], at)) for runs in (main_runs, random_runs)))
             row["below_random_at"] = chance_worse(main_runs[name], random_runs[name], at) >= 0.975
+            for prefix, runs in (("", main_runs), ("random_", random_runs)):
+                row[prefix + "slower_at"], row[prefix + "within_at"] = distance_at(runs[name], at, entry)
         rows.append(row)
 
     header = f"{'space':<38}{'budget':>7}{'repeats':>8}{args.strategy:>10}{'se':>8}"
     if random_scores is not None:
-        header += f"{'random':>9}{'se':>8}"
+        header += f"{'random':>9}{'se':>8}{'slower@' + str(args.at):>11}{'random':>9}"
     if against_scores is not None:
         header += f"{'against':>9}{'se':>8}{'diff':>8}"
     print(header)
@@ -362,6 +397,7 @@ def main():
         line = f"{row['space']:<38}{row['budget']:>7}{row['repeats']:>8}{row['score']:>10.3f}{row['se']:>8.3f}"
         if random_scores is not None:
             line += f"{row['random']:>9.3f}{row['random_se']:>8.3f}"
+            line += f"{percent(row['slower_at']):>11}{percent(row['random_slower_at']):>9}"
         if against_scores is not None:
             line += f"{row['against']:>9.3f}{row['against_se']:>8.3f}{row['difference']:>+8.3f}"
             if beyond(row):
@@ -406,6 +442,20 @@ def main():
         print(f"after {args.at} evaluations (a space's budget where smaller): {args.strategy}'s median run behind "
               f"random search's (97.5% bootstrap) on {len(behind)}"
               + "".join(f"; {r['space']} {shown(r['best_at'])} against {shown(r['random_best_at'])}" for r in behind))
+        # What a user who stops there gets, where the values are times.
+        timed = [r for r in rows if r["within_at"] is not None]
+        if timed:
+            def middle(key):
+                return statistics.median(math.inf if r[key] is None else r[key] for r in timed)
+            summary["timed_at"] = len(timed)
+            for prefix in ("", "random_"):
+                summary[prefix + "within_at"] = statistics.mean(r[prefix + "within_at"] for r in timed)
+                summary[prefix + "slower_at"] = middle(prefix + "slower_at")
+            print(f"  on the {len(timed)} spaces timed in ms: {args.strategy}'s runs within "
+                  f"{100 * WITHIN:.0f}% of the optimum {100 * summary['within_at']:.0f}% of the time (random "
+                  f"search's {100 * summary['random_within_at']:.0f}%); the median run's best "
+                  f"{percent(summary['slower_at'])} from the optimum, median over the spaces (random search's "
+                  f"{percent(summary['random_slower_at'])})")
         scorable = [r for r in rows if not r["unscorable"]]
         summary["unscorable"] = [r["space"] for r in rows if r["unscorable"]]
         if scorable and summary["unscorable"]:

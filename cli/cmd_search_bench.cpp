@@ -9,7 +9,9 @@
 // Traces: {"<parent-dir>/<file-stem>": [[v1, v2, ...], ...]}, per repeat the
 // objective of every evaluation in order, null for a failed configuration.
 // Scores with --json: {"<space>": {"score", "low_budget", "high_budget",
-// "median_fraction_of_optimum", "per_repeat": [each repeat's own score],
+// "median_fraction_of_optimum", "objective": the recorded field minimised
+// ("time", or a negated score), "optimum": its best recorded value,
+// "per_repeat": [each repeat's own score],
 // "bootstrap_se": the score's standard error over repeats, "curve": P(M) for
 // M = 1 .. the window's end or the longest trace, whichever is later}}.
 // Repeat r uses seed S + r. `--budget auto` runs each file for its B(0.95)
@@ -166,6 +168,8 @@ int run_search_bench(const SearchBenchArguments& args) {
                                    {"low_budget", score.low_budget},
                                    {"high_budget", score.high_budget},
                                    {"median_fraction_of_optimum", score.median_fraction_of_optimum},
+                                   {"objective", target.objective()},
+                                   {"optimum", scoring.optimum()},
                                    {"per_repeat", per_repeat},
                                    {"bootstrap_se", scoring.bootstrap_standard_error(traces)},
                                    {"curve", curve}};

@@ -163,6 +163,28 @@ def protocol(tmp, splits_path, data):
     check(search_protocol.chance_worse(slow, fast, 3) == 1.0 and search_protocol.chance_worse(fast, slow, 3) == 0.0,
           "chance_worse orders runs by their best")
     check(search_protocol.best_after([[None, None, 4.0]], 2) == [float("inf")], "a run that only failed has no best")
+    # How far from the optimum a user who stops there is: the median run's best over the optimum, and the
+    # share of runs within 5% of it; on spaces timed in ms only.
+    for r in rows:
+        entry = scores[r["space"]]
+        with open(os.path.join(data, r["space"] + ".json")) as f:
+            recorded = [c["time"] for c in json.load(f)["cache"].values() if not isinstance(c["time"], str)]
+        check(entry["objective"] == "time" and entry["optimum"] == min(recorded),
+              f"{r['space']}: search-bench gives the objective and the best recorded value: {entry}")
+        check((r["slower_at"], r["within_at"]) == search_protocol.distance_at(traces[r["space"]], r["at"], entry) and
+              (r["random_slower_at"], r["random_within_at"]) ==
+              search_protocol.distance_at(random_traces[r["space"]], r["at"], entry), f"{r['space']}: {r}")
+    check(abs(summary["within_at"] - statistics.mean(r["within_at"] for r in rows)) < 1e-12 and
+          summary["timed_at"] == len(rows), f"the share within 5%, over the spaces: {summary}")
+    check(f"grid's runs within 5% of the optimum {100 * summary['within_at']:.0f}% of the time" in ran.stdout,
+          f"printed:\n{ran.stdout}")
+    timed = {"objective": "time", "optimum": 1.0}
+    near = search_protocol.distance_at([[2.0, 1.0], [None, 1.04], [3.0, None]], 2, timed)
+    check(abs(near[0] - 0.04) < 1e-12 and near[1] == 2 / 3, f"median 1.04, two of three within 5%: {near}")
+    check(search_protocol.distance_at([[None], [None], [1.0]], 1, timed) == (None, 1 / 3),
+          "a median run of only failures has no distance")
+    check(search_protocol.distance_at([[2.0]], 1, {"objective": "negated_score", "optimum": 1.0}) == (None, None),
+          "no ratio of negated scores")
     # --precise: a space whose score's standard error is above it is judged on four times the evaluations.
     # Random search as the strategy: its scores have a standard error on every space (the grid's do not).
     precise_path = os.path.join(tmp, "precise.json")
