@@ -445,8 +445,9 @@ def main():
         # What a user who stops there gets, where the values are times.
         timed = [r for r in rows if r["within_at"] is not None]
         if timed:
-            def middle(key):
-                return statistics.median(math.inf if r[key] is None else r[key] for r in timed)
+            def middle(key):  # None (JSON has no infinity) where most median runs had only failures
+                median = statistics.median(math.inf if r[key] is None else r[key] for r in timed)
+                return None if math.isinf(median) else median
             summary["timed_at"] = len(timed)
             for prefix in ("", "random_"):
                 summary[prefix + "within_at"] = statistics.mean(r[prefix + "within_at"] for r in timed)
