@@ -94,13 +94,17 @@ def strategy_command(args, strategy, options, files, repeats, seed, out):
             str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
 
 
-def stale(scores, traces):
-    """Whether the scores file must be written again: missing, older than its traces, or written before
-    search-bench gave each space's objective and optimum."""
-    if not os.path.exists(scores) or os.path.getmtime(scores) < os.path.getmtime(traces):
-        return True
+def scores_of(args, files, traces, scores):
+    """search-bench's scores of `traces` on `files`: read from `scores` when that is as new as the traces and
+    gives every space's objective and optimum (older files do not), else written there again first."""
+    if os.path.exists(scores) and os.path.getmtime(scores) >= os.path.getmtime(traces):
+        with open(scores) as f:
+            kept = json.load(f)
+        if all("objective" in entry for entry in kept.values()):
+            return kept
+    run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
     with open(scores) as f:
-        return any("objective" not in entry for entry in json.load(f).values())
+        return json.load(f)
 
 
 def scored(args, names, files, strategy, options, measured_runs=None):
@@ -120,10 +124,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
               file=sys.stderr)
         run(strategy_command(args, strategy, options, files, args.repeats, 1, traces + ".part"))
         os.replace(traces + ".part", traces)
-    if stale(scores, traces):
-        run([args.autotune, "search-bench", *files, "--score", traces, "--json", scores])
-    with open(scores) as f:
-        first = json.load(f)
+    first = scores_of(args, files, traces, scores)
     if not args.evaluations:
         return first, traces
     # Equal evaluations per space: a space of budget B gets ceil(E / B) repeats (at least REPEATS), so a
@@ -151,10 +152,7 @@ def scored(args, names, files, strategy, options, measured_runs=None):
         with open(equal_traces + ".part", "w") as f:
             json.dump(merged, f)
         os.replace(equal_traces + ".part", equal_traces)
-    if stale(equal_scores, equal_traces):
-        run([args.autotune, "search-bench", *files, "--score", equal_traces, "--json", equal_scores])
-    with open(equal_scores) as f:
-        out = json.load(f)
+    out = scores_of(args, files, equal_traces, equal_scores)
     for name, entry in out.items():
         entry["repeats"] = wanted[name]
     return out, equal_traces
