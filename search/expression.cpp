@@ -22,6 +22,10 @@ struct Token {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Parsing and evaluation recurse, so nesting is bounded far above any real
+// constraint and far below what exhausts a thread's stack.
+constexpr std::size_t kMaxNesting = 256;
+
 }  // namespace
 
 class ExpressionParser {
@@ -108,7 +112,13 @@ class ExpressionParser {
   }
 
   std::int32_t add(Expression::Node node) {
+    std::size_t depth = 1;
+    for (const std::int32_t child : {node.a, node.b})
+      if (child >= 0) depth = std::max(depth, depths_[static_cast<std::size_t>(child)] + 1);
+    if (depth > kMaxNesting)
+      error("more than " + std::to_string(kMaxNesting) + " operations nested or chained", tokens_[next_ - 1]);
     expression_.nodes_.push_back(node);
+    depths_.push_back(depth);
     return static_cast<std::int32_t>(expression_.nodes_.size() - 1);
   }
   std::int32_t binary(Op op, std::int32_t a, std::int32_t b) { return add({op, a, b}); }
@@ -179,6 +189,13 @@ class ExpressionParser {
     }
   }
   std::int32_t parse_unary() {
+    if (++nesting_ > kMaxNesting)
+      error("brackets or unary operators nested more than " + std::to_string(kMaxNesting) + " deep", peek());
+    const std::int32_t node = parse_unary_operand();
+    --nesting_;
+    return node;
+  }
+  std::int32_t parse_unary_operand() {
     if (accept("-")) return add({Op::neg, parse_unary()});
     if (accept("+")) return parse_unary();
     if (accept("!")) return add({Op::logical_not, parse_unary()});
@@ -224,6 +241,8 @@ class ExpressionParser {
   const SymbolResolver& resolve_;
   std::vector<Token> tokens_;
   std::size_t next_ = 0;
+  std::size_t nesting_ = 0;          // parse_unary calls under way
+  std::vector<std::size_t> depths_;  // each node's height in the tree
   Expression expression_;
   std::map<std::size_t, const std::vector<std::string>*> categories_by_slot_;
 };

@@ -85,3 +85,21 @@ TEST_CASE("interval bounds are conservative and exact on points") {
   CHECK_FALSE(e.surely_false(fine));
   CHECK(e.parameter_slots() == std::vector<std::size_t>{0, 1});
 }
+
+TEST_CASE("nesting past the bound is a parse error, not an exhausted stack") {
+  // Both parsing and evaluation recurse: deep brackets recurse in the parser,
+  // a long chain of operators in evaluation.
+  const std::string deep_brackets = std::string(100000, '(') + "a" + std::string(100000, ')');
+  CHECK(error_of(deep_brackets).find("nested more than 256 deep") != std::string::npos);
+  CHECK(error_of(std::string(100000, '-') + "a").find("nested more than 256 deep") != std::string::npos);
+  std::string long_chain = "a";
+  for (int i = 0; i < 100000; ++i) long_chain += " + a";
+  CHECK(error_of(long_chain).find("operations nested or chained") != std::string::npos);
+
+  // Just within the bound, both parse and evaluate.
+  const std::string within = std::string(200, '(') + "a" + std::string(200, ')') + " + 1";
+  CHECK(eval(within, 2, 0) == 3);
+  std::string chain = "a";
+  for (int i = 0; i < 255; ++i) chain += " + a";
+  CHECK(eval(chain, 1, 0) == 256);
+}
