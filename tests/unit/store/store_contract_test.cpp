@@ -543,3 +543,20 @@ TEST_CASE_TEMPLATE("contract: a claim whose worker stopped heartbeating is hande
   CHECK(store.heartbeat_worker("other", "host-b", 1, 0).empty());
   CHECK(store.active_workers(10) == 2);
 }
+
+TEST_CASE("redaction scans texts of any length without exhausting the stack") {
+  // A regex recursed once per character here and crashed on a 27 000-character goal name.
+  const std::string long_run(200000, 'a');
+  CHECK(redact_url_credentials("name: " + long_run) == "name: " + long_run);
+  CHECK(redact_url_credentials("https://" + long_run + "@host/x") == "https://<redacted>@host/x");
+  CHECK(redact_url_credentials("http://h/p?api_key=" + long_run + "&n=1") ==
+        "http://h/p?api_key=<redacted>&n=1");
+  CHECK(redact_url_credentials("http://h/p?" + long_run + "=v") == "http://h/p?" + long_run + "=v");
+  // What is not a credential stays: no scheme, no '@' before the path, an empty value.
+  CHECK(redact_url_credentials("://user@host") == "://user@host");
+  CHECK(redact_url_credentials("http://host/a@b") == "http://host/a@b");
+  CHECK(redact_url_credentials("1://user@host") == "1://user@host");
+  CHECK(redact_url_credentials("x?token=&y") == "x?token=&y");
+  CHECK(redact_url_credentials("a+b://u:p@h ?TOKEN=t&Auth_x=s#f") ==
+        "a+b://<redacted>@h ?TOKEN=<redacted>&Auth_x=<redacted>#f");
+}
