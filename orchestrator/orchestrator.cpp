@@ -257,6 +257,8 @@ class RunLoop {
     skills::RunnerOptions runner_options;
     runner_options.jobs = options_.queue || options_.jobs > 0 ? options_.jobs : goal_.parallel;
     runner_options.timeout_s = goal_.timeout_s;
+    runner_options.stop_at = started_ + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(goal_.budget_wall_time_s));
     runner_options.use_cache = options_.use_cache;
     runner_options.queue = options_.queue;
     if (options_.queue) store_.set_measurement_context(measurement_context(goal_, record.id));

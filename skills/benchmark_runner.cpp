@@ -39,6 +39,7 @@ struct BenchmarkRunner::Shared {
   std::condition_variable wake;
   std::vector<std::optional<Measurement>> done;
   std::vector<std::optional<Clock::time_point>> started;
+  std::vector<double> limit_s;  // each started measurement's time limit
   double target_seconds = 0;
   bool stop_claiming = false;  // with a queue: the batch is complete
   // With a queue: the rows this runner's jobs are measuring, and rows found
@@ -167,6 +168,7 @@ class BenchmarkRunner::Batch {
         number_(++runner.batches_) {
     shared_->done.resize(n_);
     shared_->started.resize(n_);
+    shared_->limit_s.resize(n_, runner.options_.timeout_s);
   }
 
   // However the batch ends (an error from the store included), this runner's
@@ -284,29 +286,33 @@ class BenchmarkRunner::Batch {
   }
 
   void start_on_pool(std::size_t i) {
-    const MeasureOptions measure_options{runner_.options_.timeout_s};
     MeasurementTarget& target = runner_.target_;
-    boost::asio::post(*runner_.pool_,
-                      [shared = shared_, i, candidate = requests_[i].candidate, measure_options, &target] {
-                        const auto start = Clock::now();
-                        {
-                          std::lock_guard lock(shared->mutex);
-                          shared->started[i] = start;
-                        }
-                        Measurement m;
-                        try {
-                          m = target.measure(candidate, measure_options);
-                        } catch (const std::exception& e) {
-                          m.status = Outcome::failed;
-                          m.error = std::string("target raised: ") + e.what();
-                        }
-                        const double took = seconds_since(start);
-                        if (m.duration_ms == 0) m.duration_ms = took * 1000;
-                        std::lock_guard lock(shared->mutex);
-                        shared->done[i] = std::move(m);
-                        shared->target_seconds += took;
-                        shared->wake.notify_all();
-                      });
+    boost::asio::post(*runner_.pool_, [shared = shared_, i, candidate = requests_[i].candidate,
+                                       options = runner_.options_, &target] {
+      const auto start = Clock::now();
+      MeasureOptions measure_options{options.timeout_s};
+      if (options.stop_at)
+        measure_options.deadline_s = std::clamp(
+            std::chrono::duration<double>(*options.stop_at - start).count(), 0.0, options.timeout_s);
+      {
+        std::lock_guard lock(shared->mutex);
+        shared->started[i] = start;
+        shared->limit_s[i] = measure_options.deadline_s;
+      }
+      Measurement m;
+      try {
+        m = target.measure(candidate, measure_options);
+      } catch (const std::exception& e) {
+        m.status = Outcome::failed;
+        m.error = std::string("target raised: ") + e.what();
+      }
+      const double took = seconds_since(start);
+      if (m.duration_ms == 0) m.duration_ms = took * 1000;
+      std::lock_guard lock(shared->mutex);
+      shared->done[i] = std::move(m);
+      shared->target_seconds += took;
+      shared->wake.notify_all();
+    });
   }
 
   // With a queue: every candidate to measure is queued in one transaction,
@@ -350,11 +356,15 @@ class BenchmarkRunner::Batch {
           if (shared_->done[i]) {
             finished.emplace_back(i, std::move(*shared_->done[i]));
           } else if (shared_->started[i] &&
-                     std::chrono::duration<double>(now - *shared_->started[i]).count() > options.timeout_s) {
+                     std::chrono::duration<double>(now - *shared_->started[i]).count() >
+                         shared_->limit_s[i]) {
             Measurement m;
             m.status = Outcome::timeout;
-            m.error = "exceeded the per-candidate timeout of " + std::to_string(options.timeout_s) + " s";
-            m.duration_ms = options.timeout_s * 1000;
+            m.error =
+                shared_->limit_s[i] < options.timeout_s
+                    ? "the run's wall-time budget ran out during this measurement"
+                    : "exceeded the per-candidate timeout of " + std::to_string(options.timeout_s) + " s";
+            m.duration_ms = shared_->limit_s[i] * 1000;
             finished.emplace_back(i, std::move(m));
           }
         }

@@ -56,6 +56,9 @@ struct RunnerOptions {
   // candidates alongside remote workers; 0 leaves all measuring to workers.
   int jobs = 1;
   double timeout_s = 120;
+  // No local measurement runs past this time (a goal's wall-time budget):
+  // one that starts with less than timeout_s left gets what is left.
+  std::optional<std::chrono::steady_clock::time_point> stop_at;
   int commit_every = 0;  // 0: the number of jobs
   double commit_interval_s = 0.5;
   bool use_cache = true;

@@ -16,6 +16,9 @@
 namespace autotune::skills {
 namespace {
 
+// Beyond any noise estimate a user needs, and far below what would run for days.
+constexpr int kMaxRepeats = 1000;
+
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -259,9 +262,11 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
   }
   config.timeout_s = target.optional_seconds("timeout_s", config.timeout_s);
   config.repeats = target.optional<int>("repeats", config.repeats);
-  if (config.repeats < 1) {
+  if (config.repeats < 1 || config.repeats > kMaxRepeats) {
     const YAML::Node node = target.raw("repeats");
-    target.fail("repeats", "must be at least 1", &node);
+    target.fail("repeats",
+                "must be 1 to " + std::to_string(kMaxRepeats) + " (runs of the program per candidate)",
+                &node);
   }
   config.confidence = target.optional<double>("confidence", config.confidence);
   if (!(config.confidence > 0 && config.confidence < 1)) {

@@ -7,6 +7,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import time
 
 from loop_support import check, fail, query, run, run_json, tempdir, write_goal
 
@@ -91,6 +92,13 @@ target:
   argv: [./blocked, "{block}", "{unrol}"]
 search:
   space: {block: [64], unroll: [1]}
+"""
+
+
+SLOW_GOAL = """kernel: {family: slow}
+target: {kind: command, argv: [./slow.sh], repeats: 2}
+budget: {evaluations: 4, wall_time_s: 2}
+search: {strategy: random, space: {x: [1, 2, 3]}}
 """
 
 
@@ -185,6 +193,28 @@ def main():
         lines = bad.stderr.strip().splitlines()
         check(len(lines) == 1 and "bad.yaml:5: target.argv" in lines[0] and "{unrol}" in lines[0],
               f"bad goal message: {bad.stderr!r}")
+
+        # --- the wall-time budget holds inside a candidate: a measurement still running
+        # when it ends is stopped, not left to its 120 s timeout ---
+        slow = os.path.join(tmp, "slow.sh")
+        with open(slow, "w") as f:
+            f.write("#!/bin/sh\nsleep 60\necho '{\"latency_s\": 0.001}'\n")
+        os.chmod(slow, 0o755)
+        slow_goal = write_goal(tmp, "slow.yaml", SLOW_GOAL)
+        started = time.monotonic()
+        slow_run = run(["run", slow_goal], os.path.join(tmp, "slow.db"))
+        elapsed = time.monotonic() - started
+        check(elapsed < 40, f"a run with a 2 s wall-time budget took {elapsed:.1f} s")
+        slow_trials = trials_of(os.path.join(tmp, "slow.db"), 1)
+        check(slow_trials and slow_trials[0]["status"] == "timeout",
+              f"the measurement the budget cut short is not a timeout: {slow_trials}")
+
+        # --- repeats beyond the bound are refused before any work ---
+        many = write_goal(tmp, "many.yaml", SLOW_GOAL.replace("repeats: 2", "repeats: 100000000"))
+        refused = run(["run", many], os.path.join(tmp, "many.db"))
+        check(refused.returncode == 2 and "many.yaml:2: target.repeats: must be 1 to 1000" in refused.stderr,
+              f"repeats of 100000000: exit {refused.returncode}, {refused.stderr!r}")
+        check(not os.path.exists(os.path.join(tmp, "many.db")), "a refused goal created its database")
     print("ok")
 
 
