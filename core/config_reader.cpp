@@ -1,6 +1,8 @@
 #include "core/config_reader.hpp"
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -82,16 +84,11 @@ YAML::Node load_yaml_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, error)) throw UserError(path.string() + ": file not found");
   if (std::filesystem::is_directory(path, error))
     throw UserError(path.string() + ": is a directory; a YAML file is expected");
-  YAML::Node document;
-  try {
-    document = YAML::LoadFile(path.string());
-  } catch (const YAML::ParserException& e) {
-    throw UserError(path.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  } catch (const YAML::Exception& e) {
-    throw UserError(path.string() + ": cannot read: " + e.msg);
-  }
-  check_yaml_document(document, path.string());
-  return document;
+  std::ifstream in(path);
+  if (!in) throw UserError(path.string() + ": cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_yaml_text(text.str(), path.string());
 }
 
 void check_yaml_document(const YAML::Node& document, const std::string& where) {
@@ -102,7 +99,15 @@ void check_yaml_document(const YAML::Node& document, const std::string& where) {
 YAML::Node load_yaml_text(const std::string& text, const std::string& where) {
   YAML::Node document;
   try {
-    document = YAML::Load(text);
+    // Every document, not the first alone: a second one after '---' would
+    // otherwise be dropped without a word.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      const YAML::Mark mark = documents[1].Mark();
+      throw UserError(where + (mark.line >= 0 ? ":" + std::to_string(mark.line + 1) : std::string()) +
+                      ": a second YAML document (after '---'); one document is expected");
+    }
+    if (!documents.empty()) document = documents.front();
   } catch (const YAML::ParserException& e) {
     throw UserError(where + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {

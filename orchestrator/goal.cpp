@@ -91,6 +91,12 @@ std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::stri
     space.fail(key, "expected " + accepted, &node);
   }
   if (values.empty()) space.fail(key, "the domain has no value", &node);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (search::same_value(values[i], values[j]))
+        space.fail(key,
+                   "value " + search::to_string(values[i]) + " is listed twice; each value may appear once",
+                   &node);
   return values;
 }
 
@@ -431,6 +437,20 @@ std::vector<search::ParamValue> read_space_domain(ConfigReader& space, const std
   return read_domain(space, key);
 }
 
+std::vector<std::string> read_variants(ConfigReader& reader) {
+  if (!reader.has("variants")) return {};
+  const YAML::Node node = reader.raw("variants");
+  auto variants = reader.required<std::vector<std::string>>("variants", "a list of variant names");
+  if (variants.empty())
+    reader.fail("variants", "names no variant; name at least one, or leave the key out for every variant",
+                &node);
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    if (std::find(variants.begin(), variants.begin() + static_cast<std::ptrdiff_t>(i), variants[i]) !=
+        variants.begin() + static_cast<std::ptrdiff_t>(i))
+      reader.fail("variants", "variant '" + variants[i] + "' is listed twice", &node);
+  return variants;
+}
+
 void read_kernel_section(ConfigReader& top, Goal& goal) { read_kernel(top, goal); }
 
 Json yaml_value_json(const YAML::Node& node) { return yaml_to_json(node); }
@@ -522,7 +542,10 @@ Goal load_goal(const std::filesystem::path& path) {
             key, std::string("does not match objective '") + to_string(goal.objective) + "'; use " + wanted,
             &node);
       goal.absolute = section->required<double>(key);
-      if (*goal.absolute <= 0) section->fail(key, "must be positive", &node);
+      if (*goal.absolute <= 0 || !std::isfinite(*goal.absolute))
+        section->fail(key, "must be positive", &node);
+      if (goal.objective == Objective::mfu && *goal.absolute > 100)
+        section->fail(key, "must be at most 100: no kernel uses more than the whole of the peak", &node);
     }
     section->finish({"improvement", "latency_s", "throughput_flops_per_s", "mfu_percent"});
   }
@@ -557,7 +580,7 @@ Goal load_goal(const std::filesystem::path& path) {
     }
     start->finish({"variant", "params"});
   }
-  goal.variants = top.optional<std::vector<std::string>>("variants", {}, "a list of variant names");
+  goal.variants = read_variants(top);
   goal.parallel = static_cast<int>(top.optional_count("parallel", 1, 1, kMaxParallel));
   goal.timeout_s = top.optional_seconds("timeout_s", goal.timeout_s);
   if (auto verification = top.maybe_child("verification")) {

@@ -44,7 +44,7 @@ void read_task_sections(const Suite& suite, const SuiteTask& task, Goal& goal) {
     }
     start->finish({"variant", "params"});
   }
-  goal.variants = reader.optional<std::vector<std::string>>("variants", {}, "a list of variant names");
+  goal.variants = read_variants(reader);
   if (auto search = reader.maybe_child("search")) {
     if (auto space = search->maybe_child("space"))
       for (const auto& key : space->keys()) goal.space.emplace_back(key, read_space_domain(*space, key));

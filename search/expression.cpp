@@ -38,6 +38,25 @@ class ExpressionParser {
   Expression run() {
     expression_.root_ = parse_or();
     if (peek().kind != TokenKind::end) error("unexpected token", peek());
+    switch (expression_.nodes_[static_cast<std::size_t>(expression_.root_)].op) {
+      case Op::eq:
+      case Op::ne:
+      case Op::lt:
+      case Op::le:
+      case Op::gt:
+      case Op::ge:
+      case Op::logical_and:
+      case Op::logical_or:
+      case Op::logical_not:
+        break;
+      default:
+        // A number as a condition (C's "nonzero is true") is almost always a
+        // comparison left unfinished: "tile_m + 1" holds everywhere.
+        throw UserError(
+            "constraint '" + text_ +
+            "': not a condition; write a comparison (==, !=, <, <=, >, >=), or comparisons joined "
+            "by && and || or negated by !");
+    }
     std::sort(expression_.slots_.begin(), expression_.slots_.end());
     expression_.slots_.erase(std::unique(expression_.slots_.begin(), expression_.slots_.end()),
                              expression_.slots_.end());

@@ -241,6 +241,17 @@ VariantCatalog family_catalog(const kernels::FamilySpec& family, const CatalogRe
   const std::string start = request.start_variant.empty() ? family.baseline_variant : request.start_variant;
   const std::vector<std::string> allowed = allowed_variants(family, request, start);
   check_requested_domains(family, request, allowed);
+  for (const auto& [name, role] : request.roles) {
+    bool found = false;
+    for (const auto& variant_name : allowed) found = found || family.variant(variant_name).find_param(name);
+    if (!found) {
+      std::set<std::string> known;
+      for (const auto& variant_name : allowed)
+        for (const auto& p : family.variant(variant_name).params) known.insert(p.name);
+      throw UserError(request.where({"roles", name}) + "unknown parameter '" + name + "' of kernel '" +
+                      family.name + "'; accepted: " + join(known, ", "));
+    }
+  }
 
   std::map<std::string, double> constants = target_constants;
   for (const auto& [arg, value] : request.shape) constants[arg] = double(value);

@@ -44,14 +44,14 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("expressions evaluate with C-like precedence") {
-  CHECK(eval("a + b * 2", 1, 3) == 7);
-  CHECK(eval("(a + b) * 2", 1, 3) == 8);
-  CHECK(eval("-a + 10 % 4", 1, 0) == 1);
-  CHECK(eval("a / b", 3, 2) == 1.5);
+  CHECK(eval("a + b * 2 == 7", 1, 3) == 1);
+  CHECK(eval("(a + b) * 2 == 8", 1, 3) == 1);
+  CHECK(eval("-a + 10 % 4 == 1", 1, 0) == 1);
+  CHECK(eval("a / b == 1.5", 3, 2) == 1);
   CHECK(eval("a * b <= limit && a != b", 5, 20) == 1);
   CHECK(eval("a * b <= limit && a != b", 5, 21) == 0);
   CHECK(eval("a > 3 || !(b == 2)", 1, 2) == 0);
-  CHECK(eval("min(a, b) + max(a, b)", 2, 9) == 11);
+  CHECK(eval("min(a, b) + max(a, b) == 11", 2, 9) == 1);
   CHECK(eval("a % b == 0", 8, 4) == 1);
   CHECK(eval("a % b == 0", 8, 0) == 0);  // NaN: comparison false
   CHECK(eval("layout == 'col'", 0, 0, 1) == 1);
@@ -97,9 +97,16 @@ TEST_CASE("nesting past the bound is a parse error, not an exhausted stack") {
   CHECK(error_of(long_chain).find("operations nested or chained") != std::string::npos);
 
   // Just within the bound, both parse and evaluate.
-  const std::string within = std::string(200, '(') + "a" + std::string(200, ')') + " + 1";
-  CHECK(eval(within, 2, 0) == 3);
+  const std::string within = std::string(200, '(') + "a" + std::string(200, ')') + " + 1 == 3";
+  CHECK(eval(within, 2, 0) == 1);
   std::string chain = "a";
-  for (int i = 0; i < 255; ++i) chain += " + a";
-  CHECK(eval(chain, 1, 0) == 256);
+  for (int i = 0; i < 254; ++i) chain += " + a";
+  CHECK(eval(chain + " == 255", 1, 0) == 1);
+}
+
+TEST_CASE("a constraint is a condition, not a number") {
+  for (const char* text : {"5", "a + 1", "min(a, b)", "-(a < b)", "(a * b)"})
+    CHECK_MESSAGE(error_of(text).find("not a condition") != std::string::npos, text);
+  for (const char* text : {"a < 5", "!(a == b)", "a > 1 && b > 1", "(a <= b) || a == 3"})
+    CHECK_MESSAGE(error_of(text).empty(), text);
 }
