@@ -63,7 +63,7 @@ CASES = {
     "replay_malformed.yaml": (":2: target.cachefile:", "'tune_params' has no value list for 'b'"),
     # Once accepted without a word: a role for no parameter, an empty or repeated list, a number as a
     # constraint (true everywhere), an MFU above the peak, a second YAML document (dropped).
-    "unknown_role.yaml": (":4: roles.tile_q:", "unknown parameter 'tile_q' of kernel 'gemm'"),
+    "role_of_no_parameter.yaml": (":4: roles.tile_q:", "unknown parameter 'tile_q' of kernel 'gemm'"),
     "empty_variants.yaml": (":3: variants:", "names no variant"),
     "duplicate_variant.yaml": (":3: variants:", "variant 'tiled' is listed twice"),
     "duplicate_value.yaml": (":5: search.space.tile_m:", "value 32 is listed twice"),
