@@ -441,9 +441,6 @@ std::vector<std::string> read_variants(ConfigReader& reader) {
   if (!reader.has("variants")) return {};
   const YAML::Node node = reader.raw("variants");
   auto variants = reader.required<std::vector<std::string>>("variants", "a list of variant names");
-  if (variants.empty())
-    reader.fail("variants", "names no variant; name at least one, or leave the key out for every variant",
-                &node);
   for (std::size_t i = 0; i < variants.size(); ++i)
     if (std::find(variants.begin(), variants.begin() + static_cast<std::ptrdiff_t>(i), variants[i]) !=
         variants.begin() + static_cast<std::ptrdiff_t>(i))

@@ -13,8 +13,8 @@ namespace autotune::orchestrator {
 // One parameter's values as a goal writes them: a list, a single value,
 // {range: [lo, hi], step: s}, {pow2: [lo, hi]} or {categorical: [...]}.
 std::vector<search::ParamValue> read_space_domain(ConfigReader& space, const std::string& key);
-// The `variants:` list (empty when the key is absent: every variant). An
-// empty list, or a name listed twice, is a UserError at the key.
+// The `variants:` list; empty (the key absent, or `[]` as a resolved goal
+// writes it) means every variant. A name listed twice is a UserError at the key.
 std::vector<std::string> read_variants(ConfigReader& reader);
 // The `kernel:` section of `top` into goal.family, shape and dtype (the
 // target kind, goal.target.kind, decides what it may hold).
