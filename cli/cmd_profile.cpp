@@ -129,6 +129,16 @@ int run_source_profile(const ProfileOptions& o) {
 }
 
 int run_profile(const ProfileOptions& o) {
+  if (!o.trace.empty()) {
+    // Checked before the simulation, which a path that cannot be written would waste.
+    const std::filesystem::path trace = std::filesystem::absolute(o.trace);
+    if (std::filesystem::is_directory(trace))
+      throw UserError("--trace " + o.trace + ": is a directory; give a file name, e.g. " +
+                      (trace / "trace.json").string());
+    if (!std::filesystem::is_directory(trace.parent_path()))
+      throw UserError("--trace " + o.trace + ": the folder " + trace.parent_path().string() +
+                      " does not exist");
+  }
   if (o.timeout_s) {
     if (o.kernel_source.empty())
       throw UserError("--timeout is for --kernel-source (a built-in kernel runs in this process)");

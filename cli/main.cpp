@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "autotune 0.1.0");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Print diagnostics on stderr");
+  // Subcommands inherit this: `autotune run goal.yaml -v` reaches the
+  // global flag as `autotune -v run goal.yaml` does.
+  app.fallthrough();
 
   std::map<CLI::App*, cli::CommandAction> actions;
   auto& commands = cli::registered_commands();
@@ -77,8 +80,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every other misuse, and exit status 2.
-    std::vector<std::string> names;
-    for (const auto& command : commands) names.push_back(command.name);
+    std::vector<std::string> names;  // hidden commands (no description) are not offered
+    for (const auto& command : commands)
+      if (!command.description.empty()) names.push_back(command.name);
     std::fprintf(stderr, "autotune: error: %s\n", cli::parse_error_text(argc, argv, names, e.what()).c_str());
     return 2;
   }

@@ -500,6 +500,13 @@ Goal load_goal(const std::filesystem::path& path) {
   goal.where = KeyLocations(document, path.string());
   if (!document || document.IsNull()) throw UserError(path.string() + ": the goal file is empty");
   ConfigReader top(document, path.string());
+  if (document.IsMap() && top.has("tasks") && !top.has("kernel")) {
+    const YAML::Node tasks = top.raw("tasks");
+    top.fail(
+        "tasks",
+        "this is a suite, not a goal (docs/suite.md); run it with `autotune suite " + path.string() + "`",
+        &tasks);
+  }
   goal.name = top.optional<std::string>("name", path.stem().string());
 
   read_target(top, goal);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "core/error.hpp"
@@ -96,8 +97,18 @@ void check_requested_domains(const kernels::FamilySpec& family, const CatalogReq
       union_domain.erase(std::unique(union_domain.begin(), union_domain.end(),
                                      [](const auto& a, const auto& b) { return search::same_value(a, b); }),
                          union_domain.end());
+      const bool quoted_number = std::holds_alternative<std::string>(v) && [&] {
+        const std::string& text = std::get<std::string>(v);
+        char* end = nullptr;
+        std::strtod(text.c_str(), &end);
+        return !text.empty() && end == text.c_str() + text.size();
+      }();
       throw UserError(request.where({"search", "space", name}) + "value " + search::to_string(v) +
-                      " is not in the domain of '" + name + "': " + values_text(union_domain));
+                      " is not in the domain of '" + name + "': " + values_text(union_domain) +
+                      (quoted_number
+                           ? "; '" + std::get<std::string>(v) +
+                                 "' is quoted, so it is a name, not a number: write it without quotes"
+                           : ""));
     }
   }
 }

@@ -22,6 +22,16 @@ def main():
     proc = run("xyzzy")
     check("did you mean" not in proc.stderr, f"no suggestion for a word far from every command: {proc.stderr}")
     one_error_line(run("run", "--bogus", "x"), "--bogus")
+    # The global flag after a command, as before it.
+    check(run("kernels", "-v").returncode == 0, "`autotune kernels -v` is refused")
+    # A hidden command is not offered among the commands.
+    check("kernel-worker" not in run("runz").stderr, f"a hidden command is listed: {run('runz').stderr}")
+    # A suite given to `run` says what it is and which command runs it.
+    nkibench = os.path.join(SOURCE, "configs", "suites", "nkibench.yaml")
+    one_error_line(run("run", nkibench), "nkibench.yaml:", "tasks: this is a suite, not a goal", "autotune suite")
+    # A trace that cannot be written is refused before the simulation runs.
+    one_error_line(run("profile", "--kernel", "exp", "--trace", "/nonexistent-folder/x.json"),
+                   "--trace /nonexistent-folder/x.json: the folder /nonexistent-folder does not exist")
     one_error_line(run(), "subcommand is required")
     # Worker counts are bounded (each is a thread): refused with the accepted range, before any work.
     quickstart = os.path.join(SOURCE, "configs", "goals", "quickstart.yaml")

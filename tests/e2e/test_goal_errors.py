@@ -69,6 +69,7 @@ CASES = {
     "constraint_not_a_condition.yaml": (":4: search.constraints:", "not a condition"),
     "mfu_above_peak.yaml": (":4: goal.mfu_percent:", "must be at most 100"),
     "second_document.yaml": (":4:", "a second YAML document"),
+    "quoted_number.yaml": (":5: search.space.tile_m:", "'32' is quoted, so it is a name, not a number"),
 }
 
 
