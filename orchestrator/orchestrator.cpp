@@ -29,6 +29,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The text's first line, cut to at most `limit` bytes on a character
+// boundary: an example in a one-line warning (a compiler's message runs on).
+std::string first_line_within(const std::string& text, std::size_t limit) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() <= limit) return line;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -770,7 +780,7 @@ class RunLoop {
     std::string example;
     for (const auto& trial : store_.trials(run))
       if (trial.status == Outcome::failed || trial.status == Outcome::timeout) {
-        example = "trial " + std::to_string(trial.id) + ": " + trial.error.substr(0, 160);
+        example = "trial " + std::to_string(trial.id) + ": " + first_line_within(trial.error, 160);
         break;
       }
     auto count = [](std::int64_t n, const std::string& what) {
