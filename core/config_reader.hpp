@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -175,6 +176,15 @@ T ConfigReader::convert(const YAML::Node& value, const std::string& key, const s
                (accepted.empty() ? "" : "; accepted: " + accepted),
            &value);
   }
+  if constexpr (std::is_arithmetic_v<T>) {
+    // A quoted scalar is a string, as it is in a search space's domain, where
+    // "32" is a name: a number or a truth value is written without quotes.
+    if (value.Tag() == "!")
+      fail(key,
+           "'" + value.Scalar() + "' is quoted, so it is a string, not " + yaml_type_name<T>() +
+               "; write it without quotes",
+           &value);
+  }
   try {
     const T converted = value.as<T>();
     // YAML spells infinity and NaN (.inf, .nan); no setting of ours means either.
@@ -186,6 +196,18 @@ T ConfigReader::convert(const YAML::Node& value, const std::string& key, const s
              &value);
     return converted;
   } catch (const YAML::Exception&) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const std::string& text = value.IsScalar() ? value.Scalar() : std::string();
+      const std::size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+      if (text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos &&
+          !(std::is_unsigned_v<T> && text[0] == '-'))
+        fail(key,
+             "'" + text + "' is out of range: this key holds " +
+                 (text[0] == '-' ? "at least " + std::to_string(std::numeric_limits<T>::min())
+                                 : "at most " + std::to_string(std::numeric_limits<T>::max())) +
+                 (accepted.empty() ? "" : " (" + accepted + ")"),
+             &value);
+    }
     fail(key,
          (value.IsScalar()
               ? "'" + value.Scalar() + "'"

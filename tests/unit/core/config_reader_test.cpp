@@ -166,3 +166,21 @@ TEST_CASE("a UserError is one line whatever it quotes: control characters are sh
   CHECK(std::string(error.what()) ==
         "goal.yaml:2: YAML syntax error: unknown escape character: \\x0a\\x01\\x7f end");
 }
+
+TEST_CASE("a quoted number is a string, and an integer too large for its key says so") {
+  YAML::Node node = YAML::Load("n: \"3\"\nflag: 'true'\nbig: 99999999999999999999\nname: \"3\"\nx: 4\n");
+  ConfigReader reader(node, "q.yaml");
+  CHECK_THROWS_WITH_AS(
+      reader.required<int>("n"),
+      "q.yaml:1: n: '3' is quoted, so it is a string, not an integer; write it without quotes", UserError);
+  CHECK_THROWS_WITH_AS(
+      reader.required<bool>("flag"),
+      "q.yaml:2: flag: 'true' is quoted, so it is a string, not true or false; write it without "
+      "quotes",
+      UserError);
+  CHECK_THROWS_WITH_AS(
+      reader.required<int>("big"),
+      "q.yaml:3: big: '99999999999999999999' is out of range: this key holds at most 2147483647", UserError);
+  CHECK(reader.required<std::string>("name") == "3");
+  CHECK(reader.required<int>("x") == 4);
+}
