@@ -186,9 +186,11 @@ std::optional<VariantSpace> variant_space(const kernels::VariantSpec& spec, cons
     std::vector<search::ParamValue> domain;
     for (auto v : p.values) domain.push_back(std::int64_t(v));
     if (const auto* wanted = requested_domain(request, p.name)) {
+      // In the family's order, whatever the goal's: the order decides which
+      // values are neighbours (a search's steps, its encoding).
       std::vector<search::ParamValue> kept;
-      for (const auto& v : *wanted)
-        if (has_value(domain, v)) kept.push_back(v);
+      for (const auto& v : domain)
+        if (has_value(*wanted, v)) kept.push_back(v);
       if (kept.empty()) {
         if (!required) return std::nullopt;
         throw UserError(request.where({"search", "space", p.name}) + "none of " + values_text(*wanted) +

@@ -141,6 +141,19 @@ TEST_CASE("a goal constraint binds the variants that have its parameters and lea
   CHECK(probe.params["tile_n"] == catalog.baseline.params["tile_n"]);
 }
 
+TEST_CASE("a goal's values keep the family's order, which decides the neighbours, whatever the list's") {
+  const testing::TempDir dir;
+  const auto prepared = load_and_prepare(
+      dir.write("order.yaml",
+                "name: o\nkernel: {family: gemm, shape: {M: 2048, N: 2048, K: 2048}, dtype: bf16}\n"
+                "search: {space: {tile_m: [128, 32, 64]}}\n"));
+  const auto& tiled = prepared.setup.catalog.variant("tiled");
+  const auto* tile_m = tiled.parameter("tile_m");
+  REQUIRE(tile_m != nullptr);
+  CHECK(tile_m->values() ==
+        std::vector<search::ParamValue>{std::int64_t(32), std::int64_t(64), std::int64_t(128)});
+}
+
 TEST_CASE("a replay goal's constraints keep the recorded configurations that satisfy them") {
   const testing::TempDir dir;
   const std::string head = "name: r\ntarget: {kind: replay, cachefile: " + std::string(AUTOTUNE_SHARED_DIR) +
