@@ -55,6 +55,8 @@ std::vector<search::ParamValue> read_domain(ConfigReader& space, const std::stri
     values.push_back(scalar_value(space, node, key));
   } else if (node.IsMap()) {
     ConfigReader domain(node, space.file(), space.key_path(key));
+    if (domain.has("range") + domain.has("pow2") + domain.has("categorical") > 1)
+      space.fail(key, "give one of range, pow2 or categorical, not several", &node);
     // The search library's domains check their size before expanding them.
     if (domain.has("range")) {
       const auto bounds = domain.required<std::vector<std::int64_t>>("range", "[lo, hi]");
@@ -516,6 +518,8 @@ Goal load_goal(const std::filesystem::path& path) {
     std::filesystem::path source = top.required<std::string>("kernel_source", "a C++ kernel source path");
     if (source.is_relative()) source = goal.file.parent_path() / source;
     source = source.lexically_normal();
+    if (std::filesystem::is_directory(source))
+      top.fail("kernel_source", source.string() + " is a directory; a C++ source file is expected", &node);
     if (!std::filesystem::is_regular_file(source))
       top.fail("kernel_source", "file not found: " + source.string(), &node);
     if (!target_kind_registry().get(goal.target.kind).runs_kernel_sources)

@@ -294,8 +294,10 @@ CommandTargetConfig parse_command_target(ConfigReader& target, const std::filesy
     config.workdir = path.is_absolute() ? path : goal_dir / path;
   }
   if (!config.workdir.empty() && !std::filesystem::is_directory(config.workdir)) {
-    target.fail(workdir ? "workdir" : "",
-                "working directory '" + config.workdir.string() + "' does not exist");
+    target.fail(
+        workdir ? "workdir" : "",
+        "working directory '" + config.workdir.string() + "' " +
+            (std::filesystem::exists(config.workdir) ? "is a file, not a directory" : "does not exist"));
   }
   target.finish({"kind", "argv", "timeout_s", "repeats", "confidence", "remeasure_beyond", "objective",
                  "metrics", "workdir"});

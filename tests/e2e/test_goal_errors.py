@@ -70,6 +70,9 @@ CASES = {
     "mfu_above_peak.yaml": (":4: goal.mfu_percent:", "must be at most 100"),
     "second_document.yaml": (":4:", "a second YAML document"),
     "quoted_number.yaml": (":5: search.space.tile_m:", "'32' is quoted, so it is a name, not a number"),
+    "range_and_pow2.yaml": (":5: search.space.tile_m:", "give one of range, pow2 or categorical"),
+    "kernel_source_directory.yaml": (":3: kernel_source:", "is a directory; a C++ source file is expected"),
+    "quoted_count.yaml": (":3: max_iterations:", "'3' is quoted, so it is a string, not an integer"),
 }
 
 
