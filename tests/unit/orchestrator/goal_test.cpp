@@ -115,6 +115,10 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
   CHECK(user_error([&] {
           load_model_goal(dir.write("q.yaml", "name: m\nmodel: {file: " + model_file + ", seq: -1}\n"));
         }).find("q.yaml:2: model.seq: -1 is out of range; accepted: 1 to 131072") != std::string::npos);
+  // A goal a model goal does not take is named, not reported as the improvement missing.
+  CHECK(user_error([&] {
+          load_model_goal(dir.write("g.yaml", head + "goal: {mfu_percent: 50}\n"));
+        }).find("g.yaml:4: goal.mfu_percent: unknown key; accepted: improvement") != std::string::npos);
 }
 
 TEST_CASE("a goal constraint binds the variants that have its parameters and leaves the others whole") {
