@@ -1,7 +1,10 @@
 #include "core/config_reader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <vector>
@@ -79,6 +82,47 @@ struct DocumentWalk {
 
 }  // namespace
 
+namespace {
+
+// Where the content of a second YAML document starts, if the text has one
+// that is not empty. Two documents are parsed at most: yaml-cpp's LoadAll
+// never returns on some malformed input (its parser keeps reporting another
+// document), which the goal and space fuzzers found.
+std::optional<YAML::Mark> second_document_content(const std::string& text) {
+  struct FirstContent : YAML::EventHandler {
+    std::optional<YAML::Mark> mark;
+    void at(const YAML::Mark& m) {
+      if (!mark) mark = m;
+    }
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { at(m); }
+    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+      at(m);
+    }
+    void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      at(m);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      at(m);
+    }
+    void OnMapEnd() override {}
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  FirstContent first;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  FirstContent second;
+  if (!parser.HandleNextDocument(second)) return std::nullopt;
+  return second.mark;
+}
+
+}  // namespace
+
 YAML::Node load_yaml_file(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw UserError(path.string() + ": file not found");
@@ -99,15 +143,11 @@ void check_yaml_document(const YAML::Node& document, const std::string& where) {
 YAML::Node load_yaml_text(const std::string& text, const std::string& where) {
   YAML::Node document;
   try {
-    // Every document, not the first alone: a second one after '---' would
-    // otherwise be dropped without a word.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      const YAML::Mark mark = documents[1].Mark();
-      throw UserError(where + (mark.line >= 0 ? ":" + std::to_string(mark.line + 1) : std::string()) +
+    document = YAML::Load(text);
+    // A second document after '---' would otherwise be dropped without a word.
+    if (const auto second = second_document_content(text))
+      throw UserError(where + (second->line >= 0 ? ":" + std::to_string(second->line + 1) : std::string()) +
                       ": a second YAML document (after '---'); one document is expected");
-    }
-    if (!documents.empty()) document = documents.front();
   } catch (const YAML::ParserException& e) {
     throw UserError(where + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
