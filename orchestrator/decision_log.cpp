@@ -31,10 +31,10 @@ int64_t DecisionLog::append(int iteration, const std::string& skill, const skill
     AUTOTUNE_CHECK(stored.has_value(),
                    "decision " + std::to_string(next_seq_) + " of a resumed run is missing");
     if (stored->skill != skill || stored->action != decision.action)
-      throw UserError("cannot resume run " + std::to_string(run_) + ": decision " +
-                      std::to_string(next_seq_) + " was '" + stored->skill + ": " + stored->action +
-                      "' but the replay made '" + skill + ": " + decision.action +
-                      "' (a different goal, seed or simulator version?)");
+      throw UserError(
+          "cannot resume run " + std::to_string(run_) + ": decision " + std::to_string(next_seq_) + " was '" +
+          stored->skill + ": " + stored->action + "' but the replay made '" + skill + ": " + decision.action +
+          "' (a different goal, seed or simulator version, or a plugin or LLM that now answers otherwise?)");
     return next_seq_++;
   }
   store::Decision record;

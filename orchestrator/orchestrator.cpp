@@ -226,6 +226,14 @@ class RunLoop {
         if (end == IterationEnd::spent) ++iteration;
       }
     } catch (const UserError& e) {
+      if (log_ && log_->replaying()) {
+        // A resume that parted from the stored decisions (a plugin that now
+        // answers otherwise): the run is left as it was before this attempt,
+        // not finished with a decision the stored log would refuse too.
+        state_.record.status = status_before_resume_;
+        store_.update_run(state_.record);
+        throw;
+      }
       finish(store::RunStatus::failed, std::string("error: ") + e.what());
       throw;
     }
@@ -250,6 +258,7 @@ class RunLoop {
       if (options_.seed && *options_.seed != existing->seed)
         throw UserError(flag + ": the run's seed is " + std::to_string(existing->seed) + ", not " +
                         std::to_string(*options_.seed));
+      status_before_resume_ = existing->status;
       state_.reopen(store_, *existing);
     } else {
       record.goal_yaml = goal_yaml;
@@ -1418,6 +1427,7 @@ class RunLoop {
   store::Store& store_;
   const RunOptions& options_;
   const Clock::time_point started_ = Clock::now();
+  store::RunStatus status_before_resume_ = store::RunStatus::interrupted;
   LoopState state_;
   Rng rng_;
   std::optional<DecisionLog> log_;
