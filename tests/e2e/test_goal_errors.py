@@ -56,6 +56,7 @@ CASES = {
     "huge_timeout.yaml": (":3: timeout_s:", "at most 10000000"),
     "command_huge_timeout.yaml": (":5: target.timeout_s:", "at most 10000000"),
     "plugin_huge_timeout.yaml": (":8: skills[0].timeout_s:", "at most 10000000"),
+    "plugin_name_line_break.yaml": (":4: skills[0].name:", "must not hold line breaks"),
     "negative_seed.yaml": (":3: seed:", "'-1' is not a non-negative integer"),
     "start_param_of_parameterless.yaml": (":5: start.params.tile_size:", "accepted: none"),
     "replay_not_a_time.yaml": (":2: target.cachefile:", "negated_score = -0.5 is not a positive time in ms"),
