@@ -43,13 +43,26 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// What the path names does not exist: a 404. Any other failure to answer
+// (a stored value the reader cannot use) is a 500.
+struct NotFound {
+  std::string what;
+};
+
 // A run or trial id from the path; digits beyond int64 name no run.
 int64_t id_of(store::Store& store, const std::string& what, const std::string& text) {
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size())
-    throw UserError(what + " " + text + " not found in " + store.location());
+    throw NotFound{what + " " + text + " not found in " + store.location()};
   return value;
+}
+
+// The id of a run the store holds.
+int64_t run_id_of(store::Store& store, const std::string& text) {
+  const int64_t id = id_of(store, "run", text);
+  if (!store.run(id)) throw NotFound{"run " + text + " not found in " + store.location()};
+  return id;
 }
 
 // Timelines are re-simulated once per trial, then kept. The key is what a timeline is made of (the
@@ -94,7 +107,7 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
     if (target == "/api/runs") return json_response(runs_index(store));
     if (target == "/favicon.ico") return {204, "image/x-icon", ""};
     if (std::regex_match(target, m, run_page)) {
-      const int64_t id = id_of(store, "run", m[1]);
+      const int64_t id = run_id_of(store, m[1]);
       PageOptions page;
       page.title = "autotune run " + std::to_string(id);
       page.subtitle = store.location();
@@ -103,16 +116,18 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
       return {200, "text/html; charset=utf-8", report_page(Json::array({full_report(store, id)}), page)};
     }
     if (std::regex_match(target, m, run_api))
-      return json_response(full_report(store, id_of(store, "run", m[1])));
+      return json_response(full_report(store, run_id_of(store, m[1])));
     if (std::regex_match(target, m, trials_api)) {
-      const int64_t run_id = id_of(store, "run", m[1]);
+      const int64_t run_id = run_id_of(store, m[1]);
       ReportOptions options;
       options.after_trial = id_of(store, "trial", m[2]);
       options.timelines = false;
       return json_response(run_report(store, run_id, options));
     }
+  } catch (const NotFound& missing) {
+    return not_found(missing.what);
   } catch (const UserError& error) {
-    return not_found(error.what());
+    return {500, "text/plain; charset=utf-8", "cannot answer: " + one_line(error.what()) + "\n"};
   } catch (const std::exception& error) {
     return {500, "text/plain; charset=utf-8", "internal error: " + one_line(error.what()) + "\n"};
   }
@@ -178,7 +193,19 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void on_read(beast::error_code ec) {
-    if (ec) return close();
+    if (ec) {
+      // A malformed or oversized request gets its status before the
+      // connection closes; a client that left or idled out gets nothing.
+      if (ec.category() != beast::http::make_error_code(http::error::bad_method).category() ||
+          ec == http::error::end_of_stream || ec == http::error::partial_message)
+        return close();
+      if (ec == http::error::header_limit)
+        return reject(http::status::request_header_fields_too_large,
+                      "the request line and headers are over 16 KiB\n");
+      if (ec == http::error::body_limit)
+        return reject(http::status::payload_too_large, "read-only: only GET\n");
+      return reject(http::status::bad_request, "malformed request: " + one_line(ec.message()) + "\n");
+    }
     request_ = parser_->release();
     boost::asio::post(shared_.handlers, [self = shared_from_this()] {
       HttpResponse answer = self->answer();
@@ -231,6 +258,19 @@ class Session : public std::enable_shared_from_this<Session> {
                       [self = shared_from_this(), response, keep_alive](beast::error_code ec, std::size_t) {
                         self->next(ec, keep_alive);
                       });
+  }
+
+  void reject(http::status status, std::string text) {
+    auto response = std::make_shared<http::response<http::string_body>>(status, 11);
+    response->set(http::field::server, "autotune");
+    response->set(http::field::content_type, "text/plain; charset=utf-8");
+    response->keep_alive(false);
+    response->body() = std::move(text);
+    response->prepare_payload();
+    stream_.expires_after(std::chrono::seconds(shared_.options.idle_timeout_s));
+    http::async_write(
+        stream_, *response,
+        [self = shared_from_this(), response](beast::error_code, std::size_t) { self->close(); });
   }
 
   void next(beast::error_code ec, bool keep_alive) {

@@ -5,7 +5,9 @@ import json
 import os
 import re
 import resource
+import shutil
 import socket
+import sqlite3
 import subprocess
 import time
 
@@ -124,6 +126,13 @@ def check_serve_network(db):
         check(first.startswith("HTTP/1.1 200") and re.search(r"Content-Length: [1-9]", first, re.I), answer[:300])
         check(rest.startswith("HTTP/1.1 404") and rest.endswith("run 99999999999999999999 not found in " + db + "\n"),
               f"after a HEAD the next answer reads {rest[:300]!r}")
+        # A malformed or oversized request gets a status before the connection closes, not silence.
+        for raw, status in ((b"GARBAGE\r\n\r\n", "400"), (b"GET / HTTP/9.9\r\nHost: localhost\r\n\r\n", "400"),
+                            (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", "431"),
+                            (b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n"
+                             + b"x" * 100000, "413")):
+            answered = exchange(port, raw)
+            check(answered.startswith("HTTP/1.1 " + status), f"{raw[:30]!r}: answered {answered[:200]!r}")
         refused = exchange(port, b"GET /api/runs HTTP/1.1\r\nHost: attacker.example:%d\r\n\r\n" % port)
         check(refused.startswith("HTTP/1.1 403") and "--allow-host" in refused, refused[:300])
         allowed_server, allowed_port, _ = start_server(db, "--allow-host", "Tune.Example.org")
@@ -201,6 +210,22 @@ def tasks_of(uid):
         except OSError:
             pass
     return count
+
+
+def check_serve_unreadable(db, tmp):
+    """A stored value the reader cannot use is a 500 of one line, not a 404: the run is there."""
+    broken = os.path.join(tmp, "broken.db")
+    with sqlite3.connect(db) as source, sqlite3.connect(broken) as copy:
+        source.backup(copy)  # the write-ahead log's pages too, which a file copy would miss
+        copy.execute("UPDATE trials SET params = '{not json' WHERE run = 1")
+    server, port, _ = start_server(broken)
+    try:
+        answer = exchange(port, b"GET /api/run/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(answer.startswith("HTTP/1.1 500") and "invalid JSON in column params" in answer, answer[:300])
+        missing = exchange(port, b"GET /api/run/99999 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(missing.startswith("HTTP/1.1 404"), missing[:300])
+    finally:
+        server.kill()
 
 
 def check_serve_processes(db, tmp):
@@ -314,6 +339,7 @@ def main():
             server.kill()
         check_serve_network(db)
         check_serve_processes(db, tmp)
+        check_serve_unreadable(db, tmp)
     print("ok")
 
 
