@@ -288,12 +288,13 @@ class BenchmarkRunner::Batch {
   void start_on_pool(std::size_t i) {
     MeasurementTarget& target = runner_.target_;
     boost::asio::post(*runner_.pool_, [shared = shared_, i, candidate = requests_[i].candidate,
-                                       options = runner_.options_, &target] {
+                                       timeout_s = runner_.options_.timeout_s,
+                                       stop_at = runner_.options_.stop_at, &target] {
       const auto start = Clock::now();
-      MeasureOptions measure_options{options.timeout_s};
-      if (options.stop_at)
-        measure_options.deadline_s = std::clamp(
-            std::chrono::duration<double>(*options.stop_at - start).count(), 0.0, options.timeout_s);
+      MeasureOptions measure_options{timeout_s};
+      if (stop_at)
+        measure_options.deadline_s =
+            std::clamp(std::chrono::duration<double>(*stop_at - start).count(), 0.0, timeout_s);
       {
         std::lock_guard lock(shared->mutex);
         shared->started[i] = start;
