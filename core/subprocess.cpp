@@ -630,14 +630,24 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
   }
 
   const auto deadline = Clock::now() + timeout;
+  // Set once the peer itself has exited. Its stdout normally closes with it; if
+  // a process it started still holds the pipe, that process is given
+  // kStragglerDrain to finish a reply, then the peer is reported as ended
+  // rather than left to the request's timeout.
+  std::optional<Clock::time_point> exited_at;
+  constexpr auto kStragglerDrain = std::chrono::milliseconds(200);
   auto wait_readable = [&](bool want_write) {
-    pollfd fds[3];
+    pollfd fds[4];
     int count = 0;
     if (want_write && child.process.in.open()) fds[count++] = {child.process.in.get(), POLLOUT, 0};
     if (child.process.out.open()) fds[count++] = {child.process.out.get(), POLLIN, 0};
     if (child.process.err.open()) fds[count++] = {child.process.err.get(), POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    ::poll(fds, count, poll_timeout_ms(left + std::chrono::milliseconds(1)));
+    if (!exited_at && child.process.pidfd.open()) fds[count++] = {child.process.pidfd.get(), POLLIN, 0};
+    const auto until = exited_at ? std::min(deadline, *exited_at + kStragglerDrain) : deadline;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) +
+                std::chrono::milliseconds(1);
+    if (!exited_at && !child.process.pidfd.open()) wait = std::min(wait, std::chrono::milliseconds(10));
+    ::poll(fds, count, poll_timeout_ms(wait));
   };
   auto ended_reason = [&](const std::string& what) {
     // Give an exiting child a moment so the reason can name its exit status.
@@ -691,6 +701,12 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
       }
     }
     if (!child.process.out.open()) return fail(JsonLinesFailure::ended, ended_reason("before replying"));
+    if (!exited_at && child.process.try_reap()) exited_at = Clock::now();
+    if (exited_at && Clock::now() >= *exited_at + kStragglerDrain) {
+      return fail(
+          JsonLinesFailure::ended,
+          child.process.exit_description() + " before replying; a process it started still holds its stdout");
+    }
     if (Clock::now() >= deadline) {
       return fail(JsonLinesFailure::timed_out,
                   "timed out after " + format_seconds(timeout) + " waiting for a reply");

@@ -234,6 +234,20 @@ TEST_CASE("JsonLinesProcess times out a hanging peer and reports a malformed lin
   CHECK((*reply)["echo"]["n"] == 2);
 }
 
+TEST_CASE("JsonLinesProcess reports a peer that exits while a process it started holds its stdout") {
+  // The peer starts a sleeper that inherits its stdout, then exits without a
+  // reply: that is an ended peer, not one that is slow to answer.
+  JsonLinesProcess peer(
+      python("import subprocess, sys\n"
+             "sys.stdin.readline()\n"
+             "subprocess.Popen(['sleep', '30'])\n"
+             "sys.exit(3)\n"));
+  std::string error;
+  CHECK_FALSE(peer.request({{"n", 1}}, 20s, &error));
+  CHECK(error == "exited with code 3 before replying; a process it started still holds its stdout");
+  CHECK(peer.last_failure() == JsonLinesFailure::ended);
+}
+
 TEST_CASE("JsonLinesProcess reports a number beyond a double's range as a malformed line") {
   JsonLinesProcess peer(python(kEchoPeer));
   std::string error;
