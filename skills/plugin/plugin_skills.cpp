@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune::skills {
@@ -137,6 +138,19 @@ class PluginAnalyzer : public AnalyzerSkill, PluginStage {
   std::unique_ptr<AnalyzerSkill> inner_;
 };
 
+// Ideas a plugin offered again after their region settled are left out; the
+// decision names them, so a plugin that keeps offering them can be seen.
+std::string settled_text(const std::vector<std::string>& settled) {
+  if (settled.empty()) return "";
+  return "; left out " + std::to_string(settled.size()) + " settled earlier: " + join(settled, ", ");
+}
+
+Json settled_evidence(const Json& ideas, const std::vector<std::string>& settled) {
+  Json evidence = {{"ideas", ideas}};
+  if (!settled.empty()) evidence["settled_left_out"] = settled;
+  return evidence;
+}
+
 class PluginGenerator : public GeneratorSkill, PluginStage {
  public:
   PluginGenerator(std::unique_ptr<GeneratorSkill> inner, PluginStage stage)
@@ -148,13 +162,15 @@ class PluginGenerator : public GeneratorSkill, PluginStage {
     if (replaces()) {
       if (auto reply = ask(message)) {
         std::string error;
-        if (auto generation = generation_from_plugin(reply->result, request, &error)) {
+        std::vector<std::string> settled;
+        if (auto generation = generation_from_plugin(reply->result, request, &error, &settled)) {
           Json ideas = Json::array();
           for (const auto& idea : generation->ideas) ideas.push_back(idea.id);
-          auto decision = accepted(
-              *reply,
-              "answered instead of the built-in: " + std::to_string(generation->ideas.size()) + " idea(s)",
-              {{"ideas", ideas}});
+          auto decision =
+              accepted(*reply,
+                       "answered instead of the built-in: " + std::to_string(generation->ideas.size()) +
+                           " idea(s)" + settled_text(settled),
+                       settled_evidence(ideas, settled));
           return {std::move(*generation), std::move(decision)};
         }
         record_unusable(*reply, error);
@@ -167,13 +183,14 @@ class PluginGenerator : public GeneratorSkill, PluginStage {
     message["builtin"] = {{"ideas", builtin}};
     if (auto reply = ask(message)) {
       std::string error;
-      if (auto generation = generation_from_plugin(reply->result, request, &error)) {
+      std::vector<std::string> settled;
+      if (auto generation = generation_from_plugin(reply->result, request, &error, &settled)) {
         Json ideas = Json::array();
         for (const auto& idea : generation->ideas) ideas.push_back(idea.id);
         record(accepted(*reply,
                         "amended the built-in ideas: " + std::to_string(built.result.ideas.size()) + " -> " +
-                            std::to_string(generation->ideas.size()) + " idea(s)",
-                        {{"ideas", ideas}}));
+                            std::to_string(generation->ideas.size()) + " idea(s)" + settled_text(settled),
+                        settled_evidence(ideas, settled)));
         built.result = std::move(*generation);
       } else {
         record_unusable(*reply, error);
@@ -338,13 +355,14 @@ std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis&
 }
 
 std::optional<Generation> generation_from_plugin(const Json& result, const GenerationRequest& request,
-                                                 std::string* error) {
+                                                 std::string* error, std::vector<std::string>* settled) {
   static const std::set<std::string> kKinds = {"raise", "vary", "structural", "explore", "handover"};
   AUTOTUNE_CHECK(request.catalog != nullptr, "a generation request without a catalog");
   if (!result.contains("ideas") || !result["ideas"].is_array())
     return fail_with(error, "\"ideas\" must be a list"), std::nullopt;
   Generation generation;
   std::set<std::string> ids;
+  std::vector<std::string> left_out;  // settled earlier
   for (std::size_t i = 0; i < result["ideas"].size(); ++i) {
     const Json& in = result["ideas"][i];
     const std::string at = "ideas[" + std::to_string(i) + "]";
@@ -418,8 +436,17 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
     if (in.contains("expected_gain") && !in["expected_gain"].is_number())
       return bad("\"expected_gain\" must be a number");
     idea.expected_gain = in.value("expected_gain", 0.0);
+    if (request.tried_ideas.count(idea.id)) {
+      left_out.push_back(idea.id);
+      continue;
+    }
     generation.ideas.push_back(std::move(idea));
   }
+  if (generation.ideas.empty() && !left_out.empty())
+    return fail_with(error, "every idea offered settled earlier (" + join(left_out, ", ") +
+                                "); a settled region is not searched again"),
+           std::nullopt;
+  if (settled) *settled = std::move(left_out);
   return generation;
 }
 

@@ -77,8 +77,12 @@ Json exploration_request_json(const ExplorationRequest& request);
 // defaults (replaces); keys the plugin leaves out keep base's values. nullopt
 // and *error when the result does not fit.
 std::optional<Analysis> analysis_from_plugin(const Json& result, const Analysis& base, std::string* error);
+// An idea whose id is among request.tried_ideas (its region settled earlier)
+// is left out and its id goes to *settled; a result of nothing but such ideas
+// does not fit.
 std::optional<Generation> generation_from_plugin(const Json& result, const GenerationRequest& request,
-                                                 std::string* error);
+                                                 std::string* error,
+                                                 std::vector<std::string>* settled = nullptr);
 std::optional<ExplorationPlan> plan_from_plugin(const Json& result, const ExplorationRequest& request,
                                                 const ExplorationPlan& base, std::string* error);
 

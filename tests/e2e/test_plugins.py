@@ -37,6 +37,18 @@ for line in sys.stdin:
     print(json.dumps(reply), flush=True)
 """
 
+# Offers the best's own configuration as its one idea every time: it settles at once (measured already), and
+# offering it again must not hold the loop.
+AGAIN = """#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    best = (json.loads(line).get("request") or {})["best"]
+    idea = {"id": "again", "kind": "explore", "variant": best["variant"],
+            "region": {name: [value] for name, value in best["params"].items()}}
+    print(json.dumps({"result": {"ideas": [idea]}, "decision": {"action": "propose", "rationale": "again"}}),
+          flush=True)
+"""
+
 # Untrusted text: escape sequences that retitle the terminal and clear the screen and a carriage return, in a
 # valid reply's rationale and evidence (JSON carries them as \\u001b...); then bytes that are not UTF-8 on
 # stdout and stderr before crashing.
@@ -200,6 +212,22 @@ def main():
         # The built-in skills answered every step.
         for skill in ("profile_analyzer", "kernel_generator", "param_explorer"):
             check(any(d["skill"] == skill and d["proposer"] == "rules" for d in log), f"no built-in {skill} decision")
+
+        # --- a generator that offers a settled idea again: left out, and the built-in's ideas are used ---
+        script(tmp, "again.py", AGAIN)
+        goal = small_quickstart(tmp, "again.yaml", """skills:
+  - {name: again, command: [./again.py], role: kernel_generator, replaces: kernel_generator}
+""")
+        summary = run_json(["run", goal], db)
+        check_completed(summary, "settled-idea plugin run")
+        calls = by(decisions(summary["run_id"], db), "again")
+        check(calls and calls[0]["action"] == "propose", f"first answer: {calls[:1]}")
+        check(len(calls) >= 2 and all(c["action"] == "plugin_failed" and "settled earlier (again)" in c["outcome"]
+                                      for c in calls[1:]), f"later answers: {[c['outcome'] for c in calls]}")
+        # The first answer settles without a measurement, so its iteration asks once more; after that, once per
+        # iteration (it was asked up to nine times in one).
+        check(len(calls) <= summary["iterations"] + 1,
+              f"{len(calls)} plugin calls in {summary['iterations']} iterations")
 
         # --- untrusted text: stored, printed escaped, and valid JSON out ---
         script(tmp, "hostile.py", HOSTILE)

@@ -158,6 +158,20 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"kind", "magic"}}) ==
         "ideas[0]: \"kind\" must be one of raise, vary, structural, explore, handover");
 
+  // An idea settled earlier is left out, not refused; the others stay.
+  GenerationRequest later = request;
+  later.tried_ideas = {"bigger"};
+  std::vector<std::string> settled;
+  generation = generation_from_plugin(good, later, &error, &settled);
+  REQUIRE_MESSAGE(generation, error);
+  REQUIRE(generation->ideas.size() == 1);
+  CHECK(generation->ideas[0].id == "try-b");
+  CHECK(settled == std::vector<std::string>{"bigger"});
+  later.tried_ideas = {"bigger", "try-b"};
+  CHECK_FALSE(generation_from_plugin(good, later, &error));
+  CHECK(error ==
+        "every idea offered settled earlier (bigger, try-b); a settled region is not searched again");
+
   // The handover (the built-in's, passed on by an after plugin): its variants as one flat space.
   generation = generation_from_plugin(
       {{"ideas", {{{"id", "h"}, {"kind", "handover"}, {"variant", "a"}, {"variants", {"a", "b"}}}}}}, request,
