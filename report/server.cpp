@@ -92,21 +92,40 @@ Json full_report(store::Store& store, int64_t run_id) {
   return doc;
 }
 
+// The value of `name` in a query string ("a=1&b=2"), if it is there.
+std::optional<std::string> query_value(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto equals = pair.find('=');
+    if (pair.substr(0, equals) == name)
+      return std::string(equals == std::string_view::npos ? "" : pair.substr(equals + 1));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 HttpResponse handle_get(store::Store& store, const std::string& target) {
   static const std::regex run_page(R"(^/run/(\d+)/?$)");
   static const std::regex run_api(R"(^/api/run/(\d+)$)");
-  static const std::regex trials_api(R"(^/api/run/(\d+)/trials\?after=(\d+)$)");
+  static const std::regex trials_api(R"(^/api/run/(\d+)/trials$)");
+  // Routed by path; a query string is read only where a path takes one.
+  const auto question = target.find('?');
+  const std::string path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string::npos ? std::string_view() : std::string_view(target).substr(question + 1);
   std::smatch m;
   // A request's failure is its own answer, never the server's end: misuse is
   // a 404 of one line, anything else a 500 of one line.
   try {
-    if (target == "/" || target == "/index.html")
+    if (path == "/" || path == "/index.html")
       return {200, "text/html; charset=utf-8", index_page(store.location())};
-    if (target == "/api/runs") return json_response(runs_index(store));
-    if (target == "/favicon.ico") return {204, "image/x-icon", ""};
-    if (std::regex_match(target, m, run_page)) {
+    if (path == "/api/runs") return json_response(runs_index(store));
+    if (path == "/favicon.ico") return {204, "image/x-icon", ""};
+    if (std::regex_match(path, m, run_page)) {
       const int64_t id = run_id_of(store, m[1]);
       PageOptions page;
       page.title = "autotune run " + std::to_string(id);
@@ -115,12 +134,16 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
       page.api = "/api/run/" + std::to_string(id);
       return {200, "text/html; charset=utf-8", report_page(Json::array({full_report(store, id)}), page)};
     }
-    if (std::regex_match(target, m, run_api))
-      return json_response(full_report(store, run_id_of(store, m[1])));
-    if (std::regex_match(target, m, trials_api)) {
+    if (std::regex_match(path, m, run_api)) return json_response(full_report(store, run_id_of(store, m[1])));
+    if (std::regex_match(path, m, trials_api)) {
+      const auto after = query_value(query, "after");
+      if (!after || after->empty() ||
+          !std::all_of(after->begin(), after->end(), [](unsigned char c) { return std::isdigit(c); }))
+        return {400, "text/plain; charset=utf-8",
+                "this path needs ?after=T, T a trial id (0 for every trial)\n"};
       const int64_t run_id = run_id_of(store, m[1]);
       ReportOptions options;
-      options.after_trial = id_of(store, "trial", m[2]);
+      options.after_trial = id_of(store, "trial", *after);
       options.timelines = false;
       return json_response(run_report(store, run_id, options));
     }
@@ -131,7 +154,7 @@ HttpResponse handle_get(store::Store& store, const std::string& target) {
   } catch (const std::exception& error) {
     return {500, "text/plain; charset=utf-8", "internal error: " + one_line(error.what()) + "\n"};
   }
-  return not_found("no page " + target + " (see / for the runs)");
+  return not_found("no page " + path + " (see / for the runs)");
 }
 
 bool host_allowed(const std::string& host, const std::vector<std::string>& names) {
@@ -216,6 +239,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   HttpResponse answer() {
     try {
+      // RFC 9112 3.2: an HTTP/1.1 request without a Host, or any with two, is a 400.
+      const std::size_t hosts = request_.count(http::field::host);
+      if (hosts > 1 || (hosts == 0 && request_.version() >= 11))
+        return {400, "text/plain; charset=utf-8",
+                hosts > 1 ? "more than one Host header\n" : "an HTTP/1.1 request needs a Host header\n"};
       const std::string host(request_[http::field::host]);
       if (!host_allowed(host, shared_.hosts))
         return {403, "text/plain; charset=utf-8",
@@ -236,6 +264,7 @@ class Session : public std::enable_shared_from_this<Session> {
       response.set(http::field::server, "autotune");
       response.set(http::field::content_type, answer.content_type);
       response.set(http::field::cache_control, "no-store");
+      if (status == http::status::method_not_allowed) response.set(http::field::allow, "GET, HEAD");
       response.keep_alive(keep_alive);
     };
     stream_.expires_after(std::chrono::seconds(shared_.options.idle_timeout_s));

@@ -29,8 +29,10 @@ struct HttpResponse {
 };
 
 // Answers one GET of `target` (path and query) from `store`. Unknown paths
-// and runs are 404 with a one-line message; any other failure (a stored
-// value the reader cannot use) is a 500 with one line, never the server's end.
+// and runs are 404 with a one-line message; a query parameter a path needs
+// and lacks is a 400 (parameters it does not take are ignored); any other
+// failure (a stored value the reader cannot use) is a 500 with one line,
+// never the server's end.
 HttpResponse handle_get(store::Store& store, const std::string& target);
 
 // Whether a request's Host header (name or address, with or without a port)

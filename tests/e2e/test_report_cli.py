@@ -133,6 +133,16 @@ def check_serve_network(db):
                              + b"x" * 100000, "413")):
             answered = exchange(port, raw)
             check(answered.startswith("HTTP/1.1 " + status), f"{raw[:30]!r}: answered {answered[:200]!r}")
+        # RFC 9112: an HTTP/1.1 request without a Host, or one with two, is a 400; HTTP/1.0 may go without.
+        for raw, status in ((b"GET / HTTP/1.1\r\n\r\n", "400"),
+                            (b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\n\r\n", "400"),
+                            (b"GET /api/runs HTTP/1.0\r\n\r\n", "200")):
+            answered = exchange(port, raw)
+            check(answered.startswith("HTTP/1.") and answered[9:12] == status, f"{raw!r}: {answered[:200]!r}")
+        # A method it does not serve: 405 with the ones it does.
+        answered = exchange(port, b"DELETE /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(answered.startswith("HTTP/1.1 405") and re.search(r"\r\nAllow: GET, HEAD\r\n", answered, re.I),
+              f"DELETE: {answered[:300]!r}")
         refused = exchange(port, b"GET /api/runs HTTP/1.1\r\nHost: attacker.example:%d\r\n\r\n" % port)
         check(refused.startswith("HTTP/1.1 403") and "--allow-host" in refused, refused[:300])
         allowed_server, allowed_port, _ = start_server(db, "--allow-host", "Tune.Example.org")

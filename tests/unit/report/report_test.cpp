@@ -151,6 +151,20 @@ TEST_CASE("serve: routes answer pages and JSON, unknown runs and paths are 404 w
   CHECK(missing.status == 404);
   CHECK(missing.body == "run 999 not found in :memory:\n");
   CHECK(report::handle_get(*store, "/etc/passwd").status == 404);
+
+  // Routed by path: a query string a path does not take is ignored (a browser's cache-buster), and the
+  // trials path says what it needs.
+  CHECK(report::handle_get(*store, "/api/runs?t=123").status == 200);
+  CHECK(report::handle_get(*store, "/run/" + std::to_string(run) + "?refresh=1").status == 200);
+  const auto ordered = report::handle_get(
+      *store, "/api/run/" + std::to_string(run) + "/trials?t=9&after=" + std::to_string(third));
+  CHECK(Json::parse(ordered.body)["points"].size() == 5);
+  for (const char* query : {"", "?after=", "?after=abc", "?since=3"}) {
+    const auto bad = report::handle_get(*store, "/api/run/" + std::to_string(run) + "/trials" + query);
+    CHECK(bad.status == 400);
+    CHECK(bad.body == "this path needs ?after=T, T a trial id (0 for every trial)\n");
+  }
+  CHECK(report::handle_get(*store, "/nowhere?x=1").body == "no page /nowhere (see / for the runs)\n");
 }
 
 TEST_CASE("report: stored text that HTML or script would read as markup stays data") {
