@@ -211,7 +211,11 @@ const CommandRegistration registration(
         if (!prepared.setup.kernel_source_failure.empty())
           std::fprintf(stderr, "autotune: kernel source %s: %s\n", prepared.goal.kernel_source.c_str(),
                        prepared.setup.kernel_source_failure.c_str());
-        auto store = store::open_store(db);
+        // A run to resume is in a database that exists; a PostgreSQL one must exist in either mode, and
+        // keeps a writer's outage wait.
+        auto store =
+            store::open_store(db, options->resume && !store::is_postgres_url(db) ? store::OpenMode::existing
+                                                                                 : store::OpenMode::create);
         const bool tty = isatty(fileno(stderr)) != 0;
         orchestrator::RunOptions run_options;
         run_options.queue = queue;

@@ -44,6 +44,11 @@ def main():
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
+        # A run to resume is looked for in a database that exists; a mistyped --db is not created.
+        missing_db = os.path.join(tmp, "mistyped.db")
+        one_error_line(run("run", quickstart, "--resume", "3", "--db", missing_db),
+                       f"database {missing_db} does not exist")
+        check(not os.path.exists(missing_db), "--resume created the database it did not find")
         # Counts that cannot be negative are refused as such, not read as huge numbers.
         for value, needle in (("-5", "'-5' is not a non-negative integer"), ("0", "--limit must be at least 1")):
             one_error_line(run("sweep", quickstart, "--limit", value, "--db", db), needle)
