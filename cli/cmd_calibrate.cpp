@@ -86,12 +86,10 @@ int run_calibrate(const CalibrateOptions& o) {
   const sim::TargetSpec target = sim::load_target(o.target);
   if (o.output.empty()) throw UserError("-o OUT.yaml is required: where the fitted target file is written");
   const fs::path output = fs::absolute(o.output);
-  if (!output.has_parent_path() || !fs::is_directory(output.parent_path()))
-    throw UserError("-o " + o.output + ": directory " + output.parent_path().string() + " does not exist");
-  std::error_code same_error;
-  if (fs::exists(output) && fs::equivalent(output, target.source_file, same_error))
-    throw UserError("-o " + o.output + " is the target file it starts from (" + target.source_file +
-                    "); write the fitted target to another file");
+  const std::vector<KeptFile> inputs{{o.measurements, "the measurements file"}};
+  std::vector<KeptFile> kept = inputs;
+  kept.push_back({target.source_file, "the target file it starts from"});
+  check_output_path(o.output, "-o", kept, true);
 
   const auto rows = kernels::read_measurements(o.measurements, true);
   for (const auto& row : rows) {
@@ -167,7 +165,7 @@ int run_calibrate(const CalibrateOptions& o) {
       "Recalibrated by `autotune calibrate` (" + std::string(sim::kSimulatorVersion) + ") on " +
       std::to_string(fit_set.size()) + " rows of " + fs::path(o.measurements).filename().string() +
       (sources.empty() ? "" : " (sources: " + join(sources, "; ") + ")") + ":\n" + summary + ".";
-  sim::write_fitted_target(target.source_file, values, output, provenance);
+  sim::write_fitted_target(target.source_file, values, output, provenance, inputs);
   const sim::TargetSpec written = sim::load_target_file(output);
   const std::string hash = sim::target_content_hash(written);
 

@@ -31,6 +31,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/outcome.hpp"
+#include "core/output_file.hpp"
 #include "core/text.hpp"
 #include "kernels/evaluate.hpp"
 #include "kernels/external/export_nki.hpp"
@@ -71,11 +72,7 @@ int write_export(const ExportOptions& o, const std::string& source, const std::s
     std::cout << source;
     return 0;
   }
-  std::ofstream out(o.output, std::ios::binary);
-  if (!out) throw UserError("cannot write " + o.output);
-  out << source;
-  out.close();
-  if (!out) throw UserError("cannot write " + o.output);
+  write_output_file(o.output, source, "-o", database_files(o.db.path()));
   std::cout << "wrote " << o.output << (o.nki ? " (NKI)" : "") << ": " << what << "\n";
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/text.hpp"
 #include "orchestrator/suite.hpp"
 #include "report/html.hpp"
@@ -20,12 +21,11 @@
 namespace autotune::cli {
 namespace {
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw UserError("cannot write " + path);
-  out << text;
-  out.close();
-  if (!out) throw UserError("cannot write " + path);
+// What -o must not replace: the database the command reads, and its other inputs.
+std::vector<KeptFile> read_files(const DatabaseOption& db, const std::optional<std::string>& suite = {}) {
+  auto files = database_files(db.path());
+  if (suite) files.push_back({*suite, "the suite file it reads"});
+  return files;
 }
 
 const CommandRegistration report_registration(
@@ -60,6 +60,7 @@ const CommandRegistration report_registration(
         // The suite file first: a mistake in it is found before the database is opened.
         std::optional<orchestrator::Suite> suite;
         if (o->suite) suite = orchestrator::load_suite(*o->suite);
+        check_output_path(o->output, "-o", read_files(o->db, o->suite));
         auto store = open_store_for_reading(o->db);
         report::ReportOptions options;
         options.max_points = o->max_points;
@@ -81,7 +82,7 @@ const CommandRegistration report_registration(
         for (int64_t id : o->runs) runs.push_back(report::run_report(*store, id, options));
         page.subtitle = store->location();
         const std::string html = report::report_page(runs, page);
-        write_file(o->output, html);
+        write_output_file(o->output, html, "-o", read_files(o->db, o->suite));
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         std::printf("wrote %s: %s, %.1f MB in %.2f s (open it in a browser; it needs no network)\n",
                     o->output.c_str(), page.title.c_str(), double(html.size()) / 1e6, took);
@@ -104,10 +105,11 @@ const CommandRegistration trace_registration(
       app.add_option("trial", o->trial, "Trial id (see `autotune trials RUN`)")->required();
       app.add_option("-o,--output", o->output, "The trace file to write")->default_val("trace.json");
       return [o]() -> int {
+        check_output_path(o->output, "-o", read_files(o->db));
         auto store = open_store_for_reading(o->db);
         const store::Run run = store::report::require_run(*store, o->run);
         const store::Trial trial = store::report::require_trial(*store, o->run, o->trial);
-        write_file(o->output, report::trial_trace(run, trial).dump());
+        write_output_file(o->output, report::trial_trace(run, trial).dump(), "-o", read_files(o->db));
         std::printf("wrote %s: trial %lld of run %lld (%s), open in ui.perfetto.dev\n", o->output.c_str(),
                     static_cast<long long>(trial.id), static_cast<long long>(run.id), trial.variant.c_str());
         return 0;

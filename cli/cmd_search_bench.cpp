@@ -36,6 +36,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/log.hpp"
+#include "core/output_file.hpp"
 #include "kernels/calibration.hpp"
 #include "search/search_loop.hpp"
 
@@ -116,8 +117,17 @@ std::vector<search::Trace> traces_from_json(const nlohmann::json& runs, const st
   return out;
 }
 
+// The files --json must not replace: the cachefiles and the traces it reads.
+std::vector<KeptFile> input_files(const SearchBenchArguments& args) {
+  std::vector<KeptFile> files;
+  for (const auto& file : args.cachefiles) files.push_back({file, "a cachefile it reads"});
+  if (!args.score_file.empty()) files.push_back({args.score_file, "the trace file it scores"});
+  return files;
+}
+
 int run_search_bench(const SearchBenchArguments& args) {
   if (args.cachefiles.empty()) throw UserError("search-bench: no CACHEFILE given");
+  if (!args.json_out.empty()) check_output_path(args.json_out, "--json", input_files(args));
   std::vector<search::RecordedSpace> targets;
   std::map<std::string, std::size_t> by_name;
   for (const auto& file : args.cachefiles) {
@@ -175,9 +185,7 @@ int run_search_bench(const SearchBenchArguments& args) {
                                    {"curve", curve}};
     }
     if (!args.json_out.empty()) {
-      std::ofstream out(args.json_out);
-      if (!out) throw UserError(args.json_out + ": cannot write");
-      out << score_json.dump(1) << "\n";
+      write_output_file(args.json_out, score_json.dump(1) + "\n", "--json", input_files(args));
       return 0;
     }
     print_scores(names, scores, "traces " + args.score_file);
@@ -271,9 +279,7 @@ int run_search_bench(const SearchBenchArguments& args) {
     scores.push_back(scorings[t].score(traces[t]));
   }
   if (!args.json_out.empty()) {
-    std::ofstream out(args.json_out);
-    if (!out) throw UserError(args.json_out + ": cannot write");
-    out << traces_json.dump() << "\n";
+    write_output_file(args.json_out, traces_json.dump() + "\n", "--json", input_files(args));
     return 0;
   }
   print_scores(names, scores,

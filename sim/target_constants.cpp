@@ -12,6 +12,7 @@
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/output_file.hpp"
 #include "core/text.hpp"
 
 namespace autotune::sim {
@@ -209,7 +210,9 @@ void canonical_text(const YAML::Node& node, std::string& out) {
 }  // namespace
 
 void write_fitted_target(const fs::path& source, const std::map<std::string, double>& values,
-                         const fs::path& out, const std::string& provenance) {
+                         const fs::path& out, const std::string& provenance, std::vector<KeptFile> keep) {
+  keep.push_back({source, "the target file it starts from"});
+  check_output_path(out, "-o", keep, true);
   // Which key path each value goes to, and its text.
   std::map<std::string, std::pair<const FittedConstant*, std::string>> by_key;
   for (const auto& [name, value] : values) {
@@ -244,7 +247,8 @@ void write_fitted_target(const fs::path& source, const std::map<std::string, dou
 
   std::string text;
   std::istringstream provenance_lines(provenance);
-  for (std::string line; std::getline(provenance_lines, line);) text += "# " + line + "\n";
+  // single_line: a control character in a measurement's source is shown as \xHH, not copied.
+  for (std::string line; std::getline(provenance_lines, line);) text += "# " + single_line(line) + "\n";
   text += "# Fitted from " + source.filename().string() + ":";
   for (const auto& [name, value] : values) {
     const FittedConstant& c = fitted_constant(name);
@@ -255,29 +259,16 @@ void write_fitted_target(const fs::path& source, const std::map<std::string, dou
   text += "# Every other line below is " + source.filename().string() + "'s.\n#\n";
   for (const auto& line : body) text += line + "\n";
 
-  const fs::path temporary = out.string() + ".partial";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw UserError(out.string() + ": cannot be written");
-    file << text;
-    if (!file.flush()) throw UserError(out.string() + ": cannot be written");
-  }
-  try {
-    const TargetSpec written = load_target_file(temporary);
+  // Read back before it replaces anything: the file must give the new values.
+  write_output_file(out, text, "-o", keep, [&](const fs::path& written_file) {
+    const TargetSpec written = load_target_file(written_file);
     for (const auto& [key, entry] : by_key) {
       const double expected = std::strtod(entry.second.c_str(), nullptr);
       const double got = entry.first->get(written);
       AUTOTUNE_CHECK(std::fabs(got - expected) <= 1e-9 * std::max(1.0, std::fabs(expected)),
                      "the fitted target does not read back " + key + " = " + entry.second);
     }
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw;
-  }
-  std::error_code error;
-  fs::rename(temporary, out, error);
-  if (error) throw UserError(out.string() + ": cannot be written (" + error.message() + ")");
+  });
 }
 
 std::string target_content_hash(const TargetSpec& target) {

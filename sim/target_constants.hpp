@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/output_file.hpp"
 #include "sim/target.hpp"
 
 namespace autotune::sim {
@@ -54,10 +55,12 @@ void set_fitted_values(TargetSpec& target, const std::map<std::string, double>& 
 // header comment at the top records `provenance` (which measurements fitted
 // it; may span lines) and the values replaced. The written file is read back
 // with load_target_file and must give the new values (InternalError
-// otherwise); `out` is replaced only then. UserError when `source` cannot be
-// read, lacks a key, or `out` cannot be written.
+// otherwise); `out` is replaced only then (write_output_file). UserError when
+// `source` cannot be read or lacks a key, or `out` cannot be written or is
+// `source` or one of `keep` (the files the caller read).
 void write_fitted_target(const std::filesystem::path& source, const std::map<std::string, double>& values,
-                         const std::filesystem::path& out, const std::string& provenance);
+                         const std::filesystem::path& out, const std::string& provenance,
+                         std::vector<KeptFile> keep = {});
 
 // A hash (16 hex digits) of everything that sets `target`'s simulated times:
 // every key and value of its target file (comments and formatting excluded,

@@ -174,6 +174,14 @@ seed: 1
         one_error_line(autotune("calibrate", os.path.join(tmp, "missing.jsonl"), "--target", start_file, "-o", nothing), "missing.jsonl: cannot be read")
         one_error_line(autotune("calibrate", measurements, "--target", "trn9", "-o", nothing), "unknown target 'trn9'")
         one_error_line(autotune("calibrate", measurements, "--target", start_file, "-o", start_file), "is the target file it starts from")
+        # Nor the measurements, nor a device: the fitted file is read back from a file before it replaces one.
+        with open(measurements) as f:
+            kept = f.read()
+        one_error_line(autotune("calibrate", measurements, "--target", start_file, "-o", measurements),
+                       "is the measurements file")
+        check(open(measurements).read() == kept, "a refused -o changed the measurements")
+        one_error_line(autotune("calibrate", measurements, "--target", start_file, "-o", "/dev/null"),
+                       "-o /dev/null is not a regular file")
         one_error_line(autotune("calibrate", measurements, "--target", start_file), "-o")
     print("ok")
 

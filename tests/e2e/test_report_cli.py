@@ -325,6 +325,16 @@ def main():
         events = json.load(open(trace))["traceEvents"]
         check(len(events) > 10 and any(e.get("ph") == "X" for e in events), f"{len(events)} trace events")
 
+        # -o never replaces the database the command reads, by whatever name (its runs would be lost).
+        with open(db, "rb") as f:
+            committed = f.read()
+        for args in (["report", run_id, "-o", db], ["trace", run_id, best, "-o", db],
+                     ["export", run_id, "-o", db + "-wal"], ["export", run_id, "--nki", "-o", db]):
+            proc = run(args, db)
+            check(proc.returncode == 2 and "database it reads" in proc.stderr, f"{args}: {proc.returncode} {proc.stderr!r}")
+        with open(db, "rb") as f:
+            check(f.read() == committed, "an -o refused still changed the database")
+
         for args, expected in ((["report", "999"], "run 999 not found"),
                                (["trace", run_id, "99999"], "trial 99999 not found"),
                                (["serve", "--port", "70000"], "--port 70000 is out of range")):
