@@ -24,6 +24,7 @@
 // its runs.
 // Runs are independent and each has its own seed, so `--jobs J` runs J at
 // once (threads) and the traces are the same for every J.
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -155,9 +156,24 @@ int run_search_bench(const SearchBenchArguments& args) {
     for (const auto& target : targets) {
       if (!document.contains(target.name()))
         throw UserError(args.score_file + ": no traces for '" + target.name() + "'");
-      const auto traces =
-          traces_from_json(document.at(target.name()), args.score_file + ": " + target.name());
+      const std::string where = args.score_file + ": " + target.name();
+      const auto traces = traces_from_json(document.at(target.name()), where);
       const search::SpaceScoring scoring(target.valid_values());
+      // A trace holds values of the space's configurations: none is better than its optimum.
+      const double optimum = scoring.optimum();
+      for (std::size_t r = 0; r < traces.size(); ++r) {
+        if (traces[r].empty()) throw UserError(where + ": run " + std::to_string(r + 1) + " is empty");
+        for (std::size_t e = 0; e < traces[r].size(); ++e) {
+          const auto& v = traces[r][e];
+          if (!v || (std::isfinite(*v) && *v >= optimum - 1e-9 * std::max(1.0, std::fabs(optimum)))) continue;
+          char text[96];
+          std::snprintf(text, sizeof text, "%.10g is below the space's optimum %.10g", *v, optimum);
+          throw UserError(where + ": run " + std::to_string(r + 1) + ", evaluation " + std::to_string(e + 1) +
+                          ": " + (std::isfinite(*v) ? text : "not a finite number") +
+                          " (a trace holds the values of the space's configurations, in the "
+                          "cachefile's objective)");
+        }
+      }
       names.push_back(target.name());
       scores.push_back(scoring.score(traces));
       // Each repeat scored on its own: the spread a mean over repeats hides.

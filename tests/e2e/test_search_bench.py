@@ -50,6 +50,15 @@ def scores_per_repeat(tmp):
                              timeout=300).stdout
     row = next(line for line in printed.splitlines() if line.startswith("pnpoly/RTX_3090"))
     check(abs(float(row.split()[2]) - entry["score"]) < 5e-4, f"{row!r} against {entry['score']}")
+    # A value no configuration of the space has (better than its optimum), or an empty run, is refused: it would
+    # score above 1.
+    forged = os.path.join(tmp, "forged.json")
+    for runs, needle in (([[0.5, 9.0]], "run 1, evaluation 1: 0.5 is below the space's optimum"),
+                         ([[9.0], []], "run 2 is empty")):
+        json.dump({"pnpoly/RTX_3090": runs}, open(forged, "w"))
+        proc = subprocess.run([BIN, "search-bench", cachefile, "--score", forged], capture_output=True, text=True,
+                              timeout=300)
+        check(proc.returncode == 2 and needle in proc.stderr, f"{runs}: {proc.returncode} {proc.stderr!r}")
 
 
 def same_traces_at_any_jobs(tmp):
