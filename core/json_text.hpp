@@ -18,9 +18,10 @@ constexpr std::size_t kMaxJsonDepth = 256;
 // stays within bounds.
 std::optional<std::size_t> json_too_deep(std::string_view text);
 
-// nlohmann::json::parse(text), refusing deeper text with the same
-// nlohmann::json::parse_error a syntax error gets ("... nested deeper than 256
-// levels"), so that callers' error handling covers it.
+// nlohmann::json::parse(text), refusing with the same nlohmann::json::
+// parse_error a syntax error gets, so that callers' error handling covers
+// them: deeper text ("... nested deeper than 256 levels"), a key given twice
+// in one object, and a number beyond a double's range.
 nlohmann::json parse_json(std::string_view text);
 
 }  // namespace autotune

@@ -163,6 +163,9 @@ seed: 1
 
         good = json.dumps(rows[4])
         bad_file(good + "\n{oops\n", "bad.jsonl:2", "not a JSON object")
+        # A field given twice is refused, as the CSV reader refuses a column given twice; so is a number no double holds.
+        bad_file(good[:-1] + ', "measured_ms": 5}\n', "bad.jsonl:1", "the key \"measured_ms\" is given twice")
+        bad_file(good[:-1] + ', "seq": 1e400}\n', "bad.jsonl:1", "number overflow")
         bad_file(good + "\n" + good.replace('"variant": "naive"', '"variant": "fast"') + "\n", "bad.jsonl:2: variant: unknown variant 'fast'", "accepted: naive, tiled")
         bad_file(good.replace('"target": "trn2"', '"target": "trn1"') + "\n", "bad.jsonl:1: target: 'trn1' differs from --target ", "(target name 'trn2')")
         bad_file(good.replace('"measured_ms"', '"latency_ms"') + "\n", "bad.jsonl:1: latency_ms: unknown field", "accepted: family")

@@ -66,3 +66,25 @@ TEST_CASE("JSON nested deeper than the bound is a parse error before any value i
   const std::string at_bound = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   CHECK(parse_json(at_bound).is_array());
 }
+
+TEST_CASE("JSON with a key given twice in one object, or a number beyond a double, is a parse error") {
+  auto parse_failure = [](const std::string& text) -> std::string {
+    try {
+      parse_json(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(parse_failure(R"({"measured_ms": 0.25, "measured_ms": 5})")
+            .find("the key \"measured_ms\" is given twice in one object") != std::string::npos);
+  CHECK(parse_failure(R"({"a": {"x": 1, "x": 2}})").find("\"x\" is given twice") != std::string::npos);
+  CHECK(parse_failure(R"({"x": 1e400})").find("number overflow") != std::string::npos);
+  // The same key in two objects, and an object of many keys (hashed past the first few), are fine.
+  CHECK(parse_json(R"([{"x": 1}, {"x": 2, "y": {"x": 3}}])").size() == 2);
+  std::string many = "{";
+  for (int i = 0; i < 1000; ++i)
+    many += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": " + std::to_string(i);
+  CHECK(parse_json(many + "}").size() == 1000);
+  CHECK(parse_failure(many + ", \"k999\": 0}").find("\"k999\" is given twice") != std::string::npos);
+}
