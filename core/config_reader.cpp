@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -236,6 +237,14 @@ void ConfigReader::fail(const std::string& key, const std::string& message, cons
 std::string seconds_range_text() {
   return "a positive number of seconds, at most " + std::to_string(static_cast<long long>(kMaxSeconds)) +
          " (about " + std::to_string(std::lround(kMaxSeconds / 86400)) + " days)";
+}
+
+std::string ConfigReader::name(const std::string& key, std::optional<std::string> fallback) {
+  const std::string value = fallback ? optional<std::string>(key, *fallback) : required<std::string>(key);
+  if (std::any_of(value.begin(), value.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    fail(key, "must not hold line breaks or other control characters");
+  return value;
 }
 
 double ConfigReader::optional_seconds(const std::string& key, double fallback) {

@@ -77,6 +77,11 @@ class ConfigReader {
   template <class T>
   std::optional<T> maybe(const std::string& key, const std::string& accepted = "");
 
+  // A name that listings and messages print (a goal's, a model's, a target's):
+  // one line without control characters, which could forge or erase lines
+  // on a terminal. `fallback` when absent; required when there is none.
+  std::string name(const std::string& key, std::optional<std::string> fallback = std::nullopt);
+
   // A duration in seconds, `fallback` when absent: positive and at most kMaxSeconds.
   double optional_seconds(const std::string& key, double fallback);
 

@@ -16,7 +16,7 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
     throw UserError(path.string() +
                     ": a model file is a YAML mapping (name, hidden_size, layers, attention, mlp, ...)");
   ConfigReader top(document, path.string());
-  model.name = top.optional<std::string>("name", path.stem().string());
+  model.name = top.name("name", path.stem().string());
   model.hidden_size = top.required_count("hidden_size", 1, 65536);
   model.layers = top.required_count("layers", 1, kMaxLayers);
   model.vocab_size = top.required_count("vocab_size", 1, 1 << 24);

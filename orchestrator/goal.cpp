@@ -509,7 +509,7 @@ Goal load_goal(const std::filesystem::path& path) {
         "this is a suite, not a goal (docs/suite.md); run it with `autotune suite " + path.string() + "`",
         &tasks);
   }
-  goal.name = top.optional<std::string>("name", path.stem().string());
+  goal.name = top.name("name", path.stem().string());
 
   read_target(top, goal);
   read_kernel(top, goal);

@@ -129,7 +129,7 @@ Suite load_suite(const std::filesystem::path& path) {
   const YAML::Node document = load_yaml_file(path);
   if (!document || !document.IsMap()) throw UserError(path.string() + ":1: a suite file is a YAML mapping");
   ConfigReader top(document, path.string());
-  suite.name = top.optional<std::string>("name", path.stem().string());
+  suite.name = top.name("name", path.stem().string());
   suite.description = top.optional<std::string>("description", "");
   const YAML::Node targets_node = top.raw("targets");
   suite.targets = top.required<std::vector<std::string>>("targets", "a list of target names (trn1, trn2)");
@@ -182,7 +182,7 @@ Suite load_suite(const std::filesystem::path& path) {
     SuiteTask task;
     task.node = node;
     const YAML::Node name_node = reader.raw("name");
-    task.name = reader.required<std::string>("name");
+    task.name = reader.name("name");
     if (!names.insert(task.name).second)
       reader.fail("name", "task '" + task.name + "' is listed twice", &name_node);
     task.note = reader.optional<std::string>("note", "");

@@ -156,7 +156,7 @@ TargetSpec load_target_file(const fs::path& path) {
   ConfigReader root(load_yaml_file(path), path.string());
   TargetSpec t;
   t.source_file = path.string();
-  t.name = root.required<std::string>("name");
+  t.name = root.name("name");
   t.description = root.optional<std::string>("description", "");
 
   {

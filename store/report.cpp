@@ -19,8 +19,11 @@ class TextTable {
       : right_aligned_(std::move(right_aligned)) {
     rows_.push_back(std::move(header));
   }
+  // A cell is one line: stored text (a goal's name, a variant) with a line
+  // break or another control character shows it as \xHH, not as a new row.
   void add(std::vector<std::string> row) {
     AUTOTUNE_CHECK(row.size() == rows_.front().size(), "table row has the wrong number of cells");
+    for (auto& cell : row) cell = single_line(cell);
     rows_.push_back(std::move(row));
   }
   std::string render() const {

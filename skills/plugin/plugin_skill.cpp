@@ -61,13 +61,9 @@ std::string to_string(PluginFailure failure) {
 PluginSkillConfig parse_plugin_skill(ConfigReader& entry, const std::filesystem::path& goal_dir) {
   PluginSkillConfig config;
   const std::string roles = join(plugin_roles(), ", ");
-  config.name = entry.required<std::string>("name");
+  // The name goes into one-line messages and warnings.
+  config.name = entry.name("name");
   if (config.name.empty()) entry.fail("name", "must not be empty");
-  // The name goes into one-line messages and warnings: no line breaks or
-  // other control characters that could forge a line of their own.
-  if (std::any_of(config.name.begin(), config.name.end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-    entry.fail("name", "must not hold line breaks or other control characters");
   config.command =
       entry.required<std::vector<std::string>>("command", "a list of strings: the program and its arguments");
   if (config.command.empty() || config.command[0].empty()) {

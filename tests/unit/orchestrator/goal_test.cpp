@@ -248,6 +248,8 @@ TEST_CASE("broken goals fail with file:line: key: reason") {
       {"start_param_of_parameterless.yaml",
        ":5: start.params.tile_size:", "unknown parameter 'tile_size' of variant 'naive'; accepted: none"},
       {"infinite_number.yaml", ":4: budget.wall_time_s:", "'.inf' is not a finite number"},
+      // A name is printed in listings: an escape sequence in it would reach the terminal.
+      {"control_in_name.yaml", ":1: name:", "must not hold line breaks or other control characters"},
       {"negative_seed.yaml", ":3: seed:", "'-1' is not a non-negative integer"},
       // A duration beyond the clocks' range expired at once ("timed out after -9.22337e+15 s").
       {"huge_timeout.yaml", ":3: timeout_s:",

@@ -77,6 +77,12 @@ TEST_CASE("report: the runs table") {
             "gemm-article  gemm    trn1    completed (goal met)  3.000 ms    1.33x       +25.0%      4\n") !=
         std::string::npos);
   CHECK(report::format_runs({}) == "no runs yet\n");
+  // Stored text with a line break (a database written by another tool) stays in its row.
+  MemoryStore edited;
+  edited.create_run(sample_run("two\nlines"));
+  const std::string forged = report::format_runs(report::overviews(edited));
+  CHECK(std::count(forged.begin(), forged.end(), '\n') == 2);  // the header and one row
+  CHECK(forged.find("two\\x0alines") != std::string::npos);
 
   const Json json = report::runs_json(report::overviews(store));
   REQUIRE(json.size() == 1);
