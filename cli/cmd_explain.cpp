@@ -21,8 +21,10 @@ const CommandRegistration registration{
     "explain", "Explain one trial: who proposed it and why, what it was compared with, what came of it",
     [](CLI::App& command) -> CommandAction {
       auto options = std::make_shared<ExplainOptions>();
-      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required();
-      command.add_option("TRIAL", options->trial, "Trial id (see `autotune trials RUN`)")->required();
+      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required()->check(check_id);
+      command.add_option("TRIAL", options->trial, "Trial id (see `autotune trials RUN`)")
+          ->required()
+          ->check(check_id);
       add_database_option(command, options->db);
       command.add_flag("--json", options->json, "Print the explanation as one JSON object");
       return [options] {

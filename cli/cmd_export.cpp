@@ -262,10 +262,12 @@ const CommandRegistration registration{
     "Trainium",
     [](CLI::App& command) -> CommandAction {
       auto o = std::make_shared<ExportOptions>();
-      command.add_option("RUN", o->run, "Run id (see `autotune runs`); or give --kernel instead");
+      command.add_option("RUN", o->run, "Run id (see `autotune runs`); or give --kernel instead")
+          ->check(check_id);
       auto* positional =
-          command.add_option("TRIAL", o->trial, "Trial id (default: the run's best verified trial)");
-      command.add_option("--trial", o->trial, "Trial id, as TRIAL")->excludes(positional);
+          command.add_option("TRIAL", o->trial, "Trial id (default: the run's best verified trial)")
+              ->check(check_id);
+      command.add_option("--trial", o->trial, "Trial id, as TRIAL")->excludes(positional)->check(check_id);
       command.add_option("-o,--output", o->output, "Where to write the source (default: stdout)");
       command.add_flag(
           "--nki", o->nki,

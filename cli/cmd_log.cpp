@@ -49,7 +49,7 @@ const CommandRegistration registration{
     "log", "Show the decision log of a run: who decided what, on which evidence",
     [](CLI::App& command) -> CommandAction {
       auto options = std::make_shared<LogOptions>();
-      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required()->check(check_id);
       command.add_option("--skill", options->skill,
                          "Only this skill's decisions (profile_analyzer, kernel_generator, param_explorer, "
                          "benchmark_runner, orchestrator, or a plugin's name)");

@@ -41,7 +41,7 @@ const CommandRegistration report_registration(
       };
       auto o = std::make_shared<Options>();
       add_database_option(app, o->db);
-      app.add_option("runs", o->runs, "Run ids (several: their curves side by side)");
+      app.add_option("runs", o->runs, "Run ids (several: their curves side by side)")->check(check_id);
       app.add_option(
           "--suite", o->suite,
           "A suite file (docs/suite.md): its table, a row per task and target, then each task's run");
@@ -101,8 +101,8 @@ const CommandRegistration trace_registration(
       };
       auto o = std::make_shared<Options>();
       add_database_option(app, o->db);
-      app.add_option("run", o->run, "Run id")->required();
-      app.add_option("trial", o->trial, "Trial id (see `autotune trials RUN`)")->required();
+      app.add_option("run", o->run, "Run id")->required()->check(check_id);
+      app.add_option("trial", o->trial, "Trial id (see `autotune trials RUN`)")->required()->check(check_id);
       app.add_option("-o,--output", o->output, "The trace file to write")->default_val("trace.json");
       return [o]() -> int {
         check_output_path(o->output, "-o", read_files(o->db));

@@ -155,7 +155,8 @@ const CommandRegistration registration(
       app.add_option("--db", options->db,
                      "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
                      "$AUTOTUNE_DB, else ./autotune.db)");
-      app.add_option("--resume", options->resume, "Continue an interrupted run with this id");
+      app.add_option("--resume", options->resume, "Continue an interrupted run with this id")
+          ->check(check_id);
       app.add_flag("--json", options->json, "Print the summary as one JSON object on stdout");
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       return [options]() -> int {

@@ -53,7 +53,8 @@ const CommandRegistration registration(
       app.add_flag("--no-cache", options->no_cache, "Measure everything, ignoring earlier runs' results");
       app.add_option("--resume", options->resume,
                      "Continue an interrupted sweep with this run id (its committed trials are not measured "
-                     "again; give the same --limit)");
+                     "again; give the same --limit)")
+          ->check(check_id);
       return [options]() -> int {
         const std::string db = store::resolve_database_path(options->db);
         // A shared database measures through its queue, with workers: --jobs 0 leaves them all of it.

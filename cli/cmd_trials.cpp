@@ -20,7 +20,7 @@ struct TrialsOptions {
 const CommandRegistration registration{
     "trials", "List the trials of a run (best first with --top)", [](CLI::App& command) -> CommandAction {
       auto options = std::make_shared<TrialsOptions>();
-      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required();
+      command.add_option("RUN", options->run, "Run id (see `autotune runs`)")->required()->check(check_id);
       command.add_option("--top", options->top, "Only the K best measured trials, best first (by latency)")
           ->check(CLI::Range(1, 1'000'000));
       add_database_option(command, options->db);

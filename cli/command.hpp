@@ -32,6 +32,10 @@ std::string parse_error_text(int argc, char** argv, const std::vector<std::strin
 // 2^64 - 1. CLI11 alone saturates larger values silently.
 std::string check_uint64(const std::string& text);
 
+// A CLI11 check for a run's or a trial's id: digits only, at most 2^63 - 1
+// (an empty word was read as 0, a larger number as 2^63 - 1).
+std::string check_id(const std::string& text);
+
 struct CommandRegistration {
   CommandRegistration(std::string name, std::string description, CommandSetup setup) {
     registered_commands().push_back({std::move(name), std::move(description), std::move(setup)});

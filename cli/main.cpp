@@ -32,6 +32,18 @@ std::string check_uint64(const std::string& text) {
   return "";
 }
 
+std::string check_id(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text[0] == '-' || error == std::errc::invalid_argument ||
+      end != text.data() + text.size())
+    return "'" + text + "' is not an id (a whole number)";
+  if (error == std::errc::result_out_of_range)
+    return text + " is out of range; ids go up to " +
+           std::to_string(std::numeric_limits<std::int64_t>::max());
+  return "";
+}
+
 std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
                              const std::string& message) {
   // The first word that is not an option names the command.
