@@ -1,9 +1,9 @@
 #include "kernels/calibration.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-
-#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -58,6 +58,9 @@ std::map<std::string, std::int64_t> integer_map(const nlohmann::json& value, con
   std::map<std::string, std::int64_t> out;
   for (const auto& [name, item] : value.items()) {
     if (!item.is_number_integer()) fail(where, field + "." + name, "expected an integer, got " + item.dump());
+    if (item.is_number_unsigned() && item.get<std::uint64_t>() > std::uint64_t(INT64_MAX))
+      fail(where, field + "." + name,
+           item.dump() + " is out of range; accepted: at most " + std::to_string(INT64_MAX));
     out[name] = item.get<std::int64_t>();
   }
   return out;
@@ -190,10 +193,13 @@ std::vector<Measurement> read_csv(std::istream& in, const std::string& file, boo
         for (const auto& [k, v] : integer_map(value, where, name)) map[k] = v;
         j[name] = map;
       } else if (name == "measured_ms") {
-        char* end = nullptr;
-        const double ms = std::strtod(value.c_str(), &end);
-        if (value.empty() || end != value.c_str() + value.size())
+        // Decimal only (std::from_chars): strtod also read "0x10" as 16 and "inf" as a number.
+        double ms = 0;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
+        if (value.empty() || error == std::errc::invalid_argument || end != value.data() + value.size())
           fail(where, name, "'" + value + "' is not a number of milliseconds");
+        if (error == std::errc::result_out_of_range)
+          fail(where, name, "'" + value + "' is out of a double's range");
         j[name] = ms;
       } else if (name == "fit" || name == "launch") {
         if (value.empty()) continue;
@@ -262,6 +268,12 @@ std::vector<Measurement> read_measurements(const fs::path& file, bool fit_defaul
   const std::string name = file.string();
   std::string extension = file.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  // A byte order mark (some spreadsheets write one) is not part of the first line.
+  if (in.peek() == 0xEF) {
+    char mark[3] = {};
+    in.read(mark, 3);
+    if (std::string_view(mark, 3) != "\xEF\xBB\xBF") in.seekg(0);
+  }
   if (extension == ".csv") return read_csv(in, name, fit_default);
   std::vector<Measurement> rows;
   int number = 0;

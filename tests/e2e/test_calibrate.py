@@ -166,6 +166,8 @@ seed: 1
         # A field given twice is refused, as the CSV reader refuses a column given twice; so is a number no double holds.
         bad_file(good[:-1] + ', "measured_ms": 5}\n', "bad.jsonl:1", "the key \"measured_ms\" is given twice")
         bad_file(good[:-1] + ', "seq": 1e400}\n', "bad.jsonl:1", "number overflow")
+        bad_file(good.replace('"shape": {', '"shape": {"extra": 18446744073709551615, ') + "\n",
+                 "bad.jsonl:1: shape.extra: 18446744073709551615 is out of range")
         bad_file(good + "\n" + good.replace('"variant": "naive"', '"variant": "fast"') + "\n", "bad.jsonl:2: variant: unknown variant 'fast'", "accepted: naive, tiled")
         bad_file(good.replace('"target": "trn2"', '"target": "trn1"') + "\n", "bad.jsonl:1: target: 'trn1' differs from --target ", "(target name 'trn2')")
         bad_file(good.replace('"measured_ms"', '"latency_ms"') + "\n", "bad.jsonl:1: latency_ms: unknown field", "accepted: family")
@@ -173,6 +175,12 @@ seed: 1
         bad_file(good + "\n", "--fit: unknown fitted constant 'clock'", "accepted: access_startup", args=("--fit", "clock"))
         open(bad, "w").write("family,variant,shape,dtype,target,measured_ms\nexp,naive,rows=250,fp32,trn2,0.02\n")
         os.rename(bad, bad + ".csv")
+        one_error_line(autotune("calibrate", bad + ".csv", "--target", start_file, "-o", nothing), "bad.jsonl.csv:2: shape.cols: missing")
+        open(bad + ".csv", "w").write("family,variant,shape,dtype,target,measured_ms\nexp,naive,rows=250;cols=512,fp32,trn2,0x10\n")
+        one_error_line(autotune("calibrate", bad + ".csv", "--target", start_file, "-o", nothing),
+                       "bad.jsonl.csv:2: measured_ms: '0x10' is not a number of milliseconds")
+        # A byte order mark before the header is not part of its first column's name.
+        open(bad + ".csv", "wb").write(b"\xef\xbb\xbffamily,variant,shape,dtype,target,measured_ms\nexp,naive,rows=250,fp32,trn2,0.02\n")
         one_error_line(autotune("calibrate", bad + ".csv", "--target", start_file, "-o", nothing), "bad.jsonl.csv:2: shape.cols: missing")
         one_error_line(autotune("calibrate", os.path.join(tmp, "missing.jsonl"), "--target", start_file, "-o", nothing), "missing.jsonl: cannot be read")
         one_error_line(autotune("calibrate", measurements, "--target", "trn9", "-o", nothing), "unknown target 'trn9'")
