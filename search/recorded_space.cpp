@@ -46,6 +46,8 @@ RecordedSpace RecordedSpace::parse(const std::string& text, const std::filesyste
   if (!tune_params.is_object()) malformed(path, "'tune_params' must be an object of value lists");
   if (!cache.is_object()) malformed(path, "'cache' must be an object of records");
 
+  if (document.contains("objective") && !document.at("objective").is_string())
+    malformed(path, "'objective' must name a field of the records, e.g. \"time\"");
   RecordedSpace target;
   target.name_ = path.parent_path().filename().string() + "/" + path.stem().string();
   target.kernel_name_ = document.value("kernel_name", std::string());
@@ -62,6 +64,8 @@ RecordedSpace RecordedSpace::parse(const std::string& text, const std::filesyste
     for (const auto& key : keys) {
       if (!key.is_string()) malformed(path, "'tune_params_keys' must list names");
       const std::string name = key.get<std::string>();
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        malformed(path, "'tune_params_keys' names '" + name + "' twice");
       if (!tune_params.contains(name) || !tune_params.at(name).is_array())
         malformed(path, "'tune_params' has no value list for '" + name + "'");
       std::vector<ParamValue> values;
@@ -80,7 +84,9 @@ RecordedSpace RecordedSpace::parse(const std::string& text, const std::filesyste
   std::vector<double> values;
   std::vector<std::string> failures;
   std::vector<std::vector<double>> runs_of_record;
+  std::vector<std::string> record_keys;
   for (const auto& [key, record] : cache.items()) {
+    record_keys.push_back(key);
     if (!record.is_object()) malformed(path, "cache record '" + key + "' is not an object");
     Positions positions(names.size());
     for (std::size_t p = 0; p < names.size(); ++p) {
@@ -128,9 +134,15 @@ RecordedSpace RecordedSpace::parse(const std::string& text, const std::filesyste
   target.value_by_index_.assign(target.space_->size(), std::numeric_limits<double>::quiet_NaN());
   target.failure_by_index_.assign(target.space_->size(), "");
   target.runs_by_index_.assign(target.space_->size(), {});
+  // Two records of one configuration: which of their values is the space's would be a silent choice.
+  std::vector<std::size_t> record_of_index(target.space_->size(), allowed.size());
   for (std::size_t i = 0; i < allowed.size(); ++i) {
     const auto index = target.space_->index_of_positions(allowed[i]);
     AUTOTUNE_CHECK(index.has_value(), "recorded configuration missing from its own space");
+    if (const std::size_t first = record_of_index[*index]; first != allowed.size())
+      malformed(path, "cache records '" + record_keys[first] + "' and '" + record_keys[i] +
+                          "' hold the same configuration");
+    record_of_index[*index] = i;
     target.value_by_index_[*index] = values[i];
     target.failure_by_index_[*index] = failures[i];
     target.runs_by_index_[*index] = std::move(runs_of_record[i]);

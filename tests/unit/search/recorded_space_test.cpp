@@ -99,6 +99,21 @@ TEST_CASE("a missing or malformed cachefile is one clear error") {
                                                                   "\"cache\": {\"1\": {\"a\": 1, "
                                                                   "\"negated_score\": -0.5}}}"))
             .valid_values() == std::vector<double>{-0.5});
+  // Two records of one configuration, a parameter named twice, an objective that names no field.
+  CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp(
+                           "bad6.json", one_record + "\"cache\": {\"1\": {\"a\": 1, \"time\": 1.0}, "
+                                                     "\"one\": {\"a\": 1, \"time\": 2.0}}}")),
+                       doctest::Contains("cache records '1' and 'one' hold the same configuration"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(
+      RecordedSpace::load(write_temp("bad7.json",
+                                     "{\"tune_params_keys\": [\"a\", \"a\"], \"tune_params\": "
+                                     "{\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, \"time\": 1.0}}}")),
+      doctest::Contains("'tune_params_keys' names 'a' twice"), UserError);
+  CHECK_THROWS_WITH_AS(RecordedSpace::load(write_temp(
+                           "bad8.json", one_record + "\"objective\": 5, "
+                                                     "\"cache\": {\"1\": {\"a\": 1, \"time\": 1.0}}}")),
+                       doctest::Contains("'objective' must name a field"), UserError);
   const auto ok = RecordedSpace::load(
       write_temp("ok.json",
                  "{\"tune_params_keys\": [\"a\", \"s\"], \"tune_params\": {\"a\": [1, 2], \"s\": [\"x\"]}, "
