@@ -278,7 +278,8 @@ const CommandRegistration registration{
           ->required();
       app.add_option("-o,--output", o->output, "Where the fitted target file is written")->required();
       app.add_option("--fit", o->fit,
-                     "Comma-separated constants to fit (default: all: " + sim::fitted_constant_names() + ")");
+                     "Comma-separated constants to fit (default: all: " + sim::fitted_constant_names() + ")")
+          ->check(check_not_empty);
       app.add_flag("--json", o->json, "Print the result as one JSON object");
       return [o] { return run_calibrate(*o); };
     }};

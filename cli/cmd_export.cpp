@@ -283,11 +283,13 @@ const CommandRegistration registration{
       command.add_option(
           "--kernel", o->kernel,
           "Export a configuration that is no stored trial: kernel family (see `autotune kernels`)");
-      command.add_option("--variant", o->variant,
-                         "With --kernel: the variant (default: the family's baseline)");
+      command
+          .add_option("--variant", o->variant, "With --kernel: the variant (default: the family's baseline)")
+          ->check(check_not_empty);
       command.add_option("--shape", o->shape,
                          "With --kernel: shape, e.g. M=256,N=512,K=512 (default: the family's)");
-      command.add_option("--dtype", o->dtype, "With --kernel: data type (default: the family's first)");
+      command.add_option("--dtype", o->dtype, "With --kernel: data type (default: the family's first)")
+          ->check(check_not_empty);
       command.add_option("--param", o->params,
                          "With --kernel: parameter NAME=VALUE; repeatable (others take their defaults)");
       command.add_option("--target", o->target, "With --kernel: target name or YAML path (default: trn1)");

@@ -190,11 +190,12 @@ const CommandRegistration registration{
       app.add_option(
           "--timeout", o->timeout_s,
           "With --kernel-source: seconds before a worker (loading or measuring the kernel) is killed (120)");
-      app.add_option("--variant", o->variant, "Variant of the family (default: the family's baseline)");
+      app.add_option("--variant", o->variant, "Variant of the family (default: the family's baseline)")
+          ->check(check_not_empty);
       app.add_option("--target", o->target, "Target name or YAML path (default: trn1)");
       app.add_option("--shape", o->shape,
                      "Shape arguments, e.g. M=4096,N=8192,K=8192 (default: the family's)");
-      app.add_option("--dtype", o->dtype, "Data type (default: the family's first)");
+      app.add_option("--dtype", o->dtype, "Data type (default: the family's first)")->check(check_not_empty);
       app.add_option("--param", o->params, "Parameter NAME=VALUE; repeatable (others take their defaults)");
       app.add_option("--trace", o->trace, "Write a Chrome/Perfetto trace JSON here");
       app.add_flag("--json", o->json, "Print one JSON object on stdout");

@@ -36,6 +36,10 @@ std::string check_uint64(const std::string& text);
 // (an empty word was read as 0, a larger number as 2^63 - 1).
 std::string check_id(const std::string& text);
 
+// A CLI11 check for a flag whose default is taken by leaving it out: an empty
+// value is refused rather than read as the default.
+std::string check_not_empty(const std::string& text);
+
 struct CommandRegistration {
   CommandRegistration(std::string name, std::string description, CommandSetup setup) {
     registered_commands().push_back({std::move(name), std::move(description), std::move(setup)});

@@ -44,6 +44,10 @@ std::string check_id(const std::string& text) {
   return "";
 }
 
+std::string check_not_empty(const std::string& text) {
+  return text.empty() ? "an empty value; leave the flag out for its default" : "";
+}
+
 std::string parse_error_text(int argc, char** argv, const std::vector<std::string>& commands,
                              const std::string& message) {
   // The first word that is not an option names the command.

@@ -259,14 +259,17 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
   const YAML::Node document = load_yaml_file(path);
   if (!document || !document.IsMap()) throw UserError(path.string() + ": a goal file is a YAML mapping");
   ConfigReader top(document, path.string());
-  goal.name = top.optional<std::string>("name", path.stem().string());
+  goal.name = top.name("name", path.stem().string());
   {
     ConfigReader model = top.child("model");
     std::filesystem::path file = model.required<std::string>("file", "a model file (configs/models/*.yaml)");
     if (file.is_relative()) file = path.parent_path() / file;
     if (!std::filesystem::is_regular_file(file)) {
       const YAML::Node node = model.raw("file");
-      model.fail("file", "file not found: " + file.lexically_normal().string(), &node);
+      model.fail("file",
+                 (std::filesystem::is_directory(file) ? "a folder, not a model file: " : "file not found: ") +
+                     file.lexically_normal().string(),
+                 &node);
     }
     model::ModelOverrides overrides;
     // Checked here, so that an error names this file's key rather than the command's flag.

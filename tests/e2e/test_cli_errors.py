@@ -44,6 +44,8 @@ def main():
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused run must not start")
+        # An empty value is not the default: leaving the flag out is.
+        one_error_line(run("profile", "--kernel", "exp", "--dtype", ""), "--dtype: an empty value")
         # An id is a whole number: an empty word is not 0, nor a huge one the largest id.
         one_error_line(run("trials", "", "--db", db), "RUN: '' is not an id")
         one_error_line(run("explain", "1", "99999999999999999999", "--db", db), "TRIAL: 99999999999999999999 is out of range")
