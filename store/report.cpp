@@ -221,23 +221,31 @@ const TimeUnit& time_unit(double seconds) {
 
 }  // namespace
 
+namespace {
+
+// `value` with `decimals` after the point, or in three significant digits
+// with an exponent once it has more than six before it (a value stored by
+// another tool, or a hang recorded as 1e20 ms): never a line of digits.
+std::string fixed_or_exponent(double value, int decimals, bool with_sign = false) {
+  char text[64];
+  if (std::isfinite(value) && std::fabs(value) >= 1e6)
+    std::snprintf(text, sizeof text, with_sign ? "%+.3g" : "%.3g", value);
+  else
+    std::snprintf(text, sizeof text, with_sign ? "%+.*f" : "%.*f", decimals, value);
+  return text;
+}
+
+}  // namespace
+
 std::string format_seconds(double seconds) {
   const TimeUnit& unit = time_unit(seconds);
-  char text[48];
-  std::snprintf(text, sizeof text, "%.3f %s", seconds / unit.scale, unit.name);
-  return text;
+  return fixed_or_exponent(seconds / unit.scale, 3) + " " + unit.name;
 }
 
-std::string format_speedup(double speedup) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2fx", speedup);
-  return text;
-}
+std::string format_speedup(double speedup) { return fixed_or_exponent(speedup, 2) + "x"; }
 
 std::string format_improvement(double improvement) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", improvement * 100.0);
-  return text;
+  return fixed_or_exponent(improvement * 100.0, 1, true) + "%";
 }
 
 std::string compact(const Json& value, std::size_t max_width) {

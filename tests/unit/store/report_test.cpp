@@ -17,6 +17,11 @@ TEST_CASE("report: seconds, improvements and compact JSON are human-readable") {
   CHECK(report::format_seconds(2.5e-6) == "2.500 us");
   CHECK(report::format_seconds(812e-9) == "812.000 ns");
   CHECK(report::format_seconds(0.0) == "0.000 ns");
+  // A value no kernel takes (stored by another tool) is three digits and an exponent, not a line of digits.
+  CHECK(report::format_seconds(1e300) == "1e+300 s");
+  CHECK(report::format_speedup(2.5e60) == "2.5e+60x");
+  CHECK(report::format_improvement(-1e58) == "-1e+60%");
+  CHECK(report::format_improvement(0.25) == "+25.0%");
   CHECK(report::format_improvement(1.0 / 3.0) == "+33.3%");
   CHECK(report::format_improvement(-0.2) == "-20.0%");
 
