@@ -87,6 +87,9 @@ void write_output_file(const fs::path& path, std::string_view text, const std::s
     if (error) throw UserError(named + ": cannot follow the link (" + error.message() + ")");
   }
   const fs::path folder = fs::absolute(target).parent_path();
+  // A file the user may not write is not replaced by a rename in a folder they may.
+  if (fs::exists(target, error) && ::access(target.c_str(), W_OK) != 0)
+    throw UserError(named + ": cannot be written (" + std::strerror(errno) + ")");
 
   static std::atomic<unsigned> counter{0};
   fs::path temporary;
