@@ -32,7 +32,8 @@ std::uint64_t check_sweep_size(const skills::VariantCatalog& catalog, const Swee
 
 void open_or_resume(OpenedRun& out, const Goal& goal, const skills::VariantCatalog& catalog,
                     skills::MeasurementTarget& target, store::Store& store,
-                    const std::string& simulator_version, const SweepOptions& options) {
+                    const std::string& simulator_version, const SweepOptions& options,
+                    std::uint64_t configurations) {
   store::Run& record = out.record;
   if (options.resume) {
     const std::string flag = "--resume " + std::to_string(*options.resume);
@@ -50,6 +51,21 @@ void open_or_resume(OpenedRun& out, const Goal& goal, const skills::VariantCatal
     if (existing->simulator_version != simulator_version)
       throw UserError(flag + ": the run was measured with " + existing->simulator_version +
                       ", this build is " + simulator_version);
+    // Another --limit draws another sample: its trials would join this run's. The plan, the sweep's
+    // first decision, says how many configurations it set out to measure.
+    for (const auto& decision : store.decisions(existing->id, std::string(kOrchestrator))) {
+      if (decision.action != "sweep") continue;
+      const Json planned = decision.evidence.value("configurations", Json());
+      if (planned.is_number_unsigned() && planned.get<std::uint64_t>() != configurations)
+        throw UserError(flag + ": the sweep set out to measure " +
+                        std::to_string(planned.get<std::uint64_t>()) +
+                        " configurations, this call would measure " + std::to_string(configurations) +
+                        "; give the --limit it started with" +
+                        (planned.get<std::uint64_t>() < decision.evidence.value("space", std::uint64_t(0))
+                             ? " (--limit " + std::to_string(planned.get<std::uint64_t>()) + ")"
+                             : " (none: it measured every configuration)"));
+      break;
+    }
     out.reopen(store, *existing);
   } else {
     record.goal_yaml = to_yaml(goal);
@@ -146,13 +162,13 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   const auto started = std::chrono::steady_clock::now();
   const std::uint64_t total = check_sweep_size(catalog, options);
   SweepResult result;
+  const std::vector<skills::Candidate> all = sweep_candidates(goal, catalog, options, total);
   OpenedRun opened;
-  open_or_resume(opened, goal, catalog, target, store, simulator_version, options);
+  open_or_resume(opened, goal, catalog, target, store, simulator_version, options, all.size() + 1);
   store::Run& record = opened.record;
   result.run_id = record.id;
   if (options.started) options.started(record.id);
 
-  const std::vector<skills::Candidate> all = sweep_candidates(goal, catalog, options, total);
   // The goal's start point is the sweep's baseline: measured first, on its
   // own, whatever the job count, so every ratio the sweep shows is against it.
   const skills::Candidate& start = catalog.baseline;

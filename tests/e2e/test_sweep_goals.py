@@ -97,6 +97,14 @@ variants: [tiled]
         check(rows[0] == (40, 40), f"every configuration once: {rows}")
         proc = run(["sweep", goal, "--resume", str(sweep_id)], resumable)
         check(proc.returncode == 2 and "not a sweep of" in proc.stderr, f"resume with another goal: {proc.stderr}")
+        # Another --limit (or none) draws another sample: refused before anything is written, not mixed in.
+        for limit in (["--limit", "100"], []):
+            proc = run(["sweep", goal_path("gemm-article.yaml"), *limit, "--resume", str(sweep_id)], resumable)
+            check(proc.returncode == 2 and "the sweep set out to measure 40 configurations" in proc.stderr
+                  and "(--limit 40)" in proc.stderr, f"resume with {limit}: {proc.stderr}")
+        rows = query(resumable, "SELECT COUNT(*), (SELECT status FROM runs WHERE id = ?) FROM trials WHERE run = ?",
+                     (sweep_id, sweep_id))
+        check(rows[0] == (40, "completed"), f"a refused resume changed the sweep: {rows}")
         # The same name with another seed draws another sample: refused, not mixed into the run.
         reseeded = os.path.join(os.path.dirname(resumable), "reseeded.yaml")
         with open(goal_path("gemm-article.yaml")) as original, open(reseeded, "w") as out:
