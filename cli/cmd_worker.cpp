@@ -38,6 +38,12 @@ const CommandRegistration registration(
         worker_options.idle_exit_s = options->idle_exit;
         worker_options.lease_s = options->lease;
         orchestrator::check_worker_options(worker_options);
+        // Runs and sweeps on an SQLite file measure in their own process and queue nothing: a worker
+        // there would wait for ever (and create the file if the name were mistyped).
+        if (const std::string db = options->db.path(); !store::is_postgres_url(db))
+          throw UserError("worker --db " + db +
+                          ": workers share the runs of a PostgreSQL database (postgresql://...); runs on an "
+                          "SQLite file measure in their own process (docs/distributed.md)");
         auto store = open_store_for_writing(options->db);
         worker_options.note = [](const std::string& line) {
           std::fprintf(stderr, "worker: %s\n", line.c_str());

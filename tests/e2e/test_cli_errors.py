@@ -68,6 +68,9 @@ def main():
                               (["--lease", "2"], "accepted: 5 to 10000000 seconds"), (["--lease", "1e300"], "--lease 1e+300"),
                               (["--idle-exit", "-1"], "--idle-exit")):
             one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
+        # With good flags on an SQLite file it says workers need PostgreSQL, where it waited for work that never comes.
+        one_error_line(run("worker", "--db", worker_db), f"worker --db {worker_db}: workers share the runs of a "
+                       "PostgreSQL database")
         check(not os.path.exists(worker_db), "a refused worker must not create its database")
     # profile's --timeout bounds a kernel source's worker: checked before anything is compiled.
     for value, shown in (("0", "0"), ("-1", "-1"), ("nan", "nan"), ("1e300", "1e+300")):
