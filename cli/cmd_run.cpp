@@ -227,6 +227,7 @@ const CommandRegistration registration(
         std::string last_line;
         int64_t announced_run = 0;
         std::atomic<int64_t> started_run{0};
+        run_options.started = [&](int64_t run_id) { started_run = run_id; };
         const interrupt::OnInterrupt on_interrupt([&](int signal) {
           const int64_t id = started_run.load();
           record_interruption(*store, id, signal,

@@ -259,7 +259,8 @@ class RunLoop {
         throw UserError(flag + ": the run's seed is " + std::to_string(existing->seed) + ", not " +
                         std::to_string(*options_.seed));
       status_before_resume_ = existing->status;
-      state_.reopen(store_, *existing);
+      state_.reopen(store_, *existing);  // its lease first: the run is ours only then
+      if (options_.started) options_.started(existing->id);
     } else {
       record.goal_yaml = goal_yaml;
       record.goal_name = goal_.name;
@@ -268,7 +269,7 @@ class RunLoop {
       record.seed = options_.seed.value_or(goal_.seed);
       record.simulator_version = context_.simulator_version;
       record.status = store::RunStatus::running;
-      state_.open_new(store_);
+      state_.open_new(store_, options_.started);
     }
     rng_ = Rng(record.seed);
     log_.emplace(store_, record.id, state_.already_logged);

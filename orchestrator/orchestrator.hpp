@@ -69,6 +69,8 @@ struct RunOptions {
   // processes (docs/distributed.md); jobs may then be 0.
   bool queue = false;
   ProgressSink progress;
+  // The run's id, as soon as it is stored (before anything else is written).
+  std::function<void(int64_t)> started;
   // One line for each failure of a skill, plugin, LLM endpoint or target,
   // as it happens (RunSummary::warnings keeps them all).
   std::function<void(const std::string&)> warning;

@@ -46,8 +46,9 @@ RunLease::~RunLease() {
   }
 }
 
-void OpenedRun::open_new(store::Store& store) {
+void OpenedRun::open_new(store::Store& store, const std::function<void(int64_t)>& created) {
   record.id = store.create_run(record);
+  if (created) created(record.id);
   lease.emplace(store, record.id);
 }
 

@@ -7,6 +7,7 @@
 // taken over.
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,8 +47,9 @@ struct OpenedRun {
   int64_t already_logged = 0;           // decisions already stored: replayed, not written again
   std::vector<store::Trial> committed;  // trials already stored: served again
 
-  // Stores `record` as a new run and takes its lease.
-  void open_new(store::Store& store);
+  // Stores `record` as a new run and takes its lease; `created` hears its id
+  // as soon as it exists (an interruption from then on can mark it).
+  void open_new(store::Store& store, const std::function<void(int64_t)>& created = {});
   // Takes the lease of `existing` before any write (another process may be
   // running it), marks it running and reads what it stored.
   void reopen(store::Store& store, const store::Run& existing);

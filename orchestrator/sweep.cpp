@@ -74,7 +74,7 @@ void open_or_resume(OpenedRun& out, const Goal& goal, const skills::VariantCatal
     record.target = target.description();
     record.seed = goal.seed;
     record.simulator_version = simulator_version;
-    out.open_new(store);
+    out.open_new(store, options.started);
   }
 }
 
@@ -167,7 +167,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   open_or_resume(opened, goal, catalog, target, store, simulator_version, options, all.size() + 1);
   store::Run& record = opened.record;
   result.run_id = record.id;
-  if (options.started) options.started(record.id);
+  if (options.resume && options.started) options.started(record.id);
 
   // The goal's start point is the sweep's baseline: measured first, on its
   // own, whatever the job count, so every ratio the sweep shows is against it.
