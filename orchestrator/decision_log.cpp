@@ -37,6 +37,7 @@ int64_t DecisionLog::append(int iteration, const std::string& skill, const skill
           "' (a different goal, seed or simulator version, or a plugin or LLM that now answers otherwise?)");
     return next_seq_++;
   }
+  if (write_guard_) write_guard_();
   store::Decision record;
   record.run = run_;
   record.iteration = iteration;
@@ -57,6 +58,7 @@ int64_t DecisionLog::append(int iteration, const std::string& skill, const skill
 
 void DecisionLog::set_outcome(int64_t seq, const std::string& outcome) {
   std::lock_guard lock(mutex_);
+  if (write_guard_) write_guard_();
   store_.set_decision_outcome(run_, seq, outcome);
 }
 

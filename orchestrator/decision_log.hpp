@@ -43,6 +43,8 @@ class DecisionLog {
   void set_outcome(int64_t seq, const std::string& outcome);
   int64_t appended() const { return next_seq_ - 1; }
   bool replaying() const { return next_seq_ <= already_logged_; }
+  // Called before every write (RunLease::check: the run may have been taken over).
+  void set_write_guard(std::function<void()> guard) { write_guard_ = std::move(guard); }
 
  private:
   store::Store& store_;
@@ -50,6 +52,7 @@ class DecisionLog {
   int64_t already_logged_;
   int64_t next_seq_ = 1;
   std::function<void(const std::string&)> failure_sink_;
+  std::function<void()> write_guard_;
   std::mutex mutex_;
 };
 

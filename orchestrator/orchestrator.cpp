@@ -225,6 +225,8 @@ class RunLoop {
         if (end == IterationEnd::stop) return finish(store::RunStatus::completed, stop_reason);
         if (end == IterationEnd::spent) ++iteration;
       }
+    } catch (const LeaseLost&) {
+      throw;  // the run is another process's now: not a word more to it
     } catch (const UserError& e) {
       if (log_ && log_->replaying()) {
         // A resume that parted from the stored decisions (a plugin that now
@@ -274,6 +276,7 @@ class RunLoop {
     rng_ = Rng(record.seed);
     log_.emplace(store_, record.id, state_.already_logged);
     log_->on_failure([this](const std::string& line) { warn(line); });
+    log_->set_write_guard([this] { state_.lease->check(); });
     skills::RunnerOptions runner_options;
     runner_options.jobs = options_.queue || options_.jobs > 0 ? options_.jobs : goal_.parallel;
     runner_options.timeout_s = goal_.timeout_s;
@@ -281,6 +284,7 @@ class RunLoop {
                                             std::chrono::duration<double>(goal_.budget_wall_time_s));
     runner_options.use_cache = options_.use_cache;
     runner_options.queue = options_.queue;
+    runner_options.before_commit = [this] { state_.lease->check(); };
     if (options_.queue) store_.set_measurement_context(measurement_context(goal_, record.id));
     runner_.emplace(context_.target, store_, record.id, runner_options);
     runner_->resume(state_.committed);

@@ -17,19 +17,41 @@ RunLease::RunLease(store::Store& store, int64_t id) : store_(store), id_(id) {
                     " s ago); wait for it to end or stop it (a holder silent for " +
                     std::to_string(static_cast<int>(kLeaseStaleAfterS)) + " s is taken over)");
   }
+  renewed_at_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
   heartbeat_ = std::thread([this] {
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::duration<double>(kLeaseHeartbeatS),
                            [this] { return stopping_; })) {
       lock.unlock();
       try {
-        store_.renew_lease(id_);
+        renew();
       } catch (const std::exception& e) {
         log::warn("run " + std::to_string(id_) + ": the lease's heartbeat failed: " + e.what());
       }
       lock.lock();
     }
   });
+}
+
+void RunLease::renew() {
+  if (lost_) return;
+  if (!store_.renew_lease(id_)) {
+    lost_ = true;
+    return;
+  }
+  renewed_at_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+void RunLease::check() {
+  const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                     std::chrono::steady_clock::duration(renewed_at_ns_.load());
+  if (!lost_ && since > std::chrono::duration<double>(2 * kLeaseHeartbeatS)) renew();
+  if (lost_)
+    throw LeaseLost("run " + std::to_string(id_) +
+                    ": another autotune process took it over while this one was paused or silent for more "
+                    "than " +
+                    std::to_string(static_cast<int>(kLeaseStaleAfterS)) +
+                    " s; this process stops without writing to it again");
 }
 
 RunLease::~RunLease() {

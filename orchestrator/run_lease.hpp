@@ -5,6 +5,7 @@
 // heartbeat; another process is refused with one line naming the holder; a
 // holder that died (its process gone, or silent past kLeaseStaleAfterS) is
 // taken over.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -14,11 +15,19 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "store/store.hpp"
 
 namespace autotune::orchestrator {
 
 inline constexpr double kLeaseStaleAfterS = 30;
+
+// The run is another process's now: nothing more may be written to it, not
+// even this process's verdict on it.
+class LeaseLost : public UserError {
+ public:
+  using UserError::UserError;
+};
 inline constexpr double kLeaseHeartbeatS = 5;
 
 class RunLease {
@@ -30,12 +39,23 @@ class RunLease {
   RunLease(const RunLease&) = delete;
   RunLease& operator=(const RunLease&) = delete;
 
+  // Called before each write to the run: throws a UserError once another
+  // process has taken the lease over. A process that was paused (Ctrl-Z, a
+  // debugger) past kLeaseStaleAfterS may have lost it without its heartbeat
+  // having run since: when the last renewal is older than two heartbeats, the
+  // lease is renewed here first, so the pause is found before the write.
+  void check();
+
  private:
+  void renew();  // records whether the lease is still held
+
   store::Store& store_;
   int64_t id_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::atomic<bool> lost_{false};
+  std::atomic<std::int64_t> renewed_at_ns_{0};  // steady clock
   std::thread heartbeat_;
 };
 

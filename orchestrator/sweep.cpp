@@ -175,6 +175,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   result.configurations = all.size() + 1;
 
   DecisionLog log(store, record.id, opened.already_logged);
+  log.set_write_guard([&opened] { opened.lease->check(); });
   const int64_t seq =
       log.append(0, kOrchestrator, sweep_plan(catalog, options, total, result.configurations));
 
@@ -186,6 +187,7 @@ SweepResult run_sweep(const Goal& goal, const skills::VariantCatalog& catalog,
   runner_options.commit_every = std::max(8, 2 * options.jobs);
   runner_options.commit_interval_s = 1.0;
   runner_options.queue = options.queue;
+  runner_options.before_commit = [&opened] { opened.lease->check(); };
   if (options.queue) store.set_measurement_context(measurement_context(goal, record.id));
   skills::BenchmarkRunner runner(target, store, record.id, runner_options);
   runner.resume(opened.committed);

@@ -426,6 +426,7 @@ class BenchmarkRunner::Batch {
     const auto start = Clock::now();
     std::vector<store::Trial> batch;
     for (std::size_t i : ready) batch.push_back(results_[i]->trial);
+    if (runner_.options_.before_commit) runner_.options_.before_commit();
     runner_.store_.commit_trials(batch);
     std::vector<int64_t> queued_rows;
     for (std::size_t i : ready)

@@ -62,6 +62,9 @@ struct RunnerOptions {
   int commit_every = 0;  // 0: the number of jobs
   double commit_interval_s = 0.5;
   bool use_cache = true;
+  // Called before each commit of trials (the run's lease check): a throw
+  // stops the measuring without writing.
+  std::function<void()> before_commit;
   // Measure through the store's shared queue (skills/measurement_queue.hpp):
   // candidates are queued, claimed by this runner's jobs and by `autotune
   // worker` processes on any host, and committed here as trials.

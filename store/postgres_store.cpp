@@ -462,15 +462,18 @@ std::optional<LeaseHolder> PostgresStore::acquire_lease(int64_t id, double stale
   return holder_found;
 }
 
-void PostgresStore::renew_lease(int64_t id) {
+bool PostgresStore::renew_lease(int64_t id) {
+  bool held = false;
   with_transaction("renew_lease", [&](pqxx::transaction_base& txn) {
-    Params()
-        .add(unix_now())
-        .add(id)
-        .add(this_host())
-        .add(this_pid())
-        .exec(txn, "UPDATE run_leases SET heartbeat = $1 WHERE run = $2 AND host = $3 AND pid = $4");
+    held = Params()
+               .add(unix_now())
+               .add(id)
+               .add(this_host())
+               .add(this_pid())
+               .exec(txn, "UPDATE run_leases SET heartbeat = $1 WHERE run = $2 AND host = $3 AND pid = $4")
+               .affected_rows() > 0;
   });
+  return held;
 }
 
 void PostgresStore::release_lease(int64_t id) {

@@ -154,11 +154,12 @@ std::optional<LeaseHolder> SqliteStore::acquire_lease(int64_t id, double stale_a
   return std::nullopt;
 }
 
-void SqliteStore::renew_lease(int64_t id) {
+bool SqliteStore::renew_lease(int64_t id) {
   std::lock_guard lock(mutex_);
   Statement update(connection_, "UPDATE run_leases SET heartbeat = ? WHERE run = ? AND host = ? AND pid = ?");
   update.bind(1, unix_now()).bind(2, id).bind(3, this_host()).bind(4, this_pid());
   update.run();
+  return connection_.changes() > 0;
 }
 
 void SqliteStore::release_lease(int64_t id) {

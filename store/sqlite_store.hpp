@@ -30,7 +30,7 @@ class SqliteStore : public Store {
   void update_run(const Run& run) override;
   bool freeze_interrupted(int64_t id, const std::string& reason) override;
   std::optional<LeaseHolder> acquire_lease(int64_t id, double stale_after_s) override;
-  void renew_lease(int64_t id) override;
+  bool renew_lease(int64_t id) override;
   void release_lease(int64_t id) override;
   std::optional<Run> run(int64_t id) override;
   std::vector<Run> runs() override;

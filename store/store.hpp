@@ -79,7 +79,8 @@ class Store {
   // older than `stale_after_s`, or when it is on this host and its process is
   // gone. The holder renews every few seconds and releases when done.
   virtual std::optional<LeaseHolder> acquire_lease(int64_t id, double stale_after_s) = 0;
-  virtual void renew_lease(int64_t id) = 0;
+  // False when this process no longer holds the lease (another took it over).
+  virtual bool renew_lease(int64_t id) = 0;
   virtual void release_lease(int64_t id) = 0;
   virtual std::optional<Run> run(int64_t id) = 0;
   virtual std::vector<Run> runs() = 0;  // oldest first

@@ -27,6 +27,63 @@ for line in sys.stdin:
           flush=True)
 """
 
+# A profile analyzer that, on its first request, waits until a file appears (the test takes the lease away
+# meanwhile), then answers normally.
+WAITING_PLUGIN = """#!/usr/bin/env python3
+import json, os, sys, time
+state, release = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    request = json.loads(line).get("request") or {}
+    if not os.path.exists(state):
+        open(state, "w").close()
+        while not os.path.exists(release):
+            time.sleep(0.05)
+    print(json.dumps({"result": request.get("builtin"), "decision": {"action": "no_finding", "rationale": "ok"}}),
+          flush=True)
+"""
+
+
+def holder_that_lost_its_lease(tmp, env):
+    """A holder whose lease another process took over (it was paused past the stale limit, say) writes
+    nothing more to the run: its next write stops it with one line, and the run stays as the new holder has
+    it."""
+    plugin, state, release = (os.path.join(tmp, name) for name in ("waiting.py", "waiting", "release"))
+    with open(plugin, "w") as f:
+        f.write(WAITING_PLUGIN)
+    with open(goal_path("quickstart.yaml")) as f:
+        text = f.read()
+    goal = write_goal(tmp, "waiting.yaml", text + f"""
+skills:
+  - {{name: waiting, command: [python3, {json.dumps(plugin)}, {json.dumps(state)}, {json.dumps(release)}],
+     role: profile_analyzer, after: profile_analyzer, timeout_s: 600}}
+""")
+    db = os.path.join(tmp, "lost.db")
+    holder = subprocess.Popen([BIN, "run", goal, "--db", db], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline and not os.path.exists(state):
+        check(holder.poll() is None, "the run ended before its plugin waited")
+        time.sleep(0.05)
+    run_id = query(db, "SELECT id FROM runs")[0][0]
+    con = sqlite3.connect(db)
+    con.execute("UPDATE run_leases SET host = 'elsewhere', pid = 1, heartbeat = ? WHERE run = ?",
+                (time.time() + 3600, run_id))
+    con.commit()
+    con.close()
+    decisions = query(db, "SELECT COUNT(*) FROM decisions WHERE run = ?", (run_id,))[0][0]
+    trials = query(db, "SELECT COUNT(*) FROM trials WHERE run = ?", (run_id,))[0][0]
+    time.sleep(6)  # past a heartbeat, which finds the lease gone
+    open(release, "w").close()
+    _, stderr = holder.communicate(timeout=120)
+    lines = stderr.strip().splitlines()
+    check(holder.returncode == 2 and lines and "another autotune process took it over" in lines[-1],
+          f"the holder that lost its lease: exit {holder.returncode}, {stderr[-600:]!r}")
+    check(query(db, "SELECT COUNT(*) FROM decisions WHERE run = ?", (run_id,))[0][0] == decisions and
+          query(db, "SELECT COUNT(*) FROM trials WHERE run = ?", (run_id,))[0][0] == trials,
+          "the holder wrote to the run after losing its lease")
+    check(query(db, "SELECT status FROM runs WHERE id = ?", (run_id,))[0][0] == "running",
+          "the holder that lost its lease changed the run's status")
+
 
 def main():
     with tempdir() as tmp:
@@ -93,6 +150,7 @@ skills:
         holder.wait(timeout=30)
         proc = resume()
         check(proc.returncode == 0, f"taking over a dead holder's lease: exit {proc.returncode}: {proc.stderr[-800:]}")
+        holder_that_lost_its_lease(tmp, env)
     print("ok")
 
 
