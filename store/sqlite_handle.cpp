@@ -37,10 +37,17 @@ std::string describe(int code, const std::string& path) {
       return "database " + path + " is corrupt";
     case SQLITE_FULL:
       return "cannot write database " + path + ": disk full";
+    // SQLite keeps a write-ahead log and its index (-wal, -shm) beside the file: even reading needs
+    // a folder it may write in.
     case SQLITE_READONLY:
-      return "cannot write database " + path + ": it is read-only";
+      return "cannot write database " + path +
+             ": it, or its folder, is read-only (reading needs a writable folder too, for SQLite's -wal and "
+             "-shm files)";
     case SQLITE_CANTOPEN:
-      return "cannot open database " + path;
+      return "cannot open database " + path +
+             " (its folder must exist and be writable, for SQLite's -wal and -shm files)";
+    case SQLITE_IOERR:
+      return "database " + path + ": disk I/O error (is the disk full?)";
     default:
       return "database " + path + ": " + sqlite3_errstr(code);
   }
