@@ -72,7 +72,7 @@ int write_export(const ExportOptions& o, const std::string& source, const std::s
     std::cout << source;
     return 0;
   }
-  write_output_file(o.output, source, "-o", database_files(o.db.path()));
+  write_output_file(o.output, source, "-o", store::database_files(o.db.path()));
   std::cout << "wrote " << o.output << (o.nki ? " (NKI)" : "") << ": " << what << "\n";
   return 0;
 }

@@ -23,7 +23,7 @@ namespace {
 
 // What -o must not replace: the database the command reads, and its other inputs.
 std::vector<KeptFile> read_files(const DatabaseOption& db, const std::optional<std::string>& suite = {}) {
-  auto files = database_files(db.path());
+  auto files = store::database_files(db.path());
   if (suite) files.push_back({*suite, "the suite file it reads"});
   return files;
 }

@@ -21,27 +21,32 @@ std::vector<Command>& registered_commands() {
   return commands;
 }
 
-std::string check_uint64(const std::string& text) {
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
-    return "'" + text + "' is not a non-negative integer";
-  if (error == std::errc::result_out_of_range)
-    return text + " is out of range; accepted: 0 to " +
-           std::to_string(std::numeric_limits<std::uint64_t>::max());
-  return "";
-}
+namespace {
 
-std::string check_id(const std::string& text) {
-  std::int64_t value = 0;
+// The CLI11 check of a whole number of type T written in digits only (no sign):
+// "" when it is one, else `not_one` for text that is not, or the range for a
+// larger number (CLI11 alone saturates it silently).
+template <class T>
+std::string whole_number_check(const std::string& text, const std::string& not_one,
+                               const std::string& accepted) {
+  T value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || text[0] == '-' || error == std::errc::invalid_argument ||
       end != text.data() + text.size())
-    return "'" + text + "' is not an id (a whole number)";
+    return "'" + text + "' " + not_one;
   if (error == std::errc::result_out_of_range)
-    return text + " is out of range; ids go up to " +
-           std::to_string(std::numeric_limits<std::int64_t>::max());
+    return text + " is out of range; " + accepted + std::to_string(std::numeric_limits<T>::max());
   return "";
+}
+
+}  // namespace
+
+std::string check_uint64(const std::string& text) {
+  return whole_number_check<std::uint64_t>(text, "is not a non-negative integer", "accepted: 0 to ");
+}
+
+std::string check_id(const std::string& text) {
+  return whole_number_check<std::int64_t>(text, "is not an id (a whole number)", "ids go up to ");
 }
 
 std::string check_not_empty(const std::string& text) {

@@ -35,17 +35,6 @@ bool write_all(int fd, std::string_view text) {
 
 }  // namespace
 
-std::vector<KeptFile> database_files(const std::string& location) {
-  if (location.empty() || location == ":memory:" || location.starts_with("postgres://") ||
-      location.starts_with("postgresql://"))
-    return {};
-  const std::string file = location.starts_with("sqlite:") ? location.substr(7) : location;
-  std::vector<KeptFile> files{{file, "the database it reads"}};
-  for (const char* suffix : {"-wal", "-shm", "-journal"})
-    files.push_back({file + suffix, "a file of the database it reads"});
-  return files;
-}
-
 void check_output_path(const fs::path& path, const std::string& flag, const std::vector<KeptFile>& keep,
                        bool checked) {
   const std::string named = flag + " " + path.string();

@@ -16,10 +16,6 @@ struct KeptFile {
   std::string what;
 };
 
-// The files of a SQLite database at `location` (the file and its -wal, -shm
-// and -journal companions); none for ":memory:" or a PostgreSQL URL.
-std::vector<KeptFile> database_files(const std::string& location);
-
 // Refuses (UserError) an output path that write_output_file would refuse, so
 // a command can say so before it starts its work. `checked`: the write will
 // have a check, so a device or a pipe is refused too.

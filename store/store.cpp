@@ -37,13 +37,33 @@ std::chrono::seconds outage_wait(OpenMode mode, const char* environment) {
   return std::chrono::seconds(seconds);
 }
 
+namespace {
+
+// The SQLite file a location names ("sqlite:" dropped); none for ":memory:" or a PostgreSQL URL.
+std::optional<std::string> sqlite_file(const std::string& location) {
+  if (location == ":memory:" || is_postgres_url(location)) return std::nullopt;
+  constexpr std::string_view kSqliteScheme = "sqlite:";
+  if (location.rfind(kSqliteScheme, 0) == 0) return sqlite_file(location.substr(kSqliteScheme.size()));
+  return location;
+}
+
+}  // namespace
+
 std::unique_ptr<Store> open_store(const std::string& path, OpenMode mode) {
-  if (path == ":memory:") return std::make_unique<MemoryStore>();
   if (is_postgres_url(path))
     return std::make_unique<PostgresStore>(path, outage_wait(mode, std::getenv("AUTOTUNE_DB_OUTAGE_S")));
-  constexpr std::string_view kSqliteScheme = "sqlite:";
-  if (path.rfind(kSqliteScheme, 0) == 0) return open_store(path.substr(kSqliteScheme.size()), mode);
-  return std::make_unique<SqliteStore>(path, mode);
+  const auto file = sqlite_file(path);
+  if (!file) return std::make_unique<MemoryStore>();
+  return std::make_unique<SqliteStore>(*file, mode);
+}
+
+std::vector<KeptFile> database_files(const std::string& location) {
+  const auto file = sqlite_file(location);
+  if (!file || file->empty()) return {};
+  std::vector<KeptFile> files{{*file, "the database it reads"}};
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    files.push_back({*file + suffix, "a file of the database it reads"});
+  return files;
 }
 
 std::string resolve_database_path(const std::optional<std::string>& flag, const char* environment) {

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_file.hpp"
 #include "store/records.hpp"
 
 namespace autotune::store {
@@ -173,6 +174,11 @@ bool is_postgres_url(const std::string& location);
 // a SqliteStore on the file (a "sqlite:" prefix is allowed and dropped);
 // ":memory:" gives the in-memory twin (MemoryStore).
 std::unique_ptr<Store> open_store(const std::string& location, OpenMode mode = OpenMode::create);
+
+// The files of the SQLite database at `location` (the file and its -wal, -shm
+// and -journal companions), which an output must not replace; none for
+// ":memory:" or a PostgreSQL URL.
+std::vector<KeptFile> database_files(const std::string& location);
 
 // How long a PostgreSQL store call waits for an unreachable server:
 // `environment` (the value of AUTOTUNE_DB_OUTAGE_S: whole seconds, 0 to

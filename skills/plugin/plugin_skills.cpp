@@ -145,7 +145,10 @@ std::string settled_text(const std::vector<std::string>& settled) {
   return "; left out " + std::to_string(settled.size()) + " settled earlier: " + join(settled, ", ");
 }
 
-Json settled_evidence(const Json& ideas, const std::vector<std::string>& settled) {
+// The ideas a plugin's answer kept, by id, and those it offered again after they settled.
+Json generation_evidence(const Generation& generation, const std::vector<std::string>& settled) {
+  Json ideas = Json::array();
+  for (const auto& idea : generation.ideas) ideas.push_back(idea.id);
   Json evidence = {{"ideas", ideas}};
   if (!settled.empty()) evidence["settled_left_out"] = settled;
   return evidence;
@@ -164,13 +167,11 @@ class PluginGenerator : public GeneratorSkill, PluginStage {
         std::string error;
         std::vector<std::string> settled;
         if (auto generation = generation_from_plugin(reply->result, request, &error, &settled)) {
-          Json ideas = Json::array();
-          for (const auto& idea : generation->ideas) ideas.push_back(idea.id);
           auto decision =
               accepted(*reply,
                        "answered instead of the built-in: " + std::to_string(generation->ideas.size()) +
                            " idea(s)" + settled_text(settled),
-                       settled_evidence(ideas, settled));
+                       generation_evidence(*generation, settled));
           return {std::move(*generation), std::move(decision)};
         }
         record_unusable(*reply, error);
@@ -185,12 +186,10 @@ class PluginGenerator : public GeneratorSkill, PluginStage {
       std::string error;
       std::vector<std::string> settled;
       if (auto generation = generation_from_plugin(reply->result, request, &error, &settled)) {
-        Json ideas = Json::array();
-        for (const auto& idea : generation->ideas) ideas.push_back(idea.id);
         record(accepted(*reply,
                         "amended the built-in ideas: " + std::to_string(built.result.ideas.size()) + " -> " +
                             std::to_string(generation->ideas.size()) + " idea(s)" + settled_text(settled),
-                        settled_evidence(ideas, settled)));
+                        generation_evidence(*generation, settled)));
         built.result = std::move(*generation);
       } else {
         record_unusable(*reply, error);

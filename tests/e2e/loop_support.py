@@ -47,6 +47,22 @@ def write_goal(directory, name, text):
     return path
 
 
+def quickstart_with_analyzer(directory, goal_name, plugin_file, plugin_text, skill_name, *args):
+    """configs/goals/quickstart.yaml with one profile-analyzer plugin after the built-in: writes the plugin's
+    script as `plugin_file` and the goal as `goal_name` in `directory`, the script run with python3 and `args`;
+    returns the goal's path."""
+    plugin = os.path.join(directory, plugin_file)
+    with open(plugin, "w") as f:
+        f.write(plugin_text)
+    with open(goal_path("quickstart.yaml")) as f:
+        text = f.read()
+    command = ", ".join(json.dumps(part) for part in ("python3", plugin, *args))
+    return write_goal(directory, goal_name, text + f"""
+skills:
+  - {{name: {skill_name}, command: [{command}], role: profile_analyzer, after: profile_analyzer, timeout_s: 600}}
+""")
+
+
 def fail(message):
     print("FAIL:", message)
     sys.exit(1)

@@ -1,14 +1,13 @@
 """One process at a time runs a run: while a run is going, `run --resume` of it from another process is refused
 in one line naming the holder, before anything is written; once the holder is dead (killed, or silent past the
 stale limit) the run is taken over and completes. Trials never exceed the budget."""
-import json
 import os
 import signal
 import sqlite3
 import subprocess
 import time
 
-from loop_support import BIN, check, goal_path, query, tempdir, write_goal
+from loop_support import BIN, check, query, quickstart_with_analyzer, tempdir
 
 # A profile analyzer that hangs on its first request (the run stays busy) until its autotune is gone, then
 # answers normally.
@@ -47,16 +46,8 @@ def holder_that_lost_its_lease(tmp, env):
     """A holder whose lease another process took over (it was paused past the stale limit, say) writes
     nothing more to the run: its next write stops it with one line, and the run stays as the new holder has
     it."""
-    plugin, state, release = (os.path.join(tmp, name) for name in ("waiting.py", "waiting", "release"))
-    with open(plugin, "w") as f:
-        f.write(WAITING_PLUGIN)
-    with open(goal_path("quickstart.yaml")) as f:
-        text = f.read()
-    goal = write_goal(tmp, "waiting.yaml", text + f"""
-skills:
-  - {{name: waiting, command: [python3, {json.dumps(plugin)}, {json.dumps(state)}, {json.dumps(release)}],
-     role: profile_analyzer, after: profile_analyzer, timeout_s: 600}}
-""")
+    state, release = os.path.join(tmp, "waiting"), os.path.join(tmp, "release")
+    goal = quickstart_with_analyzer(tmp, "waiting.yaml", "waiting.py", WAITING_PLUGIN, "waiting", state, release)
     db = os.path.join(tmp, "lost.db")
     holder = subprocess.Popen([BIN, "run", goal, "--db", db], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True, env=env)
@@ -87,17 +78,8 @@ skills:
 
 def main():
     with tempdir() as tmp:
-        plugin = os.path.join(tmp, "plugin.py")
-        with open(plugin, "w") as f:
-            f.write(PLUGIN)
         state = os.path.join(tmp, "hung")
-        with open(goal_path("quickstart.yaml")) as f:
-            text = f.read()
-        goal = write_goal(tmp, "goal.yaml", text + f"""
-skills:
-  - {{name: slow, command: [python3, {json.dumps(plugin)}, {json.dumps(state)}], role: profile_analyzer,
-     after: profile_analyzer, timeout_s: 600}}
-""")
+        goal = quickstart_with_analyzer(tmp, "goal.yaml", "plugin.py", PLUGIN, "slow", state)
         db = os.path.join(tmp, "lease.db")
         env = dict(os.environ)
         env.pop("AUTOTUNE_DB", None)

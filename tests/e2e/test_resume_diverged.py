@@ -1,12 +1,11 @@
 """A resume whose replay parts from the stored decisions (here a plugin that answers otherwise than it
 did) names the first decision that differs and leaves the run interrupted, to be resumed again."""
-import json
 import os
 import signal
 import subprocess
 import time
 
-from loop_support import BIN, check, goal_path, query, tempdir, write_goal
+from loop_support import BIN, check, query, quickstart_with_analyzer, tempdir
 
 # Answers with the action its mode file names; on its second request in mode "hang" it says so
 # in a marker file and hangs, so that the run can be interrupted there.
@@ -25,17 +24,8 @@ for number, line in enumerate(sys.stdin, 1):
 
 def main():
     with tempdir() as tmp:
-        plugin = os.path.join(tmp, "plugin.py")
-        with open(plugin, "w") as f:
-            f.write(PLUGIN)
         mode, marker = os.path.join(tmp, "mode"), os.path.join(tmp, "hung")
-        with open(goal_path("quickstart.yaml")) as f:
-            text = f.read()
-        goal = write_goal(tmp, "goal.yaml", text + f"""
-skills:
-  - {{name: moody, command: [python3, {json.dumps(plugin)}, {json.dumps(mode)}, {json.dumps(marker)}],
-     role: profile_analyzer, after: profile_analyzer, timeout_s: 600}}
-""")
+        goal = quickstart_with_analyzer(tmp, "goal.yaml", "plugin.py", PLUGIN, "moody", mode, marker)
         env = dict(os.environ)
         env.pop("AUTOTUNE_DB", None)
         db = os.path.join(tmp, "runs.db")

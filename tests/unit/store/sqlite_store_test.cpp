@@ -251,6 +251,15 @@ TEST_CASE("paths: the database path comes from --db, then AUTOTUNE_DB, then ./au
   CHECK(resolve_database_path(std::nullopt, nullptr) == "autotune.db");
 }
 
+TEST_CASE("paths: the files of a database that an output must not replace") {
+  const auto files = database_files("sqlite:runs.db");
+  REQUIRE(files.size() == 4);
+  CHECK(files[0].path == "runs.db");
+  CHECK(files[1].path == "runs.db-wal");
+  CHECK(database_files(":memory:").empty());
+  CHECK(database_files("postgresql://host/db").empty());
+}
+
 TEST_CASE("paths: how long a PostgreSQL call waits for its server: AUTOTUNE_DB_OUTAGE_S, else by mode") {
   using std::chrono::seconds;
   CHECK(outage_wait(OpenMode::create, nullptr) == seconds(600));
