@@ -537,6 +537,7 @@ class RunLoop {
     policy_state.max_iterations = goal_.max_iterations;
     policy_state.evaluations = int(runner_->counters().evaluations);
     policy_state.budget_evaluations = goal_.budget_evaluations;
+    policy_state.wall_time_left_s = goal_.budget_wall_time_s - seconds_since(started_);
     policy_state.batch_size = goal_.effective_batch_size();
     policy_state.best = generation_request.best;
     policy_state.best_value = state_.best_value;

@@ -4,6 +4,7 @@
 // or stop) and why. The rule-based policy is the default; an LLM policy
 // (orchestrator/llm/llm_policy.hpp) implements the same interface and falls back to the rules when
 // its answer is rejected.
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct PolicyState {
   std::vector<skills::Idea> ideas;    // from the generator, best first
   int failed_ideas_in_a_row = 0;      // ideas that did not improve, since the last improvement
   int64_t run = 0;                    // the run id (an LLM policy logs its calls against it)
+  // What is left of the run's wall-time budget: an LLM consultation waits no longer.
+  double wall_time_left_s = std::numeric_limits<double>::infinity();
   std::set<std::string> tried_ideas;  // ideas whose region settled
   std::map<std::string, std::uint64_t> measured_counts;  // variant -> configurations measured
 };

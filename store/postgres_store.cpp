@@ -910,7 +910,7 @@ int64_t PostgresStore::append_llm_call(const LlmCall& call) {
       .add(redact_credentials(call.request))
       .add(call.response)
       .add(call.accepted)
-      .add(call.reject_reason);
+      .add(redact_url_credentials(call.reject_reason));
   int64_t id = 0;
   with_transaction(
       "append_llm_call",

@@ -402,7 +402,7 @@ int64_t SqliteStore::append_llm_call(const LlmCall& call) {
       .bind(8, redact_credentials(call.request))
       .bind(9, call.response)
       .bind(10, call.accepted)
-      .bind(11, call.reject_reason);
+      .bind(11, redact_url_credentials(call.reject_reason));
   insert.run();
   return connection_.last_insert_id();
 }

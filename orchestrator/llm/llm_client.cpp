@@ -10,6 +10,8 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "core/hash.hpp"
 #include "core/json_text.hpp"
@@ -71,9 +73,79 @@ std::string error_excerpt(const std::string& body) {
   return one_line_tail(body.substr(0, 200), 200);
 }
 
+using CurlUrl = std::unique_ptr<CURLU, decltype(&curl_url_cleanup)>;
+
+std::string url_part(CURLU* url, CURLUPart part) {
+  char* text = nullptr;
+  if (curl_url_get(url, part, &text, 0) != CURLUE_OK || text == nullptr) return "";
+  std::string out = text;
+  curl_free(text);
+  return out;
+}
+
+// The request URL: the endpoint's path with /chat/completions appended,
+// its query (an api-version, say) kept after it.
+std::string completions_url(const std::string& endpoint) {
+  CurlUrl url(curl_url(), &curl_url_cleanup);
+  if (curl_url_set(url.get(), CURLUPART_URL, endpoint.c_str(), 0) != CURLUE_OK) return endpoint;
+  std::string path = url_part(url.get(), CURLUPART_PATH);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  path += "/chat/completions";
+  curl_url_set(url.get(), CURLUPART_PATH, path.c_str(), 0);
+  curl_url_set(url.get(), CURLUPART_FRAGMENT, nullptr, 0);
+  return url_part(url.get(), CURLUPART_URL);
+}
+
+// The URL as errors name it: scheme, host, port and path. User, password
+// and query are left out, since any of them may carry a credential, and an
+// error reaches the terminal, the decision log and the report.
+std::string displayed_url(const std::string& request_url) {
+  CurlUrl url(curl_url(), &curl_url_cleanup);
+  if (curl_url_set(url.get(), CURLUPART_URL, request_url.c_str(), 0) != CURLUE_OK) return "the endpoint";
+  curl_url_set(url.get(), CURLUPART_USER, nullptr, 0);
+  curl_url_set(url.get(), CURLUPART_PASSWORD, nullptr, 0);
+  curl_url_set(url.get(), CURLUPART_OPTIONS, nullptr, 0);
+  curl_url_set(url.get(), CURLUPART_QUERY, nullptr, 0);
+  curl_url_set(url.get(), CURLUPART_FRAGMENT, nullptr, 0);
+  return url_part(url.get(), CURLUPART_URL);
+}
+
+// Every occurrence of `secret` in `text` replaced: a server may echo the
+// key it was sent ("Incorrect API key provided: ..."). Keys shorter than 8
+// characters are not searched for, since they would match ordinary words.
+void scrub(std::string& text, const std::string& secret) {
+  if (secret.size() < 8) return;
+  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+    text.replace(at, secret.size(), "<redacted>");
+}
+
+// Whether a word of letters, digits and '_' reads as a token rather than a
+// variable's name: names are words joined by '_' (OPENAI_API_KEY), while
+// tokens of that alphabet (hf_..., ghp_..., gsk_...) hold a long random run.
+// A run of 20 or more letters and digits mixing lower case, upper case and
+// digits, or of 32 or more mixing letters and digits (hex), is taken as one.
+bool looks_like_a_key(const std::string& word) {
+  std::size_t at = 0;
+  while (at < word.size()) {
+    const auto end = std::min(word.find('_', at), word.size());
+    bool lower = false, upper = false, digit = false;
+    for (std::size_t i = at; i < end; ++i) {
+      const auto c = static_cast<unsigned char>(word[i]);
+      lower = lower || std::islower(c);
+      upper = upper || std::isupper(c);
+      digit = digit || std::isdigit(c);
+    }
+    const std::size_t run = end - at;
+    if ((run >= 20 && lower && upper && digit) || (run >= 32 && (lower || upper) && digit)) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+// Seconds as a person writes them: 0.3, 2.98, 60, 900.
 std::string format_number(double value) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", value);
+  std::snprintf(buffer, sizeof buffer, value < 1000 ? "%.3g" : "%.0f", value);
   return buffer;
 }
 
@@ -106,7 +178,7 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
     reader.fail("endpoint", "'" + config.endpoint + "' is not an http:// or https:// URL", nullptr);
   }
   // libcurl parses it as it will when the first request is made: a URL without a host fails here.
-  const std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), &curl_url_cleanup);
+  const CurlUrl url(curl_url(), &curl_url_cleanup);
   if (const CURLUcode parsed = curl_url_set(url.get(), CURLUPART_URL, config.endpoint.c_str(), 0);
       parsed != CURLUE_OK)
     reader.fail("endpoint", "'" + config.endpoint + "' is not a URL: " + curl_url_strerror(parsed), nullptr);
@@ -121,7 +193,7 @@ LlmConfig parse_llm_config(ConfigReader& reader) {
       ((std::isalpha(static_cast<unsigned char>(config.api_key_env[0])) || config.api_key_env[0] == '_') &&
        std::all_of(config.api_key_env.begin(), config.api_key_env.end(),
                    [](unsigned char c) { return std::isalnum(c) || c == '_'; }) &&
-       config.api_key_env.size() <= 128);
+       config.api_key_env.size() <= 128 && !looks_like_a_key(config.api_key_env));
   if (!variable_name)
     reader.fail("api_key_env",
                 "must be the NAME of the environment variable that holds the key (letters, digits, _), "
@@ -158,7 +230,7 @@ std::string prompt_hash(const std::string& model, double temperature,
 
 LlmClient::LlmClient(LlmConfig config) : config_(std::move(config)) { initialise_curl_once(); }
 
-LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
+LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages, double max_wait_s) {
   LlmReply reply;
   reply.prompt_hash = prompt_hash(config_.model, config_.temperature, messages);
   reply.request = {
@@ -172,24 +244,34 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
     return reply;
   };
 
-  std::string authorization;
+  // The key is read now and kept only for this call: in the header list,
+  // and to scrub from whatever the server sends back.
+  std::string key;
   if (!config_.api_key_env.empty()) {
-    const char* key = std::getenv(config_.api_key_env.c_str());
-    if (key == nullptr || *key == '\0') {
+    const char* value = std::getenv(config_.api_key_env.c_str());
+    if (value == nullptr || *value == '\0') {
       return fail(LlmErrorKind::missing_api_key,
                   "environment variable " + config_.api_key_env + " (api_key_env) is not set");
     }
-    authorization = std::string("Authorization: Bearer ") + key;
+    key = value;
   }
   if (calls_made_.fetch_add(1) >= config_.max_calls) {
     calls_made_.fetch_sub(1);
     return fail(LlmErrorKind::call_budget_exhausted,
                 "the budget of " + std::to_string(config_.max_calls) + " LLM calls is spent");
   }
+  perform(reply, key, max_wait_s);
+  scrub(reply.error, key);
+  std::fill(key.begin(), key.end(), '\0');
+  return reply;
+}
 
-  std::string url = config_.endpoint;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  url += "/chat/completions";
+void LlmClient::perform(LlmReply& reply, const std::string& key, double max_wait_s) const {
+  auto fail = [&](LlmErrorKind kind, std::string reason) {
+    reply.error_kind = kind;
+    reply.error = std::move(reason);
+  };
+  const std::string url = completions_url(config_.endpoint);
   const std::string body = reply.request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   CURL* curl = curl_easy_init();
@@ -198,9 +280,12 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   headers.add("Content-Type: application/json");
   headers.add("Accept: application/json");
   headers.add("Expect:");  // no 100-continue round trip for large prompts
-  if (!authorization.empty()) headers.add(authorization);
-  // The key now lives only in libcurl's header list, freed after the call.
-  std::fill(authorization.begin(), authorization.end(), '\0');
+  if (!key.empty()) {
+    std::string authorization = "Authorization: Bearer " + key;
+    headers.add(authorization);
+    // The key now lives only in libcurl's header list, freed after the call.
+    std::fill(authorization.begin(), authorization.end(), '\0');
+  }
 
   ResponseSink sink;
   char curl_error[CURL_ERROR_SIZE] = {0};
@@ -214,7 +299,9 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // required for timeouts in multi-threaded programs
   // 0 would mean "no timeout" to libcurl.
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(config_.timeout_s * 1000.0)));
+  const bool budget_limits = max_wait_s < config_.timeout_s;
+  const double timeout_s = budget_limits ? std::max(0.0, max_wait_s) : config_.timeout_s;
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_s * 1000.0)));
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 
   const auto start = std::chrono::steady_clock::now();
@@ -223,19 +310,19 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.http_status);
   curl_easy_cleanup(curl);
+  scrub(sink.body, key);  // before it is cut, so no part of an echoed key is kept
   reply.response_body = sink.body.substr(0, kKeptResponseBytes);
 
-  const std::string where = " (" + url + ")";
+  const std::string where = " (" + displayed_url(url) + ")";
   if (code != CURLE_OK) {
     const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
-    if (code == CURLE_OPERATION_TIMEDOUT) {
+    if (code == CURLE_OPERATION_TIMEDOUT)
       return fail(LlmErrorKind::timeout,
-                  "no reply within " + format_number(config_.timeout_s) + " s" + where);
-    }
-    if (code == CURLE_WRITE_ERROR && sink.too_large) {
+                  "no reply within " + format_number(timeout_s) + " s" +
+                      (budget_limits ? ", what was left of the run's wall-time budget" : "") + where);
+    if (code == CURLE_WRITE_ERROR && sink.too_large)
       return fail(LlmErrorKind::malformed_response,
                   "the response is larger than " + std::to_string(kMaxResponseBytes >> 20) + " MiB" + where);
-    }
     return fail(LlmErrorKind::unreachable, one_line_tail(detail, 300) + where);
   }
   if (reply.http_status < 200 || reply.http_status >= 300) {
@@ -249,7 +336,6 @@ LlmReply LlmClient::chat(const std::vector<ChatMessage>& messages) {
   reply.content = std::move(completion.content);
   reply.prompt_tokens = completion.prompt_tokens;
   reply.completion_tokens = completion.completion_tokens;
-  return reply;
 }
 
 ChatCompletion parse_chat_completion(const std::string& body) {
@@ -324,13 +410,15 @@ ExtractedJson extract_json_object(const std::string& text) {
     open = text.find("```", close + 3);
   }
 
-  // Balanced {...} spans; a failed span is retried from its next '{'.
-  int attempts = 0;
-  for (std::size_t start = text.find('{'); start != std::string::npos && attempts < 64;
-       start = text.find('{', start + 1)) {
-    int depth = 0;
+  // Balanced {...} spans, outermost first; a failed span is retried from its
+  // next '{'. One pass pairs every brace (strings and escapes respected as seen
+  // from the first '{'), so a reply of unclosed braces costs linear time, and
+  // at most 64 spans are parsed.
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // (open, close), in order of open
+  {
+    std::vector<std::size_t> open;
     bool in_string = false, escaped = false;
-    for (std::size_t i = start; i < text.size(); ++i) {
+    for (std::size_t i = text.find('{'); i != std::string::npos && i < text.size(); ++i) {
       const char c = text[i];
       if (in_string) {
         if (escaped)
@@ -339,18 +427,20 @@ ExtractedJson extract_json_object(const std::string& text) {
           escaped = true;
         else if (c == '"')
           in_string = false;
-        continue;
-      }
-      if (c == '"')
+      } else if (c == '"') {
         in_string = true;
-      else if (c == '{')
-        ++depth;
-      else if (c == '}' && --depth == 0) {
-        ++attempts;
-        if (attempt(std::string_view(text.data() + start, i - start + 1))) return out;
-        break;
+      } else if (c == '{') {
+        open.push_back(i);
+      } else if (c == '}' && !open.empty()) {
+        spans.emplace_back(open.back(), i);
+        open.pop_back();
       }
     }
+  }
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t k = 0; k < spans.size() && k < 64; ++k) {
+    const auto [start, close] = spans[k];
+    if (attempt(std::string_view(text.data() + start, close - start + 1))) return out;
   }
 
   if (!first_parse_error.empty()) {

@@ -8,11 +8,13 @@
 //  - The API key is read from the environment variable named by api_key_env at
 //    the moment of each call and only ever placed in the Authorization header.
 //    It is not kept in the client, and nothing returned (request JSON, errors,
-//    response body) contains it.
+//    response body) contains it: a server that echoes it back has it replaced
+//    by "<redacted>". Errors name the endpoint without user, password or query.
 //  - Every call that reaches the network counts against max_calls; once spent,
 //    chat() answers call_budget_exhausted without a request.
 //  - chat() is thread-safe (one libcurl handle per call).
 #include <atomic>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -81,12 +83,21 @@ class LlmClient {
  public:
   explicit LlmClient(LlmConfig config);
 
-  LlmReply chat(const std::vector<ChatMessage>& messages);
+  // Waits at most max_wait_s or config().timeout_s, whichever is shorter.
+  LlmReply chat(const std::vector<ChatMessage>& messages,
+                double max_wait_s = std::numeric_limits<double>::infinity());
 
   const LlmConfig& config() const { return config_; }
   int calls_made() const { return calls_made_.load(); }
+  // Counts calls sent before this client existed (by the run it resumes)
+  // against max_calls.
+  void count_earlier_calls(int calls) { calls_made_ += calls; }
 
  private:
+  // One request with `key` (empty: none) in its Authorization header; fills
+  // the reply's outcome, with the key scrubbed from what the server sent.
+  void perform(LlmReply& reply, const std::string& key, double max_wait_s) const;
+
   LlmConfig config_;
   std::atomic<int> calls_made_{0};
 };

@@ -267,7 +267,7 @@ skills::SkillResult<orchestrator::PolicyChoice> LlmPolicy::decide(const orchestr
   }
 
   const auto messages = next_action_prompt(goal_, catalog_, state, history_);
-  const Consultation consultation = advisor_.consult(messages);
+  const Consultation consultation = advisor_.consult(state.run, messages, state.wall_time_left_s);
   Json llm_evidence = {{"prompt_hash", consultation.prompt_hash}, {"source", to_string(consultation.source)}};
   std::string rejected;
   std::optional<NextAction> action;
@@ -369,6 +369,7 @@ void propose_kernel_source(orchestrator::Policy& policy, const orchestrator::Pol
   request.analysis = state.analysis;
   request.worker_timeout_s = worker_timeout_s;
   request.screen = screen;
+  request.wall_time_left_s = state.wall_time_left_s;
   const auto started = std::chrono::steady_clock::now();
   SourceProposal proposal = LlmSourceProposer(llm_policy->advisor()).propose(request);
   if (proposal.measurement && proposal.measurement->status == Outcome::ok) {

@@ -147,7 +147,7 @@ SourceProposal LlmSourceProposer::propose(const SourceProposalRequest& request) 
 
   const std::string source = best_source(goal, request.best, request.best_metrics);
   const auto messages = kernel_source_prompt(request, source, api_summary());
-  const Consultation consultation = advisor_.consult(messages);
+  const Consultation consultation = advisor_.consult(request.run, messages, request.wall_time_left_s);
   proposal.prompt_hash = consultation.prompt_hash;
   proposal.decision.evidence = {
       {"llm", {{"prompt_hash", consultation.prompt_hash}, {"source", to_string(consultation.source)}}}};

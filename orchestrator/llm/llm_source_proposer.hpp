@@ -16,6 +16,7 @@
 // throws for what the model or the kernel does.
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -51,6 +52,8 @@ struct SourceProposalRequest {
   skills::Analysis analysis;
   double worker_timeout_s = 60;          // per compiled candidate
   const SourceScreen* screen = nullptr;  // a screened run's screen
+  // What is left of the run's wall-time budget: the consultation waits no longer.
+  double wall_time_left_s = std::numeric_limits<double>::infinity();
 };
 
 struct SourceProposal {

@@ -217,3 +217,41 @@ TEST_CASE("rejected, failed and over-budget consultations fall back to the rules
   if (run.policy_decisions.size() >= 3) CHECK(run.policy_decisions[2].evidence["llm"]["status"] == "skipped");
   CHECK(server.requests().size() == 2);
 }
+
+TEST_CASE("a resumed run replays its own consultations, answered or not, and counts the calls it sent") {
+  TempDir dir;
+  auto store = store::open_store(":memory:");
+  store::Run record;
+  record.goal_name = "resumed";
+  const int64_t run = store->create_run(record);
+  const std::vector<ChatMessage> asked = {{"system", "Answer in JSON."}, {"user", "Which variant next?"}};
+  const std::vector<ChatMessage> next = {{"system", "Answer in JSON."}, {"user", "And then?"}};
+
+  LlmConfig config;
+  config.model = "unit-model";
+  config.timeout_s = 2;
+  config.max_calls = 1;
+  int64_t logged = 0;
+  {
+    FakeLlmServer down([](const FakeHttpRequest&) { return FakeHttpResponse{503, "busy"}; });
+    config.endpoint = down.endpoint();
+    LlmAdvisor first(config, *store);
+    const Consultation failed = first.consult(run, asked);
+    CHECK(failed.source == Consultation::Source::endpoint);
+    CHECK_FALSE(failed.answered());
+    logged = first.record(run, failed, false, "");
+  }
+  // The endpoint has come back; the run is resumed in a new process.
+  FakeLlmServer up([](const FakeHttpRequest&) { return FakeLlmServer::reply_with(kGoodRegion); });
+  config.endpoint = up.endpoint();
+  LlmAdvisor resumed(config, *store);
+  const Consultation replayed = resumed.consult(run, asked);
+  CHECK(replayed.source == Consultation::Source::replay);
+  CHECK_FALSE(replayed.answered());  // as the run found it: the decision it took stands
+  CHECK(replayed.error.find("HTTP 503") != std::string::npos);
+  CHECK(resumed.record(run, replayed, false, "") == logged);
+  CHECK(store->llm_calls(run).size() == 1);
+  // The one call max_calls allows was sent before the resume.
+  CHECK(resumed.consult(run, next).source == Consultation::Source::skipped);
+  CHECK(up.requests().empty());
+}

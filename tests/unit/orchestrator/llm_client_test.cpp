@@ -82,6 +82,46 @@ TEST_CASE("llm client sends the key from the environment but never returns it") 
   CHECK(server.requests().size() == 1);
 }
 
+TEST_CASE("llm client scrubs a key the server echoes and names the endpoint without credentials") {
+  const std::string secret = "sk-autotune-test-echoed-77aa";
+  ::setenv("AUTOTUNE_TEST_LLM_KEY", secret.c_str(), 1);
+  FakeLlmServer server([](const FakeHttpRequest& request) {
+    const std::string echoed =
+        request.headers.count("authorization") ? request.headers.at("authorization") : "";
+    return FakeHttpResponse{401,
+                            R"({"error": {"message": "Incorrect API key provided: )" + echoed + R"("}})"};
+  });
+  // User, password and a query secret in the endpoint; the query (an api-version) goes with the request.
+  std::string endpoint = server.endpoint();
+  endpoint.replace(endpoint.find("://"), 3, "://user:url-password@");
+  LlmConfig config = config_for(endpoint + "?api-version=2024&api_key=query-secret");
+  config.api_key_env = "AUTOTUNE_TEST_LLM_KEY";
+  LlmClient client(config);
+  const LlmReply reply = client.chat(kPrompt);
+  ::unsetenv("AUTOTUNE_TEST_LLM_KEY");
+  CHECK(reply.error_kind == LlmErrorKind::http_error);
+  CHECK(reply.error.find("Incorrect API key provided: Bearer <redacted>") != std::string::npos);
+  CHECK(reply.error.find("/v1/chat/completions)") != std::string::npos);
+  for (const std::string& returned : {reply.error, reply.response_body}) {
+    CAPTURE(returned);
+    for (const std::string& hidden : {secret, std::string("url-password"), std::string("query-secret")})
+      CHECK(returned.find(hidden) == std::string::npos);
+  }
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].target == "/v1/chat/completions?api-version=2024&api_key=query-secret");
+}
+
+TEST_CASE("llm client waits no longer than what is left of the run's wall time") {
+  FakeHttpResponse late = FakeLlmServer::reply_with("{}");
+  late.delay = 3s;
+  FakeLlmServer server([&](const FakeHttpRequest&) { return late; });
+  LlmClient client(config_for(server.endpoint()));  // timeout_s 2
+  const LlmReply reply = client.chat(kPrompt, 0.3);
+  CHECK(reply.error_kind == LlmErrorKind::timeout);
+  CHECK(reply.error.starts_with("no reply within 0.3 s, what was left of the run's wall-time budget"));
+}
+
 TEST_CASE("llm client reports an endpoint that is down") {
   LlmClient client(config_for("http://127.0.0.1:" + std::to_string(FakeLlmServer::closed_port()) + "/v1"));
   LlmReply reply = client.chat(kPrompt);
@@ -195,6 +235,10 @@ TEST_CASE("extract_json_object finds an object in prose and fences") {
   CHECK(broken.error.starts_with("the reply's JSON does not parse: "));
   CHECK(extract_json_object("[1, 2]").error == "the reply contains no JSON object");
   CHECK(extract_json_object("").error == "the reply is empty");
+  // Unclosed braces before the object, nested objects after a failed span.
+  CHECK((*extract_json_object(std::string(100000, '{') + "{\"a\": 6}").object)["a"] == 6);
+  CHECK((*extract_json_object("{ {\"b\": {\"c\": 7}}").object)["b"]["c"] == 7);
+  CHECK(extract_json_object("x" + std::string(100000, '{')).error == "the reply contains no JSON object");
   auto overflow = extract_json_object("```json\n{\"tile\": 1e999}\n```");
   CHECK_FALSE(overflow.object);
   CHECK(overflow.error.starts_with("the reply's JSON does not parse: "));
@@ -224,6 +268,31 @@ TEST_CASE("parse_llm_config reads the goal's llm mapping strictly") {
   ConfigReader bad_url(YAML::Load("llm: {endpoint: 'localhost:8080', model: m}\n"), "goal.yaml");
   auto bad_section = bad_url.child("llm");
   CHECK_THROWS_AS(parse_llm_config(bad_section), UserError);
+  // Tokens of a variable name's alphabet (Hugging Face, GitHub, hex) are keys, not names.
+  for (const char* token :
+       {"hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "ghp_0123456789abcdefABCDEF0123456789abcd",
+        "deadbeef0123456789abcdef0123456789ab"}) {
+    CAPTURE(token);
+    ConfigReader reader(
+        YAML::Load(std::string("llm: {endpoint: 'http://x/v1', model: m, api_key_env: ") + token + "}\n"),
+        "goal.yaml");
+    auto llm = reader.child("llm");
+    try {
+      parse_llm_config(llm);
+      FAIL("a token must be refused as api_key_env");
+    } catch (const UserError& e) {
+      CHECK(std::string(e.what()).find(token) == std::string::npos);
+    }
+  }
+  for (const char* name :
+       {"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY_v2", "hf_token", "MY_COMPANY_LLM_KEY_2024"}) {
+    CAPTURE(name);
+    ConfigReader reader(
+        YAML::Load(std::string("llm: {endpoint: 'http://x/v1', model: m, api_key_env: ") + name + "}\n"),
+        "goal.yaml");
+    auto llm = reader.child("llm");
+    CHECK(parse_llm_config(llm).api_key_env == name);
+  }
   // What the first request would find out, found when the goal is read.
   const std::pair<const char*, const char*> refused[] = {
       {"llm: {endpoint: 'http://', model: m}\n", "llm.endpoint: 'http://' is not a URL"},
