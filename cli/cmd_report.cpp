@@ -2,6 +2,7 @@
 // autotune report --suite SUITE.yaml -o suite.html: a suite's table, a row per task linking its run.
 // autotune trace RUN TRIAL -o trace.json: a trial's Perfetto trace, re-simulated.
 // autotune serve --db DB [--port 8080]: the runs, live, in a browser.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -56,6 +57,9 @@ const CommandRegistration report_registration(
         if (o->runs.empty() == !o->suite)
           throw UserError(o->suite ? "give run ids or --suite, not both"
                                    : "give run ids, or --suite SUITE.yaml");
+        for (std::size_t i = 0; i < o->runs.size(); ++i)
+          if (std::find(o->runs.begin(), o->runs.begin() + i, o->runs[i]) != o->runs.begin() + i)
+            throw UserError("run " + std::to_string(o->runs[i]) + " is given twice; give each run once");
         const auto started = std::chrono::steady_clock::now();
         // The suite file first: a mistake in it is found before the database is opened.
         std::optional<orchestrator::Suite> suite;

@@ -13,6 +13,7 @@
 #include "cli/store_options.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/log.hpp"
 #include "core/text.hpp"
 #include "orchestrator/model_run.hpp"
 #include "orchestrator/orchestrator.hpp"
@@ -69,7 +70,9 @@ std::string rates_text(const nlohmann::json& metrics) {
 void print_summary(const orchestrator::RunSummary& s) {
   std::printf("run %lld: %s; goal %s\n", static_cast<long long>(s.run_id), s.status.c_str(),
               s.goal_met ? "met" : "not met");
-  std::printf("  stopped:     %s\n", s.stop_reason.c_str());
+  // Reasons and warnings may quote a plugin's or an LLM's words: printf
+  // bypasses std::cout's escaping, so they are made safe here.
+  std::printf("  stopped:     %s\n", log::terminal_safe(s.stop_reason).c_str());
   if (!s.kernel_text.empty()) std::printf("  kernel:      %s\n", s.kernel_text.c_str());
   const double base = s.baseline_metrics.is_object() ? s.baseline_metrics.value("latency_s", 0.0) : 0.0;
   const double best = s.best_metrics.is_object() ? s.best_metrics.value("latency_s", 0.0) : 0.0;
@@ -94,7 +97,7 @@ void print_summary(const orchestrator::RunSummary& s) {
                               : s.status == "interrupted" ? "then the run was interrupted"
                                                           : "the run " + s.status + " (stopped: above)";
     std::printf("  warnings:    %zu; %s:\n", s.warnings.size(), after.c_str());
-    for (const auto& w : s.warnings) std::printf("    - %s\n", w.c_str());
+    for (const auto& w : s.warnings) std::printf("    - %s\n", log::terminal_safe(w).c_str());
   }
 }
 
@@ -104,7 +107,9 @@ void print_model_summary(const orchestrator::ModelGoal& goal, const orchestrator
               static_cast<long long>(s.run_id), goal.model.name.c_str(), (long long)goal.model.layers,
               (long long)goal.model.seq, goal.target.c_str(), s.status.c_str(),
               s.goal_met ? "met" : "not met");
-  std::printf("  stopped:     %s\n", s.stop_reason.c_str());
+  // Reasons and warnings may quote a plugin's or an LLM's words: printf
+  // bypasses std::cout's escaping, so they are made safe here.
+  std::printf("  stopped:     %s\n", log::terminal_safe(s.stop_reason).c_str());
   std::printf("  baseline:    every operator at its family's baseline  %s  MFU %.1f %%\n",
               seconds_text(s.baseline_latency_s).c_str(), s.baseline.mfu_percent);
   std::printf("  tuned:       %s  MFU %.1f %%; the operators' roofline bounds sum to %s (%.2fx)\n",
@@ -260,7 +265,7 @@ const CommandRegistration registration(
         };
         run_options.warning = [&](const std::string& line) {
           if (tty) std::fprintf(stderr, "\r\033[K");
-          std::fprintf(stderr, "autotune: warning: %s\n", line.c_str());
+          std::fprintf(stderr, "autotune: warning: %s\n", log::terminal_safe(line).c_str());
         };
         orchestrator::RunContext context{
             prepared.goal, prepared.setup.catalog,           *prepared.setup.target,

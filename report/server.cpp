@@ -226,7 +226,8 @@ class Session : public std::enable_shared_from_this<Session> {
         return reject(http::status::request_header_fields_too_large,
                       "the request line and headers are over 16 KiB\n");
       if (ec == http::error::body_limit)
-        return reject(http::status::payload_too_large, "read-only: only GET\n");
+        return reject(http::status::payload_too_large,
+                      "a request body is limited to 64 KiB, and no page takes one\n");
       return reject(http::status::bad_request, "malformed request: " + one_line(ec.message()) + "\n");
     }
     request_ = parser_->release();

@@ -91,6 +91,9 @@ def main():
         good = os.path.join(tmp, "good.db")
         proc = run("sweep", goal, "--db", good)
         check(proc.returncode == 0, proc.stderr)
+        # A run given twice would be drawn twice, with clashing element ids.
+        one_error_line(run("report", "1", "1", "--db", good, "-o", os.path.join(tmp, "r.html")),
+                       "run 1 is given twice")
         for name, change, needle in (
                 ("negative.db", ["PRAGMA user_version = -5"], "schema version -5, which no autotune writes"),
                 ("column.db", [f"DROP VIEW {v}" for (v,) in query(good, "SELECT name FROM sqlite_master WHERE type = 'view'")]
