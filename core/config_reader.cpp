@@ -129,11 +129,25 @@ YAML::Node load_yaml_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, error)) throw UserError(path.string() + ": file not found");
   if (std::filesystem::is_directory(path, error))
     throw UserError(path.string() + ": is a directory; a YAML file is expected");
-  std::ifstream in(path);
+  // A pipe is read (a shell's <(...)); a device such as /dev/zero is not a
+  // file to read to its end.
+  const auto type = std::filesystem::status(path, error).type();
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::block ||
+      type == std::filesystem::file_type::socket)
+    throw UserError(path.string() + ": is a device or a socket, not a file; a YAML file is expected");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path.string() + ": cannot read the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_yaml_text(text.str(), path.string());
+  // Configuration is small; a file far larger than any is a mistake, refused
+  // before it fills the memory.
+  constexpr std::size_t kMaxBytes = 64u << 20;
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes)
+      throw UserError(path.string() + ": is larger than 64 MiB; a YAML configuration file is expected");
+  }
+  return load_yaml_text(text, path.string());
 }
 
 void check_yaml_document(const YAML::Node& document, const std::string& where) {
@@ -241,6 +255,7 @@ std::string seconds_range_text() {
 
 std::string ConfigReader::name(const std::string& key, std::optional<std::string> fallback) {
   const std::string value = fallback ? optional<std::string>(key, *fallback) : required<std::string>(key);
+  if (value.empty()) fail(key, "must not be empty");
   if (std::any_of(value.begin(), value.end(),
                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
     fail(key, "must not hold line breaks or other control characters");

@@ -260,6 +260,12 @@ class RunLoop {
       if (options_.seed && *options_.seed != existing->seed)
         throw UserError(flag + ": the run's seed is " + std::to_string(existing->seed) + ", not " +
                         std::to_string(*options_.seed));
+      // A run is a function of its goal, seed and simulator: trials of this build would join
+      // trials of another, and the replay of its decisions would compare figures of both.
+      if (existing->simulator_version != context_.simulator_version)
+        throw UserError(flag + ": the run was measured with " + existing->simulator_version +
+                        ", this build is " + context_.simulator_version +
+                        "; start a new run (without --resume) to tune with this build");
       status_before_resume_ = existing->status;
       state_.reopen(store_, *existing);  // its lease first: the run is ours only then
       if (options_.started) options_.started(existing->id);

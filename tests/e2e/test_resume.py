@@ -3,6 +3,7 @@ without measuring committed trials again."""
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -74,6 +75,18 @@ def main():
         check(not hashes, f"trials measured twice: {hashes}")
         seqs = [r[0] for r in query(db, "SELECT seq FROM decisions WHERE run = ? ORDER BY seq", (run_id,))]
         check(seqs == list(range(1, len(seqs) + 1)), "decision sequence has gaps or repeats")
+
+        # A run measured by another simulator is not resumed by this build: its trials would mix.
+        con = sqlite3.connect(db)
+        con.execute("UPDATE runs SET simulator_version = 'sim-0.9' WHERE id = ?", (run_id,))
+        con.commit()
+        con.close()
+        trials_before = query(db, "SELECT COUNT(*) FROM trials")[0][0]
+        proc = subprocess.run([BIN, "run", goal, "--resume", str(run_id), "--db", db], capture_output=True,
+                              text=True, env=env, timeout=120)
+        check(proc.returncode == 2 and "the run was measured with sim-0.9, this build is" in proc.stderr,
+              f"a run of another simulator was resumed: {proc.returncode} {proc.stderr[-300:]}")
+        check(query(db, "SELECT COUNT(*) FROM trials")[0][0] == trials_before, "the refused resume wrote trials")
 
         # Ctrl-C says how to resume the run, and exits 130.
         interrupted_db = os.path.join(tmp, "interrupted.db")

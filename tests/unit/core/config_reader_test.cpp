@@ -198,3 +198,35 @@ TEST_CASE("a second YAML document is refused at its line, and reading stops afte
   } catch (const UserError&) {
   }
 }
+
+TEST_CASE("a name is neither empty nor holds control characters") {
+  ConfigReader empty(YAML::Load("name: ''\n"), "goal.yaml");
+  CHECK_THROWS_WITH_AS(empty.name("name"), "goal.yaml:1: name: must not be empty", UserError);
+  ConfigReader fallback(YAML::Load("other: 1\n"), "goal.yaml");
+  CHECK(fallback.name("name", std::string("goal")) == "goal");
+  ConfigReader broken(YAML::Load("name: \"a\\nb\"\n"), "goal.yaml");
+  CHECK_THROWS_WITH_AS(broken.name("name"), doctest::Contains("control characters"), UserError);
+}
+
+TEST_CASE("a YAML file is a file: a device is refused, a pipe is read, and a huge file is refused") {
+  CHECK_THROWS_WITH_AS(load_yaml_file("/dev/zero"),
+                       "/dev/zero: is a device or a socket, not a file; a YAML file is expected", UserError);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string text = "name: piped\n";
+  REQUIRE(::write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fds[1]);
+  const YAML::Node piped = load_yaml_file("/dev/fd/" + std::to_string(fds[0]));
+  ::close(fds[0]);
+  CHECK(piped["name"].as<std::string>() == "piped");
+
+  const auto big =
+      std::filesystem::temp_directory_path() / ("autotune_big_" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(big);
+    const std::string line = "# " + std::string(1022, 'x') + "\n";
+    for (int i = 0; i < 65 * 1024; ++i) out << line;
+  }
+  CHECK_THROWS_WITH_AS(load_yaml_file(big), doctest::Contains("is larger than 64 MiB"), UserError);
+  std::filesystem::remove(big);
+}
