@@ -28,6 +28,7 @@ REPLIES = {
     "http500": (500, None, 0),
     "malformed": (200, '{"variant": "hoisted", "region": {"tile_n": [256, ', 0),
     "badvalue": (200, '{"variant": "tiled", "region": {"tile_m": [96]}}', 0),
+    "escapes": (200, '{"variant": "nope\\u001b[2J\\u001b[31mRED", "rationale": "x"}', 0),
 }
 
 
@@ -227,6 +228,18 @@ def main():
     db, summary, _ = run_case(directory, "badvalue", server.port)
     rows = check_fallback(db, summary, "badvalue", "value 96 is not in the domain of 'tile_m' in variant 'tiled'")
     check(len(server.requests) <= 2, "badvalue: max_calls 2 exceeded")
+    server.stop()
+
+    # Escape sequences in an answer reach the terminal shown, not obeyed: the warning and the summary
+    # quote the unknown variant's name.
+    server = FakeEndpoint("escapes")
+    goal = write_goal(directory, "escapes.yaml", goal_text(server.port))
+    proc = run(["run", goal], os.path.join(directory, "escapes.db"), timeout=120,
+               env_extra={KEY_ENV: KEY, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    check(proc.returncode == 0, f"escapes: exit {proc.returncode}: {proc.stderr[-1000:]}")
+    check("unknown variant 'nope\\x1b[2J" in proc.stderr and "nope\\x1b[2J" in proc.stdout,
+          f"escapes: the name is not quoted: {proc.stderr[-1000:]}")
+    check("\x1b" not in proc.stdout + proc.stderr, "escapes: a raw escape sequence reached the terminal")
     server.stop()
 
     # A kernel source: compiled, verified and measured through the kernel worker, a trial of its own.
