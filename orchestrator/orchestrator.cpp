@@ -1303,9 +1303,26 @@ class RunLoop {
     if (const skills::VariantSpace* variant = catalog_.find(start.variant))
       for (auto& params : skills::configurations_below(*variant, start.params, kBelow))
         probes.push_back({start.variant, std::move(params)});
+    std::vector<skills::Candidate> others;
     for (const auto& variant : catalog_.variants)
-      if (variant.name != start.variant) probes.push_back({variant.name, variant.defaults});
-    if (probes.empty()) return "the goal's space has no other configuration to try";
+      if (variant.name != start.variant) others.push_back({variant.name, variant.defaults});
+    if (probes.empty() && others.empty()) return "the goal's space has no other configuration to try";
+    // Within the evaluation budget: where it cannot hold every probe, the two
+    // kinds take turns, so that both are represented.
+    const int left = goal_.budget_evaluations - int(runner_->counters().evaluations);
+    if (left <= 0)
+      return "the evaluation budget (" + std::to_string(goal_.budget_evaluations) +
+             ") leaves none to look for a start that fits";
+    if (probes.size() + others.size() > std::size_t(left)) {
+      std::vector<skills::Candidate> turns;
+      for (std::size_t i = 0; turns.size() < std::size_t(left); ++i) {
+        if (i < probes.size()) turns.push_back(probes[i]);
+        if (i < others.size() && turns.size() < std::size_t(left)) turns.push_back(others[i]);
+      }
+      probes = std::move(turns);
+    } else {
+      probes.insert(probes.end(), others.begin(), others.end());
+    }
     skills::SkillDecision decision;
     decision.action = "look_for_fitting_start";
     decision.inputs = candidate_json(start);

@@ -88,6 +88,16 @@ def start_that_does_not_fit(tmp, db):
             check(str(params[name]) == value, f"trial {trial} has {name}={params[name]}, suggested {item}")
     check(suggested[0][0] == "blocked_mnk" and suggested[0][1] and "start there with start.params" in reason,
           f"no fitting configuration of the start variant: {reason}")
+    # Within the evaluation budget: a budget of 3 leaves two probes (one of each kind) after the start.
+    small = write_goal(tmp, "small.yaml", "name: small\nkernel: {family: gemm, shape: {M: 8192, N: 512, K: 512}}\n"
+                                          "target: trn1\nstart: {variant: blocked_mnk}\nmax_iterations: 1\n"
+                                          "budget: {evaluations: 3}\n")
+    proc = run(["run", small, "--no-cache"], db)
+    check(proc.returncode == 1, f"a start that does not fit, small budget: exit {proc.returncode}")
+    small_run = int(proc.stdout.split()[1].rstrip(":"))
+    variants = [v for (v,) in query(db, "SELECT variant FROM trials WHERE run = ? ORDER BY id", (small_run,))]
+    check(len(variants) == 3 and variants[:2] == ["blocked_mnk", "blocked_mnk"] and variants[2] != "blocked_mnk",
+          f"a budget of 3 measured {variants}")
     # The suggestion fits: a goal starting there runs.
     params = json.loads(trials[int(suggested[0][3])][2])
     fixed = write_goal(tmp, "fixed.yaml", "name: fixed\nkernel: {family: gemm, shape: {M: 8192, N: 512, K: 512}}\n"
