@@ -174,11 +174,14 @@ const CommandRegistration registration{
     [](CLI::App& app) -> CommandAction {
       auto o = std::make_shared<ModelOptions>();
       app.add_option("model", o->file, "Model file (e.g. configs/models/qwen3-0.6b.yaml)")->required();
-      app.add_option("--layers", o->layers, "Decoder layers (default: the model file's)");
-      app.add_option("--seq", o->seq, "Prompt tokens (default: the model file's)");
+      app.add_option("--layers", o->layers, "Decoder layers (default: the model file's)")
+          ->check(whole_number_in(1, model::kMaxLayers));
+      app.add_option("--seq", o->seq, "Prompt tokens (default: the model file's)")
+          ->check(whole_number_in(1, model::kMaxSeq));
       app.add_option("--target", o->target, "Target name or YAML path (default: trn2)");
       app.add_flag("--baseline", o->baseline, "Every operator runs its family's baseline variant");
-      app.add_option("--jobs", o->jobs, "Operators simulated at once (default 2)");
+      app.add_option("--jobs", o->jobs, "Operators simulated at once (default 2)")
+          ->check(whole_number_in(1, 256));
       app.add_flag("--json", o->json, "Print one JSON object on stdout");
       app.add_flag("--no-verify", o->no_verify, "Skip the end-to-end check of the chained kernels");
       add_database_option(app, o->db);

@@ -154,7 +154,8 @@ const CommandRegistration registration(
       };
       auto options = std::make_shared<Options>();
       app.add_option("goal", options->goal, "Goal file (YAML)")->required();
-      app.add_option("--jobs,-j", options->jobs, "Parallel workers (default: the goal's `parallel`)");
+      app.add_option("--jobs,-j", options->jobs, "Parallel workers (default: the goal's `parallel`)")
+          ->check(whole_number_in(0, orchestrator::kMaxParallel, jobs_accepted_text()));
       app.add_option("--seed", options->seed, "Run seed (default: the goal's `seed`, else 0)")
           ->check(check_uint64);
       app.add_option("--db", options->db,

@@ -313,7 +313,8 @@ const CommandRegistration registration(
       app.add_option("--strategy", args->strategy, "Strategy name (grid, random, bayes, annealing, ...)");
       app.add_option("--budget", args->budget,
                      "Evaluations per run: a positive integer, or 'auto' for B(0.95) capped at 300");
-      app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...; default 10)");
+      app.add_option("--repeats", args->repeats, "Runs per file (seeds S, S+1, ...; default 10)")
+          ->check(whole_number_in(1, 100000));
       app.add_option("--seed", args->seed, "First seed (default 1)")->check(check_uint64);
       app.add_option("--batch", args->batch, "Configurations asked per batch (default 1)")
           ->check(check_uint64);
@@ -322,7 +323,8 @@ const CommandRegistration registration(
                      "Learn from a bayes run of N evaluations on each related file (same kernel and "
                      "parameters) before each run (default 0: none)")
           ->check(check_uint64);
-      app.add_option("--jobs", args->jobs, "Runs at once (default 2); the traces do not depend on it");
+      app.add_option("--jobs", args->jobs, "Runs at once (default 2); the traces do not depend on it")
+          ->check(whole_number_in(1, 256));
       app.add_option("--json", args->json_out,
                      "Write the traces (or, with --score, the scores per space and per repeat) to this file "
                      "instead of printing scores");

@@ -89,7 +89,8 @@ const CommandRegistration registration{
       };
       auto o = std::make_shared<Options>();
       app.add_option("suite", o->file, "Suite file (e.g. configs/suites/nkibench.yaml)")->required();
-      app.add_option("--jobs,-j", o->jobs, "Runs at once, sharing this many cores (default 2)");
+      app.add_option("--jobs,-j", o->jobs, "Runs at once, sharing this many cores (default 2)")
+          ->check(whole_number_in(1, orchestrator::kMaxParallel));
       app.add_flag("--json", o->json, "Print the table as one JSON object on stdout");
       add_database_option(app, o->db);
       return [o]() -> int {

@@ -40,11 +40,14 @@ const CommandRegistration registration(
       app.add_option("--jobs,-j", options->jobs,
                      "Parallel local workers (with a PostgreSQL --db, 0 leaves all measuring to `autotune "
                      "worker` processes)")
-          ->default_val(1);
+          ->default_val(1)
+          ->check(whole_number_in(0, orchestrator::kMaxParallel, jobs_accepted_text()));
       app.add_option("--db", options->db,
                      "Decision database: a file, or postgresql://USER@HOST[:PORT]/DBNAME (default: "
                      "$AUTOTUNE_DB, else ./autotune.db)");
-      app.add_option("--top", options->top, "How many of the best configurations to print")->default_val(10);
+      app.add_option("--top", options->top, "How many of the best configurations to print")
+          ->default_val(10)
+          ->check(whole_number_in(1, 1000000));
       app.add_option("--limit", options->limit,
                      "Evaluate at most this many configurations: the goal's start point and a uniform sample "
                      "of the rest, seeded by the goal's seed")

@@ -25,7 +25,9 @@ const CommandRegistration registration(
       };
       auto options = std::make_shared<Options>();
       add_database_option(app, options->db);
-      app.add_option("--jobs,-j", options->jobs, "Candidates measured at once")->default_val(1);
+      app.add_option("--jobs,-j", options->jobs, "Candidates measured at once")
+          ->default_val(1)
+          ->check(whole_number_in(1, 256));
       app.add_option("--idle-exit", options->idle_exit,
                      "Leave after this many seconds with nothing to measure (default: run until stopped)");
       app.add_option("--lease", options->lease,

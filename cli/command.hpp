@@ -5,6 +5,7 @@
 // chosen. The action returns the process exit code; misuse is reported by
 // throwing autotune::UserError (main prints it as one line, exit code 2).
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ std::string check_uint64(const std::string& text);
 // A CLI11 check for a run's or a trial's id: digits only, at most 2^63 - 1
 // (an empty word was read as 0, a larger number as 2^63 - 1).
 std::string check_id(const std::string& text);
+
+// A CLI11 check for a whole-number option and its accepted range, saying
+// which word it refuses (CLI11 alone says "Could not convert" past the
+// type's range, or saturates). `accepted` replaces "LOWEST to LARGEST" in
+// the message where the range depends on other flags.
+CLI::Validator whole_number_in(std::int64_t lowest, std::int64_t largest, const std::string& accepted = "");
 
 // A CLI11 check for a flag whose default is taken by leaving it out: an empty
 // value is refused rather than read as the default.

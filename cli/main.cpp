@@ -49,6 +49,23 @@ std::string check_id(const std::string& text) {
   return whole_number_check<std::int64_t>(text, "is not an id (a whole number)", "ids go up to ");
 }
 
+CLI::Validator whole_number_in(std::int64_t lowest, std::int64_t largest, const std::string& accepted_text) {
+  const std::string accepted =
+      "; accepted: " +
+      (accepted_text.empty() ? std::to_string(lowest) + " to " + std::to_string(largest) : accepted_text);
+  return CLI::Validator(
+      [lowest, largest, accepted](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
+          return "'" + text + "' is not a whole number" + accepted;
+        if (error == std::errc::result_out_of_range || value < lowest || value > largest)
+          return text + " is out of range" + accepted;
+        return "";
+      },
+      std::to_string(lowest) + " to " + std::to_string(largest));
+}
+
 std::string check_not_empty(const std::string& text) {
   return text.empty() ? "an empty value; leave the flag out for its default" : "";
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "orchestrator/goal.hpp"
+
 namespace autotune::cli {
 
 std::string DatabaseOption::path() const { return store::resolve_database_path(flag); }
@@ -39,6 +41,11 @@ void hide_database_passwords(int argc, char** argv) {
       break;
     }
   }
+}
+
+std::string jobs_accepted_text() {
+  return "1 to " + std::to_string(orchestrator::kMaxParallel) +
+         " (0, all measuring left to workers, with a PostgreSQL --db)";
 }
 
 std::unique_ptr<store::Store> open_store_for_reading(const DatabaseOption& option) {

@@ -18,6 +18,10 @@ struct DatabaseOption {
 
 void add_database_option(CLI::App& command, DatabaseOption& option);
 
+// What `run` and `sweep` accept as --jobs: 1 to 256 local workers, or 0 (all
+// measuring left to `autotune worker` processes) with a PostgreSQL --db.
+std::string jobs_accepted_text();
+
 // Overwrites, in place, the password of every PostgreSQL URL among the
 // command-line arguments (user information and password= parameters) with
 // '*', so that /proc/PID/cmdline and ps no longer show it once the arguments

@@ -39,7 +39,17 @@ def main():
         db = os.path.join(tmp, "jobs.db")
         for command in ("run", "sweep"):
             for jobs in ("1000", "0", "-3"):
-                one_error_line(run(command, quickstart, "--jobs", jobs, "--db", db), f"--jobs {jobs}", "1 to 256")
+                one_error_line(run(command, quickstart, "--jobs", jobs, "--db", db), "--jobs", f"{jobs} is out of range",
+                               "1 to 256")
+        # Past an int's range, the number typed is named with the range (CLI11 said "Could not convert").
+        for command, flag, accepted in ((["run", quickstart], "--jobs", "1 to 256"),
+                                        (["suite", os.path.join(SOURCE, "configs", "suites", "nkibench.yaml")],
+                                         "--jobs", "1 to 256"),
+                                        (["model", os.path.join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")],
+                                         "--layers", "1 to 1024")):
+            one_error_line(run(*command, flag, "99999999999999999999", "--db", db),
+                           f"{flag}: 99999999999999999999 is out of range; accepted: {accepted}")
+            one_error_line(run(*command, flag, "2.5", "--db", db), f"{flag}: '2.5' is not a whole number")
         goal = write_goal(tmp, "parallel.yaml", open(quickstart).read().replace("parallel: 2", "parallel: 100000"))
         check("parallel: 100000" in open(goal).read(), "quickstart.yaml changed shape")
         one_error_line(run("run", goal, "--db", db), "parallel", "1 to 256")
@@ -64,7 +74,7 @@ def main():
         check(not os.path.exists(db) or not query(db, "SELECT id FROM runs"), "a refused sweep must not start")
         # A worker's flags are checked before it opens the database or says it is measuring.
         worker_db = os.path.join(tmp, "worker.db")
-        for flags, needle in ((["--jobs", "0"], "--jobs 0"), (["--lease", "inf"], "--lease inf"),
+        for flags, needle in ((["--jobs", "0"], "--jobs: 0 is out of range; accepted: 1 to 256"), (["--lease", "inf"], "--lease inf"),
                               (["--lease", "2"], "accepted: 5 to 10000000 seconds"), (["--lease", "1e300"], "--lease 1e+300"),
                               (["--idle-exit", "-1"], "--idle-exit")):
             one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
@@ -132,7 +142,7 @@ max_iterations: 1
             f.write('{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "cache": {"1": {"a": 1, "time": 1.0}, '
                     '"2": {"a": 2, "time": 2.0}}}')
         one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2000000000"),
-                       "--repeats 2000000000", "1 to 100000")
+                       "--repeats: 2000000000 is out of range", "1 to 100000")
         one_error_line(run("search-bench", cachefile, "--strategy", "random", "--budget", "2", "--repeats", "2",
                            "--seed", "18446744073709551615"), "--seed", "largest seed")
     # A sweep lists every configuration before measuring: a space too large to list is refused up front.
