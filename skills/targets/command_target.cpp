@@ -1,8 +1,11 @@
 #include "skills/targets/command_target.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -28,8 +31,66 @@ std::string argument_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The last non-empty line of `text` that parses as a JSON object.
-std::optional<nlohmann::json> last_json_object(const std::string& text) {
+// `text` without its leading and trailing whitespace.
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// The last non-empty line of `text`, untrimmed inside; "" when there is none.
+std::string_view last_line_of(std::string_view text) {
+  text = trimmed(text);
+  const std::size_t newline = text.rfind('\n');
+  return newline == std::string_view::npos ? text : text.substr(newline + 1);
+}
+
+// A bare token of a JSON-looking line (outside its strings) that stands for
+// no finite number: NaN, Infinity (as Python's json module prints them), or a
+// number beyond a double's range such as 1e400; "" when there is none.
+std::string non_finite_token(std::string_view line) {
+  bool in_string = false;
+  std::string token;
+  auto judge = [](const std::string& t) -> bool {
+    std::string lower;
+    for (char c : t) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    if (!lower.empty() && (lower[0] == '-' || lower[0] == '+')) lower.erase(0, 1);
+    if (lower == "nan" || lower == "inf" || lower == "infinity") return true;
+    if (t.empty() || !(std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '-')) return false;
+    char* end = nullptr;
+    const double value = std::strtod(t.c_str(), &end);
+    return end != t.c_str() && !std::isfinite(value);
+  };
+  for (std::size_t i = 0; i <= line.size(); ++i) {
+    const char c = i < line.size() ? line[i] : ' ';
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"' || std::isspace(static_cast<unsigned char>(c)) || std::strchr("{}[]:,", c) != nullptr) {
+      if (judge(token)) return token;
+      token.clear();
+      in_string = c == '"';
+      continue;
+    }
+    token += c;
+  }
+  return "";
+}
+
+// The program's metrics line: the last non-empty line of `text` that parses
+// as a JSON object (earlier lines that do not are logs). A later line shaped
+// like an object ({...}) that fails only because it holds a number that is
+// not finite is the program's answer all the same, so it is not passed over
+// for an earlier object: *non_finite gets that token and line, and nothing is
+// returned.
+struct NonFiniteNumber {
+  std::string token, line;
+};
+std::optional<nlohmann::json> last_json_object(const std::string& text, NonFiniteNumber* non_finite) {
   std::size_t end = text.size();
   while (end > 0) {
     const std::size_t start = text.rfind('\n', end - 1);
@@ -40,6 +101,13 @@ std::optional<nlohmann::json> last_json_object(const std::string& text) {
         auto value = parse_json(line);
         if (value.is_object()) return value;
       } catch (const nlohmann::json::exception&) {
+        const std::string_view shape = trimmed(line);
+        if (shape.starts_with('{') && shape.ends_with('}')) {
+          if (std::string token = non_finite_token(shape); !token.empty()) {
+            *non_finite = {std::move(token), one_line_tail(std::string(shape), 120)};
+            return std::nullopt;
+          }
+        }
       }
     }
     if (start == std::string::npos) break;
@@ -48,14 +116,8 @@ std::optional<nlohmann::json> last_json_object(const std::string& text) {
   return std::nullopt;
 }
 
-std::string last_line(const std::string& text) {
-  std::string trimmed = text;
-  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == '\r' || trimmed.back() == ' ')) {
-    trimmed.pop_back();
-  }
-  const auto newline = trimmed.rfind('\n');
-  return one_line_tail(newline == std::string::npos ? trimmed : trimmed.substr(newline + 1), 120);
-}
+// The last non-empty line of `text` as messages quote it (one line, at most 120 characters).
+std::string last_line(const std::string& text) { return one_line_tail(std::string(last_line_of(text)), 120); }
 
 }  // namespace
 
@@ -123,6 +185,12 @@ CommandTarget::CommandTarget(CommandTargetConfig config) : config_(std::move(con
     if (!literal.empty() || segments.empty()) segments.push_back({false, literal});
     templates_.push_back(std::move(segments));
   }
+}
+
+std::vector<std::string> CommandTarget::reserved_metric_names() const {
+  std::vector<std::string> names = {"intervals", "objective", "remeasured"};
+  if (config_.objective != "latency_s") names.push_back(kProgramLatencyMetric);
+  return names;
 }
 
 std::vector<std::string> CommandTarget::placeholders() const {
@@ -197,20 +265,22 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
     if (run.timed_out()) return finish(Outcome::timeout, which + run.describe_failure());
     if (!run.ok()) return finish(Outcome::failed, which + run.describe_failure());
 
-    auto output = last_json_object(run.stdout_text);
+    NonFiniteNumber non_finite;
+    auto output = last_json_object(run.stdout_text, &non_finite);
     if (!output) {
-      std::string reason = which + "printed no JSON object on stdout";
       const std::string tail = last_line(run.stdout_text);
-      // A deep object is no JSON object to the reader: say why (the bound, not "no object").
-      const std::size_t last_end = run.stdout_text.find_last_not_of("\r\n ");
-      const std::size_t last_start =
-          last_end == std::string::npos ? 0 : run.stdout_text.rfind('\n', last_end);
-      if (json_too_deep(
-              std::string_view(run.stdout_text).substr(last_start == std::string::npos ? 0 : last_start + 1)))
+      std::string reason;
+      if (!non_finite.token.empty()) {
+        reason = which + "printed a JSON object whose number " + non_finite.token +
+                 " is not a finite number: '" + non_finite.line + "'";
+      } else if (json_too_deep(last_line_of(run.stdout_text))) {
+        // A deep object is no JSON object to the reader: say why (the bound, not "no object").
         reason = which + "printed JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                  " levels (arrays and objects), which is refused";
-      else
-        reason += tail.empty() ? " (stdout is empty)" : " (last line: '" + tail + "')";
+      } else {
+        reason = which + "printed no JSON object on stdout" +
+                 (tail.empty() ? std::string(" (stdout is empty)") : " (last line: '" + tail + "')");
+      }
       if (run.stdout_truncated) reason += " (only the last 16 MiB of stdout were kept)";
       const std::string err = one_line_tail(run.stderr_tail, 400);
       if (!err.empty()) reason += "; stderr: " + err;
@@ -219,11 +289,22 @@ CommandMeasurement CommandTarget::evaluate(const nlohmann::json& params,
     measurement.repeats.push_back(*output);
     measurement.repeat_wall_s.push_back(run.wall_s);
 
+    if (output->contains("valid") && !(*output)["valid"].is_boolean()) {
+      return finish(Outcome::failed, which + "the output's 'valid' is " +
+                                         one_line_tail((*output)["valid"].dump(), 100) +
+                                         ", not true or false (a JSON boolean, unquoted)");
+    }
     if (output->contains("valid") && (*output)["valid"] == false) {
       const auto& why = (*output).value("error", nlohmann::json());
       return finish(Outcome::invalid,
                     which + (why.is_string() ? one_line_tail(why.get<std::string>(), 600)
                                              : std::string("the program reported the candidate invalid")));
+    }
+    for (const std::string& key : reserved_metric_names()) {
+      if (output->contains(key))
+        return finish(Outcome::failed,
+                      which + "the output holds '" + key +
+                          "', a metric name autotune sets itself in a trial; print it under another name");
     }
     if (!output->contains(config_.objective)) {
       return finish(Outcome::failed, which + "the output has no objective metric '" + config_.objective +
@@ -363,12 +444,22 @@ Measurement CommandMeasurementTarget::from_summary(Json metrics) const {
     m.metrics.erase("profile");
   }
   const std::string& objective = target_.config().objective;
-  if (objective != "latency_s" && m.metrics.contains(objective) && !m.metrics.contains("latency_s")) {
-    m.metrics["latency_s"] = m.metrics[objective];
-    m.metrics["objective"] = objective;
-    if (m.metrics.contains("intervals") && m.metrics["intervals"].contains(objective))
-      m.metrics["intervals"]["latency_s"] = m.metrics["intervals"][objective];
+  if (objective == "latency_s" || !m.metrics.contains(objective)) return m;
+  // The runner ranks by metrics["latency_s"], so it holds the objective's
+  // value (checked finite and positive on every run); a latency_s the program
+  // printed beside it must not be ranked, and is kept under its own name.
+  const bool has_intervals = m.metrics.contains("intervals") && m.metrics["intervals"].is_object();
+  if (m.metrics.contains("latency_s")) {
+    m.metrics[kProgramLatencyMetric] = std::move(m.metrics["latency_s"]);
+    if (has_intervals && m.metrics["intervals"].contains("latency_s")) {
+      m.metrics["intervals"][kProgramLatencyMetric] = std::move(m.metrics["intervals"]["latency_s"]);
+      m.metrics["intervals"].erase("latency_s");
+    }
   }
+  m.metrics["latency_s"] = m.metrics[objective];
+  m.metrics["objective"] = objective;
+  if (has_intervals && m.metrics["intervals"].contains(objective))
+    m.metrics["intervals"]["latency_s"] = m.metrics["intervals"][objective];
   return m;
 }
 

@@ -24,9 +24,12 @@
 // AUTOTUNE_REPEAT.
 //
 // The program's output: the last non-empty stdout line that parses as a JSON
-// object is used (so build logs before it are fine). It must hold the objective
-// as a number, and may hold `valid` (false: the candidate is invalid, with
-// `error` as the reason), any other metric, and profile fields.
+// object is used (so build logs before it are fine); a later line shaped like
+// an object whose number is not finite (NaN, Infinity, 1e400: not JSON) fails
+// the run, saying so. The object must hold the objective as a finite, positive
+// number, and may hold `valid` (a boolean; false: the candidate is invalid,
+// with `error` as the reason), any other metric, and profile fields, but none
+// of reserved_metric_names().
 //
 // With two runs or more, every numeric metric also gets the order-statistic
 // interval of its median (core/noise.hpp) in metrics["intervals"][name]:
@@ -35,8 +38,10 @@
 // Outcomes (a candidate's failure is data, never an exception):
 //   ok       every run printed the objective; metrics are medians over runs
 //   invalid  a run reported valid: false (no further runs)
-//   failed   non-zero exit, crash, no JSON object, objective or an expected
-//            metric missing (no further runs); error holds the stderr tail
+//   failed   non-zero exit, crash, no JSON object (or one with a number that
+//            is not finite), objective or an expected metric missing, the
+//            objective not positive, `valid` not a boolean, a reserved metric
+//            name (no further runs); error holds the reason and stderr tail
 //   timeout  a run exceeded timeout_s (its process group was killed)
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -50,6 +55,10 @@
 #include "skills/measurement_target.hpp"
 
 namespace autotune::skills {
+
+// Where a program's own latency_s is kept when the objective is another
+// metric: metrics["latency_s"] is then the objective's value.
+inline constexpr const char* kProgramLatencyMetric = "program_latency_s";
 
 struct CommandTargetConfig {
   std::vector<std::string> argv;  // templates with {name} placeholders
@@ -109,6 +118,14 @@ class CommandTarget {
   // lacks a named parameter.
   std::optional<std::vector<std::string>> expand(const nlohmann::json& params, std::string* error) const;
 
+  // Metric names autotune itself writes into a command trial's metrics, which
+  // a program's output therefore may not hold (the run fails, saying so):
+  // `intervals` (the medians' intervals), `objective` (the metric latency_s
+  // was taken from), `remeasured` (the Benchmark Runner's record of a
+  // candidate measured again) and, when the objective is not latency_s,
+  // kProgramLatencyMetric.
+  std::vector<std::string> reserved_metric_names() const;
+
   // Names used as placeholders, sorted, without duplicates.
   std::vector<std::string> placeholders() const;
   const CommandTargetConfig& config() const { return config_; }
@@ -131,10 +148,11 @@ namespace autotune::skills {
 // not used: a command target is one program). Mapping of the result: status
 // ok/invalid/failed/timeout as is; metrics are the medians, with a `profile`
 // object moved to Measurement::profile; repeats are every run's JSON object.
-// The runner ranks by metrics["latency_s"]; when the objective is another
-// metric (still minimised) and the program prints no latency_s, the
-// objective's value is reported as latency_s as well, and metrics["objective"]
-// names the metric it came from.
+// The runner ranks by metrics["latency_s"], so it is always the objective's
+// value: when the objective is another metric (still minimised), that
+// metric's median (and interval) is reported as latency_s as well,
+// metrics["objective"] names the metric, and a latency_s the program printed
+// itself is kept as kProgramLatencyMetric, never ranked.
 class CommandMeasurementTarget : public MeasurementTarget {
  public:
   explicit CommandMeasurementTarget(CommandTargetConfig config);

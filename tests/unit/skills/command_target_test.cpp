@@ -37,6 +37,8 @@ elif mode == "no-objective":
     print(json.dumps({"gflops": 3}))
 elif mode == "latency":
     print('{"latency_s": ' + sys.argv[2] + '}')
+elif mode == "print":
+    sys.stdout.write(" ".join(sys.argv[2:]) + "\n" if len(sys.argv) > 2 else "")
 elif mode == "echo":
     print(json.dumps({"latency_s": 1, "argv": sys.argv[2:], "params": json.loads(os.environ["AUTOTUNE_PARAMS"])}))
 )";
@@ -279,7 +281,10 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
 
   skills::Measurement m = target.measure({"default", {{"tile", 8}}}, skills::MeasureOptions{});
   REQUIRE_MESSAGE(m.status == Outcome::ok, m.error);
-  CHECK(m.metrics["latency_s"] == doctest::Approx(0.125));  // printed by the program, kept as is
+  // Ranked by the objective: latency_s is gflops' value, the program's own latency_s is kept aside.
+  CHECK(m.metrics["latency_s"] == 16);
+  CHECK(m.metrics["objective"] == "gflops");
+  CHECK(m.metrics[kProgramLatencyMetric] == doctest::Approx(0.125));
   CHECK(m.profile["busy"] == doctest::Approx(0.5));
   CHECK_FALSE(m.metrics.contains("profile"));
   CHECK(m.repeats.size() == 1);
@@ -296,4 +301,76 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
       skills::CommandMeasurementTarget(config).measure({"default", {}}, short_deadline);
   CHECK(late.status == Outcome::timeout);
   CHECK(late.error == "timed out after 0.5 s");
+}
+
+TEST_CASE("command measurement target ranks by the objective, never by a latency_s the program printed") {
+  // Two candidates, gflops the objective (minimised): the one with the lower
+  // gflops must rank first whatever latency_s the program printed, and a
+  // negative latency_s beside a valid objective is no ranked value at all.
+  TempDir dir;
+  const auto program = dir.python_script("bench.py", kBenchProgram);
+  skills::CommandTargetConfig config;
+  config.workdir = dir.path();
+  config.objective = "gflops";
+  config.repeats = 2;
+  config.argv = {program.string(), "print", R"({{"gflops": {g}, "latency_s": {l}}})"};
+  skills::CommandMeasurementTarget target(config);
+  auto rank = [&](double gflops, double latency) {
+    skills::Measurement m = target.measure({"default", {{"g", gflops}, {"l", latency}}}, {});
+    REQUIRE_MESSAGE(m.status == Outcome::ok, m.error);
+    return m;
+  };
+  const skills::Measurement low = rank(2, 5.0), high = rank(8, -1.0);
+  CHECK(low.metrics["latency_s"] == 2);
+  CHECK(high.metrics["latency_s"] == 8);
+  CHECK(low.metrics["latency_s"].get<double>() < high.metrics["latency_s"].get<double>());
+  CHECK(high.metrics[kProgramLatencyMetric] == doctest::Approx(-1.0));
+  // The intervals follow: latency_s's is the objective's, the program's is renamed.
+  CHECK(low.metrics["intervals"]["latency_s"] == low.metrics["intervals"]["gflops"]);
+  CHECK(low.metrics["intervals"][kProgramLatencyMetric]["low"] == doctest::Approx(5.0));
+  // Pooled measurements keep the same mapping.
+  const skills::Measurement both = target.combine(low.repeats, low);
+  CHECK(both.metrics["latency_s"] == doctest::Approx(2.0));
+  CHECK(both.metrics[kProgramLatencyMetric] == doctest::Approx(5.0));
+}
+
+// `text` as an argv element that reaches the program unchanged (braces doubled).
+std::string literal(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (c == '{' || c == '}') ? std::string(2, c) : std::string(1, c);
+  return out;
+}
+
+TEST_CASE("command target says what is wrong with output it cannot take") {
+  TempDir dir;
+  auto error_of = [&](std::vector<std::string> args) {
+    for (auto& arg : args) arg = literal(arg);
+    auto m = target_for(dir, std::move(args)).evaluate(nlohmann::json::object());
+    CHECK(m.status == Outcome::failed);
+    CHECK(m.metrics.empty());
+    return m.error;
+  };
+  // Exit 0 with nothing on stdout.
+  CHECK(error_of({"print"}) == "printed no JSON object on stdout (stdout is empty)");
+  // Numbers JSON has no form for: not "no JSON object", and not an earlier object instead.
+  CHECK(error_of({"print", R"({"latency_s": 1e400})"}) ==
+        R"(printed a JSON object whose number 1e400 is not a finite number: '{"latency_s": 1e400}')");
+  CHECK(
+      error_of({"print", R"({"latency_s": NaN, "note": "NaN inside a string is text"})"}) ==
+      R"(printed a JSON object whose number NaN is not a finite number: '{"latency_s": NaN, "note": "NaN inside a string is text"}')");
+  CHECK(error_of({"print", R"({"latency_s": -Infinity})"})
+            .starts_with("printed a JSON object whose number -Infinity is not a finite number"));
+  // `valid` must be a boolean: the string "false" is neither valid nor invalid.
+  CHECK(error_of({"print", R"({"valid": "false", "latency_s": 1})"}) ==
+        R"(the output's 'valid' is "false", not true or false (a JSON boolean, unquoted))");
+  // The tool's own metric names are not taken from the program.
+  CHECK(error_of({"print", R"({"latency_s": 1, "intervals": {"latency_s": {"low": 0, "high": 9}}})"}) ==
+        "the output holds 'intervals', a metric name autotune sets itself in a trial; print it under "
+        "another name");
+  CHECK(error_of({"print", R"({"latency_s": 1, "objective": "mine"})"})
+            .starts_with("the output holds 'objective'"));
+  // Finite JSON numbers, and valid: true, are measurements.
+  CHECK(target_for(dir, {"print", literal(R"({"latency_s": 1e-300, "valid": true})")})
+            .evaluate(nlohmann::json::object())
+            .ok());
 }
