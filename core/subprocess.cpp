@@ -364,15 +364,30 @@ std::optional<std::filesystem::path> find_executable(const std::string& program,
 
 std::string missing_executable_reason(const std::string& program, const std::filesystem::path& workdir,
                                       const std::string& workdir_is) {
-  if (program.find('/') == std::string::npos) return "program '" + program + "' is not found on PATH";
+  std::error_code error;
+  if (program.find('/') == std::string::npos) {
+    // As a shell does, a bare name is only looked up on PATH; the likely
+    // meaning of one that names a file in the working directory is said.
+    const std::filesystem::path here = workdir.empty() ? std::filesystem::path(program) : workdir / program;
+    if (std::filesystem::is_regular_file(here, error))
+      return "program '" + program +
+             "' is not found on PATH (a name without '/' is looked up there, as a "
+             "shell does); for the file in " +
+             workdir_is + ", write './" + program + "'";
+    return "program '" + program + "' is not found on PATH";
+  }
   std::filesystem::path tried(program);
   if (tried.is_relative()) tried = workdir / tried;
-  std::error_code error;
-  const std::filesystem::path absolute = std::filesystem::absolute(tried, error);
-  return "program '" + program +
-         "' is not an executable file: " + (error ? tried : absolute).lexically_normal().string() +
-         (std::filesystem::path(program).is_relative() ? " (a relative path is taken from " + workdir_is + ")"
-                                                       : "");
+  std::error_code no_absolute;
+  const std::filesystem::path absolute = std::filesystem::absolute(tried, no_absolute);
+  const std::string shown = (no_absolute ? tried : absolute).lexically_normal().string();
+  const std::string where = std::filesystem::path(program).is_relative()
+                                ? " (a relative path is taken from " + workdir_is + ")"
+                                : "";
+  if (std::filesystem::is_regular_file(tried, error))
+    return "program '" + program + "' is not executable: " + shown + where +
+           "; make it executable (chmod +x) or put its interpreter before it in the argv";
+  return "program '" + program + "' is not an executable file: " + shown + where;
 }
 
 std::string signal_name(int signal_number) {

@@ -77,11 +77,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 std::optional<std::filesystem::path> find_executable(const std::string& program,
                                                      const std::filesystem::path& workdir = {});
 // Why find_executable found nothing, for a one-line configuration error:
-// "program 'x' is not found on PATH", or for a path "program './x.py' is not an
-// executable file: /abs/dir/x.py (a relative path is taken from <workdir_is>)",
-// naming the absolute path tried even when `workdir` is empty (the current
-// directory). `workdir_is` says what `workdir` is to the user, e.g. "the goal
-// file's folder".
+// "program 'x' is not found on PATH" (suggesting './x' when `workdir` holds a
+// file x), or for a path "program './x.py' is not an executable file:
+// /abs/dir/x.py (a relative path is taken from <workdir_is>)", naming the
+// absolute path tried even when `workdir` is empty (the current directory),
+// and saying so when the file is there but not executable. `workdir_is` says
+// what `workdir` is to the user, e.g. "the goal file's folder".
 std::string missing_executable_reason(const std::string& program, const std::filesystem::path& workdir,
                                       const std::string& workdir_is);
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "core/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -230,6 +232,23 @@ TEST_CASE("command target config is read strictly from a goal's target mapping")
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [autotune-no-such-program]}\n", nullptr),
                        "goal.yaml:1: target.argv: program 'autotune-no-such-program' is not found on PATH",
                        UserError);
+  // A bare name is looked up on PATH only, as a shell does; one naming a file of the workdir gets the hint.
+  CHECK_THROWS_WITH_AS(
+      parse("target: {kind: command, argv: [bench.py, ok, '{tile}']}\n", &params),
+      "goal.yaml:1: target.argv: program 'bench.py' is not found on PATH (a name without '/' "
+      "is looked up there, as a shell does); for the file in the goal file's folder, write "
+      "'./bench.py'",
+      UserError);
+  {
+    std::ofstream(dir.path() / "plain.sh") << "echo hi\n";  // not executable
+    CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [./plain.sh]}\n", nullptr),
+                         ("goal.yaml:1: target.argv: program './plain.sh' is not executable: " +
+                          (dir.path() / "plain.sh").lexically_normal().string() +
+                          " (a relative path is taken from the goal file's folder); make it executable "
+                          "(chmod +x) or put its interpreter before it in the argv")
+                             .c_str(),
+                         UserError);
+  }
   // A relative program path: the absolute path tried, and what it was taken relative to.
   CHECK_THROWS_WITH_AS(parse("target: {kind: command, argv: [./gone.py]}\n", nullptr),
                        ("goal.yaml:1: target.argv: program './gone.py' is not an executable file: " +
