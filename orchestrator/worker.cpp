@@ -149,8 +149,9 @@ WorkerSummary run_worker(store::Store& store, const WorkerOptions& options) {
           m.error = "worker " + summary.id + ": " + entry.unusable;
         } else {
           try {
-            m = skills::measure_with_deadline(*entry.prepared->setup.target,
-                                              skills::candidate_from_json(item->candidate), entry.timeout_s);
+            skills::MeasurementTarget& target = *entry.prepared->setup.target;
+            m = skills::measure_with_deadline(target, skills::candidate_from_json(item->candidate),
+                                              skills::candidate_time_limit(target, entry.timeout_s));
           } catch (const std::exception& error) {  // a malformed candidate in the queue
             m.status = Outcome::failed;
             m.error = std::string("worker could not read the queued candidate: ") + error.what();

@@ -53,7 +53,11 @@ struct BenchmarkRunner::Shared {
 
 BenchmarkRunner::BenchmarkRunner(MeasurementTarget& target, store::Store& store, int64_t run,
                                  RunnerOptions options)
-    : target_(target), store_(store), run_(run), options_(options) {
+    : target_(target),
+      store_(store),
+      run_(run),
+      options_(options),
+      limit_(candidate_time_limit(target, options.timeout_s)) {
   if (options_.jobs < (options_.queue ? 0 : 1))
     throw UserError("--jobs / parallel: must be at least " + std::string(options_.queue ? "0" : "1") +
                     " (got " + std::to_string(options_.jobs) + ")");
@@ -168,7 +172,7 @@ class BenchmarkRunner::Batch {
         number_(++runner.batches_) {
     shared_->done.resize(n_);
     shared_->started.resize(n_);
-    shared_->limit_s.resize(n_, runner.options_.timeout_s);
+    shared_->limit_s.resize(n_, runner.limit_.seconds);
   }
 
   // However the batch ends (an error from the store included), this runner's
@@ -288,8 +292,8 @@ class BenchmarkRunner::Batch {
   void start_on_pool(std::size_t i) {
     MeasurementTarget& target = runner_.target_;
     boost::asio::post(*runner_.pool_, [shared = shared_, i, candidate = requests_[i].candidate,
-                                       timeout_s = runner_.options_.timeout_s,
-                                       stop_at = runner_.options_.stop_at, &target] {
+                                       timeout_s = runner_.limit_.seconds, stop_at = runner_.options_.stop_at,
+                                       &target] {
       const auto start = Clock::now();
       MeasureOptions measure_options{timeout_s};
       if (stop_at)
@@ -361,10 +365,9 @@ class BenchmarkRunner::Batch {
                          shared_->limit_s[i]) {
             Measurement m;
             m.status = Outcome::timeout;
-            m.error =
-                shared_->limit_s[i] < options.timeout_s
-                    ? "the run's wall-time budget ran out during this measurement"
-                    : "exceeded the per-candidate timeout of " + std::to_string(options.timeout_s) + " s";
+            m.error = shared_->limit_s[i] < runner_.limit_.seconds
+                          ? "the run's wall-time budget ran out during this measurement"
+                          : timeout_error(runner_.limit_);
             m.duration_ms = shared_->limit_s[i] * 1000;
             finished.emplace_back(i, std::move(m));
           }
@@ -474,7 +477,7 @@ class BenchmarkRunner::Batch {
     decision.action = "measure";
     decision.inputs = {{"candidates", n_},
                        {"jobs", options.jobs},
-                       {"timeout_s", options.timeout_s},
+                       {"timeout_s", runner_.limit_.seconds},
                        {"target", target.description()}};
     decision.evidence = {{"measured", measured_},
                          {"cache_hits", cache_hits_},
@@ -556,7 +559,7 @@ void BenchmarkRunner::claim_until_stopped(Shared& shared,
       continue;
     }
     const auto start = Clock::now();
-    Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), options_.timeout_s);
+    Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), limit_);
     const double took = seconds_since(start);
     // The row stays claimed under this process's live heartbeat, so no one
     // else measures it again: a result that could not be stored (the database

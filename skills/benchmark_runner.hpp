@@ -55,9 +55,11 @@ struct RunnerOptions {
   // Local measuring threads. With `queue`, they claim this run's queued
   // candidates alongside remote workers; 0 leaves all measuring to workers.
   int jobs = 1;
+  // The goal's timeout_s; the limit of a measurement is
+  // candidate_time_limit(target, timeout_s) (measurement_target.hpp).
   double timeout_s = 120;
   // No local measurement runs past this time (a goal's wall-time budget):
-  // one that starts with less than timeout_s left gets what is left.
+  // one that starts with less than its limit left gets what is left.
   std::optional<std::chrono::steady_clock::time_point> stop_at;
   int commit_every = 0;  // 0: the number of jobs
   double commit_interval_s = 0.5;
@@ -138,6 +140,7 @@ class BenchmarkRunner {
   store::Store& store_;
   int64_t run_;
   RunnerOptions options_;
+  TimeLimit limit_;  // of each measurement: candidate_time_limit(target_, options_.timeout_s)
   std::unique_ptr<boost::asio::thread_pool> pool_;
   std::map<std::string, MeasuredTrial> measured_;  // config hash -> trial measured in this process
   // Config hash -> the trials committed before a resume, in commit order (a

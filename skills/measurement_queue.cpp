@@ -53,7 +53,9 @@ std::string claimer_id(const std::string& tag) {
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + tag;
 }
 
-Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& candidate, double timeout_s) {
+Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& candidate,
+                                  const TimeLimit& limit) {
+  const double timeout_s = limit.seconds;
   struct PendingMeasurement {
     std::mutex mutex;
     std::condition_variable done;
@@ -80,7 +82,7 @@ Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& ca
                               [&] { return outcome->measurement.has_value(); })) {
     Measurement m;
     m.status = Outcome::timeout;
-    m.error = "exceeded the per-candidate timeout of " + std::to_string(timeout_s) + " s";
+    m.error = timeout_error(limit);
     m.duration_ms = timeout_s * 1000;
     return m;
   }

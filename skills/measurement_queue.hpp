@@ -36,10 +36,11 @@ Candidate candidate_from_json(const Json& candidate);
 // "host:pid:tag", unique per claimer process and role.
 std::string claimer_id(const std::string& tag);
 
-// Measures `candidate` on `target` with the deadline: a measurement running
+// Measures `candidate` on `target` within `limit`: a measurement running
 // longer is a timeout (an in-process measurement cannot be stopped; it is
 // left to finish on its own thread and its result discarded). A target that
 // throws gives a failed measurement.
-Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& candidate, double timeout_s);
+Measurement measure_with_deadline(MeasurementTarget& target, const Candidate& candidate,
+                                  const TimeLimit& limit);
 
 }  // namespace autotune::skills

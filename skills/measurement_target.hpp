@@ -21,15 +21,24 @@
 //    the runner may serve one from the other's stored trials.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/noise.hpp"
+#include "core/text.hpp"
 #include "skills/candidate.hpp"
 
 namespace autotune::skills {
 
 struct MeasureOptions {
   double deadline_s = 60;
+};
+
+// The longest one measurement of a candidate may take, and the setting that
+// chose it, named for messages ("the goal's timeout_s").
+struct TimeLimit {
+  double seconds = 120;
+  std::string setting = "the goal's timeout_s";
 };
 
 class MeasurementTarget {
@@ -49,6 +58,11 @@ class MeasurementTarget {
   // still measures: every candidate fails with the reason in full.
   virtual std::string unusable_reason() const { return ""; }
 
+  // The time one measurement needs by the target's own settings (a command
+  // target: its timeout per run times its runs), with those settings named;
+  // nothing when it has none. See candidate_time_limit.
+  virtual std::optional<TimeLimit> own_time_limit() const { return std::nullopt; }
+
   // Noisy targets (whose measurements carry intervals in
   // metrics["intervals"], core/noise.hpp): how many noise widths beyond the
   // incumbent a win must be to be measured again before it counts.
@@ -61,5 +75,21 @@ class MeasurementTarget {
     return again;
   }
 };
+
+// The per-candidate limit on `target` of a goal whose timeout_s is
+// `timeout_s`: that, unless the target's own settings allow its runs longer
+// altogether (own_time_limit), since a shorter limit would kill candidates
+// the user allowed to run.
+inline TimeLimit candidate_time_limit(const MeasurementTarget& target, double timeout_s) {
+  const auto own = target.own_time_limit();
+  if (own && own->seconds > timeout_s) return *own;
+  return TimeLimit{timeout_s, "the goal's timeout_s"};
+}
+
+// The error of a measurement stopped at `limit`: "exceeded the per-candidate
+// timeout of 120 s (the goal's timeout_s)".
+inline std::string timeout_error(const TimeLimit& limit) {
+  return "exceeded the per-candidate timeout of " + number_text(limit.seconds) + " s (" + limit.setting + ")";
+}
 
 }  // namespace autotune::skills

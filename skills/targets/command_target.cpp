@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/subprocess.hpp"
+#include "core/text.hpp"
 #include "skills/candidate.hpp"
 
 namespace autotune::skills {
@@ -435,6 +436,13 @@ std::string CommandMeasurementTarget::description() const {
 }
 
 std::string CommandMeasurementTarget::cache_identity() const { return cache_identity_; }
+
+std::optional<TimeLimit> CommandMeasurementTarget::own_time_limit() const {
+  const auto& c = target_.config();
+  const std::string per_run = "target.timeout_s " + number_text(c.timeout_s) + " s";
+  return TimeLimit{c.timeout_s * c.repeats,
+                   c.repeats == 1 ? per_run : per_run + " x target.repeats " + std::to_string(c.repeats)};
+}
 
 Measurement CommandMeasurementTarget::from_summary(Json metrics) const {
   Measurement m;

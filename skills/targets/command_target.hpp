@@ -165,6 +165,9 @@ class CommandMeasurementTarget : public MeasurementTarget {
   std::string cache_identity() const override;
   Measurement measure(const Candidate& candidate, const MeasureOptions& options) override;
   double remeasure_beyond() const override { return target_.config().remeasure_beyond; }
+  // timeout_s x repeats: what the target allows its runs altogether, so a
+  // goal's shorter timeout_s does not kill a candidate its runs may finish.
+  std::optional<TimeLimit> own_time_limit() const override;
   // Both measurements' runs summarised as one (medians and intervals over all of them).
   Measurement combine(const Json& earlier_repeats, const Measurement& again) const override;
 

@@ -308,6 +308,18 @@ TEST_CASE("command measurement target maps a measurement for the Benchmark Runne
   CHECK_FALSE(m.metrics.contains("profile"));
   CHECK(m.repeats.size() == 1);
 
+  // Its own time limit: every run's timeout, the goal's timeout_s cannot cut it short.
+  REQUIRE(target.own_time_limit());
+  CHECK(target.own_time_limit()->seconds == 20);
+  CHECK(target.own_time_limit()->setting == "target.timeout_s 20 s");
+  skills::CommandTargetConfig on_device = config;
+  on_device.timeout_s = 900;
+  on_device.repeats = 5;
+  const auto limit = skills::candidate_time_limit(skills::CommandMeasurementTarget(on_device), 120);
+  CHECK(limit.seconds == 4500);
+  CHECK(skills::timeout_error(limit) ==
+        "exceeded the per-candidate timeout of 4500 s (target.timeout_s 900 s x target.repeats 5)");
+
   // Editing the benchmark program changes the cache identity.
   const std::string before = target.cache_identity();
   dir.python_script("bench.py", std::string(kBenchProgram) + "\n# edited\n");

@@ -62,9 +62,11 @@ class FakeTarget : public MeasurementTarget {
     m.profile = {{"total_time", m.metrics["latency_s"]}};
     return m;
   }
+  std::optional<TimeLimit> own_time_limit() const override { return own_limit; }
   std::string identity = "fake:1";
   std::atomic<int> calls{0};
   int sleep_ms = 0;
+  std::optional<TimeLimit> own_limit;
 };
 
 // Variants named `names` (see make_variant), the first one's a=64 b=2 c=1 the baseline.
@@ -527,7 +529,34 @@ TEST_CASE("runner: a candidate past its timeout is a timeout trial and the batch
   BenchmarkRunner runner(target, *store, run, options);
   const auto batch = runner.measure({{{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
   CHECK(batch.result[0].trial.status == Outcome::timeout);
+  CHECK(batch.result[0].trial.error == "exceeded the per-candidate timeout of 0.05 s (the goal's timeout_s)");
   CHECK(store->trials(run).size() == 1);
+}
+
+TEST_CASE(
+    "runner: a target whose own settings allow its runs longer than the goal's timeout gets that time") {
+  // A command target allowing 1 s per run, 2 runs, under a goal timeout of
+  // 0.05 s: the candidate's runs may take 2 s, and are not killed at 0.05 s.
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  target.sleep_ms = 300;
+  target.own_limit = TimeLimit{2.0, "target.timeout_s 1 s x target.repeats 2"};
+  const int64_t run = new_run(*store);
+  RunnerOptions options;
+  options.timeout_s = 0.05;
+  BenchmarkRunner runner(target, *store, run, options);
+  const auto batch = runner.measure({{{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
+  CHECK(batch.result[0].trial.status == Outcome::ok);
+  // Past it, the message names the setting that set the limit.
+  target.own_limit = TimeLimit{0.1, "target.timeout_s 0.1 s"};
+  BenchmarkRunner shorter(target, *store, run, options);
+  const auto late = shorter.measure({{{"fast", {{"a", 64}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
+  CHECK(late.result[0].trial.status == Outcome::timeout);
+  CHECK(late.result[0].trial.error == "exceeded the per-candidate timeout of 0.1 s (target.timeout_s 0.1 s)");
+  // A goal's timeout_s longer than the target's needs stands.
+  options.timeout_s = 30;
+  CHECK(candidate_time_limit(target, options.timeout_s).seconds == 30);
+  CHECK(candidate_time_limit(target, options.timeout_s).setting == "the goal's timeout_s");
 }
 
 TEST_CASE("runner: resumed trials are served from the store, not measured again") {
