@@ -15,6 +15,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A target that stopped at its deadline took at least that long (it starts
+// its clock a little later and rounds up to milliseconds); the slack only
+// absorbs the reading of the clocks.
+constexpr double kDeadlineSlackS = 0.01;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -313,6 +318,13 @@ class BenchmarkRunner::Batch {
       }
       const double took = seconds_since(start);
       if (m.duration_ms == 0) m.duration_ms = took * 1000;
+      // A target that stopped itself at a deadline the wall-time budget cut
+      // short was cut by the budget, whatever it says ("timed out after
+      // 1.2 s"): said as the runner says it, so that readers of the trial
+      // (export --cachefile) know it was never fully measured.
+      if (m.status == Outcome::timeout && measure_options.deadline_s < timeout_s &&
+          took >= measure_options.deadline_s - kDeadlineSlackS)
+        m.error = kBudgetCutError;
       std::lock_guard lock(shared->mutex);
       shared->done[i] = std::move(m);
       shared->target_seconds += took;
@@ -365,9 +377,8 @@ class BenchmarkRunner::Batch {
                          shared_->limit_s[i]) {
             Measurement m;
             m.status = Outcome::timeout;
-            m.error = shared_->limit_s[i] < runner_.limit_.seconds
-                          ? "the run's wall-time budget ran out during this measurement"
-                          : timeout_error(runner_.limit_);
+            m.error = shared_->limit_s[i] < runner_.limit_.seconds ? kBudgetCutError
+                                                                   : timeout_error(runner_.limit_);
             m.duration_ms = shared_->limit_s[i] * 1000;
             finished.emplace_back(i, std::move(m));
           }

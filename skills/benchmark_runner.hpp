@@ -51,6 +51,11 @@
 
 namespace autotune::skills {
 
+// The error of a measurement the run's wall-time budget (RunnerOptions::
+// stop_at) stopped before it finished (status timeout): a configuration never
+// fully measured, which says nothing about the configuration itself.
+inline constexpr const char* kBudgetCutError = "the run's wall-time budget ran out during this measurement";
+
 struct RunnerOptions {
   // Local measuring threads. With `queue`, they claim this run's queued
   // candidates alongside remote workers; 0 leaves all measuring to workers.

@@ -46,8 +46,15 @@ class FakeTarget : public MeasurementTarget {
   std::string kind() const override { return "fake"; }
   std::string description() const override { return "fake"; }
   std::string cache_identity() const override { return identity; }
-  Measurement measure(const Candidate& c, const MeasureOptions&) override {
+  Measurement measure(const Candidate& c, const MeasureOptions& options) override {
     ++calls;
+    if (stop_at_deadline) {  // as a child process killed at the deadline reports it
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.deadline_s));
+      Measurement m;
+      m.status = Outcome::timeout;
+      m.error = "timed out after " + std::to_string(options.deadline_s) + " s";
+      return m;
+    }
     if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     Measurement m;
     const double a = c.params.value("a", 64), b = c.params.value("b", 1), cc = c.params.value("c", 1);
@@ -67,6 +74,7 @@ class FakeTarget : public MeasurementTarget {
   std::atomic<int> calls{0};
   int sleep_ms = 0;
   std::optional<TimeLimit> own_limit;
+  bool stop_at_deadline = false;
 };
 
 // Variants named `names` (see make_variant), the first one's a=64 b=2 c=1 the baseline.
@@ -531,6 +539,23 @@ TEST_CASE("runner: a candidate past its timeout is a timeout trial and the batch
   CHECK(batch.result[0].trial.status == Outcome::timeout);
   CHECK(batch.result[0].trial.error == "exceeded the per-candidate timeout of 0.05 s (the goal's timeout_s)");
   CHECK(store->trials(run).size() == 1);
+}
+
+TEST_CASE("runner: a measurement the wall-time budget cut short says so, whoever stopped it") {
+  // The target stops itself at the deadline it was given (the budget's end),
+  // before the runner's own check: the trial still says the budget ran out,
+  // so that it is known as never fully measured.
+  auto store = store::open_store(":memory:");
+  FakeTarget target;
+  target.stop_at_deadline = true;
+  const int64_t run = new_run(*store);
+  RunnerOptions options;
+  options.timeout_s = 30;
+  options.stop_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  BenchmarkRunner runner(target, *store, run, options);
+  const auto batch = runner.measure({{{"fast", {{"a", 32}, {"b", 1}, {"c", 1}}}, 1, std::nullopt}});
+  CHECK(batch.result[0].trial.status == Outcome::timeout);
+  CHECK(batch.result[0].trial.error == kBudgetCutError);
 }
 
 TEST_CASE(
