@@ -22,14 +22,20 @@
 // --kernel-source FILE.cc` measures it again in an isolated worker.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/command.hpp"
 #include "cli/kernel_flags.hpp"
 #include "cli/store_options.hpp"
+#include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/outcome.hpp"
 #include "core/output_file.hpp"
 #include "core/text.hpp"
@@ -39,6 +45,8 @@
 #include "report/stored_kernel.hpp"
 #include "sim/program.hpp"
 #include "sim/target.hpp"
+#include "skills/benchmark_runner.hpp"
+#include "skills/targets/replay_target.hpp"
 #include "store/store.hpp"
 
 namespace autotune::cli {
@@ -52,9 +60,12 @@ struct ExportOptions {
   std::optional<int64_t> trial;
   std::string output;
   bool nki = false;
-  std::string nki_version = "0.6";
+  std::optional<std::string> nki_version;  // given: --nki-version
   bool cachefile = false;
 };
+
+// The NKI to write for: --nki-version, 0.6 when not given.
+std::string nki_version(const ExportOptions& o) { return o.nki_version.value_or("0.6"); }
 
 // SBUF bytes per partition of the run's simulated target; trn1's when the
 // goal's target cannot be read again.
@@ -95,7 +106,7 @@ int export_configuration(const ExportOptions& o) {
   const std::string source =
       o.nki ? kernels::external::export_nki(family, variant, shape, dtype, params, name, provenance,
                                             target.sbuf_bytes_per_partition,
-                                            kernels::external::parse_nki_version(o.nki_version))
+                                            kernels::external::parse_nki_version(nki_version(o)))
             : kernels::external::export_source(family, variant, shape, dtype, params, name, provenance);
   return write_export(o, source, family.name + " / " + variant.name + ", the parameters given");
 }
@@ -112,13 +123,153 @@ std::string key_text(const nlohmann::json& value) {
   return value.dump();
 }
 
-// Every trial of the run as a Kernel Tuner cachefile: tune_params are the
-// variant's declared domains in declaration order, a measured trial's record
-// holds its latency in ms as "time" (the cachefile convention), and a trial
-// that did not run correctly holds "RuntimeFailedConfig" (did not fit the
-// target: "CompilationFailedConfig"), so it costs an evaluation in a replay.
-// Configurations the constraints rule out were never trials and are absent:
-// outside the space. One variant only: a cachefile has one parameter list.
+// What a measured trial records in a cachefile: the objective's field, its
+// value and its individual runs.
+struct RecordedValue {
+  std::string field;
+  double value = 0;
+  nlohmann::json runs = nlohmann::json::array();
+};
+
+// A measured trial's figure in the units its target measured: a replayed
+// trial's recorded value as recorded (metrics "recorded_<field>"); a command
+// trial whose objective is another metric than latency_s, that metric
+// (metrics "objective"); otherwise "time", the latency in ms (the cachefile
+// convention). Runs come from the trial's repeats: numbers, or each run's
+// JSON object (a command target's).
+RecordedValue recorded_value(const store::Trial& trial, double latency_s) {
+  RecordedValue out{"time", latency_s * 1e3};
+  std::string metric = "latency_s";
+  double scale = 1e3;
+  for (const auto& [key, value] : trial.metrics.items())
+    if (key.starts_with("recorded_") && value.is_number()) {
+      out = {key.substr(9), value.get<double>()};
+      metric = key;
+      scale = 1;
+    }
+  if (const auto named = trial.metrics.find("objective");
+      named != trial.metrics.end() && named->is_string() && trial.metric(named->get<std::string>())) {
+    out = {named->get<std::string>(), *trial.metric(named->get<std::string>())};
+    metric = out.field;
+    scale = 1;
+  }
+  if (trial.repeats.is_array())
+    for (const auto& r : trial.repeats) {
+      if (r.is_number())
+        out.runs.push_back(r.get<double>() * scale);
+      else if (r.is_object() && r.contains(metric) && r[metric].is_number())
+        out.runs.push_back(r[metric].get<double>() * scale);
+    }
+  if (out.runs.empty()) out.runs.push_back(out.value);
+  return out;
+}
+
+// A trial that says nothing about its configuration: stopped by the run's
+// wall-time budget before it finished (skills::kBudgetCutError).
+bool never_fully_measured(const store::Trial& trial) {
+  return trial.status == Outcome::timeout && trial.error == skills::kBudgetCutError;
+}
+
+// The value `text` (as the stored goal writes a domain's value) stands for,
+// typed as the trials store it when one of them has it, else as YAML reads it.
+nlohmann::json typed_value(const std::string& text, const std::vector<nlohmann::json>& seen) {
+  for (const auto& value : seen)
+    if (key_text(value) == text || value.dump() == text) return value;
+  try {
+    std::size_t used = 0;
+    const long long integer = std::stoll(text, &used);
+    if (used == text.size()) return integer;
+    const double number = std::stod(text, &used);
+    if (used == text.size()) return number;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+// The parameters a run's stored goal declares, in order, with their values:
+// a replay's recording's tune_params (when the file can still be read), else
+// the goal's search.space, its values typed as the trials store them.
+std::vector<std::pair<std::string, nlohmann::json>> declared_space(
+    const YAML::Node& goal, const std::map<std::string, std::vector<nlohmann::json>>& seen) {
+  std::vector<std::pair<std::string, nlohmann::json>> declared;
+  const YAML::Node target = goal["target"];
+  if (target && target.IsMap() && target["kind"] && target["kind"].Scalar() == "replay" &&
+      target["cachefile"]) {
+    try {
+      std::ifstream in(target["cachefile"].Scalar());
+      const nlohmann::json recording =
+          parse_json(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+      for (const auto& name : recording.at("tune_params_keys"))
+        declared.emplace_back(name.get<std::string>(),
+                              recording.at("tune_params").at(name.get<std::string>()));
+      return declared;
+    } catch (const nlohmann::json::exception&) {  // gone or changed: the goal and the trials say it
+      declared.clear();
+    }
+  }
+  const YAML::Node space = goal["search"] && goal["search"].IsMap() ? goal["search"]["space"] : YAML::Node();
+  if (!space || !space.IsMap()) return declared;
+  for (const auto& entry : space) {
+    const std::string name = entry.first.Scalar();
+    const auto trial_values = seen.find(name);
+    nlohmann::json values = nlohmann::json::array();
+    if (entry.second.IsSequence())
+      for (const auto& v : entry.second)
+        if (v.IsScalar())
+          values.push_back(typed_value(
+              v.Scalar(), trial_values == seen.end() ? std::vector<nlohmann::json>{} : trial_values->second));
+    declared.emplace_back(name, values);
+  }
+  return declared;
+}
+
+// The space of a run that is no built-in family (a command target, a replay,
+// a kernel source): the parameters its trials hold, in the order its goal
+// declares them (declared_space; sorted when it does not declare them all),
+// each with the declared values in order, then any other value its trials
+// hold.
+void stored_space(const YAML::Node& goal, const std::vector<store::Trial>& trials,
+                  std::vector<std::string>& keys, nlohmann::ordered_json& tune_params) {
+  std::map<std::string, std::vector<nlohmann::json>> seen;
+  for (const auto& trial : trials)
+    if (trial.params.is_object())
+      for (const auto& [name, value] : trial.params.items()) {
+        auto& values = seen[name];
+        if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+      }
+  auto declared = declared_space(goal, seen);
+  const bool declared_all = std::all_of(seen.begin(), seen.end(), [&](const auto& entry) {
+    return std::any_of(declared.begin(), declared.end(),
+                       [&](const auto& d) { return d.first == entry.first; });
+  });
+  if (!declared_all) {
+    declared.clear();
+    for (const auto& [name, values] : seen) declared.emplace_back(name, nlohmann::json::array());
+  }
+  for (auto& [name, values] : declared) {
+    if (!seen.contains(name)) continue;  // a parameter no trial has is no parameter of the export
+    std::vector<nlohmann::json> rest;
+    for (const auto& v : seen[name])
+      if (std::find(values.begin(), values.end(), v) == values.end()) rest.push_back(v);
+    std::sort(rest.begin(), rest.end());
+    for (auto& v : rest) values.push_back(std::move(v));
+    keys.push_back(name);
+    tune_params[name] = values;
+  }
+}
+
+// Every trial of the run as a Kernel Tuner cachefile: a built-in family's
+// tune_params are the variant's declared domains in declaration order (a
+// command target's, a replay's or a kernel source's: the goal's space and the
+// values its trials hold); a measured trial's record holds its figure under
+// the objective's field (recorded_value), and a trial that did not run
+// correctly "RuntimeFailedConfig" (did not fit the target:
+// "CompilationFailedConfig"), so it costs an evaluation in a replay. A trial
+// the run's wall-time budget stopped was never fully measured and is left out,
+// as are configurations the constraints rule out (never trials: outside the
+// space). One variant only: a cachefile has one parameter list. A run with no
+// measured trial is refused: search-bench and replay targets refuse such a
+// file.
 int export_cachefile(const ExportOptions& o) {
   if (o.trial) throw UserError("--cachefile exports every trial of a run; give RUN without TRIAL");
   if (o.nki) throw UserError("--cachefile and --nki are two different exports; give one");
@@ -127,77 +278,130 @@ int export_cachefile(const ExportOptions& o) {
   if (!run)
     throw UserError("no run " + std::to_string(*o.run) + " in " + store->location() +
                     " (see `autotune runs`)");
+  const std::string of_run = "run " + std::to_string(run->id);
   const auto trials = store->trials(*o.run, std::nullopt, store::Ranking{});
-  if (trials.empty()) throw UserError("run " + std::to_string(run->id) + " has no trials to export");
+  if (trials.empty()) throw UserError(of_run + " has no trials to export");
   for (const auto& trial : trials)
     if (trial.variant != trials.front().variant)
-      throw UserError("run " + std::to_string(run->id) + " measured variants " + trials.front().variant +
-                      " and " + trial.variant +
+      throw UserError(of_run + " measured variants " + trials.front().variant + " and " + trial.variant +
                       "; a cachefile holds one variant's parameters: sweep a goal with `variants: [V]`");
-  const report::StoredKernel kernel = report::resolve_stored_kernel(*run, trials.front());
-  const kernels::VariantSpec& variant = *kernel.variant;
-  nlohmann::ordered_json tune_params = nlohmann::ordered_json::object();
+  const YAML::Node goal = load_yaml_text(run->goal_yaml, of_run + "'s stored goal");
+  const YAML::Node target = goal["target"];
+  const bool simulated_family =
+      !goal["kernel_source"] && (!target || target.IsScalar() ||
+                                 (target.IsMap() && target["kind"] && target["kind"].Scalar() == "sim"));
+  // A replayed failure is written back as the recording has it.
+  const bool replayed = target && target.IsMap() && target["kind"] && target["kind"].Scalar() == "replay";
   std::vector<std::string> keys;
-  for (const auto& p : variant.params) {
-    keys.push_back(p.name);
-    tune_params[p.name] = p.values;
+  nlohmann::ordered_json tune_params = nlohmann::ordered_json::object();
+  nlohmann::ordered_json document = nlohmann::ordered_json::object();
+  std::string what;
+  if (simulated_family) {
+    const report::StoredKernel kernel = report::resolve_stored_kernel(*run, trials.front());
+    const kernels::VariantSpec& variant = *kernel.variant;
+    for (const auto& p : variant.params) {
+      keys.push_back(p.name);
+      tune_params[p.name] = p.values;
+    }
+    nlohmann::json problem_size = nlohmann::json::array();
+    for (const auto& arg : kernel.family->shape_args) problem_size.push_back(kernel.shape.at(arg));
+    document["device_name"] = kernel.target_name;
+    document["kernel_name"] = kernel.family->name + "/" + variant.name;
+    document["problem_size"] = problem_size;
+    document["dtype"] = std::string(sim::dtype_name(kernel.dtype));
+    what = kernel.family->name + " / " + variant.name;
+  } else {
+    stored_space(goal, trials, keys, tune_params);
+    const std::string& variant = trials.front().variant;
+    document["device_name"] = run->target;
+    document["kernel_name"] = run->kernel == variant ? variant : run->kernel + "/" + variant;
+    what = run->kernel == variant ? variant : run->kernel + " / " + variant;
   }
   if (keys.empty())
-    throw UserError("run " + std::to_string(run->id) + ": variant " + variant.name +
+    throw UserError(of_run + ": variant " + trials.front().variant +
                     " has no parameters, so its space is one configuration; nothing to replay");
-  nlohmann::json problem_size = nlohmann::json::array();
-  for (const auto& arg : kernel.family->shape_args) problem_size.push_back(kernel.shape.at(arg));
+
   nlohmann::ordered_json cache = nlohmann::ordered_json::object();
+  std::optional<std::string> field;
+  int left_out = 0, measured = 0;
   for (const auto& trial : trials) {
+    if (never_fully_measured(trial)) {
+      ++left_out;
+      continue;
+    }
     std::vector<std::string> parts;
     nlohmann::ordered_json record = nlohmann::ordered_json::object();
     for (const auto& name : keys) {
       if (!trial.params.contains(name))
-        throw UserError("run " + std::to_string(run->id) + ", trial " + std::to_string(trial.id) +
-                        ": no value for parameter " + name);
+        throw UserError(of_run + ", trial " + std::to_string(trial.id) + ": no value for parameter " + name);
       parts.push_back(key_text(trial.params.at(name)));
       record[name] = trial.params.at(name);
     }
     const std::string key = join(parts, ",");
     if (cache.contains(key)) continue;  // a configuration measured again: its first trial stands
     const auto latency = trial.metric("latency_s");
+    std::string failure;
     if (is_measured(trial.status) && latency) {
-      record["time"] = *latency * 1e3;
-      nlohmann::json times = nlohmann::json::array();
-      if (trial.repeats.is_array())
-        for (const auto& r : trial.repeats)
-          if (r.is_number()) times.push_back(r.get<double>() * 1e3);
-      record["times"] = times.empty() ? nlohmann::json::array({*latency * 1e3}) : times;
+      RecordedValue value = recorded_value(trial, *latency);
+      if (field && *field != value.field)
+        throw UserError(of_run + ": its trials record their figure as '" + *field + "' and as '" +
+                        value.field + "'; a cachefile has one objective");
+      field = value.field;
+      record[value.field] = value.value;
+      record["times"] = value.runs;
+      ++measured;
     } else {
-      record["time"] = trial.status == Outcome::invalid ? "CompilationFailedConfig" : "RuntimeFailedConfig";
+      record["time"] = replayed && trial.error.starts_with(skills::kRecordedFailurePrefix)
+                           ? trial.error.substr(std::string_view(skills::kRecordedFailurePrefix).size())
+                       : trial.status == Outcome::invalid ? "CompilationFailedConfig"
+                                                          : "RuntimeFailedConfig";
     }
     cache[key] = record;
   }
-  const nlohmann::ordered_json document = {
-      {"device_name", kernel.target_name},
-      {"kernel_name", kernel.family->name + "/" + variant.name},
-      {"problem_size", problem_size},
-      {"dtype", std::string(sim::dtype_name(kernel.dtype))},
-      {"simulator_version", run->simulator_version},
-      {"source", "autotune run " + std::to_string(run->id) + " (goal " + run->goal_name + ")"},
-      {"tune_params_keys", keys},
-      {"tune_params", tune_params},
-      {"objective", "time"},
-      {"cache", cache}};
-  return write_export(o, document.dump(1) + "\n",
-                      std::to_string(cache.size()) + " configurations of " + kernel.family->name + " / " +
-                          variant.name + " from run " + std::to_string(run->id) +
-                          " as a Kernel Tuner cachefile");
+  if (measured == 0)
+    throw UserError(of_run + " has no measured trial (" + std::to_string(cache.size()) + " failed" +
+                    (left_out ? ", " + std::to_string(left_out) + " stopped by its wall-time budget" : "") +
+                    "): search-bench and replay targets refuse a cachefile in which every configuration "
+                    "failed");
+  // A failure sits in the objective's field, where readers look for it.
+  if (*field != "time")
+    for (auto& record : cache)
+      if (record.contains("time") && record["time"].is_string()) {
+        record[*field] = record["time"];
+        record.erase("time");
+      }
+  document["simulator_version"] = run->simulator_version;
+  document["source"] = "autotune " + of_run + " (goal " + run->goal_name + ")";
+  document["tune_params_keys"] = keys;
+  document["tune_params"] = tune_params;
+  document["objective"] = *field;
+  document["cache"] = cache;
+  std::string summary = std::to_string(cache.size()) + " configurations of " + what + " from " + of_run +
+                        " as a Kernel Tuner cachefile";
+  if (left_out)
+    summary += "; " + std::to_string(left_out) + " left out, stopped by the run's wall-time budget before " +
+               (left_out == 1 ? "its measurement" : "their measurements") + " finished";
+  return write_export(o, document.dump(1) + "\n", summary);
 }
 
 int run_export(const ExportOptions& o) {
   if (o.cachefile) {
     if (!o.run) throw UserError("--cachefile exports a run's trials: give RUN (see `autotune runs`)");
     if (!o.kernel.empty()) throw UserError("--cachefile exports a stored run; it does not take --kernel");
+    std::vector<std::string> given;
+    if (!o.variant.empty()) given.push_back("--variant");
+    if (!o.shape.empty()) given.push_back("--shape");
+    if (!o.dtype.empty()) given.push_back("--dtype");
+    if (!o.params.empty()) given.push_back("--param");
+    if (!o.target.empty()) given.push_back("--target");
+    if (o.nki_version) given.push_back("--nki-version");
+    if (!given.empty())
+      throw UserError("--cachefile exports every trial of the run as measured; it does not take " +
+                      join(given, ", "));
     return export_cachefile(o);
   }
-  if (!o.nki && o.nki_version != "0.6") throw UserError("--nki-version is for --nki exports");
-  if (o.nki) kernels::external::parse_nki_version(o.nki_version);  // refused before any work
+  if (!o.nki && o.nki_version) throw UserError("--nki-version is for --nki exports");
+  if (o.nki) kernels::external::parse_nki_version(nki_version(o));  // refused before any work
   const bool given = !o.kernel.empty();
   const bool configuration_flags =
       !o.variant.empty() || !o.shape.empty() || !o.dtype.empty() || !o.target.empty() || !o.params.empty();
@@ -247,7 +451,7 @@ int run_export(const ExportOptions& o) {
   const std::string source =
       o.nki ? kernels::external::export_nki(family, *variant, kernel.shape, kernel.dtype, kernel.params, name,
                                             provenance, target_sbuf_bytes(kernel.target_name),
-                                            kernels::external::parse_nki_version(o.nki_version))
+                                            kernels::external::parse_nki_version(nki_version(o)))
             : kernels::external::export_source(family, *variant, kernel.shape, kernel.dtype, kernel.params,
                                                name, provenance);
 

@@ -64,7 +64,7 @@ Measurement ReplayTarget::measure(const Candidate& candidate, const MeasureOptio
   }
   if (result.status == Outcome::failed) {
     m.status = Outcome::invalid;
-    m.error = "recorded as " + result.failure;
+    m.error = kRecordedFailurePrefix + result.failure;
     return m;
   }
   m.status = Outcome::ok;

@@ -13,6 +13,11 @@
 
 namespace autotune::skills {
 
+// The error of a configuration the recording holds as failed, before the
+// recorded failure ("recorded as RuntimeFailedConfig"): `export --cachefile`
+// writes the failure back as recorded.
+inline constexpr const char* kRecordedFailurePrefix = "recorded as ";
+
 class ReplayTarget : public MeasurementTarget {
  public:
   // Reads the cachefile (search::RecordedSpace); a missing or malformed file,
