@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -51,6 +52,41 @@ std::string default_shape_note(const std::string& kernel, const std::vector<std:
          " (give --shape " + join(shape_args, "=...,") + "=... to change it)\n";
 }
 
+// --kernel-source names a readable file: the library would take any other
+// text for the source itself, compile it and leave it in the kernel cache.
+void check_kernel_source_path(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  const std::string flag = "--kernel-source " + path;
+  if (!std::filesystem::exists(status))
+    throw UserError(flag + ": no such file; give a C++ kernel source file");
+  if (std::filesystem::is_directory(status))
+    throw UserError(flag + ": is a folder; give a C++ kernel source file in it");
+  if (!std::filesystem::is_regular_file(status))
+    throw UserError(flag + ": not a regular file; give a C++ kernel source file");
+  if (!std::ifstream(path)) throw UserError(flag + ": cannot be read");
+}
+
+// The --param, --dtype and --target flags against what the compiled kernel
+// declares, refused as the same flags of a built-in kernel are (one line,
+// exit 2): its parameters and their domains, its dtypes, its constraints.
+void check_source_configuration(const ProfileOptions& o, const kernels::external::KernelDescriptor& kernel,
+                                const kernels::Shape& shape) {
+  kernels::VariantSpec declared;
+  declared.name = kernel.name;
+  declared.params = kernel.params;
+  declared.constraints = kernel.constraints;
+  const kernels::ParamValues params = kernels::resolve_params(declared, parse_param_flags(o.params));
+  kernels::FamilySpec signature;
+  signature.name = kernel.name;
+  for (const auto& name : kernel.dtypes)
+    if (const auto dtype = sim::parse_dtype(name)) signature.dtypes.push_back(*dtype);
+  if (signature.dtypes.empty()) return;  // the worker says what is wrong with the kernel's own declaration
+  const sim::Dtype dtype = resolve_dtype(signature, o.dtype);
+  check_constraints(declared, params, sim::load_target(o.target),
+                    shape.empty() ? kernel.default_shape : shape, dtype);
+}
+
 // --kernel-source: compiled into a shared object, traced, simulated and
 // verified in an isolated worker process (kernels/external/kernel_source.hpp).
 int run_source_profile(const ProfileOptions& o) {
@@ -86,6 +122,7 @@ int run_source_profile(const ProfileOptions& o) {
     declared.default_shape = kernel.descriptor.default_shape;
     request.shape = kernels::parse_shape(declared, o.shape);
   }
+  check_source_configuration(o, kernel.descriptor, request.shape);
   request.dtype = o.dtype;
   request.target = o.target;
   request.seed = o.seed;
@@ -145,7 +182,10 @@ int run_profile(const ProfileOptions& o) {
     if (!(*o.timeout_s > 0 && *o.timeout_s <= kMaxSeconds))
       throw UserError("--timeout " + number_text(*o.timeout_s) + ": expected " + seconds_range_text());
   }
-  if (!o.kernel_source.empty()) return run_source_profile(o);
+  if (!o.kernel_source.empty()) {
+    check_kernel_source_path(o.kernel_source);
+    return run_source_profile(o);
+  }
   if (o.kernel.empty())
     throw UserError("give --kernel K (see `autotune kernels`) or --kernel-source FILE.cc");
   const auto& family = kernels::family_registry().get(o.kernel);

@@ -16,8 +16,19 @@ BIN = os.environ.get("AUTOTUNE_BIN", "build/autotune")
 failures = []
 
 
-def run(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=600)
+def run(*args, env=None):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
+
+
+def one_line(r, args, expected):
+    """Bad input: exit 2, one line on stderr holding every expected part, nothing on stdout."""
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    check(r.returncode == 2, f"{args}: exit {r.returncode}")
+    check(len(lines) == 1, f"{args}: one line on stderr, got {lines}")
+    for part in expected:
+        check(part in r.stderr, f"{args}: '{part}' in {r.stderr.strip()!r}")
+    check(r.stdout.strip() == "", f"{args}: nothing on stdout")
 
 
 def check(condition, message):
@@ -136,13 +147,32 @@ def bad_input():
          ["violate constraint 'unroll_factor <= tiles_in_block_n'", "blocked_mn", "tiles_in_block_n=2"]),
     ]
     for args, expected in cases:
-        r = run("profile", *args)
-        lines = [line for line in r.stderr.splitlines() if line.strip()]
-        check(r.returncode not in (0, 1), f"{args}: exit {r.returncode}")
-        check(len(lines) == 1, f"{args}: one line on stderr, got {lines}")
-        for part in expected:
-            check(part in r.stderr, f"{args}: '{part}' in {r.stderr.strip()!r}")
-        check(r.stdout.strip() == "", f"{args}: nothing on stdout")
+        one_line(run("profile", *args), args, expected)
+
+
+def kernel_source_bad_input():
+    """--kernel-source: a path that is no file is refused before compiling (nothing left in the kernel
+    cache); flags the compiled kernel does not take are bad input as they are for --kernel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"AUTOTUNE_CACHE_DIR": os.path.join(tmp, "cache")}
+        for path, expected in ((os.path.join(tmp, "missing.cc"), "no such file"), (tmp, "is a folder")):
+            one_line(run("profile", "--kernel-source", path, env=env), [path], [f"--kernel-source {path}: {expected}"])
+        cache = os.path.join(tmp, "cache")
+        left = [f for _, _, files in os.walk(cache) for f in files] if os.path.isdir(cache) else []
+        check(left == [], f"a refused path left files in the kernel cache: {left}")
+
+        source = os.path.join(tmp, "gemm.cc")
+        r = run("export", "--kernel", "gemm", "--variant", "blocked_mnk", "-o", source)
+        check(r.returncode == 0, f"export: {r.stderr}")
+        cases = [
+            (["--param", "unroll_factor=3"], ["value 3 of parameter 'unroll_factor'", "accepted: 1, 2, 4"]),
+            (["--param", "nope=3"], ["unknown parameter 'nope'", "unroll_factor"]),
+            (["--dtype", "fp64"], ["dtype 'fp64'", "bf16"]),
+            (["--target", "trn9"], ["trn9", "trn1"]),
+        ]
+        for args, expected in cases:
+            one_line(run("profile", "--kernel-source", source, "--shape", "M=256,N=512,K=512", *args, env=env),
+                     args, expected)
 
 
 def kernels_listing():
@@ -165,6 +195,7 @@ if __name__ == "__main__":
     profile_text()
     invalid_is_data()
     bad_input()
+    kernel_source_bad_input()
     kernels_listing()
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)
