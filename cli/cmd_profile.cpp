@@ -52,6 +52,15 @@ std::string default_shape_note(const std::string& kernel, const std::vector<std:
          " (give --shape " + join(shape_args, "=...,") + "=... to change it)\n";
 }
 
+// Says on stderr that --trace wrote nothing for an invalid candidate, and why:
+// the simulator refused its program, so there is no timeline to trace.
+void say_no_trace(const std::string& trace, const std::string& rule, const std::string& error) {
+  std::fprintf(stderr,
+               "autotune: warning: no trace written to %s: the candidate is invalid (%s%s%s), so it has no "
+               "timeline\n",
+               trace.c_str(), rule.c_str(), rule.empty() || error.empty() ? "" : ": ", error.c_str());
+}
+
 // --kernel-source names a readable file: the library would take any other
 // text for the source itself, compile it and leave it in the kernel cache.
 void check_kernel_source_path(const std::string& path) {
@@ -162,6 +171,8 @@ int run_source_profile(const ProfileOptions& o) {
     if (!o.trace.empty() && result.contains("trace"))
       std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
+  if (!o.trace.empty() && !result.value("valid", false))
+    say_no_trace(o.trace, result.value("rule", ""), result.value("error", ""));
   return outcome.ok() ? 0 : 1;
 }
 
@@ -217,6 +228,7 @@ int run_profile(const ProfileOptions& o) {
     if (!o.trace.empty() && e.sim.valid)
       std::printf("trace           %s (open in ui.perfetto.dev)\n", o.trace.c_str());
   }
+  if (!o.trace.empty() && !e.sim.valid) say_no_trace(o.trace, e.rule, e.error);
   return e.ok() ? 0 : 1;
 }
 

@@ -50,7 +50,8 @@ nlohmann::json evaluation_json(const Evaluation& e, const FamilySpec& family, co
       {"params", e.params},
       {"status", to_string(e.status)},
       {"valid", e.sim.valid},
-      {"latency_s", e.latency_s},
+      // An invalid candidate was never simulated: it has no latency, not one of 0.
+      {"latency_s", e.sim.valid ? nlohmann::json(e.latency_s) : nlohmann::json(nullptr)},
       {"roofline_bound_s", e.roofline_bound_s},
       {"simulator_version", std::string(sim::kSimulatorVersion)},
       {"summary", e.sim.summary.is_null() ? nlohmann::json::object() : e.sim.summary},

@@ -119,8 +119,16 @@ def invalid_is_data():
     r = run("profile", "--kernel", "exp", "--json", "--no-verify")
     check(json.loads(r.stdout).get("shape_source") == "default", "--json says the shape is the default")
     check(out["valid"] is False and out["status"] == "invalid", "reported invalid")
+    check(out["latency_s"] is None, f"an invalid candidate has no latency: {out['latency_s']}")
     check(out.get("rule") == "sbuf_overflow", f"rule {out.get('rule')}")
     check("exp.hpp" in out.get("error", ""), "the error names the kernel source line")
+    # --trace of an invalid candidate: nothing written, and stderr says so and why.
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "t.json")
+        r = run("profile", "--kernel", "exp", "--variant", "naive", "--shape", "rows=4096,cols=8192", "--trace", trace)
+        check(r.returncode == 1 and not os.path.exists(trace), f"invalid with --trace: exit {r.returncode}")
+        check(f"no trace written to {trace}: the candidate is invalid (sbuf_overflow" in r.stderr,
+              f"the missing trace is explained: {r.stderr!r}")
 
 
 def bad_input():
@@ -173,6 +181,15 @@ def kernel_source_bad_input():
         for args, expected in cases:
             one_line(run("profile", "--kernel-source", source, "--shape", "M=256,N=512,K=512", *args, env=env),
                      args, expected)
+
+        # An invalid candidate: no latency, and --trace says why it wrote nothing.
+        exp = os.path.join(tmp, "exp.cc")
+        check(run("export", "--kernel", "exp", "--variant", "naive", "-o", exp).returncode == 0, "export exp")
+        trace = os.path.join(tmp, "t.json")
+        r = run("profile", "--kernel-source", exp, "--shape", "rows=4096,cols=8192", "--trace", trace, "--json",
+                env=env)
+        check(r.returncode == 1 and json.loads(r.stdout)["latency_s"] is None, f"invalid source: {r.stdout[:300]}")
+        check(not os.path.exists(trace) and "no trace written to" in r.stderr, f"trace: {r.stderr!r}")
 
 
 def kernels_listing():
