@@ -264,8 +264,8 @@ std::string export_nki(const FamilySpec& family, const VariantSpec& variant, con
         "  from         " + provenance.run + (provenance.trial.empty() ? "" : ", " + provenance.trial) + "\n";
   s += "  variant      " + variant.name + ": " + variant.description + "\n";
   s += "  parameters   " + (params_line.empty() ? std::string("(none)") : params_line) + "\n";
-  s += "  shape        " + shape_text(shape, family) + " (verified at " + shape_text(verification, family) +
-       ")\n";
+  s += "  shape        " + shape_text(shape, family) + " (" +
+       verification_note(provenance.verification, shape_text(verification, family)) + ")\n";
   s += "  dtype        " + dtype_name + "\n";
   if (!provenance.target.empty()) s += "  target       " + provenance.target + "\n";
   s += "measured in autotune's simulator of the target:\n" +

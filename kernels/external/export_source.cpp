@@ -51,13 +51,22 @@ std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json
            " % of the bound\n";
   if (verification.is_object() && verification.contains("max_rel_error") &&
       verification["max_rel_error"].is_number())
-    out += comment + "  verified     max rel error " +
+    out += comment +
+           (verification.value("passed", false) ? "  verified     max rel error "
+                                                : "  verification FAILED: max rel error ") +
            number(verification["max_rel_error"].get<double>(), "%.3g") +
            (verification.contains("cosine") && verification["cosine"].is_number()
                 ? ", cosine " + number(verification["cosine"].get<double>(), "%.6f")
                 : std::string()) +
            "\n";
   return out.empty() ? comment + "  (no measured figures stored)\n" : out;
+}
+
+std::string verification_note(const nlohmann::json& verification, const std::string& verification_shape) {
+  if (verification.is_object() && verification.contains("passed") && verification["passed"].is_boolean())
+    return (verification["passed"].get<bool>() ? "verified at " : "verification FAILED at ") +
+           verification_shape;
+  return "not verified; its verification shape is " + verification_shape;
 }
 
 std::string exported_params_line(const VariantSpec& variant, const ParamValues& params) {

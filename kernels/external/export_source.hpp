@@ -26,6 +26,14 @@ struct ExportProvenance {
 std::string measured_figures(const nlohmann::json& metrics, const nlohmann::json& verification,
                              const std::string& comment);
 
+// What the header says of a configuration's verification, given the stored
+// verification record (`verification`, null when none ran) and the shape it
+// runs at: "verified at rows=250,cols=512" only when it passed there; a
+// failed one says so, and a configuration never verified (an invalid or
+// failed trial, parameters given to `export --kernel`) is said to be
+// unverified, with its verification shape.
+std::string verification_note(const nlohmann::json& verification, const std::string& verification_shape);
+
 // "name=value, ..." of every parameter of `variant`, in declaration order;
 // UserError when the trial has no value for one.
 std::string exported_params_line(const VariantSpec& variant, const ParamValues& params);

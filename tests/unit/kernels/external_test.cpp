@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "kernels/evaluate.hpp"
+#include "kernels/external/export_nki.hpp"
 #include "kernels/external/export_source.hpp"
 #include "kernels/external/kernel_source.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -31,6 +32,32 @@ TEST_CASE("export_source instantiates the variant's template with the trial's pa
   CHECK(text.find("cycles       35000") != std::string::npos);
   CHECK(text.find("shape        M=256,N=512,K=512") != std::string::npos);
   CHECK(text.find("kernel.verification_as_variant = \"tiled\"") != std::string::npos);
+}
+
+TEST_CASE("an exported kernel's header claims verification only for a trial that passed it") {
+  const FamilySpec& family = family_registry().get("exp");
+  const VariantSpec& variant = family.variant("tiled");
+  const ParamValues params = resolve_params(variant, ParamValues{});
+  const Shape shape{{"rows", 250}, {"cols", 512}};
+  auto header = [&](const nlohmann::json& verification) {
+    external::ExportProvenance provenance;
+    provenance.run = "run 3 (goal g)";
+    provenance.trial = "trial 4";
+    provenance.verification = verification;
+    const std::string nki =
+        external::export_nki(family, variant, shape, Dtype::fp32, params, "exp_tiled_t4", provenance, 196608);
+    return nki.substr(0, nki.find("Usage"));
+  };
+  CHECK(header({{"passed", true}, {"max_rel_error", 1e-7}}).find("(verified at rows=") != std::string::npos);
+  // An invalid trial never ran its verification: no claim, its verification shape all the same.
+  const std::string invalid = header(nullptr);
+  CHECK(invalid.find("verified at") == std::string::npos);
+  CHECK(invalid.find("(not verified; its verification shape is rows=") != std::string::npos);
+  // A wrong answer was checked and failed: said as such, in the figures too.
+  const std::string wrong = header({{"passed", false}, {"max_rel_error", 0.5}});
+  CHECK(wrong.find("(verification FAILED at rows=") != std::string::npos);
+  CHECK(wrong.find("verification FAILED: max rel error 0.5") != std::string::npos);
+  CHECK(wrong.find("verified ") == std::string::npos);
 }
 
 TEST_CASE("export_kernel_name is a C identifier") {
