@@ -172,7 +172,7 @@ seed: 1
         proc = run(["model", bad], db)
         check(proc.returncode == 2 and "notyaml.yaml" in proc.stderr, f"not YAML: {proc.stderr}")
         proc = run(["model", MODEL, "--layers", "0"], db)
-        check(proc.returncode == 2 and "--layers 0" in proc.stderr, f"--layers 0: {proc.stderr}")
+        check(proc.returncode == 2 and "--layers: 0 is out of range; accepted: 1 to 1024" in proc.stderr, f"--layers 0: {proc.stderr}")
         bad_goal = write_goal(tmp, "bad-goal.yaml", f"model: {{file: {MODEL}, layers: 1}}\ngoal: {{improvement: 2}}\n")
         proc = run(["run", bad_goal], db)
         check(proc.returncode == 2 and "bad-goal.yaml:2" in proc.stderr and "improvement" in proc.stderr,
