@@ -1,10 +1,11 @@
 // autotune model MODEL.yaml [--layers N] [--seq N] [--target T] [--baseline] [--db F] [--jobs N] [--json]
 //
 // Times a model's prefill forward as the chain of kernels it runs
-// (model/model.hpp): per operator the configuration (the best verified trial
-// in the database for that kernel, shape, dtype and target, else the
-// family's default, else its baseline; with --baseline every family's
-// baseline), its latency, MFU and share of the forward; then the forward's
+// (model/model.hpp): per operator the configuration (the family's default,
+// shrunk to fit or else its baseline where it does not fit, or the best
+// verified trial in the database for that kernel, shape, dtype and target
+// when that is faster; with --baseline every family's baseline), its
+// latency, MFU and share of the forward; then the forward's
 // latency, its MFU and its distance from the sum of the operators' roofline
 // bounds. Exit status: 0 when every operator ran and verified; 1 when one
 // was invalid or computed a wrong answer; 2 on misuse.
@@ -141,7 +142,7 @@ int run_model(const ModelOptions& o) {
                 t.latency_s * 1e3, t.latency_s * double(t.op.calls) * 1e3, t.mfu_percent, t.share_percent,
                 config_text(t.config).c_str(), source_text(t.config).c_str(), status.c_str());
   }
-  // Why a default was shrunk or left for the baseline, once per reason.
+  // Why a default was shrunk or left for the baseline, or a tuned trial passed over, once per reason.
   std::vector<std::pair<std::string, std::string>> notes;  // operators, note
   for (const auto& t : forward.operators) {
     if (t.config.note.empty()) continue;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -56,6 +57,16 @@ std::optional<RunKernel> run_kernel(const store::Run& run) {
 std::string without_location(const std::string& error) {
   static const std::regex location(R"(^\S+:\d+: )");
   return std::regex_replace(error, location, "", std::regex_constants::format_first_only);
+}
+
+// "16.12 us", "1.904 ms": an operator's time per call, to four figures.
+std::string time_text(double seconds) {
+  char buffer[32];
+  if (seconds < 1e-3)
+    std::snprintf(buffer, sizeof buffer, "%.2f us", seconds * 1e6);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", seconds * 1e3);
+  return buffer;
 }
 
 bool verified(const store::Trial& trial) {
@@ -119,6 +130,9 @@ std::optional<ChosenConfig> best_verified_config(store::Store& store, const std:
 ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target, store::Store* store,
                            const ForwardOptions& options) {
   ForwardTiming forward;
+  // Per operator, the best tuned trial the database holds for its kernel: a
+  // candidate only, measured here beside the default it would replace.
+  std::vector<std::optional<ChosenConfig>> tuned;
   for (const auto& op : prefill_chain(model)) {
     const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
     if (!family.accepts(model.dtype))
@@ -129,37 +143,45 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
                       ") cannot run at this model's shape: " + why);
     OperatorTiming timing;
     timing.op = op;
-    std::optional<ChosenConfig> tuned;
-    if (const auto given = options.configs.find(op.name); given != options.configs.end())
-      tuned = given->second;
-    else if (!options.baseline && store)
-      tuned = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
-    timing.config = tuned ? *tuned : family_config(family, options.baseline);
+    std::optional<ChosenConfig> candidate;
+    if (const auto given = options.configs.find(op.name); given != options.configs.end()) {
+      timing.config = given->second;
+    } else {
+      timing.config = family_config(family, options.baseline);
+      if (!options.baseline && store)
+        candidate = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
+    }
     forward.operators.push_back(std::move(timing));
+    tuned.push_back(std::move(candidate));
   }
 
   // Each distinct kernel call is evaluated once: layers repeat operators, and
   // operators repeat shapes (the gate and up projections).
   std::map<std::string, kernels::Evaluation> evaluations;
-  auto key_of = [&](const OperatorTiming& t) {
-    std::string key = t.op.family + "|" + t.config.variant;
-    for (const auto& [k, v] : t.op.shape) key += "|" + k + "=" + std::to_string(v);
-    for (const auto& [k, v] : t.config.params) key += "|" + k + "=" + std::to_string(v);
+  auto key_of = [&](const Operator& op, const ChosenConfig& config) {
+    std::string key = op.family + "|" + config.variant;
+    for (const auto& [k, v] : op.shape) key += "|" + k + "=" + std::to_string(v);
+    for (const auto& [k, v] : config.params) key += "|" + k + "=" + std::to_string(v);
     return key;
   };
   auto evaluate_missing = [&] {
+    std::vector<std::pair<Operator, ChosenConfig>> calls;
+    for (std::size_t i = 0; i < forward.operators.size(); ++i) {
+      calls.emplace_back(forward.operators[i].op, forward.operators[i].config);
+      if (tuned[i]) calls.emplace_back(forward.operators[i].op, *tuned[i]);
+    }
     std::mutex mutex;
     boost::asio::thread_pool pool(std::size_t(std::max(1, options.jobs)));
     std::exception_ptr failure;
-    for (const auto& t : forward.operators) {
-      const std::string key = key_of(t);
+    for (const auto& [op, config] : calls) {
+      const std::string key = key_of(op, config);
       if (!evaluations.emplace(key, kernels::Evaluation{}).second) continue;
-      boost::asio::post(pool, [&, key, t] {
+      boost::asio::post(pool, [&, key, op, config] {
         try {
           kernels::EvaluateOptions evaluate_options;
           evaluate_options.seed = options.seed;
-          auto result = kernels::evaluate(kernels::family_registry().get(t.op.family), t.config.variant,
-                                          t.op.shape, model.dtype, t.config.params, target, evaluate_options);
+          auto result = kernels::evaluate(kernels::family_registry().get(op.family), config.variant, op.shape,
+                                          model.dtype, config.params, target, evaluate_options);
           std::lock_guard lock(mutex);
           evaluations.at(key) = std::move(result);
         } catch (...) {
@@ -188,7 +210,8 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
     boost::asio::thread_pool pool(std::size_t(std::max(1, options.jobs)));
     std::exception_ptr failure;
     for (const auto& t : forward.operators) {
-      if (t.config.source != "default" || evaluations.at(key_of(t)).status != Outcome::invalid) continue;
+      if (t.config.source != "default" || evaluations.at(key_of(t.op, t.config)).status != Outcome::invalid)
+        continue;
       if (!fits.emplace(fit_key(t), FitResult{}).second) continue;
       boost::asio::post(pool, [&, t] {
         try {
@@ -210,7 +233,7 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   }
   bool fell_back = false;
   for (auto& t : forward.operators) {
-    const kernels::Evaluation& e = evaluations.at(key_of(t));
+    const kernels::Evaluation& e = evaluations.at(key_of(t.op, t.config));
     if (t.config.source != "default" || e.ok()) continue;
     const std::string why = std::string(to_string(e.status)) + ": " + without_location(e.error);
     const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
@@ -222,7 +245,7 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
                       " smaller: " + changes_text(t.config.params, *found.params);
       t.config.params = *found.params;
       t.config.source = "default, shrunk to fit";
-      evaluations.emplace(key_of(t), *found.evaluation);
+      evaluations.emplace(key_of(t.op, t.config), *found.evaluation);
       continue;
     }
     const std::string variant = t.config.variant;
@@ -237,10 +260,38 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
     fell_back = true;
   }
   if (fell_back) evaluate_missing();
+  // A tuned configuration runs only where it is the faster, both simulated
+  // here at the operator's shape on this target: a run tuned with a narrow
+  // budget or space may have ended slower than the family's default, and
+  // the default is what the operator would run without it.
+  for (std::size_t i = 0; i < forward.operators.size(); ++i) {
+    if (!tuned[i]) continue;
+    OperatorTiming& t = forward.operators[i];
+    const kernels::Evaluation& mine = evaluations.at(key_of(t.op, *tuned[i]));
+    const kernels::Evaluation& other = evaluations.at(key_of(t.op, t.config));
+    if (mine.ok() && (!other.ok() || mine.latency_s <= other.latency_s)) {
+      t.config = *tuned[i];
+      continue;
+    }
+    const ChosenConfig& passed = *tuned[i];
+    const std::string named = "run " + std::to_string(*passed.run) + " trial " +
+                              std::to_string(*passed.trial) + "'s tuned " + passed.variant;
+    const std::string why =
+        mine.ok() ? "faster than " + named : named + " is " + std::string(to_string(mine.status)) + " here";
+    const std::string instead = t.config.source.starts_with("baseline") ? "the baseline" : "the default";
+    t.config.source = t.config.source.ends_with(")")
+                          ? t.config.source.substr(0, t.config.source.size() - 1) + "; " + why + ")"
+                          : t.config.source + " (" + why + ")";
+    const std::string measured =
+        mine.ok() ? named + " takes " + time_text(mine.latency_s) + " per call here, " + instead + " " +
+                        time_text(other.latency_s)
+                  : named + ": " + std::string(to_string(mine.status)) + ": " + without_location(mine.error);
+    t.config.note = t.config.note.empty() ? measured : t.config.note + "; " + measured;
+  }
 
   const double peak = target.peak_flops(model.dtype);
   for (auto& t : forward.operators) {
-    const kernels::Evaluation& e = evaluations.at(key_of(t));
+    const kernels::Evaluation& e = evaluations.at(key_of(t.op, t.config));
     const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
     t.status = e.status;
     t.error = e.error;

@@ -1,13 +1,16 @@
 #pragma once
 // Timing a model's forward from its operators (docs/model.md).
 //
-// Each operator runs the configuration the database holds as the best
-// verified trial for its exact family, shape, dtype and target (any run or
-// sweep), else its family's default variant with default parameters (marked
-// so); where that default does not fit the shape on the target, the fastest
-// fitting configuration of the default variant (model/fit.hpp); only when
-// none fits, the family's baseline, with the reason. With `baseline`, every
-// operator runs its family's baseline variant. Each distinct (family, shape, configuration) is
+// Each operator runs its family's default variant with default parameters
+// (marked so); where that default does not fit the shape on the target, the
+// fastest fitting configuration of the default variant (model/fit.hpp); only
+// when none fits, the family's baseline, with the reason. When the database
+// holds a verified trial for the operator's exact family, shape, dtype and
+// target (any run or sweep), the best of them is simulated beside that
+// configuration and runs instead only if it is at least as fast: a tuned
+// trial is a candidate, not a promise (a run with a narrow space or a small
+// budget can end slower than the default). With `baseline`, every operator
+// runs its family's baseline variant. Each distinct (family, shape, configuration) is
 // evaluated once through the kernel pipeline (kernels/evaluate.hpp: the full
 // shape simulated, the output verified on the variant's verification shape)
 // and counted once per call.
@@ -29,10 +32,14 @@ struct ChosenConfig {
   kernels::ParamValues params;
   // "tuned" | "default" | "default, shrunk to fit" | "baseline", or
   // "baseline (...)" when the default could not run, with the reason in `note`.
+  // A configuration that ran instead of a slower tuned trial says so in
+  // parentheses: "default (faster than run 1 trial 4's tuned tiled)".
   std::string source;
-  std::optional<std::int64_t> run, trial;  // the tuned trial
+  std::optional<std::int64_t> run, trial;  // the tuned trial, when it runs
   double recorded_latency_s = 0;           // as the trial measured it
-  std::string note;  // why a default was shrunk or left for the baseline; empty otherwise
+  // Why a default was shrunk or left for the baseline, or a tuned trial
+  // passed over (both times); empty otherwise.
+  std::string note;
 };
 
 // The best verified (status ok, verification passed) trial of any run in

@@ -444,7 +444,7 @@ def _(*runs):
         f"| all baseline (`autotune model ... --baseline`) | {both(forward('baseline'))} |",
         f"| family defaults, nothing tuned (`autotune model`, empty database) | {both(forward('defaults'))} |",
         f"| model goal (`autotune run configs/goals/{MODEL_GOAL}.yaml`) | {both(goal)} |",
-        f"| after the goal, `autotune model` (its tuned kernels, defaults elsewhere) | {both(forward('after'))} |",
+        f"| after the goal, `autotune model` (its tuned kernels where faster than the defaults, defaults elsewhere) | {both(forward('after'))} |",
         f"| sum of the operators' roofline bounds | {both(lambda d: seconds(d['baseline']['forward']['roofline_bound_s']))} |",
         f"| end-to-end check at seq {runs[0]['after']['end_to_end']['seq']} | "
         f"{both(lambda d: end_to_end_text(d['after']['end_to_end']))} |",

@@ -313,3 +313,90 @@ TEST_CASE("a variant with no fitting configuration at or below its default says 
   CHECK(fit.checked > 0);
   CHECK(fit.why_not.find("fits") != std::string::npos);
 }
+
+namespace {
+
+// A verified trial of `variant` at its default parameters, in a run of `family`
+// at `shape` on `target` (as a goal file writes it), with the latency it recorded.
+std::pair<std::int64_t, std::int64_t> store_tuned(store::Store& store, const std::string& family_name,
+                                                  const kernels::Shape& shape,
+                                                  const std::string& variant_name, double recorded_latency_s,
+                                                  const std::string& target = "trn2") {
+  const kernels::FamilySpec& family = kernels::family_registry().get(family_name);
+  std::string shape_yaml;
+  for (const auto& [k, v] : shape)
+    shape_yaml += (shape_yaml.empty() ? "" : ", ") + k + ": " + std::to_string(v);
+  store::Run run;
+  run.goal_name = "g";
+  run.kernel = family_name;
+  run.goal_yaml = "kernel:\n  family: " + family_name + "\n  shape: {" + shape_yaml +
+                  "}\n  dtype: bf16\ntarget: " + target + "\n";
+  const auto id = store.create_run(run);
+  store::Trial trial;
+  trial.run = id;
+  trial.variant = variant_name;
+  trial.params = nlohmann::json::object();
+  for (const auto& [k, v] : kernels::resolve_params(family.variant(variant_name), kernels::ParamValues{}))
+    trial.params[k] = v;
+  trial.config_hash = variant_name + trial.params.dump();
+  trial.cache_key = trial.config_hash;
+  trial.status = Outcome::ok;
+  trial.metrics = {{"latency_s", recorded_latency_s}};
+  trial.verification = {{"passed", true}};
+  std::vector<store::Trial> trials{trial};
+  store.commit_trials(trials);
+  return {id, trials[0].id};
+}
+
+const model::OperatorTiming& timed(const model::ForwardTiming& forward, const std::string& name) {
+  for (const auto& t : forward.operators)
+    if (t.op.name == name) return t;
+  FAIL("no operator " << name);
+  return forward.operators.front();
+}
+
+}  // namespace
+
+TEST_CASE("a tuned trial runs only where it is at least as fast as the default, both simulated here") {
+  testing::TempDir dir;
+  const auto m = model::load_model(dir.write("m.yaml", kQwen));
+  const sim::TargetSpec target = sim::load_target("trn2");
+  const auto chain = model::prefill_chain(m);
+  const model::Operator& gate = op(chain, "gate_proj");
+  const kernels::FamilySpec& family = kernels::family_registry().get(gate.family);
+  kernels::EvaluateOptions quick;
+  quick.verify = false;
+  auto latency = [&](const std::string& variant) {
+    const auto params = kernels::resolve_params(family.variant(variant), kernels::ParamValues{});
+    return kernels::evaluate(family, variant, gate.shape, m.dtype, params, target, quick).latency_s;
+  };
+  // The premise: the baseline variant at its defaults is slower than the default here.
+  REQUIRE(family.baseline_variant != family.default_variant);
+  REQUIRE(latency(family.baseline_variant) > latency(family.default_variant));
+
+  SUBCASE("a slower tuned trial is passed over, saying so") {
+    auto store = store::open_store(":memory:");
+    // It recorded a latency better than anything: only the simulation here counts.
+    const auto [run, trial] = store_tuned(*store, gate.family, gate.shape, family.baseline_variant, 1e-9);
+    const auto forward = model::time_forward(m, target, store.get(), model::ForwardOptions{});
+    const auto& t = timed(forward, "gate_proj");
+    const std::string named = "run " + std::to_string(run) + " trial " + std::to_string(trial) + "'s tuned " +
+                              family.baseline_variant;
+    CHECK(t.config.variant == family.default_variant);
+    CHECK(t.config.source == "default (faster than " + named + ")");
+    CHECK(!t.config.run);
+    CHECK(t.config.note.starts_with(named + " takes "));
+    CHECK(t.latency_s == doctest::Approx(latency(family.default_variant)).epsilon(1e-9));
+    CHECK(timed(forward, "up_proj").config.source == t.config.source);  // the same kernel
+  }
+  SUBCASE("a tuned trial as fast as the default runs, as tuned") {
+    auto store = store::open_store(":memory:");
+    const auto [run, trial] = store_tuned(*store, gate.family, gate.shape, family.default_variant, 1e-3);
+    const auto forward = model::time_forward(m, target, store.get(), model::ForwardOptions{});
+    const auto& t = timed(forward, "gate_proj");
+    CHECK(t.config.source == "tuned");
+    CHECK(t.config.run == run);
+    CHECK(t.config.trial == trial);
+    CHECK(t.config.note.empty());
+  }
+}
