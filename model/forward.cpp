@@ -69,6 +69,21 @@ std::string time_text(double seconds) {
   return buffer;
 }
 
+// The file a target name or path stands for, resolved as a goal's `target:`
+// is (sim::target_file) and made comparable: `trn2`, `configs/targets/trn2.yaml`
+// and `./configs/targets/trn2.yaml` are one target. Relative paths resolve
+// against the working directory, as the goal's did. Nothing when it names no
+// target (an unknown name).
+std::optional<std::filesystem::path> target_identity(const std::string& name_or_path) {
+  try {
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(sim::target_file(name_or_path)));
+  } catch (const UserError&) {
+    return std::nullopt;
+  } catch (const std::filesystem::filesystem_error&) {
+    return std::nullopt;
+  }
+}
+
 bool verified(const store::Trial& trial) {
   return is_measured(trial.status) && trial.verification.is_object() &&
          trial.verification.value("passed", false);
@@ -105,11 +120,17 @@ std::optional<ChosenConfig> best_verified_config(store::Store& store, const std:
                                                  const kernels::Shape& shape, sim::Dtype dtype,
                                                  const std::string& target) {
   const kernels::FamilySpec& family = kernels::family_registry().get(family_name);
+  const auto wanted = target_identity(target);
+  if (!wanted) return std::nullopt;
+  std::map<std::string, std::optional<std::filesystem::path>> identities;  // by a run's target as written
   std::optional<ChosenConfig> best;
   for (const auto& run : store.runs()) {
     const auto kernel = run_kernel(run);
-    if (!kernel || kernel->family != family_name || kernel->shape != shape || kernel->target != target)
-      continue;
+    if (!kernel || kernel->family != family_name || kernel->shape != shape) continue;
+    auto identity = identities.find(kernel->target);
+    if (identity == identities.end())
+      identity = identities.emplace(kernel->target, target_identity(kernel->target)).first;
+    if (identity->second != wanted) continue;
     if (kernel->dtype != sim::dtype_name(dtype)) continue;
     for (const auto& trial : store.trials(run.id)) {
       if (!verified(trial)) continue;
@@ -149,7 +170,8 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
     } else {
       timing.config = family_config(family, options.baseline);
       if (!options.baseline && store)
-        candidate = best_verified_config(*store, op.family, op.shape, model.dtype, target.name);
+        candidate = best_verified_config(*store, op.family, op.shape, model.dtype,
+                                         target.source_file.empty() ? target.name : target.source_file);
     }
     forward.operators.push_back(std::move(timing));
     tuned.push_back(std::move(candidate));

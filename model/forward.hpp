@@ -44,8 +44,12 @@ struct ChosenConfig {
 
 // The best verified (status ok, verification passed) trial of any run in
 // `store` whose kernel is `family` at exactly `shape` and `dtype`, on the
-// simulated target named `target`, by latency. Trials of a configuration
-// the family no longer accepts are skipped.
+// simulated target `target` (a name or a target file), by latency. A run's
+// target and `target` are compared as the files they resolve to
+// (sim::target_file), so a run whose goal wrote `target: mytrn.yaml` counts
+// for `--target mytrn.yaml` (not for a built-in target of the name the file
+// gives itself). Trials of a configuration the family no longer accepts are
+// skipped.
 std::optional<ChosenConfig> best_verified_config(store::Store& store, const std::string& family,
                                                  const kernels::Shape& shape, sim::Dtype dtype,
                                                  const std::string& target);

@@ -138,9 +138,13 @@ std::vector<std::string> list_targets() {
 }
 
 TargetSpec load_target(const std::string& name_or_path) {
+  return load_target_file(target_file(name_or_path));
+}
+
+fs::path target_file(const std::string& name_or_path) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.ends_with(".yaml"));
-  if (is_path) return load_target_file(name_or_path);
+  if (is_path) return name_or_path;
   if (name_or_path.empty()) throw UserError("empty target name; accepted: a target name or a .yaml path");
   const fs::path dir = targets_directory();
   if (dir.empty()) {
@@ -149,7 +153,7 @@ TargetSpec load_target(const std::string& name_or_path) {
   const fs::path file = dir / (name_or_path + ".yaml");
   if (!fs::exists(file))
     throw UserError("unknown target '" + name_or_path + "' (accepted: " + join(list_targets(), ", ") + ")");
-  return load_target_file(file);
+  return file;
 }
 
 TargetSpec load_target_file(const fs::path& path) {

@@ -129,6 +129,11 @@ struct TargetSpec {
 // Reads a target by name (see the lookup order above) or by path. Misuse
 // (unknown name, bad file, unknown key) is a UserError naming file:line:key.
 TargetSpec load_target(const std::string& name_or_path);
+// The file load_target reads for `name_or_path`, without reading it: a path
+// as given, a name in targets_directory(). What identifies a target whichever
+// way it was written (`trn2`, `configs/targets/trn2.yaml`). UserError for an
+// unknown name.
+std::filesystem::path target_file(const std::string& name_or_path);
 // Reads and validates one target file.
 TargetSpec load_target_file(const std::filesystem::path& path);
 // Names of the targets in the first existing configs directory, sorted.

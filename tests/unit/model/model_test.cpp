@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "core/error.hpp"
 #include "model/fit.hpp"
 #include "model/forward.hpp"
@@ -399,4 +402,32 @@ TEST_CASE("a tuned trial runs only where it is at least as fast as the default, 
     CHECK(t.config.trial == trial);
     CHECK(t.config.note.empty());
   }
+}
+
+TEST_CASE("runs count for the target file they were tuned on, however the target is written") {
+  testing::TempDir dir;
+  // A target file whose name: is not its file's stem, as a user's copy of trn2 is.
+  std::ifstream in(sim::target_file("trn2"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = replaced(text, "name: trn2", "name: mytrn");
+  const auto mine = dir.write("targets/mytrn.yaml", text);
+  REQUIRE(sim::load_target(mine.string()).name == "mytrn");
+  const kernels::Shape shape{{"rows", 512}, {"cols", 256}};
+  auto store = store::open_store(":memory:");
+  const auto [on_file, trial] = store_tuned(*store, "rmsnorm", shape, "fused", 1e-3, mine.string());
+  const auto on_trn2 = store_tuned(*store, "rmsnorm", shape, "naive", 2e-3, "trn2").first;
+
+  auto run_for = [&](const std::string& target) -> std::optional<std::int64_t> {
+    const auto best = model::best_verified_config(*store, "rmsnorm", shape, sim::Dtype::bf16, target);
+    return best ? best->run : std::nullopt;
+  };
+  // The file, written as the goal wrote it or another way to the same file.
+  CHECK(run_for(mine.string()) == on_file);
+  CHECK(run_for((dir.path() / "targets" / ".." / "targets" / "mytrn.yaml").string()) == on_file);
+  // Its name: is no built-in target; trn2 is trn2 however it is written.
+  CHECK(!run_for("mytrn"));
+  CHECK(run_for("trn2") == on_trn2);
+  CHECK(run_for(sim::target_file("trn2").string()) == on_trn2);
+  // What time_forward passes: the file the model's target was loaded from.
+  CHECK(run_for(sim::load_target(mine.string()).source_file) == on_file);
 }
