@@ -103,7 +103,7 @@ nlohmann::json forward_json(const model::ModelSpec& spec, const sim::TargetSpec&
 }
 
 int run_model(const ModelOptions& o) {
-  const model::ModelSpec spec = model::load_model(o.file, {o.layers, o.seq});
+  const model::ModelSpec spec = model::load_model(o.file, {.layers = o.layers, .seq = o.seq});
   if (o.jobs < 1 || o.jobs > 256)
     throw UserError("--jobs " + std::to_string(o.jobs) + " is out of range; accepted: 1 to 256");
   const sim::TargetSpec target = sim::load_target(o.target);

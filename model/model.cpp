@@ -7,6 +7,84 @@
 
 namespace autotune::model {
 
+namespace {
+
+// An operator of the chain its family refuses, and why.
+struct Refusal {
+  std::string op, family, why;
+  bool dtype = false;  // the dtype, not the shape
+  std::string what() const { return "operator " + op + " (" + family + "): " + why; }
+};
+
+// The first operator of `model`'s chain (only `only` when given) whose family
+// does not take its shape or dtype.
+std::optional<Refusal> refused_operator(const ModelSpec& model, const std::string& only = "") {
+  for (const auto& op : prefill_chain(model)) {
+    if (!only.empty() && op.name != only) continue;
+    const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
+    if (!family.accepts(model.dtype))
+      return Refusal{op.name, op.family, "it does not take " + std::string(sim::dtype_name(model.dtype)),
+                     true};
+    if (std::string why = family.check_shape(op.shape); !why.empty())
+      return Refusal{op.name, op.family, std::move(why)};
+  }
+  return std::nullopt;
+}
+
+// The dtypes every family of the chain takes: "bf16, fp32".
+std::string chain_dtypes(const ModelSpec& model) {
+  std::string out;
+  for (const sim::Dtype dtype : {sim::Dtype::bf16, sim::Dtype::fp16, sim::Dtype::fp32}) {
+    bool taken = true;
+    for (const auto& op : prefill_chain(model))
+      taken = taken && kernels::family_registry().get(op.family).accepts(dtype);
+    if (taken) out += (out.empty() ? "" : ", ") + std::string(sim::dtype_name(dtype));
+  }
+  return out.empty() ? "none" : out;
+}
+
+// The model figures the operators' shapes are made of, in the order a model
+// file writes them, with the values below `value` that the model's own rules
+// allow (ascending): what a refused shape is traced back to.
+struct ShapeFigure {
+  const char* key;
+  std::int64_t ModelSpec::*field;
+  std::vector<std::int64_t> (*allowed)(const ModelSpec& model, std::int64_t value);
+};
+
+std::vector<std::int64_t> counts_below(const ModelSpec&, std::int64_t value) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v < value; ++v) out.push_back(v);
+  return out;
+}
+
+const ShapeFigure kShapeFigures[] = {
+    {"hidden_size", &ModelSpec::hidden_size, counts_below},
+    {"attention.q_heads", &ModelSpec::q_heads,
+     [](const ModelSpec& m, std::int64_t value) {  // a multiple of kv_heads
+       std::vector<std::int64_t> out;
+       for (std::int64_t v = m.kv_heads; v < value; v += m.kv_heads) out.push_back(v);
+       return out;
+     }},
+    {"attention.kv_heads", &ModelSpec::kv_heads,
+     [](const ModelSpec& m, std::int64_t value) {  // a divisor of q_heads
+       std::vector<std::int64_t> out;
+       for (std::int64_t v = 1; v < value; ++v)
+         if (m.q_heads % v == 0) out.push_back(v);
+       return out;
+     }},
+    {"attention.head_dim", &ModelSpec::head_dim,
+     [](const ModelSpec&, std::int64_t value) {  // even
+       std::vector<std::int64_t> out;
+       for (std::int64_t v = 2; v < value; v += 2) out.push_back(v);
+       return out;
+     }},
+    {"mlp.intermediate_size", &ModelSpec::intermediate_size, counts_below},
+    {"seq", &ModelSpec::seq, counts_below},
+};
+
+}  // namespace
+
 ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& overrides) {
   ModelSpec model;
   model.file = path;
@@ -127,7 +205,46 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
                       std::to_string(kMaxSeq));
     model.seq = *overrides.seq;
   }
-  return model;
+
+  // Every operator must be a shape and dtype its family takes: a refusal is
+  // an error at the key whose value the family refuses, found by the
+  // families' own checks, so that the limits are theirs and nobody's copy.
+  const auto refused = refused_operator(model);
+  if (!refused) return model;
+  if (refused->dtype) {
+    const YAML::Node node = top.raw("dtype");
+    top.fail("dtype", refused->what() + "; accepted: " + chain_dtypes(model), &node);
+  }
+  for (const auto& figure : kShapeFigures) {
+    const std::vector<std::int64_t> smaller = figure.allowed(model, model.*figure.field);
+    if (smaller.empty()) continue;
+    ModelSpec probe = model;
+    probe.*figure.field = smaller.front();
+    if (refused_operator(probe, refused->op)) continue;  // not this figure alone
+    // The largest value the whole chain takes with the other figures as they are.
+    std::optional<std::int64_t> largest;
+    std::size_t lo = 0, hi = smaller.size();  // answer in [lo - 1, hi): smaller[lo - 1] passes
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      probe.*figure.field = smaller[mid];
+      if (refused_operator(probe))
+        hi = mid;
+      else
+        lo = mid + 1, largest = smaller[mid];
+    }
+    const std::string message =
+        std::to_string(model.*figure.field) + " is too large for " + refused->what() +
+        (largest ? "; accepted: at most " + std::to_string(*largest) + " with this model's other figures"
+                 : "");
+    const std::string key = figure.key;
+    if (key == "seq" && overrides.seq)
+      throw UserError((overrides.seq_where.empty() ? "--seq" : overrides.seq_where) + ": " + message);
+    ConfigReader& reader = key.starts_with("attention.") ? attention : key.starts_with("mlp.") ? mlp : top;
+    const std::string leaf = key.substr(key.find('.') + 1);
+    const YAML::Node node = reader.raw(leaf);
+    reader.fail(leaf, message, &node);
+  }
+  throw UserError(path.string() + ": " + refused->what());
 }
 
 std::vector<Operator> prefill_chain(const ModelSpec& m) {

@@ -46,18 +46,26 @@ struct ModelSpec {
   std::int64_t seq = 0;  // prompt tokens of the prefill
 };
 
-// Overrides from the command line, checked like the file's values.
-// Prompt lengths the chain's kernels accept (attention's own limit), and decoder layers.
+// The widest prompt lengths and layer counts a model file, --seq and
+// --layers take; the chain's kernels may take less (load_model checks them).
 constexpr std::int64_t kMaxSeq = 131072;
 constexpr std::int64_t kMaxLayers = 1024;
 
-// --layers and --seq of `autotune model` (a model goal checks its own keys against the same bounds).
+// --layers and --seq of `autotune model`, or a model goal's model.layers and
+// model.seq (which the goal checks against the same bounds).
 struct ModelOverrides {
-  std::optional<std::int64_t> layers, seq;
+  std::optional<std::int64_t> layers = {}, seq = {};
+  // How an error about the prompt length's override names it, before
+  // ": <why>": empty for the command's flag (--seq); a model goal gives its
+  // own key ("g.yaml:2: model.seq").
+  std::string seq_where = {};
 };
 
 // Reads and checks a model file. Every error is one UserError line naming
-// file:line: key and what is accepted, before anything is simulated.
+// file:line: key (or the override) and what is accepted, before anything is
+// simulated; that includes every operator of the prefill chain being a shape
+// and dtype its family takes (kernels::FamilySpec::check_shape), the key
+// named being the one whose value the family refuses.
 ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& overrides = {});
 
 // One kernel call of the forward (per layer when `calls` is the layer count).

@@ -275,6 +275,10 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     // Checked here, so that an error names this file's key rather than the command's flag.
     overrides.layers = model.maybe_count("layers", 1, model::kMaxLayers);
     overrides.seq = model.maybe_count("seq", 1, model::kMaxSeq);
+    if (overrides.seq) {
+      const YAML::Node node = model.raw("seq");
+      overrides.seq_where = model.location(node) + ": " + model.key_path("seq");
+    }
     model.finish({"file", "layers", "seq"});
     goal.model = model::load_model(file.lexically_normal(), overrides);
   }

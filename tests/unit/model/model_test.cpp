@@ -54,8 +54,8 @@ const model::Operator& op(const std::vector<model::Operator>& chain, const std::
 }  // namespace
 
 TEST_CASE("the shipped Qwen3-0.6B file has the published figures") {
-  const auto m =
-      model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/qwen3-0.6b.yaml", {4, 16384});
+  const auto m = model::load_model(std::string(AUTOTUNE_SOURCE_DIR) + "/configs/models/qwen3-0.6b.yaml",
+                                   {.layers = 4, .seq = 16384});
   CHECK(m.hidden_size == 1024);
   CHECK(m.layers == 4);
   CHECK(m.seq == 16384);
@@ -128,8 +128,34 @@ TEST_CASE("bad model files are one line naming file, line and key, before any wo
   CHECK(load_error(scaled).find("rope_scaling") != std::string::npos);
   CHECK(load_error(scaled).find("accepted: llama3") != std::string::npos);
   CHECK(load_error("hidden_size: [\n").find("m.yaml") != std::string::npos);  // not YAML
-  CHECK(load_error(kQwen, {0, std::nullopt}).find("--layers 0 is out of range") != std::string::npos);
-  CHECK(load_error(kQwen, {std::nullopt, -5}).find("--seq -5 is out of range") != std::string::npos);
+  CHECK(load_error(kQwen, {.layers = 0}).find("--layers 0 is out of range") != std::string::npos);
+  CHECK(load_error(kQwen, {.seq = -5}).find("--seq -5 is out of range") != std::string::npos);
+}
+
+TEST_CASE(
+    "a figure some operator's kernel cannot take is refused at its key, with the limit the kernel has") {
+  // attention contracts head_dim on the partitions: the limit is the family's own check.
+  const std::string wide_heads = replaced(kQwen, "head_dim: 64", "head_dim: 512");
+  const auto model = model::load_model(testing::TempDir().write("ok.yaml", kQwen));
+  const auto attention = op(model::prefill_chain(model), "attention");
+  kernels::Shape too_wide = attention.shape;
+  too_wide["head_dim"] = 512;
+  const std::string why = kernels::family_registry().get("attention").check_shape(too_wide);
+  REQUIRE(!why.empty());
+  CHECK(load_error(wide_heads)
+            .ends_with("/m.yaml:4: attention.head_dim: 512 is too large for operator attention "
+                       "(attention): " +
+                       why + "; accepted: at most 128 with this model's other figures"));
+  // The largest accepted is accepted; the first larger even value is not.
+  CHECK(load_error(replaced(kQwen, "head_dim: 64", "head_dim: 128")).empty());
+  CHECK(load_error(replaced(kQwen, "head_dim: 64", "head_dim: 130")).find("attention.head_dim: 130") !=
+        std::string::npos);
+  // A prompt length from the command line is named as the flag.
+  const std::string long_prompt = load_error(kQwen, {.seq = 100000});
+  CHECK(long_prompt.starts_with("--seq: 100000 is too large for operator "));
+  CHECK(long_prompt.ends_with("accepted: at most 65536 with this model's other figures"));
+  CHECK(load_error(kQwen, {.seq = 100000, .seq_where = "g.yaml:2: model.seq"})
+            .starts_with("g.yaml:2: model.seq: 100000 is too large for operator "));
 }
 
 TEST_CASE("the prefill chain's shapes chain from one kernel to the next") {

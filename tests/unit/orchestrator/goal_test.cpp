@@ -115,6 +115,11 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
   CHECK(user_error([&] {
           load_model_goal(dir.write("q.yaml", "name: m\nmodel: {file: " + model_file + ", seq: -1}\n"));
         }).find("q.yaml:2: model.seq: -1 is out of range; accepted: 1 to 131072") != std::string::npos);
+  // A prompt length the model's kernels cannot take is this file's key too.
+  CHECK(user_error([&] {
+          load_model_goal(
+              dir.write("long.yaml", "name: m\nmodel: {file: " + model_file + ", seq: 100000}\n"));
+        }).find("/long.yaml:2: model.seq: 100000 is too large for operator ") != std::string::npos);
   // A goal a model goal does not take is named, not reported as the improvement missing.
   CHECK(user_error([&] {
           load_model_goal(dir.write("g.yaml", head + "goal: {mfu_percent: 50}\n"));
