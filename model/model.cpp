@@ -96,9 +96,18 @@ ModelSpec load_model(const std::filesystem::path& path, const ModelOverrides& ov
   ConfigReader top(document, path.string());
   model.name = top.name("name", path.stem().string());
   model.hidden_size = top.required_count("hidden_size", 1, 65536);
-  model.layers = top.required_count("layers", 1, kMaxLayers);
+  // layers and seq may come from the command line (or a model goal) instead.
+  const auto file_layers = top.maybe_count("layers", 1, kMaxLayers);
+  if (!file_layers && !overrides.layers)
+    top.fail_missing("layers", "missing required key",
+                     "1 to " + std::to_string(kMaxLayers) + " (or --layers, or a model goal's model.layers)");
+  model.layers = file_layers.value_or(0);
   model.vocab_size = top.required_count("vocab_size", 1, 1 << 24);
-  model.seq = top.required_count("seq", 1, kMaxSeq);
+  const auto file_seq = top.maybe_count("seq", 1, kMaxSeq);
+  if (!file_seq && !overrides.seq)
+    top.fail_missing("seq", "missing required key",
+                     "1 to " + std::to_string(kMaxSeq) + " (or --seq, or a model goal's model.seq)");
+  model.seq = file_seq.value_or(0);
   const std::string dtype = top.optional<std::string>("dtype", "bf16", "bf16, fp16 or fp32");
   const auto parsed = sim::parse_dtype(dtype);
   if (!parsed || *parsed == sim::Dtype::int32) {

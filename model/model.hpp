@@ -52,7 +52,8 @@ constexpr std::int64_t kMaxSeq = 131072;
 constexpr std::int64_t kMaxLayers = 1024;
 
 // --layers and --seq of `autotune model`, or a model goal's model.layers and
-// model.seq (which the goal checks against the same bounds).
+// model.seq (which the goal checks against the same bounds). Given, they stand
+// in for the file's keys, which may then be left out.
 struct ModelOverrides {
   std::optional<std::int64_t> layers = {}, seq = {};
   // How an error about the prompt length's override names it, before

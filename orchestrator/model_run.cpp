@@ -266,9 +266,12 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     if (file.is_relative()) file = path.parent_path() / file;
     if (!std::filesystem::is_regular_file(file)) {
       const YAML::Node node = model.raw("file");
+      const std::string path_text = file.lexically_normal().string();
       model.fail("file",
-                 (std::filesystem::is_directory(file) ? "a folder, not a model file: " : "file not found: ") +
-                     file.lexically_normal().string(),
+                 std::filesystem::is_directory(file) ? "a folder, not a model file: " + path_text
+                 : std::filesystem::exists(file)
+                     ? "not a regular file: " + path_text + "; accepted: a model file (configs/models/*.yaml)"
+                     : "file not found: " + path_text,
                  &node);
     }
     model::ModelOverrides overrides;

@@ -158,6 +158,20 @@ TEST_CASE(
             .starts_with("g.yaml:2: model.seq: 100000 is too large for operator "));
 }
 
+TEST_CASE("layers and seq may be left to the command line") {
+  std::string text = kQwen;
+  text = replaced(text, "layers: 3\n", "");
+  text = replaced(text, "seq: 384\n", "");
+  CHECK(load_error(text).find("m.yaml:1: layers: missing required key; accepted: 1 to 1024 (or --layers") !=
+        std::string::npos);
+  CHECK(load_error(text, {.layers = 2}).find("seq: missing required key; accepted: 1 to 131072 (or --seq") !=
+        std::string::npos);
+  testing::TempDir dir;
+  const auto m = model::load_model(dir.write("m.yaml", text), {.layers = 2, .seq = 64});
+  CHECK(m.layers == 2);
+  CHECK(m.seq == 64);
+}
+
 TEST_CASE("the prefill chain's shapes chain from one kernel to the next") {
   testing::TempDir dir;
   const auto m = model::load_model(dir.write("m.yaml", kQwen));

@@ -120,6 +120,12 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
           load_model_goal(
               dir.write("long.yaml", "name: m\nmodel: {file: " + model_file + ", seq: 100000}\n"));
         }).find("/long.yaml:2: model.seq: 100000 is too large for operator ") != std::string::npos);
+  // A model file that is no regular file is said to be so, not to be missing.
+  CHECK(user_error([&] {
+          load_model_goal(dir.write("null.yaml", "name: m\nmodel: {file: /dev/null, layers: 1, seq: 64}\n"));
+        })
+            .ends_with("/null.yaml:2: model.file: not a regular file: /dev/null; accepted: a model file "
+                       "(configs/models/*.yaml)"));
   // A goal a model goal does not take is named, not reported as the improvement missing.
   CHECK(user_error([&] {
           load_model_goal(dir.write("g.yaml", head + "goal: {mfu_percent: 50}\n"));
