@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <regex>
 #include <set>
 
 #include "core/error.hpp"
@@ -173,6 +175,44 @@ FitResult fit_variant(const kernels::FamilySpec& family, const kernels::VariantS
     if (level.size() > options.beam) level.resize(options.beam);
     frontier = std::move(level);
   }
+}
+
+std::string without_source_location(const std::string& error) {
+  static const std::regex location(R"(^\S+:\d+: )");
+  return std::regex_replace(error, location, "", std::regex_constants::format_first_only);
+}
+
+std::vector<std::string> unfit_baselines(const ModelSpec& model, const sim::TargetSpec& target) {
+  struct Kernel {
+    std::string operators, why;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Kernel> kernels_by_key;  // the gate and up projections are one kernel
+  for (const auto& op : prefill_chain(model)) {
+    const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
+    const std::string key = op.family + " " + kernels::shape_text(op.shape, family);
+    if (auto seen = kernels_by_key.find(key); seen != kernels_by_key.end()) {
+      if (!seen->second.why.empty()) seen->second.operators += ", " + op.name;
+      continue;
+    }
+    const kernels::VariantSpec& variant = family.variant(family.baseline_variant);
+    std::string why;
+    try {
+      const sim::Program program =
+          kernels::trace_program(family, variant, op.shape, model.dtype,
+                                 kernels::resolve_params(variant, kernels::ParamValues{}), target);
+      if (const sim::ValidationResult v = sim::validate_program(program, target); !v.valid) why = v.error;
+    } catch (const UserError& e) {
+      why = e.what();  // traced to nothing the target takes
+    }
+    kernels_by_key[key] = Kernel{op.name, without_source_location(why)};
+    order.push_back(key);
+  }
+  std::vector<std::string> out;
+  for (const auto& key : order)
+    if (const Kernel& k = kernels_by_key.at(key); !k.why.empty())
+      out.push_back(k.operators + " (" + key + "): " + k.why);
+  return out;
 }
 
 }  // namespace autotune::model

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "kernels/evaluate.hpp"
+#include "model/model.hpp"
 #include "sim/target.hpp"
 
 namespace autotune::model {
@@ -51,5 +52,16 @@ FitResult fit_variant(const kernels::FamilySpec& family, const kernels::VariantS
 
 // "tiles_in_block_m 16->8, pipeline_depth 2->1": the parameters that differ.
 std::string changes_text(const kernels::ParamValues& from, const kernels::ParamValues& to);
+
+// The operators of `model`'s prefill chain whose family's baseline does not
+// fit `target` at their shape, traced and checked against its limits as a fit
+// is (not simulated: cheap enough to run before anything else), one entry per
+// kernel with why: "attn_norm, mlp_norm, final_norm (rmsnorm
+// rows=128,cols=65536): SBUF overflow: ...". Empty when every baseline fits.
+std::vector<std::string> unfit_baselines(const ModelSpec& model, const sim::TargetSpec& target);
+
+// A simulator message without its kernel source location ("gemm.hpp:233: "):
+// a model's user reads what overflowed, not where the template allocates it.
+std::string without_source_location(const std::string& error);
 
 }  // namespace autotune::model

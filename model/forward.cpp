@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <regex>
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
@@ -50,13 +49,6 @@ std::optional<RunKernel> run_kernel(const store::Run& run) {
   } catch (const YAML::Exception&) {
     return std::nullopt;  // not a kernel run's goal
   }
-}
-
-// A simulator message without its kernel source location ("gemm.hpp:233: "):
-// a model's user reads what overflowed, not where the template allocates it.
-std::string without_location(const std::string& error) {
-  static const std::regex location(R"(^\S+:\d+: )");
-  return std::regex_replace(error, location, "", std::regex_constants::format_first_only);
 }
 
 // "16.12 us", "1.904 ms": an operator's time per call, to four figures.
@@ -257,7 +249,7 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   for (auto& t : forward.operators) {
     const kernels::Evaluation& e = evaluations.at(key_of(t.op, t.config));
     if (t.config.source != "default" || e.ok()) continue;
-    const std::string why = std::string(to_string(e.status)) + ": " + without_location(e.error);
+    const std::string why = std::string(to_string(e.status)) + ": " + without_source_location(e.error);
     const kernels::FamilySpec& family = kernels::family_registry().get(t.op.family);
     if (const auto fit = fits.find(fit_key(t)); fit != fits.end() && fit->second.params) {
       const FitResult& found = fit->second;
@@ -305,9 +297,10 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
                           ? t.config.source.substr(0, t.config.source.size() - 1) + "; " + why + ")"
                           : t.config.source + " (" + why + ")";
     const std::string measured =
-        mine.ok() ? named + " takes " + time_text(mine.latency_s) + " per call here, " + instead + " " +
-                        time_text(other.latency_s)
-                  : named + ": " + std::string(to_string(mine.status)) + ": " + without_location(mine.error);
+        mine.ok()
+            ? named + " takes " + time_text(mine.latency_s) + " per call here, " + instead + " " +
+                  time_text(other.latency_s)
+            : named + ": " + std::string(to_string(mine.status)) + ": " + without_source_location(mine.error);
     t.config.note = t.config.note.empty() ? measured : t.config.note + "; " + measured;
   }
 

@@ -9,6 +9,8 @@
 
 #include "core/config_reader.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
+#include "model/fit.hpp"
 #include "orchestrator/decision_log.hpp"
 #include "orchestrator/goal_sections.hpp"
 #include "orchestrator/setup.hpp"
@@ -290,11 +292,24 @@ ModelGoal load_model_goal(const std::filesystem::path& path) {
     top.fail("kernel", "a goal names a model or a kernel, not both", &node);
   }
   goal.target = top.optional<std::string>("target", "trn2", "a simulated target (trn1, trn2)");
+  sim::TargetSpec target;
   try {
-    (void)sim::load_target(goal.target);
+    target = sim::load_target(goal.target);
   } catch (const UserError& e) {
     const YAML::Node node = top.raw("target");
     top.fail("target", e.what(), &node);
+  }
+  // The goal is measured against the all-baseline forward: an operator whose
+  // baseline cannot run on the target makes the goal meaningless, and is
+  // found here, before a run is created, by tracing (not simulating) them.
+  if (const auto unfit = model::unfit_baselines(goal.model, target); !unfit.empty()) {
+    const YAML::Node node = top.raw("model");
+    top.fail(
+        "model",
+        "the goal measures the forward against every operator's baseline, and on " + goal.target +
+            " these do not run: " + join(unfit, "; ") +
+            "; accepted: a model whose every baseline fits the target (autotune model --baseline shows them)",
+        &node);
   }
   const std::string objective = top.optional<std::string>("objective", "latency", "latency");
   if (objective != "latency") {
@@ -454,8 +469,17 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
     baseline_options.baseline = true;
     baseline_options.jobs = goal.parallel;
     summary.baseline = model::time_forward(goal.model, target, nullptr, baseline_options);
-    if (!summary.baseline.all_ok)
-      throw UserError("model goal " + goal.name + ": an operator's baseline does not run on " + goal.target);
+    if (!summary.baseline.all_ok) {
+      // What tracing at load cannot see: a baseline that runs and computes a wrong answer, say.
+      std::vector<std::string> failed;
+      for (const auto& t : summary.baseline.operators)
+        if (t.status != Outcome::ok)
+          failed.push_back(t.op.name + " (" + group_key(t) + "): " + std::string(to_string(t.status)) + ": " +
+                           model::without_source_location(t.error));
+      throw UserError("model goal " + goal.name +
+                      ": the forward is measured against every operator's baseline, and on " + goal.target +
+                      " these do not run: " + join(failed, "; "));
+    }
     summary.baseline_latency_s = summary.baseline.latency_s;
     {
       skills::SkillDecision d;
@@ -546,8 +570,9 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
     finish_forward(goal, target, current, stop, summary, log);
     summary.stop_reason = stop;
     summary.status = "completed";
-  } catch (const UserError&) {
+  } catch (const UserError& e) {
     record.status = store::RunStatus::failed;
+    record.stop_reason = e.what();
     store.update_run(record);
     throw;
   }

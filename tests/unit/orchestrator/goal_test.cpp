@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/error.hpp"
 #include "kernels/family.hpp"
@@ -126,6 +127,21 @@ TEST_CASE("a model goal's search.strategy and search.options are checked when it
         })
             .ends_with("/null.yaml:2: model.file: not a regular file: /dev/null; accepted: a model file "
                        "(configs/models/*.yaml)"));
+  // An operator whose baseline cannot run on the target is named with why, before any run exists.
+  std::ifstream model_in(model_file);
+  std::string wide((std::istreambuf_iterator<char>(model_in)), std::istreambuf_iterator<char>());
+  wide.replace(wide.find("hidden_size: 1024"), 17, "hidden_size: 65536");
+  const std::string wide_file = dir.write("wide.yaml", wide).string();
+  const std::string unfit = user_error([&] {
+    load_model_goal(dir.write("w.yaml", "name: m\nmodel: {file: " + wide_file + ", layers: 1, seq: 128}\n"));
+  });
+  CHECK(
+      unfit.find("/w.yaml:2: model: the goal measures the forward against every operator's baseline, and on "
+                 "trn2 these do not run: attn_norm, mlp_norm, final_norm (rmsnorm rows=128,cols=65536): SBUF "
+                 "overflow: ") != std::string::npos);
+  CHECK(unfit.find("; attn_residual, mlp_residual (add rows=128,cols=65536): SBUF overflow: ") !=
+        std::string::npos);
+  CHECK(unfit.find('\n') == std::string::npos);
   // A goal a model goal does not take is named, not reported as the improvement missing.
   CHECK(user_error([&] {
           load_model_goal(dir.write("g.yaml", head + "goal: {mfu_percent: 50}\n"));
