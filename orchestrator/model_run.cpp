@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -140,12 +141,14 @@ const KernelGroup* choose_kernel(const model::ForwardTiming& current, const std:
     else if (first.latency_s <= kAtRoofline * first.roofline_s)
       why = "at its roofline bound";
     if (candidates.size() < 8)
-      candidates.push_back({{"kernel", g.key},
-                            {"operators", operator_names(current, g)},
-                            {"share_percent", std::round(g.share * 1000) / 10},
-                            {"headroom_percent", std::round(g.headroom * 1000) / 10},
-                            {"worth_percent", std::round(g.worth * 1000) / 10},
-                            {"skipped", why}});
+      candidates.push_back(
+          {{"kernel", g.key},
+           {"operators", operator_names(current, g)},
+           {"share_percent", std::round(g.share * 1000) / 10},
+           {"headroom_percent", std::round(g.headroom * 1000) / 10},
+           {"latency_over_bound", first.roofline_s > 0 ? first.latency_s / first.roofline_s : 0},
+           {"worth_percent", std::round(g.worth * 1000) / 10},
+           {"skipped", why}});
     if (!chosen && why.empty()) chosen = &g;
   }
   return chosen;
@@ -527,10 +530,17 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
                          {"improvement", improvement},
                          {"candidates", candidates},
                          {"budget_slice", slice}};
+      // The headroom is the share of the kernel's time above its bound (1 - bound / latency), not how far
+      // above the bound it is: the words say both.
+      char over_bound[32];
+      std::snprintf(over_bound, sizeof over_bound, "%.1fx", lead.latency_s / lead.roofline_s);
+      const std::string headroom = std::to_string(int(std::round(chosen->headroom * 100))) + "% of its time";
       choice.rationale = chosen->key + " (" + operator_names(current, *chosen) + ") is " +
                          std::to_string(int(std::round(chosen->share * 100))) + "% of the forward and " +
-                         std::to_string(int(std::round(chosen->headroom * 100))) +
-                         "% above its roofline bound: tuning it can remove up to " +
+                         (lead.roofline_s > 0 ? "takes " + std::string(over_bound) + " its roofline bound (" +
+                                                    headroom + " is above the bound)"
+                                              : "has no roofline bound (" + headroom + " is headroom)") +
+                         ": tuning it can remove up to " +
                          std::to_string(int(std::round(chosen->worth * 100))) +
                          "% of the forward, the most of any kernel";
       const int64_t choice_seq = log.append(iteration, "model_orchestrator", choice);

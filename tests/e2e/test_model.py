@@ -98,6 +98,16 @@ seed: 1
         check(first["candidates"][0]["operators"].split(",")[0] == choices[0][0].split(":")[1],
               f"the choice is not the worthiest kernel: {choices[0][0]} vs {first['candidates'][0]}")
         check("of the forward" in choices[0][2], f"rationale: {choices[0][2]}")
+        # The words say what the numbers are: the time over the bound as a factor, the headroom as a share of the
+        # kernel's time (1 - bound / latency), not as a distance above the bound.
+        chosen = next(c for c in first["candidates"] if not c["skipped"])
+        words = re.search(r"is (\d+)% of the forward and takes ([\d.]+)x its roofline bound \((\d+)% of its time is "
+                          r"above the bound\)", choices[0][2])
+        check(words, f"rationale: {choices[0][2]}")
+        check(abs(float(words.group(2)) - chosen["latency_over_bound"]) <= 0.05 and
+              abs(int(words.group(3)) - chosen["headroom_percent"]) <= 0.5 and
+              abs(1 - 1 / chosen["latency_over_bound"] - chosen["headroom_percent"] / 100) < 0.001,
+              f"rationale {choices[0][2]} against {chosen}")
         for kernel_run in summary["kernel_runs"]:
             rows = query(db, "SELECT status, goal_yaml FROM runs WHERE id = ?", (kernel_run,))
             check(rows and rows[0][0] == "completed", f"kernel run {kernel_run}: {rows}")
