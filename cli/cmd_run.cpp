@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
@@ -183,15 +185,29 @@ const CommandRegistration registration(
           auto store = store::open_store(db);
           const bool tty = isatty(fileno(stderr)) != 0;
           std::string last;
-          std::atomic<int64_t> model_run{0};
+          // The model run and the kernel run whose loop is going: an interruption records both.
+          std::mutex running_mutex;
+          std::vector<int64_t> running;
           const interrupt::OnInterrupt on_interrupt([&](int signal) {
-            record_interruption(*store, model_run.load(), signal,
+            std::vector<int64_t> ids;
+            {
+              std::lock_guard lock(running_mutex);
+              ids.assign(running.rbegin(), running.rend());  // the kernel run first: it commits trials
+            }
+            record_interruption(*store, db, ids, signal,
                                 "autotune run " + options->goal + " --db " + store->location() +
                                     " (a model goal starts afresh)");
           });
-          const auto summary =
-              orchestrator::run_model_goal(goal, *store, [&](const orchestrator::Progress& p) {
-                if (model_run.load() == 0) model_run = p.run_id;
+          auto on_running = [&](int64_t run, bool started) {
+            std::lock_guard lock(running_mutex);
+            if (started)
+              running.push_back(run);
+            else
+              std::erase(running, run);
+          };
+          const auto summary = orchestrator::run_model_goal(
+              goal, *store,
+              [&](const orchestrator::Progress& p) {
                 char line[320];
                 std::snprintf(line, sizeof line, "iteration %d/%d  evaluations %d/%d  forward %s  [%s]",
                               p.iteration, p.max_iterations, p.evaluations, p.budget,
@@ -204,7 +220,8 @@ const CommandRegistration registration(
                 else if (key != last)
                   std::fprintf(stderr, "%s\n", line);
                 last = key;
-              });
+              },
+              on_running);
           if (tty) std::fprintf(stderr, "\n");
           if (options->json)
             std::cout << summary.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)

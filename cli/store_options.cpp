@@ -57,19 +57,42 @@ std::unique_ptr<store::Store> open_store_for_writing(const DatabaseOption& optio
 }
 
 void record_interruption(store::Store& store, int64_t run_id, int signal, const std::string& resume_command) {
-  if (run_id > 0) {
-    try {
-      store.freeze_interrupted(run_id,
-                               std::string("interrupted by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "\nautotune: the interruption could not be recorded: %s\n", e.what());
-    }
-    std::fprintf(stderr,
-                 "\nautotune: interrupted; run %lld keeps every committed trial; continue with\n  %s\n",
-                 static_cast<long long>(run_id), resume_command.c_str());
-  } else {
+  record_interruption(store, "", std::vector<int64_t>{run_id}, signal, resume_command);
+}
+
+void record_interruption(store::Store& store, const std::string& database,
+                         const std::vector<int64_t>& run_ids, int signal, const std::string& resume_command) {
+  std::vector<int64_t> runs;
+  for (const int64_t id : run_ids)
+    if (id > 0 && std::find(runs.begin(), runs.end(), id) == runs.end()) runs.push_back(id);
+  if (runs.empty()) {
     std::fprintf(stderr, "\nautotune: interrupted\n");
+    std::fflush(stderr);
+    return;
   }
+  const std::string reason = std::string("interrupted by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  try {
+    store.freeze_interrupted(runs.front(), reason);
+    if (runs.size() > 1) {
+      // The frozen store blocks every later call of this process's threads, so nothing races these
+      // writes: each run is read and written back whole, marked only if it is still running.
+      const auto other = store::open_store(database, store::OpenMode::existing);
+      for (std::size_t i = 1; i < runs.size(); ++i) {
+        auto run = other->run(runs[i]);
+        if (!run || run->status != store::RunStatus::running) continue;
+        run->status = store::RunStatus::interrupted;
+        run->stop_reason = reason;
+        other->update_run(*run);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nautotune: the interruption could not be recorded: %s\n", e.what());
+  }
+  std::string ids;
+  for (const int64_t id : runs) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  std::fprintf(stderr, "\nautotune: interrupted; %s %s every committed trial; continue with\n  %s\n",
+               ((runs.size() == 1 ? std::string("run ") : std::string("runs ")) + ids).c_str(),
+               runs.size() == 1 ? "keeps" : "keep", resume_command.c_str());
   std::fflush(stderr);
 }
 

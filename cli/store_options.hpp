@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "store/store.hpp"
 
@@ -42,5 +43,12 @@ std::unique_ptr<store::Store> open_store_for_writing(const DatabaseOption& optio
 // later write: the process is exiting), and stderr says how to go on
 // (`resume_command`). Never throws.
 void record_interruption(store::Store& store, int64_t run_id, int signal, const std::string& resume_command);
+// The same for every run in progress (ids > 0; a suite's runs going at once,
+// a model run and its kernel run): each one still running is recorded as
+// interrupted. The store is frozen with the first; the others are recorded
+// through a connection of their own to `database` (the --db location as
+// given), opened once nothing of this process writes through `store` any more.
+void record_interruption(store::Store& store, const std::string& database,
+                         const std::vector<int64_t>& run_ids, int signal, const std::string& resume_command);
 
 }  // namespace autotune::cli

@@ -423,7 +423,8 @@ Json ModelRunSummary::to_json() const {
   return out;
 }
 
-ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const ProgressSink& progress) {
+ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const ProgressSink& progress,
+                               const RunningSink& running) {
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -440,6 +441,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
   record.simulator_version = std::string(sim::kSimulatorVersion);
   summary.run_id = store.create_run(record);
   record.id = summary.run_id;
+  if (running) running(summary.run_id, true);
   DecisionLog log(store, summary.run_id);
   // `in_loop`: the evaluations of the kernel loop in progress, not yet in summary.evaluations.
   auto report = [&](int iteration, const std::string& phase, double best, int in_loop = 0) {
@@ -550,6 +552,9 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       Goal kernel_goal = kernel_goal_for(goal, lead, slice, iteration, elapsed());
       RunSetup setup = prepare_run(kernel_goal);
       RunOptions run_options;
+      run_options.started = [&](int64_t id) {
+        if (running) running(id, true);
+      };
       auto add_kernel_run = [&](int64_t id) {
         if (id == 0 || summary.kernel_run_evaluations.count(id)) return false;
         summary.kernel_runs.push_back(id);
@@ -563,6 +568,7 @@ ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const
       RunContext context{kernel_goal, setup.catalog,           *setup.target,
                          store,       setup.simulator_version, run_options};
       const RunSummary kernel_run = Orchestrator(context).run();
+      if (running) running(kernel_run.run_id, false);
       add_kernel_run(kernel_run.run_id);
       summary.kernel_run_evaluations[kernel_run.run_id] = kernel_run.evaluations;
       summary.evaluations += kernel_run.evaluations;

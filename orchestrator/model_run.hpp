@@ -17,6 +17,7 @@
 // model` afterwards picks its results up. The goal's improvement is measured
 // on the whole forward against the all-baseline forward.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,7 +86,12 @@ struct ModelRunSummary {
   Json to_json() const;
 };
 
-// `progress` may be empty.
-ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const ProgressSink& progress = {});
+// `progress` may be empty. `running`, when given, hears of every run as it
+// is created (the model run, then each kernel run as its loop starts) and
+// of each kernel run when its loop ends: the runs in progress, which an
+// interruption records.
+using RunningSink = std::function<void(int64_t run, bool running)>;
+ModelRunSummary run_model_goal(const ModelGoal& goal, store::Store& store, const ProgressSink& progress = {},
+                               const RunningSink& running = {});
 
 }  // namespace autotune::orchestrator
