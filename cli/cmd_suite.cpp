@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/store_options.hpp"
@@ -102,14 +103,14 @@ const CommandRegistration registration{
         std::mutex mutex;
         std::set<int64_t> running;
         const interrupt::OnInterrupt on_interrupt([&](int signal) {
-          int64_t id = 0;
+          std::vector<int64_t> ids;
           {
             std::lock_guard lock(mutex);
-            if (!running.empty()) id = *running.begin();
+            ids.assign(running.begin(), running.end());
           }
-          // The other runs in progress stay `running` with a dead holder: the next invocation resumes them
-          // too.
-          record_interruption(*store, id, signal, "autotune suite " + o->file + " --db " + store->location());
+          // Every run in progress is recorded as interrupted; the next invocation resumes them.
+          record_interruption(*store, o->db.path(), ids, signal,
+                              "autotune suite " + o->file + " --db " + store->location());
         });
         orchestrator::SuiteOptions options;
         options.jobs = o->jobs;

@@ -372,6 +372,11 @@ SuiteResult run_suite(const Suite& suite, store::Store& store, const SuiteOption
         RunOptions run_options;
         run_options.jobs = jobs;
         run_options.resume = w.resume;
+        // In progress from the moment it is stored, before its first progress line.
+        run_options.started = [&](int64_t id) {
+          std::lock_guard lock(mutex);
+          if (options.running) options.running(id, true);
+        };
         run_options.progress = [&](const Progress& p) {
           std::lock_guard lock(mutex);
           if (announced || p.run_id == 0) return;

@@ -118,7 +118,8 @@ struct SuiteOptions {
   int jobs = 1;  // runs at once, and the cores they share
   // One line per task started or finished (may be called from any thread; calls are serialised).
   std::function<void(const std::string&)> progress;
-  // The ids of the runs in progress (for a message on interruption).
+  // The runs in progress, which an interruption records: each as it is
+  // stored (started), and again when it ends. Calls are serialised.
   std::function<void(int64_t run, bool started)> running;
 };
 
