@@ -307,6 +307,10 @@ Json SuiteResult::to_json(const Suite& suite, const std::string& database) const
           {"means", means}};
 }
 
+int workers_for_next_run(int jobs, int in_use, int starting_now) {
+  return std::max(1, (jobs - in_use) / std::max(1, starting_now));
+}
+
 std::vector<SuiteRow> suite_rows(const Suite& suite, store::Store& store) {
   const std::vector<store::Run> runs = store.runs();
   std::vector<SuiteRow> rows;
@@ -344,9 +348,10 @@ SuiteResult run_suite(const Suite& suite, store::Store& store, const SuiteOption
       work.push_back({index, &task, resumable ? row.run : std::nullopt});
     }
 
-  std::mutex mutex;  // guards the rows and the callbacks
+  std::mutex mutex;  // guards the rows, the callbacks and the counts below
   std::size_t next = 0;
   const int threads = std::max(1, std::min<int>(options.jobs, int(work.size())));
+  int in_progress = 0, workers_in_use = 0;
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
@@ -358,11 +363,23 @@ SuiteResult run_suite(const Suite& suite, store::Store& store, const SuiteOption
         std::lock_guard lock(mutex);
         if (next >= work.size()) return;
         item = next++;
-        // The cores shared by the runs going at once; a run alone (the
-        // last ones) has them all.
-        const int at_once = std::min<int>(threads, int(work.size() - item));
-        jobs = std::max(1, options.jobs / std::max(1, at_once));
+        const int idle_threads = threads - in_progress;  // this one's included
+        const int left_to_start = int(work.size() - item);
+        jobs = workers_for_next_run(options.jobs, workers_in_use, std::min(idle_threads, left_to_start));
+        ++in_progress;
+        workers_in_use += jobs;
       }
+      // The workers go back when the run ends, however it ends.
+      struct Release {
+        std::mutex& mutex;
+        int &in_progress, &in_use;
+        int jobs;
+        ~Release() {
+          std::lock_guard lock(mutex);
+          --in_progress;
+          in_use -= jobs;
+        }
+      } release{mutex, in_progress, workers_in_use, jobs};
       const Work& w = work[item];
       SuiteRow& row = result.rows[w.row];
       const std::string label = row.task + " on " + row.target;

@@ -18,8 +18,9 @@
 // its resolved goal (to_yaml) and seed. A completed run with the same goal is
 // reused, an interrupted one (or one left running by a process that died) is
 // resumed, a failed one is run afresh. Runs go `jobs` at a time, sharing
-// `jobs` cores: each run measures with jobs / (runs at once) workers, so the
-// last run, alone, has them all.
+// `jobs` cores: each run measures with its share of the workers the runs in
+// progress leave free (workers_for_next_run), and keeps them until it ends,
+// so that together they never use more than `jobs`.
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -124,5 +125,13 @@ struct SuiteOptions {
 };
 
 SuiteResult run_suite(const Suite& suite, store::Store& store, const SuiteOptions& options);
+
+// The workers of a run starting now, out of `jobs` shared by every run in
+// progress: `in_use` are held by the runs going, and `starting_now` runs
+// (this one included) take their share of the rest at once (the suite's idle
+// threads, at most the runs left to start). At least 1. With `jobs` no less
+// than the runs that go at once, the runs never hold more than `jobs`
+// together: each leaves at least one worker for every other run starting.
+int workers_for_next_run(int jobs, int in_use, int starting_now);
 
 }  // namespace autotune::orchestrator

@@ -76,8 +76,21 @@ def main():
         suite = write_goal(tmp, "tiny.yaml", SUITE)
         db = os.path.join(tmp, "suite.db")
 
-        first = run_json(["suite", suite, "--jobs", "2"], db, timeout=600)
+        proc = run(["suite", suite, "--jobs", "2", "--json"], db, timeout=600)
+        check(proc.returncode == 0, f"suite exited {proc.returncode}: {proc.stderr[-2000:]}")
+        first = json.loads(proc.stdout)
         rows = first["rows"]
+        # The runs going at once never hold more than --jobs workers together.
+        held, most = {}, 0
+        for line in proc.stderr.splitlines():
+            started = re.search(r": run (\d+) started \((\d+) workers?\)", line)
+            ended = re.search(r": run (\d+) (completed|failed|interrupted)", line)
+            if started:
+                held[started.group(1)] = int(started.group(2))
+                most = max(most, sum(held.values()))
+            elif ended:
+                held.pop(ended.group(1), None)
+        check(held == {} and 0 < most <= 2, f"workers held at once: {most}\n{proc.stderr}")
         check([(r["task"], r["target"]) for r in rows] ==
               [("act", "trn1"), ("act", "trn2"), ("scan", "trn1"), ("scan", "trn2"), ("mm", "trn1"), ("mm", "trn2")],
               f"rows in file order, every target: {[(r['task'], r['target']) for r in rows]}")
