@@ -56,6 +56,10 @@ void print_table(const orchestrator::Suite& suite, const orchestrator::SuiteResu
     }
     std::string run = row.run ? "run " + std::to_string(*row.run) : "-";
     if (row.run && !row.ran_now) run += " (earlier)";
+    // A run of another simulator version is never the task's: it got a new one.
+    if (row.earlier_run)
+      run += " (earlier run " + std::to_string(*row.earlier_run) + " was simulator " +
+             row.earlier_simulator_version + (row.run ? ": new run)" : ")");
     if (row.status != "completed")
       run += " [" + row.status + (row.reason.empty() ? "" : ": " + row.reason) + "]";
     char wall[32];

@@ -106,17 +106,36 @@ SuiteRow row_of(const Suite& suite, const SuiteTask& task, const std::string& ta
   return row;
 }
 
-// The run of this goal to go on from: the latest completed one, else the
-// latest one (interrupted, left running, or failed).
-std::optional<store::Run> previous_run(const std::vector<store::Run>& runs, const std::string& goal_yaml,
-                                       std::uint64_t seed) {
-  std::optional<store::Run> latest, completed;
+// The runs of this goal and seed: the one to go on from (the latest completed
+// one of this simulator version, else its latest one: interrupted, left
+// running, or failed), and the latest of another simulator version, whose
+// figures are another simulator's and which a resume would mix with this
+// one's.
+struct PreviousRuns {
+  std::optional<store::Run> current, other_version;
+};
+
+PreviousRuns previous_runs(const std::vector<store::Run>& runs, const std::string& goal_yaml,
+                           std::uint64_t seed, const std::string& simulator_version) {
+  PreviousRuns out;
+  std::optional<store::Run> completed;
   for (const auto& run : runs) {
     if (run.seed != seed || run.goal_yaml != goal_yaml) continue;
-    latest = run;
+    if (run.simulator_version != simulator_version) {
+      out.other_version = run;
+      continue;
+    }
+    out.current = run;
     if (run.status == store::RunStatus::completed) completed = run;
   }
-  return completed ? completed : latest;
+  if (completed) out.current = completed;
+  return out;
+}
+
+// "earlier run 3 was simulator sim-2.2" for a row that has one.
+std::string earlier_run_text(const SuiteRow& row) {
+  return "earlier run " + std::to_string(row.earlier_run.value_or(0)) + " was simulator " +
+         row.earlier_simulator_version;
 }
 
 std::string stored_goal_yaml(const Goal& goal) { return store::redact_url_credentials(to_yaml(goal)); }
@@ -258,6 +277,8 @@ Json SuiteRow::to_json() const {
               {"stop_reason", stop_reason}};
   if (!reason.empty()) out["reason"] = reason;
   if (!note.empty()) out["note"] = note;
+  if (earlier_run)
+    out["earlier_run"] = {{"run", *earlier_run}, {"simulator_version", earlier_simulator_version}};
   return out;
 }
 
@@ -320,7 +341,15 @@ std::vector<SuiteRow> suite_rows(const Suite& suite, store::Store& store) {
       if (task.unavailable.empty()) {
         const TaskGoal goal = task_goal(suite, task, target);
         row.roofline_bound_s = goal.roofline_bound_s;
-        if (auto run = previous_run(runs, stored_goal_yaml(goal.goal), suite.seed)) fill_from_run(row, *run);
+        const PreviousRuns previous =
+            previous_runs(runs, stored_goal_yaml(goal.goal), suite.seed, goal.setup.simulator_version);
+        if (previous.current) {
+          fill_from_run(row, *previous.current);
+        } else if (previous.other_version) {
+          row.earlier_run = previous.other_version->id;
+          row.earlier_simulator_version = previous.other_version->simulator_version;
+          row.reason = earlier_run_text(row);
+        }
       }
       rows.push_back(std::move(row));
     }
@@ -400,7 +429,8 @@ SuiteResult run_suite(const Suite& suite, store::Store& store, const SuiteOption
           announced = p.run_id;
           if (options.running) options.running(p.run_id, true);
           say(label + ": run " + std::to_string(p.run_id) + (w.resume ? " resumed" : " started") + " (" +
-              std::to_string(jobs) + (jobs == 1 ? " worker)" : " workers)"));
+              std::to_string(jobs) + (jobs == 1 ? " worker)" : " workers)") +
+              (row.earlier_run ? " (" + earlier_run_text(row) + ": new run)" : ""));
         };
         run_options.warning = [&](const std::string& line) {
           std::lock_guard lock(mutex);

@@ -15,9 +15,12 @@
 //
 // run_suite() runs every (task, target) whose run is not already completed in
 // the store: each is an ordinary run of the loop (Orchestrator), identified by
-// its resolved goal (to_yaml) and seed. A completed run with the same goal is
-// reused, an interrupted one (or one left running by a process that died) is
-// resumed, a failed one is run afresh. Runs go `jobs` at a time, sharing
+// its resolved goal (to_yaml), its seed and the simulator version (a run is a
+// function of the three). A completed run with the same goal is reused, an
+// interrupted one (or one left running by a process that died) is resumed, a
+// failed one is run afresh; a run of another simulator version is neither
+// shown as the task's nor resumed: the task gets a new run, and its row
+// names the earlier one. Runs go `jobs` at a time, sharing
 // `jobs` cores: each run measures with its share of the workers the runs in
 // progress leave free (workers_for_next_run), and keeps them until it ends,
 // so that together they never use more than `jobs`.
@@ -82,6 +85,10 @@ struct SuiteRow {
   std::string reason;  // unavailable: why; failed or error: what went wrong
   std::optional<int64_t> run;
   bool ran_now = false;  // run (or resumed) by this invocation
+  // The latest run of the same goal and seed measured by another simulator
+  // version, when none of this version was there to go on from.
+  std::optional<int64_t> earlier_run;
+  std::string earlier_simulator_version;
   double roofline_bound_s = 0;
   std::optional<double> baseline_latency_s, tuned_latency_s;
   int evaluations = 0;

@@ -383,7 +383,7 @@
     suite.rows.forEach(function (r) {
       var runCell = el("td", {});
       if (r.run !== null && shown[r.run]) runCell.appendChild(el("a", { class: "trial", href: "#run-" + r.run, text: "run " + r.run }));
-      else runCell.textContent = r.status === "not yet a family" ? "not yet a family: " + r.reason : r.status;
+      else runCell.textContent = r.status === "not yet a family" ? "not yet a family: " + r.reason : r.status + (r.reason ? ": " + r.reason : "");
       if (r.run !== null && r.status !== "completed") runCell.appendChild(el("span", { text: " (" + r.status + ")" }));
       var cells = [r.task, r.target, r.family || "-", r.shape || "-", r.dtype || "-", seconds(r.baseline_latency_s), percent(r.baseline_fraction_of_peak),
                    seconds(r.tuned_latency_s), percent(r.fraction_of_peak), String(r.evaluations), r.wall_time_s.toFixed(1) + " s"];

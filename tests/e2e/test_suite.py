@@ -158,6 +158,39 @@ def main():
         check(sorted(d["id"] for d in data["runs"]) == sorted(r["run"] for r in rows if r["run"]),
               "every task's run is on the page")
         one_error_line(run(["report", "--suite", suite, "1"], db), "not both")
+
+        # A run of another simulator version is neither the task's nor resumed, even interrupted: the task gets a
+        # new run, and the row names the earlier one.
+        def measured_by_another_version(run_id):
+            connection = __import__("sqlite3").connect(db)
+            connection.execute("UPDATE runs SET simulator_version = 'sim-0.9', status = 'interrupted' WHERE id = ?",
+                               (run_id,))
+            connection.commit()
+            connection.close()
+
+        runs_before = query(db, "SELECT COUNT(*) FROM runs")[0][0]
+        old = rows[0]["run"]
+        measured_by_another_version(old)
+        proc = run(["report", "--suite", suite, "--no-timelines", "-o", page], db)
+        check(proc.returncode == 0, f"report --suite exited {proc.returncode}: {proc.stderr}")
+        shown = page_data(open(page).read())["suite"]["rows"][0]
+        check(shown["run"] is None and shown["status"] == "not run" and
+              shown["earlier_run"] == {"run": old, "simulator_version": "sim-0.9"},
+              f"the report shows another version's run as the task's: {shown}")
+        fourth = run_json(["suite", suite], db)
+        row = fourth["rows"][0]
+        check(fourth["runs_started"] == 1 and row["ran_now"] and row["run"] != old and row["status"] == "completed",
+              f"a new run for act on trn1: {row}")
+        check(row["earlier_run"] == {"run": old, "simulator_version": "sim-0.9"}, f"earlier run: {row}")
+        check(query(db, "SELECT status FROM runs WHERE id = ?", (old,))[0][0] == "interrupted",
+              "the other version's run was resumed")
+        check(query(db, "SELECT COUNT(*) FROM runs")[0][0] == runs_before + 1, "one new run")
+        old = rows[1]["run"]
+        measured_by_another_version(old)
+        proc = run(["suite", suite], db)
+        check(proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}")
+        check(re.search(rf"^act\s+trn2\s+.*run \d+ \(earlier run {old} was simulator sim-0.9: new run\)$",
+                        proc.stdout, re.M), proc.stdout)
     print("ok")
 
 
