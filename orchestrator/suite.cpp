@@ -34,6 +34,11 @@ void read_task_sections(const Suite& suite, const SuiteTask& task, Goal& goal) {
   (void)reader.required<std::string>("name");
   (void)reader.optional<std::string>("note", "");
   (void)reader.optional<std::string>("unavailable", "");
+  // A goal may instead give a kernel_source; a task may not (kTaskKeys), so the hint names what a task takes.
+  if (!reader.has("kernel"))
+    reader.fail_missing(
+        "kernel", "missing required section",
+        "kernel: {family, shape, dtype}, or unavailable: <why> for a task that is not yet a family");
   read_kernel_section(reader, goal);
   if (auto start = reader.maybe_child("start")) {
     goal.start_variant = start->optional<std::string>("variant", "");
@@ -211,10 +216,30 @@ Suite load_suite(const std::filesystem::path& path) {
     suite.tasks.push_back(std::move(task));
   }
   // Every available task on every target, checked as its goal now: nothing
-  // runs until the whole file is right.
-  for (const auto& task : suite.tasks)
-    if (task.unavailable.empty())
-      for (const auto& target : suite.targets) (void)task_goal(suite, task, target);
+  // runs until the whole file is right. A mistake the targets do not share
+  // (a constraint only one target's SBUF cannot meet) names the target.
+  for (const auto& task : suite.tasks) {
+    if (!task.unavailable.empty()) continue;
+    std::vector<std::pair<std::string, std::string>> refused;  // target, error
+    std::vector<std::string> taken;
+    for (const auto& target : suite.targets) {
+      try {
+        (void)task_goal(suite, task, target);
+        taken.push_back(target);
+      } catch (const UserError& e) {
+        refused.emplace_back(target, e.what());
+      }
+    }
+    if (refused.empty()) continue;
+    const bool everywhere_alike =
+        taken.empty() && std::all_of(refused.begin(), refused.end(),
+                                     [&](const auto& r) { return r.second == refused.front().second; });
+    if (everywhere_alike || suite.targets.size() == 1) throw UserError(refused.front().second);
+    throw UserError(
+        refused.front().second + " (on target " + refused.front().first +
+        (taken.empty() ? "" : "; " + join(taken, ", ") + (taken.size() == 1 ? " takes" : " take") + " it") +
+        ")");
+  }
   return suite;
 }
 

@@ -53,6 +53,11 @@ std::vector<std::string> allowed_variants(const kernels::FamilySpec& family, con
     for (const auto& v : family.variants) allowed.push_back(v.name);
   if (std::find(allowed.begin(), allowed.end(), start) == allowed.end()) {
     const bool known = is_family_variant(start);
+    // Without a start the run starts from the family's baseline: the variants as written leave it out.
+    if (known && explicit_variants && request.start_variant.empty())
+      throw UserError(request.where({"variants"}) + "the run starts from the family's baseline '" + start +
+                      "', which is not among these variants; accepted: variants that include " + start +
+                      ", or a start: {variant: V} with V one of " + join(allowed, ", "));
     if (!known || explicit_variants) {
       // The goal's variants are the family's when it names none.
       const std::string accepted = explicit_variants ? join(allowed, ", ") : family_variants;

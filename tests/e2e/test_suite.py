@@ -58,6 +58,17 @@ def check_errors(tmp):
         ("budget", SUITE.replace("evaluations: 6", "evaluations: 0"), [":5:", "must be at least 1"]),
         ("options", SUITE.replace("max_iterations: 2", "max_iterations: 2\nsearch: {strategy: random, options: {xi: 1}}"),
          [":7:", "search.options:", "strategy 'random': unknown option 'xi'"]),
+        # Variants that leave out the baseline a task without a start starts from: said at the variants written.
+        ("no-start", SUITE.replace("    start: {variant: tiled}\n", "    variants: [hoisted]\n"),
+         [":15:", "tasks.mm.variants: the run starts from the family's baseline 'tiled', which is not among these "
+          "variants; accepted: variants that include tiled, or a start: {variant: V} with V one of hoisted"]),
+        # The hint names only what a task takes (a goal's kernel_source is not a task's key).
+        ("no-kernel", SUITE.replace("    kernel: {family: silu, shape: {rows: 256, cols: 1024}, dtype: fp32}\n", ""),
+         ["tasks.act.kernel: missing required section; accepted: kernel: {family, shape, dtype}, or unavailable: "]),
+        # A mistake only one target's figures make names that target.
+        ("one-target", SUITE.replace("      space: {tile_m: [64, 128]}\n", "      space: {tile_m: [64, 128]}\n"
+                                     "      constraints: [\"sbuf_bytes_per_partition >= 200000\"]\n"),
+         ["tasks.mm.search.constraints:", "is false whatever the parameters (on target trn1; trn2 takes it)"]),
     ]
     for name, text, needles in cases:
         path = write_goal(tmp, f"bad-{name}.yaml", text)
@@ -66,6 +77,8 @@ def check_errors(tmp):
         check(not os.path.exists(db), f"{name}: the database was created before the suite file was checked")
         if name == "start":
             check(proc.stderr.strip().endswith("accepted: tiled, hoisted"), f"variants named twice: {proc.stderr}")
+        if name == "no-kernel":
+            check("kernel_source" not in proc.stderr, f"a key a task refuses is suggested: {proc.stderr}")
     proc = run(["report", "--suite", write_goal(tmp, "bad.yaml", cases[0][1])], db)
     one_error_line(proc, "unknown kernel 'sliu'")
 

@@ -472,3 +472,22 @@ TEST_CASE("rule policy: a stop finding stops, otherwise the first idea gets a sh
   state.ideas.clear();
   CHECK(policy.decide(state).result.stop);
 }
+
+TEST_CASE("variants that leave out the baseline a goal without a start starts from are refused at variants") {
+  const testing::TempDir dir;
+  const std::string error = user_error([&] {
+    load_and_prepare(
+        dir.write("v.yaml",
+                  "name: v\nkernel: {family: gemm, shape: {M: 256, N: 512, K: 256}, dtype: bf16}\n"
+                  "variants: [hoisted, blocked_mn]\n"));
+  });
+  const std::string& baseline = kernels::family_registry().get("gemm").baseline_variant;
+  CHECK(error.ends_with("/v.yaml:3: variants: the run starts from the family's baseline '" + baseline +
+                        "', which is not among these variants; accepted: variants that include " + baseline +
+                        ", or a start: {variant: V} with V one of hoisted, blocked_mn"));
+  // With a start among them, the same variants are fine.
+  CHECK_NOTHROW(load_and_prepare(
+      dir.write("s.yaml",
+                "name: s\nkernel: {family: gemm, shape: {M: 256, N: 512, K: 256}, dtype: bf16}\n"
+                "variants: [hoisted, blocked_mn]\nstart: {variant: hoisted}\n")));
+}
