@@ -1,6 +1,7 @@
 """Shared helpers of the loop's e2e tests: run the real binary on goals."""
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +31,27 @@ def run_json(args, db, timeout=300):
         return json.loads(proc.stdout)
     except json.JSONDecodeError:
         fail(f"{args}: stdout is not one JSON object: {proc.stdout[:500]}")
+
+
+def interrupt_when(args, db, ready, timeout=120):
+    """Runs `autotune ARGS --db DB`, sends SIGINT at the first stderr line for which ready(line) is true
+    (every line is passed, in order), and returns (exit status, all of stderr)."""
+    env = dict(os.environ)
+    env.pop("AUTOTUNE_DB", None)
+    proc = subprocess.Popen([BIN] + args + ["--db", db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if ready(line):
+            proc.send_signal(signal.SIGINT)
+            break
+    try:
+        _, rest = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return proc.returncode, "".join(seen) + rest
 
 
 def query(db, sql, params=()):

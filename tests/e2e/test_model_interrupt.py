@@ -2,10 +2,8 @@
 recorded as interrupted (a kernel run left `running` would look alive forever), exit status 130, and the
 message names both runs."""
 import os
-import signal
-import subprocess
 
-from loop_support import BIN, SOURCE, check, query, tempdir, write_goal
+from loop_support import SOURCE, check, interrupt_when, query, tempdir, write_goal
 
 MODEL = os.path.join(SOURCE, "configs", "models", "qwen3-0.6b.yaml")
 
@@ -24,24 +22,10 @@ parallel: 1
 seed: 1
 """)
         db = os.path.join(tmp, "model.db")
-        env = dict(os.environ)
-        env.pop("AUTOTUNE_DB", None)
-        proc = subprocess.Popen([BIN, "run", goal, "--db", db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env)
-        seen = []
-        for line in proc.stderr:
-            seen.append(line)
-            # "[tune attention: analyse]": the kernel run exists and its loop is going.
-            if "[tune " in line and ": " in line.split("[tune ", 1)[1]:
-                proc.send_signal(signal.SIGINT)
-                break
-        try:
-            _, rest = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        stderr = "".join(seen) + rest
-        check(proc.returncode == 130, f"exit {proc.returncode} (130 expected): {stderr[-2000:]}")
+        # "[tune attention: analyse]": the kernel run exists and its loop is going.
+        status, stderr = interrupt_when(["run", goal], db,
+                                        lambda line: "[tune " in line and ": " in line.split("[tune ", 1)[1])
+        check(status == 130, f"exit {status} (130 expected): {stderr[-2000:]}")
         runs = query(db, "SELECT id, kernel, status, stop_reason FROM runs ORDER BY id")
         check(len(runs) >= 2 and runs[0][1].startswith("model:"), f"a model run and a kernel run: {runs}")
         # Kernel loops that ended before the signal are completed; the model run and the loop in progress not.

@@ -1,11 +1,8 @@
 """SIGINT while a suite runs two tasks at once (--jobs 2): both runs in progress are recorded as interrupted,
 not only one of them, exit status 130; the next invocation resumes both (the same run ids) and completes them."""
-import json
 import os
-import signal
-import subprocess
 
-from loop_support import BIN, check, query, run_json, tempdir, write_goal
+from loop_support import check, interrupt_when, query, run_json, tempdir, write_goal
 
 # Two tasks the loop does not finish in a second on trn1 (both stop on their budget or iterations).
 SUITE = """
@@ -28,24 +25,15 @@ def main():
     with tempdir() as tmp:
         suite = write_goal(tmp, "suite.yaml", SUITE)
         db = os.path.join(tmp, "suite.db")
-        env = dict(os.environ)
-        env.pop("AUTOTUNE_DB", None)
-        proc = subprocess.Popen([BIN, "suite", suite, "--db", db, "--jobs", "2"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
-        seen, started = [], 0
-        for line in proc.stderr:
-            seen.append(line)
-            started += " started (" in line
-            if started == 2:
-                proc.send_signal(signal.SIGINT)
-                break
-        try:
-            _, rest = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        stderr = "".join(seen) + rest
-        check(proc.returncode == 130, f"exit {proc.returncode} (130 expected): {stderr[-2000:]}")
+        started = []  # the lines that say a run started; the second is the moment to interrupt
+
+        def both_started(line):
+            if " started (" in line:
+                started.append(line)
+            return len(started) == 2
+
+        status, stderr = interrupt_when(["suite", suite, "--jobs", "2"], db, both_started)
+        check(status == 130, f"exit {status} (130 expected): {stderr[-2000:]}")
         runs = query(db, "SELECT id, status, stop_reason FROM runs ORDER BY id")
         check(len(runs) == 2, f"two runs: {runs}")
         # A run that finished before the signal is completed; every other one is interrupted, none running.
