@@ -146,6 +146,10 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
   // Per operator, the best tuned trial the database holds for its kernel: a
   // candidate only, measured here beside the default it would replace.
   std::vector<std::optional<ChosenConfig>> tuned;
+  // Layers repeat operators: the database is searched once per kernel call
+  // (family and shape), not once per operator.
+  std::map<std::string, std::optional<ChosenConfig>> tuned_by_call;
+  const std::string target_written = target.source_file.empty() ? target.name : target.source_file;
   for (const auto& op : prefill_chain(model)) {
     const kernels::FamilySpec& family = kernels::family_registry().get(op.family);
     if (!family.accepts(model.dtype))
@@ -161,9 +165,17 @@ ForwardTiming time_forward(const ModelSpec& model, const sim::TargetSpec& target
       timing.config = given->second;
     } else {
       timing.config = family_config(family, options.baseline);
-      if (!options.baseline && store)
-        candidate = best_verified_config(*store, op.family, op.shape, model.dtype,
-                                         target.source_file.empty() ? target.name : target.source_file);
+      if (!options.baseline && store) {
+        std::string call = op.family;
+        for (const auto& [k, v] : op.shape) call += "|" + k + "=" + std::to_string(v);
+        auto found = tuned_by_call.find(call);
+        if (found == tuned_by_call.end())
+          found = tuned_by_call
+                      .emplace(call,
+                               best_verified_config(*store, op.family, op.shape, model.dtype, target_written))
+                      .first;
+        candidate = found->second;
+      }
     }
     forward.operators.push_back(std::move(timing));
     tuned.push_back(std::move(candidate));
