@@ -235,8 +235,10 @@ Exploration ParamExplorer::explore(const ExplorationRequest& request, const Expl
     return out;
   }
 
-  auto strategy =
-      search::make_strategy(plan.strategy, *request.region, request.seed, request.strategy_options);
+  // The request's options are its strategy's; a plan that runs another (the
+  // grid enumerating a small region, a plugin's choice) runs it with its defaults.
+  const Json options = plan.strategy == request.strategy ? request.strategy_options : Json::object();
+  auto strategy = search::make_strategy(plan.strategy, *request.region, request.seed, options);
   std::vector<search::Observation> known;
   for (const auto& o : request.known)
     if (request.region->contains(o.configuration)) known.push_back(o);

@@ -391,6 +391,34 @@ TEST_CASE("explorer: enumerates a small region, respects the budget, never repea
   CHECK(full.result.budget == int(variant.space->size()));
 }
 
+TEST_CASE("explorer: a plan that runs another strategy than the request's runs it with its own defaults") {
+  const VariantSpace variant = make_variant("fast");
+  ParamExplorer explorer;
+  ExplorationRequest request;
+  request.variant = &variant;
+  request.region = variant.space;
+  request.strategy = "bayes";
+  request.strategy_options = {{"initial", 2}};  // bayes's, which the grid does not take
+  request.batch_size = 4;
+  request.budget = 100;
+  MeasureBatch measure = [](const std::vector<Candidate>& batch) {
+    std::vector<search::Observation> out;
+    for (const auto& c : batch)
+      out.push_back(search::Observation::success({}, c.params.at("a").get<double>()));
+    return out;
+  };
+  const auto plan = explorer.plan(request);
+  REQUIRE(plan.result.strategy == "grid");  // the region fits in the budget
+  CHECK(explorer.explore(request, plan.result, measure, {}).evaluations == int(variant.space->size()));
+
+  // A plugin's plan: coordinate's options stay with coordinate.
+  request.strategy = "coordinate";
+  request.strategy_options = {{"passes", 1}, {"line", true}};
+  request.strategy_chosen = true;
+  request.budget = 5;
+  CHECK(explorer.explore(request, {"random", 5, variant.space->size()}, measure, {}).evaluations == 5);
+}
+
 TEST_CASE("explorer: a configuration holding more than one that overflowed is predicted to, not measured") {
   // Memory held: b (pipeline depth) x c (block); a is a tile size, which
   // predicts nothing (a smaller tile along the partitions can hold more).
