@@ -246,10 +246,12 @@ Json start_params(const VariantSpace& start, const CatalogRequest& request) {
                       " is not in the goal's domain of '" + name + "': " + values_text(parameter->values()));
     params[name] = value;
   }
-  if (!start.space->contains(search::configuration_from_json(*start.space, params)))
+  const auto configuration = search::configuration_from_json(*start.space, params);
+  if (!start.space->contains(configuration))
     throw UserError(request.where({"start"}) + "the start point " + Candidate{start.name, params}.text() +
                     " violates the constraints of variant '" + start.name + "'");
-  return params;
+  // The domain's values, as the target takes them: the goal's 64.0 is the domain's 64.
+  return search::to_json(*start.space, configuration);
 }
 
 }  // namespace
@@ -346,8 +348,10 @@ VariantCatalog recorded_catalog(const VariantSpace& recorded, const CatalogReque
                       "' of the recorded space");
     params[name] = value;
   }
-  if (!variant.space->contains(search::configuration_from_json(*variant.space, params)))
+  const auto start = search::configuration_from_json(*variant.space, params);
+  if (!variant.space->contains(start))
     throw UserError(request.where({"start", "params"}) + "the start point is not a recorded configuration");
+  params = search::to_json(*variant.space, start);
   VariantCatalog catalog;
   catalog.baseline = {variant.name, params};
   catalog.variants.push_back(std::move(variant));
@@ -404,8 +408,10 @@ VariantCatalog goal_space_catalog(const std::string& name, const CatalogRequest&
                       " is not in search.space." + parameter_name + ": " + values_text(parameter->values()));
     params[parameter_name] = value;
   }
-  if (!variant.space->contains(search::configuration_from_json(*variant.space, params)))
+  const auto start = search::configuration_from_json(*variant.space, params);
+  if (!variant.space->contains(start))
     throw UserError(request.where({"start", "params"}) + "the start point violates search.constraints");
+  params = search::to_json(*variant.space, start);
   if (!request.start_variant.empty() && request.start_variant != variant.name)
     throw UserError(request.where({"start", "variant"}) + "a command target has one variant, '" +
                     variant.name + "'");

@@ -408,8 +408,11 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
       if (!params.is_object()) return bad("probe params must be an object");
       for (const auto& [name, value] : params.items()) c.params[name] = value;
       try {
-        if (!probe_variant->space->contains(search::configuration_from_json(*probe_variant->space, c.params)))
+        const auto configuration = search::configuration_from_json(*probe_variant->space, c.params);
+        if (!probe_variant->space->contains(configuration))
           return bad("probe " + c.text() + " violates the variant's constraints");
+        // The domain's values, as the target takes them: a plugin's 64.0 is the domain's 64.
+        c.params = search::to_json(*probe_variant->space, configuration);
       } catch (const UserError& e) {
         return bad("probe " + c.text() + ": " + e.what());
       }

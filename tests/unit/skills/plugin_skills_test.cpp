@@ -141,6 +141,15 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
   CHECK(generation->ideas[1].probes[0] ==
         Candidate{"b", {{"tile", 32}, {"depth", 2}}});  // defaults fill the rest
 
+  // A whole number written as a real (Python's 128 / 2) is the domain's integer, as the target takes it.
+  generation = generation_from_plugin(
+      {{"ideas", {{{"id", "half"}, {"variant", "a"}, {"probes", {{{"params", {{"tile", 64.0}}}}}}}}}},
+      request, &error);
+  REQUIRE_MESSAGE(generation, error);
+  REQUIRE(generation->ideas[0].probes.size() == 1);
+  CHECK(generation->ideas[0].probes[0].params.at("tile").is_number_integer());
+  CHECK(generation->ideas[0].probes[0].params.at("tile") == 64);
+
   auto rejected = [&](const Json& idea) {
     std::string why;
     CHECK_FALSE(generation_from_plugin({{"ideas", {idea}}}, request, &why));
