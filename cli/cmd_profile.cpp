@@ -130,6 +130,12 @@ int run_source_profile(const ProfileOptions& o) {
     declared.shape_args = kernel.descriptor.shape_args;
     declared.default_shape = kernel.descriptor.default_shape;
     request.shape = kernels::parse_shape(declared, o.shape);
+    // The kernel's shape check (its family's, or its own) runs in a worker:
+    // a shape it refuses is misuse, as for a built-in --kernel.
+    const auto described = kernels::external::describe_in_worker(kernel.so_path, worker, request.shape);
+    if (described.ok && !described.shape_error.empty())
+      throw UserError("shape " + kernels::shape_text(request.shape, declared) + " of kernel '" +
+                      declared.name + "' rejected: " + described.shape_error);
   }
   check_source_configuration(o, kernel.descriptor, request.shape);
   request.dtype = o.dtype;

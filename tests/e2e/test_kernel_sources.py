@@ -167,6 +167,11 @@ def main():
         if p.returncode != 2 or p.stdout or "missing K; the shape arguments of" not in p.stderr \
                 or "M, N, K" not in p.stderr or len(p.stderr.strip().splitlines()) != 1:
             fail(f"a partial --shape of a kernel source: rc={p.returncode} stderr={p.stderr[-800:]}")
+        # So is a shape the kernel's family refuses: one line naming the reason, exit 2, nothing measured.
+        p = run(["profile", "--kernel-source", "best_kernel.cc", "--shape", "M=0,N=512,K=512"], env, tmp)
+        if p.returncode != 2 or p.stdout or len(p.stderr.strip().splitlines()) != 1 \
+                or "shape M=0,N=512,K=512 of kernel" not in p.stderr or "M must be in [1, " not in p.stderr:
+            fail(f"a --shape the family refuses: rc={p.returncode} stdout={p.stdout[-400:]} stderr={p.stderr[-800:]}")
 
 # 2. A compile error : the compiler's message, exit non-zero.
         (tmp / "broken.cc").write_text('#include "kernels/external/user_kernel.hpp"\n'
