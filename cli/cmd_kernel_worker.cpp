@@ -5,6 +5,9 @@
 // (kernels/external/kernel_worker.hpp) and prints one JSON reply on stdout.
 // Exit status 0 whenever it replied; a kernel that crashes or hangs takes only
 // this process down, and its caller reports the signal or the timeout.
+#include <sys/prctl.h>
+
+#include <csignal>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -17,6 +20,10 @@ namespace autotune::cli {
 namespace {
 
 int run_kernel_worker() {
+  // autotune ends a worker's process group after its timeout; killed itself
+  // (SIGKILL) it cannot, and a kernel that never returns would spin on for
+  // good. The spawning thread waits for the reply, so its exit is autotune's.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   nlohmann::json reply;
   try {

@@ -119,6 +119,37 @@ def own_goal(tmp, name, shape="{height: 256, width: 1024}", dtype="fp32", source
     return name
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat (R, S, Z, ...), None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def running(pid):
+    return process_state(pid) not in (None, "Z", "X")
+
+
+def cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def children_running(parent):
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
 def goal_error(tmp, env, goal, line, key, words):
     """A misuse of a goal: exit 2, one line naming file:line: key and what is wrong."""
     p = run(["run", goal, "--db", "errors.db"], env, tmp)
@@ -217,6 +248,27 @@ def main():
             fail(f"segfaulting configurations not failed with SIGSEGV: {rows}")
         if not by_mode.get(2) or not all(st == "timeout" for st, _ in by_mode[2]):
             fail(f"looping configurations not timed out: {by_mode.get(2)}")
+        # autotune killed (SIGKILL) while a kernel loops: its worker does not spin on for good.
+        (tmp / "orphan.yaml").write_text("name: orphan\nkernel: {family: exp}\nkernel_source: faulty.cc\n"
+                                         "start: {params: {mode: 2}}\ntimeout_s: 600\n")
+        proc = subprocess.Popen([BIN, "run", "orphan.yaml", "--db", "orphan.db"], env=env, cwd=tmp,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        workers, deadline = [], time.monotonic() + 120
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = [pid for pid in children_running(proc.pid) if b"kernel-worker" in cmdline(pid)]
+        proc.kill()
+        proc.wait()
+        if not workers:
+            fail("no kernel worker started for the looping baseline")
+        deadline = time.monotonic() + 10
+        while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [pid for pid in workers if running(pid)]
+        for pid in left:
+            os.kill(pid, 9)
+        if left:
+            fail(f"kernel workers {left} still ran 10 s after autotune was killed")
 
 # 5. A kernel with its own reference, tuned by a goal without kernel.family : its shape
 #arguments, dtypes and parameters come from its declaration; each candidate is verified
