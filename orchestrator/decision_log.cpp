@@ -4,12 +4,31 @@
 
 namespace autotune::orchestrator {
 
+namespace {
+
+// What the plugin's author can do about a failure of this kind (docs/plugins.md).
+std::string plugin_failure_hint(const std::string& failure) {
+  if (failure == "timed_out")
+    return "a reply is one line on stdout, flushed at once (print(..., flush=True)); one that needs longer "
+           "wants a larger timeout_s";
+  if (failure == "malformed")
+    return "docs/plugins.md says what a reply holds: one line of JSON on stdout (diagnostics on stderr) with "
+           "the role's result";
+  if (failure == "plugin_error") return "";  // the plugin's own reason
+  return "check its command with `autotune skills GOAL`";
+}
+
+}  // namespace
+
 std::string DecisionLog::failure_line(const std::string& skill, const skills::SkillDecision& decision) {
   if (decision.action == "plugin_failed") {
     const std::string plugin =
         decision.inputs.is_object() ? decision.inputs.value("plugin", decision.proposer) : decision.proposer;
+    const std::string failure =
+        decision.evidence.is_object() ? decision.evidence.value("failure", std::string()) : std::string();
+    const std::string hint = plugin_failure_hint(failure);
     return "plugin '" + plugin + "' (" + skill + ") failed: " + decision.outcome +
-           " (check its command with `autotune skills GOAL`)";
+           (hint.empty() ? "" : " (" + hint + ")");
   }
   if (decision.evidence.is_object() && decision.evidence.contains("llm") &&
       decision.evidence["llm"].is_object()) {

@@ -197,6 +197,12 @@ def main():
             check(f"autotune: warning: plugin '{name}'" in proc.stderr, f"no warning for {name}: {proc.stderr[-1500:]}")
         check(any("crasher" in w and "autotune skills" in w for w in summary["warnings"]),
               f"the summary's warnings lack the crash: {summary['warnings']}")
+        # What to do depends on the failure: a reply that never came is a flush or a timeout_s, a reply that is
+        # not one the protocol takes is in docs/plugins.md.
+        check(any("sleeper" in w and "flush=True" in w and "timeout_s" in w for w in summary["warnings"]),
+              f"the timed-out plugin's warning says nothing of flushing or timeout_s: {summary['warnings']}")
+        check(any("garbler" in w and "docs/plugins.md" in w and "one line of JSON" in w for w in summary["warnings"]),
+              f"the malformed plugin's warning does not point at the protocol: {summary['warnings']}")
 
         crashed = failures("crasher", "crashed")
         check("exited with code 3" in crashed[0]["outcome"] and "giving up on purpose" in crashed[0]["outcome"],
