@@ -42,8 +42,9 @@ standard errors of the difference; then the mean difference with its standard er
 gained or lost beyond two. The strategy's runs diverge after their first different proposal, so the two
 are treated as independent.
 
-Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options
-and repeats, so a second call only prints. --json FILE writes the summary and the per-space scores.
+Traces and scores are kept in OUT (default build/search-protocol), named by split, strategy, options,
+repeats and a digest of what made the traces (the autotune binary, or a peer's script), so a second call
+with the same build only prints, and a rebuilt autotune measures its strategies again. --json FILE writes the summary and the per-space scores.
 """
 import argparse
 import hashlib
@@ -94,6 +95,20 @@ def strategy_command(args, strategy, options, files, repeats, seed, out):
             str(repeats), "--seed", str(seed), "--options", json.dumps(options), "--json", out]
 
 
+def maker_of(args, strategy):
+    """A digest of what makes `strategy`'s traces: the autotune binary for autotune's strategies, the peer's
+    script (and Kernel Tuner's checkout) for the others. Traces are deterministic for one maker, so OUT keeps
+    them under it: a rebuilt autotune runs its strategies again instead of scoring a former build's traces."""
+    peers = {"tpe": "search_tpe.py", "autotvm": "search_autotvm.py"}
+    script = "search_kerneltuner.py" if strategy.startswith("kt:") else peers.get(strategy)
+    path = os.path.join(HERE, script) if script else args.autotune
+    digest = hashlib.sha1(str(args.kernel_tuner if strategy.startswith("kt:") else "").encode())
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def scores_of(args, files, traces, scores):
     """search-bench's scores of `traces` on `files`: read from `scores` when that is as new as the traces and
     gives every space's objective and optimum (older files do not), else written there again first."""
@@ -112,7 +127,8 @@ def scored(args, names, files, strategy, options, measured_runs=None):
     from OUT when already there. The traces file holds {space: runs}, a run the list of its evaluations'
     values (None: failed). `measured_runs` ({space: runs} of seeds 1 on, as a call with fewer evaluations
     left them) stand in for those seeds' runs instead of being run again."""
-    tag = hashlib.sha1(json.dumps([sorted(files), options], sort_keys=True).encode()).hexdigest()[:10]
+    tag = hashlib.sha1(json.dumps([sorted(files), options, maker_of(args, strategy)],
+                                  sort_keys=True).encode()).hexdigest()[:10]
     stem = os.path.join(args.out, f"{args.split}-{strategy}-{tag}-r{args.repeats}")
     traces, scores = stem + ".traces.json", stem + ".scores.json"
     if not os.path.exists(traces) and measured_runs is not None:
@@ -326,6 +342,8 @@ def main():
             fail("--against: the same options as --options; nothing to compare")
         if args.strategy == "tpe" and against:
             fail("--against: tpe takes no options (Optuna's TPESampler with its defaults)")
+    if not os.access(args.autotune, os.X_OK):
+        fail(f"--autotune {args.autotune}: not an executable; build it with cmake --build build, or name one")
     if args.strategy.startswith("kt:") and not args.kernel_tuner:
         fail(f"--strategy {args.strategy}: needs --kernel-tuner PATH (a Kernel Tuner checkout)")
     if args.strategy == "tpe" and options:

@@ -143,6 +143,22 @@ def protocol(tmp, splits_path, data):
     check(all(r["unscorable"] == (r["random_se"] > 1) for r in rows), f"unscorable where random's se > 1: {rows}")
     check(abs(summary["mean_se"] - sum(r["se"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-12,
           f"the mean's standard error: {summary}")
+    # Traces are kept per build: the same build only prints again; another one (a wrapper script here, whose
+    # digest differs) measures again instead of scoring the former build's traces.
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    check(again.returncode == 0 and "running grid" not in again.stderr and again.stdout == ran.stdout,
+          f"the same build only prints: {again.stderr[-500:]}")
+    wrapper = os.path.join(tmp, "autotune-wrapper")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexec "{BIN}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    rebuilt = subprocess.run([wrapper if part == BIN else part for part in command], capture_output=True, text=True,
+                             timeout=600)
+    check(rebuilt.returncode == 0 and "running grid" in rebuilt.stderr and "running random" in rebuilt.stderr,
+          f"another build runs again: {rebuilt.stderr[-500:]}")
+    missing = subprocess.run([os.path.join(tmp, "nowhere") if part == BIN else part for part in command],
+                             capture_output=True, text=True, timeout=60)
+    one_line(missing, "--autotune", "not an executable")
     # At a fixed budget (--at, 20 by default; a space's budget where smaller): the median runs' best.
     spec = importlib.util.spec_from_file_location("search_protocol", command[1])
     search_protocol = importlib.util.module_from_spec(spec)
