@@ -51,8 +51,10 @@ const CommandRegistration registration(
           std::fprintf(stderr, "worker: %s\n", line.c_str());
           std::fflush(stderr);
         };
-        // Interrupted, the worker just leaves: its claims go to other workers after the lease.
-        const interrupt::OnInterrupt on_interrupt([](int) {
+        // Interrupted, the worker just leaves: its claims go to other workers after the lease. The
+        // store is frozen first, so that a measurement the interruption kills is not stored as failed.
+        const interrupt::OnInterrupt on_interrupt([&store](int) {
+          store->freeze();
           std::fprintf(stderr,
                        "\nworker: interrupted; its unfinished claims go to other workers after the lease\n");
         });

@@ -430,6 +430,10 @@ bool PostgresStore::freeze_interrupted(int64_t id, const std::string& reason) {
   return marked;
 }
 
+void PostgresStore::freeze() {
+  mutex_.lock();  // never released: the process exits holding it
+}
+
 std::optional<LeaseHolder> PostgresStore::acquire_lease(int64_t id, double stale_after_s) {
   std::optional<LeaseHolder> holder_found;
   with_transaction("acquire_lease", [&](pqxx::transaction_base& txn) {

@@ -131,6 +131,10 @@ bool SqliteStore::freeze_interrupted(int64_t id, const std::string& reason) {
   return connection_.changes() == 1;
 }
 
+void SqliteStore::freeze() {
+  mutex_.lock();  // never released: the process exits holding it
+}
+
 std::optional<LeaseHolder> SqliteStore::acquire_lease(int64_t id, double stale_after_s) {
   std::lock_guard lock(mutex_);
   sqlite::Transaction transaction(connection_);  // BEGIN IMMEDIATE: one acquirer at a time

@@ -29,6 +29,7 @@ class SqliteStore : public Store {
   int64_t create_run(const Run& run) override;
   void update_run(const Run& run) override;
   bool freeze_interrupted(int64_t id, const std::string& reason) override;
+  void freeze() override;
   std::optional<LeaseHolder> acquire_lease(int64_t id, double stale_after_s) override;
   bool renew_lease(int64_t id) override;
   void release_lease(int64_t id) override;

@@ -73,6 +73,10 @@ class Store {
   // interruption itself caused) reaches the database: every other call
   // blocks from then on. Returns whether the run was marked.
   virtual bool freeze_interrupted(int64_t id, const std::string& reason) = 0;
+  // The same hold, for a process about to exit on an interruption that
+  // records no run (a worker): a measurement the interruption cut short is
+  // never stored as its result.
+  virtual void freeze() = 0;
 
   // Leases: one process at a time runs (or resumes) a run. acquire_lease
   // takes run `id` for this process (host and pid) unless a live holder has
