@@ -7,12 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,7 +28,12 @@ namespace {
 constexpr std::size_t kSlots = 1024;
 std::array<std::atomic<pid_t>, kSlots> children{};
 
-std::atomic<int> signals_seen{0};
+// When the first signal came (CLOCK_MONOTONIC, ns; 0 before it). A signal
+// within kRepeatWindowNs of it is the same request delivered twice: timeout(1)
+// and job schedulers signal the process and then its process group. Only a
+// later one (a second Ctrl-C) means "no more waiting".
+std::atomic<int64_t> first_signal_ns{0};
+constexpr int64_t kRepeatWindowNs = 200'000'000;
 int wake_pipe[2] = {-1, -1};
 
 std::mutex callback_mutex;
@@ -42,8 +50,13 @@ void kill_tracked_children() {
 }
 
 extern "C" void on_signal(int signal) {
-  if (signals_seen.fetch_add(1) > 0) {  // a second signal: no more waiting
-    kill_tracked_children();
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  const int64_t now_ns = std::max<int64_t>(1, int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
+  int64_t first_ns = 0;
+  if (!first_signal_ns.compare_exchange_strong(first_ns, now_ns)) {
+    if (now_ns - first_ns < kRepeatWindowNs) return;
+    kill_tracked_children();  // a second signal: no more waiting
     ::_exit(130);
   }
   const unsigned char byte = static_cast<unsigned char>(signal);

@@ -7,8 +7,10 @@
 // interruption itself makes fail is recorded), then kills every registered
 // child with its process group and whatever else descends from this process
 // (a helper that moved to a session of its own is reparented here: the
-// process is a child subreaper), and exits with 130. A second signal kills
-// the registered children and exits at once.
+// process is a child subreaper), and exits with 130. A second signal, 0.2 s
+// or more after the first, kills the registered children and exits at once;
+// one sooner is the first delivered again (timeout(1) signals the process and
+// then its group) and changes nothing.
 #include <sys/types.h>
 
 #include <functional>
