@@ -236,6 +236,8 @@ int version(pqxx::transaction_base& txn, const std::string& database) {
     else if (!rows.empty())
       text = rows[0][0].is_null() ? "NULL" : rows[0][0].as<std::string>();
     read.commit();
+  } catch (const pqxx::insufficient_privilege&) {
+    throw;  // a role that may not read the table: the store says so, it is no sign of another database
   } catch (const pqxx::sql_error&) {
     text = "no column 'version'";
   }

@@ -316,7 +316,9 @@ void PostgresStore::with_transaction(const char* doing,
                       scrubbed(error.what()));
     } catch (const pqxx::insufficient_privilege& error) {
       throw UserError("PostgreSQL database " + redacted_url_ + " refused " + doing + ": " +
-                      scrubbed(error.what()));
+                      scrubbed(error.what()) +
+                      " (autotune needs a role that may create, read and write its tables: the database's "
+                      "owner, or a role granted them)");
     } catch (const pqxx::undefined_column& error) {
       throw UserError("PostgreSQL database " + redacted_url_ + " does not have the tables autotune writes (" +
                       doing + ": " + scrubbed(error.what()) + "); was it changed outside autotune?");

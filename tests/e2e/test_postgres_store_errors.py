@@ -1,7 +1,8 @@
 """A PostgreSQL database autotune did not write, and secrets in database URLs, on the throwaway cluster of
 tests/support/postgres_cluster.py: a schema version of -1, one stored as text, a version table without its
-column, or a table without a column autotune writes is one line and exit 2, with no SQL; a URL's password
-never appears in a message, and a worker's command line no longer shows it once it runs."""
+column, or a table without a column autotune writes is one line and exit 2, with no SQL, and so is a role
+that may not read autotune's tables (saying so); a URL's password never appears in a message, and a
+worker's command line no longer shows it once it runs."""
 import os
 import subprocess
 import sys
@@ -47,6 +48,14 @@ def main():
         proc = run(["runs"], url)
         one_error_line(proc, needle)
         no_sql(proc)
+
+    # A role that may not read autotune's tables is told so, not that the database is another program's.
+    url = new_database("pg_no_privilege")
+    psql("postgres", "DROP ROLE IF EXISTS autotune_nobody; CREATE ROLE autotune_nobody LOGIN")
+    proc = run(["runs"], url.replace("postgresql://autotune@", "postgresql://autotune_nobody@"))
+    one_error_line(proc, "permission denied for table autotune_schema", "a role that may create, read and write")
+    check("not an autotune database" not in proc.stderr, proc.stderr)
+    no_sql(proc)
 
     # A password never appears in a message, as written or percent-decoded.
     for url in ("postgresql://u:TOPSECRET@[::1/db", "postgresql://u:TOP%53ECRET@/nodb?host=/nonexistent",
