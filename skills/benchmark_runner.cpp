@@ -340,6 +340,7 @@ class BenchmarkRunner::Batch {
       items.emplace_back(results_[i]->trial.config_hash + (requests_[i].remeasure_of ? "#remeasure" : ""),
                          candidate_to_json(requests_[i].candidate));
     const auto rows = runner_.store_.enqueue_measurements(runner_.run_, items);
+    queued_at_ = Clock::now();
     std::map<int64_t, std::size_t> index_of_row;
     for (std::size_t k = 0; k < running_.size(); ++k) {
       const std::size_t i = running_[k];
@@ -380,6 +381,14 @@ class BenchmarkRunner::Batch {
             m.error = shared_->limit_s[i] < runner_.limit_.seconds ? kBudgetCutError
                                                                    : timeout_error(runner_.limit_);
             m.duration_ms = shared_->limit_s[i] * 1000;
+            finished.emplace_back(i, std::move(m));
+          } else if (queue_ids_[i] && options.stop_at && now >= *options.stop_at) {
+            // Measured elsewhere, it cannot be stopped from here: the run stops waiting for it, and
+            // a result that comes later is never committed.
+            Measurement m;
+            m.status = Outcome::timeout;
+            m.error = kBudgetCutError;
+            m.duration_ms = std::chrono::duration<double, std::milli>(now - queued_at_).count();
             finished.emplace_back(i, std::move(m));
           }
         }
@@ -533,6 +542,7 @@ class BenchmarkRunner::Batch {
   std::map<std::string, std::size_t> first_in_batch_;
   std::vector<std::size_t> pending_;               // indices waiting for a commit
   std::vector<std::optional<int64_t>> queue_ids_;  // with a queue: each queued candidate's row
+  Clock::time_point queued_at_;
   std::vector<std::size_t> running_;               // indices being measured
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   Clock::time_point last_flush_ = Clock::now();
@@ -570,8 +580,14 @@ void BenchmarkRunner::claim_until_stopped(Shared& shared,
       continue;
     }
     const auto start = Clock::now();
-    Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), limit_);
+    // As on the pool: no measurement runs past the wall-time budget.
+    TimeLimit limit = limit_;
+    if (options_.stop_at)
+      limit.seconds =
+          std::clamp(std::chrono::duration<double>(*options_.stop_at - start).count(), 0.0, limit_.seconds);
+    Measurement m = measure_with_deadline(target_, candidate_from_json(item->candidate), limit);
     const double took = seconds_since(start);
+    if (m.status == Outcome::timeout && limit.seconds < limit_.seconds) m.error = kBudgetCutError;
     // The row stays claimed under this process's live heartbeat, so no one
     // else measures it again: a result that could not be stored (the database
     // away for longer than a store call reconnects) is stored again until it

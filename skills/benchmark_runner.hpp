@@ -64,7 +64,8 @@ struct RunnerOptions {
   // candidate_time_limit(target, timeout_s) (measurement_target.hpp).
   double timeout_s = 120;
   // No local measurement runs past this time (a goal's wall-time budget):
-  // one that starts with less than its limit left gets what is left.
+  // one that starts with less than its limit left gets what is left. A
+  // queued candidate still unmeasured then is recorded as cut by the budget.
   std::optional<std::chrono::steady_clock::time_point> stop_at;
   int commit_every = 0;  // 0: the number of jobs
   double commit_interval_s = 0.5;
