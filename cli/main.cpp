@@ -76,8 +76,15 @@ std::string parse_error_text(int argc, char** argv, const std::vector<std::strin
   std::string word;
   for (int i = 1; i < argc && word.empty(); ++i)
     if (argv[i][0] != '-') word = argv[i];
-  if (word.empty() || std::find(commands.begin(), commands.end(), word) != commands.end())
+  if (word.empty() || std::find(commands.begin(), commands.end(), word) != commands.end()) {
+    // CLI11's "Could not convert: --lease = abc" for a real-valued option
+    // (whole-number ones have their own check, which runs first).
+    const std::string prefix = "Could not convert: ";
+    if (const auto equals = message.find(" = "); message.rfind(prefix, 0) == 0 && equals != std::string::npos)
+      return message.substr(prefix.size(), equals - prefix.size()) + ": '" + message.substr(equals + 3) +
+             "' is not a number (see --help)";
     return message + " (see --help)";
+  }
   std::string nearest;
   std::size_t best = 3;  // farther than two edits is no suggestion
   for (const auto& name : commands)

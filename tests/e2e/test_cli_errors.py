@@ -76,8 +76,11 @@ def main():
         worker_db = os.path.join(tmp, "worker.db")
         for flags, needle in ((["--jobs", "0"], "--jobs: 0 is out of range; accepted: 1 to 256"), (["--lease", "inf"], "--lease inf"),
                               (["--lease", "2"], "accepted: 5 to 10000000 seconds"), (["--lease", "1e300"], "--lease 1e+300"),
-                              (["--idle-exit", "-1"], "--idle-exit")):
-            one_error_line(run("worker", "--db", worker_db, "--idle-exit", "1", *flags), needle)
+                              (["--idle-exit", "-1"], "--idle-exit must be a number of seconds, 0 or more"),
+                              (["--idle-exit", "abc"], "--idle-exit: 'abc' is not a number (see --help)"),
+                              (["--lease", "1.5s"], "--lease: '1.5s' is not a number")):
+            idle_exit = [] if "--idle-exit" in flags else ["--idle-exit", "1"]
+            one_error_line(run("worker", "--db", worker_db, *idle_exit, *flags), needle)
         # With good flags on an SQLite file it says workers need PostgreSQL, where it waited for work that never comes.
         one_error_line(run("worker", "--db", worker_db), f"worker --db {worker_db}: workers share the runs of a "
                        "PostgreSQL database")
