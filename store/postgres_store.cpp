@@ -896,7 +896,7 @@ int64_t PostgresStore::active_workers(double fresh_s) {
   with_transaction("count workers", [&](pqxx::transaction_base& txn) {
     count = Params()
                 .add(unix_now() - fresh_s)
-                .exec(txn, "SELECT COUNT(*) FROM workers WHERE heartbeat >= $1")[0][0]
+                .exec(txn, "SELECT COUNT(*) FROM workers WHERE heartbeat >= $1 AND jobs > 0")[0][0]
                 .as<int64_t>();
   });
   return count;

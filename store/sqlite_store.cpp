@@ -570,7 +570,7 @@ void SqliteStore::mark_measurements_committed(const std::vector<int64_t>& ids) {
 
 int64_t SqliteStore::active_workers(double fresh_s) {
   std::lock_guard lock(mutex_);
-  Statement select(connection_, "SELECT COUNT(*) FROM workers WHERE heartbeat >= ?");
+  Statement select(connection_, "SELECT COUNT(*) FROM workers WHERE heartbeat >= ? AND jobs > 0");
   select.bind(1, unix_now() - fresh_s);
   AUTOTUNE_CHECK(select.step(), "aggregate gave no row");
   return select.int64(0);

@@ -153,7 +153,8 @@ class Store {
   virtual std::vector<QueuedMeasurement> queued_measurements(const std::vector<int64_t>& ids) = 0;
   // Marks rows whose trials are committed.
   virtual void mark_measurements_committed(const std::vector<int64_t>& ids) = 0;
-  // Workers that heartbeat within `fresh_s` seconds.
+  // Workers that measure (jobs > 0; a coordinator of --jobs 0 only waits)
+  // and heartbeat within `fresh_s` seconds.
   virtual int64_t active_workers(double fresh_s) = 0;
 
   // LLM calls. append_llm_call returns the new id.

@@ -542,6 +542,9 @@ TEST_CASE_TEMPLATE("contract: a claim whose worker stopped heartbeating is hande
   CHECK(store.active_workers(10) == 1);
   CHECK(store.heartbeat_worker("other", "host-b", 1, 0).empty());
   CHECK(store.active_workers(10) == 2);
+  // A coordinator that measures nothing itself (--jobs 0) heartbeats with no jobs: it is no worker.
+  CHECK(store.heartbeat_worker("coordinator", "host-c", 0, 0).empty());
+  CHECK(store.active_workers(10) == 2);
 }
 
 TEST_CASE("redaction scans texts of any length without exhausting the stack") {
