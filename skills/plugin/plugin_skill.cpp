@@ -36,7 +36,12 @@ PluginFailure failure_of(JsonLinesFailure failure) {
 
 }  // namespace
 
-std::vector<std::string> plugin_roles() { return skills_in_loop_order(); }
+std::vector<std::string> plugin_roles() {
+  std::vector<std::string> out;
+  for (const auto& name : skills_in_loop_order())
+    if (skill_registry().get(name).plugin_refusal.empty()) out.push_back(name);
+  return out;
+}
 
 std::string to_string(PluginFailure failure) {
   switch (failure) {

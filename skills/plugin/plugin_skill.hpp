@@ -34,8 +34,9 @@ namespace autotune::skills {
 
 inline constexpr const char* kPluginProtocol = "autotune-skill/1";
 
-// The roles a plugin can take; they are also the names of the built-in skills
-// it can replace or follow.
+// The roles a plugin can take, in the loop's order; they are also the names
+// of the built-in skills it can replace or follow. A registered skill that
+// refuses plugins (its plugin_refusal) is not among them.
 std::vector<std::string> plugin_roles();
 
 struct PluginSkillConfig {

@@ -182,7 +182,7 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [python3], role: analyzer, after: profile_analyzer}\n"),
       "goal.yaml:2: skills[0].role: 'analyzer' is not a role; accepted: profile_analyzer, "
-      "kernel_generator, param_explorer, benchmark_runner",
+      "kernel_generator, param_explorer",
       UserError);
   CHECK_THROWS_WITH_AS(
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, after: "
@@ -193,7 +193,7 @@ TEST_CASE("plugin skills are read strictly from a goal's skills list") {
       UserError);
   CHECK_THROWS_WITH_AS(parse("skills:\n  - {name: a, command: [python3], role: param_explorer}\n"),
                        "goal.yaml:2: skills[0]: give exactly one of replaces or after (a built-in skill: "
-                       "profile_analyzer, kernel_generator, param_explorer, benchmark_runner)",
+                       "profile_analyzer, kernel_generator, param_explorer)",
                        UserError);
   CHECK_THROWS_AS(
       parse("skills:\n  - {name: a, command: [python3], role: param_explorer, replaces: kernel_generator}\n"),
