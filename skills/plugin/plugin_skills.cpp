@@ -359,6 +359,11 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
   AUTOTUNE_CHECK(request.catalog != nullptr, "a generation request without a catalog");
   if (!result.contains("ideas") || !result["ideas"].is_array())
     return fail_with(error, "\"ideas\" must be a list"), std::nullopt;
+  // The catalog holds the goal's variants only (its `variants` key): a
+  // family's other variants are as unknown here as a misspelt one.
+  std::vector<std::string> run_variants;
+  for (const auto& v : request.catalog->variants) run_variants.push_back(v.name);
+  const std::string accepted_variants = "; this run's variants: " + join(run_variants, ", ");
   Generation generation;
   std::set<std::string> ids;
   std::vector<std::string> left_out;  // settled earlier
@@ -378,7 +383,7 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
     if (!in.contains("variant") || !in["variant"].is_string()) return bad("\"variant\" must be a string");
     idea.variant = in["variant"];
     const VariantSpace* variant = request.catalog->find(idea.variant);
-    if (!variant) return bad("unknown variant '" + idea.variant + "'");
+    if (!variant) return bad("unknown variant '" + idea.variant + "'" + accepted_variants);
     const Json region = in.value("region", Json::object());
     if (!region.is_object()) return bad("\"region\" must be an object parameter -> list of values");
     for (const auto& [name, values] : region.items()) {
@@ -402,7 +407,7 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
       if (!probe.is_object()) return bad("each probe must be an object {variant, params}");
       Candidate c{probe.value("variant", idea.variant), variant->defaults};
       const VariantSpace* probe_variant = request.catalog->find(c.variant);
-      if (!probe_variant) return bad("probe of unknown variant '" + c.variant + "'");
+      if (!probe_variant) return bad("probe of unknown variant '" + c.variant + "'" + accepted_variants);
       c.params = probe_variant->defaults;
       const Json params = probe.value("params", Json::object());
       if (!params.is_object()) return bad("probe params must be an object");
@@ -424,7 +429,7 @@ std::optional<Generation> generation_from_plugin(const Json& result, const Gener
       if (!variants.is_array() || variants.empty()) return bad("\"variants\" must be a non-empty list");
       for (const auto& name : variants) {
         if (!name.is_string() || !request.catalog->find(name.get<std::string>()))
-          return bad("\"variants\": unknown variant " + name.dump());
+          return bad("\"variants\": unknown variant " + name.dump() + accepted_variants);
         if (std::find(idea.variants.begin(), idea.variants.end(), name.get<std::string>()) ==
             idea.variants.end())
           idea.variants.push_back(name.get<std::string>());

@@ -155,7 +155,8 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
     CHECK_FALSE(generation_from_plugin({{"ideas", {idea}}}, request, &why));
     return why;
   };
-  CHECK(rejected({{"id", "x"}, {"variant", "c"}}) == "ideas[0]: unknown variant 'c'");
+  CHECK(rejected({{"id", "x"}, {"variant", "c"}}) ==
+        "ideas[0]: unknown variant 'c'; this run's variants: a, b");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"region", {{"width", {1}}}}}) ==
         "ideas[0]: variant 'a' has no parameter 'width'");
   CHECK(rejected({{"id", "x"}, {"variant", "a"}, {"region", {{"tile", {48}}}}}) ==
@@ -192,7 +193,7 @@ TEST_CASE("ideas from a plugin must name the catalog's variants, parameters and 
   REQUIRE_MESSAGE(generation, error);
   CHECK(generation->ideas[0].variants == std::vector<std::string>{"a"});
   CHECK(rejected({{"id", "h"}, {"kind", "handover"}, {"variant", "a"}, {"variants", {"a", "c"}}}) ==
-        "ideas[0]: \"variants\": unknown variant \"c\"");
+        "ideas[0]: \"variants\": unknown variant \"c\"; this run's variants: a, b");
 }
 
 TEST_CASE("a plan from a plugin may change the strategy and lower the budget, nothing else") {
