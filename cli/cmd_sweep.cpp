@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +115,11 @@ const CommandRegistration registration(
                                     prepared.setup.simulator_version, sweep_options, options->top);
         if (tty) std::fprintf(stderr, "\n");
         const auto& c = result.counters;
+        // Trials that did not pass (invalid, wrong answer, failed, timed out): a
+        // sweep of nothing but these names no best configuration.
+        const auto failed =
+            std::count_if(result.trials.begin(), result.trials.end(),
+                          [](const store::Trial& t) { return t.status != Outcome::ok; });
         if (options->json) {
           nlohmann::json top = nlohmann::json::array();
           for (const auto& t : result.top)
@@ -126,6 +132,7 @@ const CommandRegistration registration(
                                       {"cache_hits", c.cache_hits},
                                       {"resumed", c.resumed},
                                       {"measured_by_workers", c.measured_by_workers},
+                                      {"failed", failed},
                                       {"jobs", options->jobs},
                                       {"wall_time_s", result.wall_time_s},
                                       {"target_seconds", c.target_seconds},
@@ -138,16 +145,20 @@ const CommandRegistration registration(
         }
         std::printf(
             "sweep run %lld: %llu configurations (%lld measured%s, %lld from the cache, %lld from committed "
-            "trials) in %.1f s with %d jobs\n",
+            "trials; %lld failed) in %.1f s with %d jobs\n",
             static_cast<long long>(result.run_id), static_cast<unsigned long long>(result.configurations),
             static_cast<long long>(c.measured),
             queue ? (", " + std::to_string(c.measured_by_workers) + " of them by workers").c_str() : "",
-            static_cast<long long>(c.cache_hits), static_cast<long long>(c.resumed), result.wall_time_s,
-            options->jobs);
+            static_cast<long long>(c.cache_hits), static_cast<long long>(c.resumed),
+            static_cast<long long>(failed), result.wall_time_s, options->jobs);
         if (const std::string kernel = orchestrator::kernel_text(prepared.goal); !kernel.empty())
           std::printf("kernel: %s\n", kernel.c_str());
         const auto objective = prepared.goal.objective;
-        std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
+        if (result.top.empty())
+          std::printf("no configuration passed: every one failed (autotune trials %lld --db %s says why)\n",
+                      static_cast<long long>(result.run_id), store->location().c_str());
+        else
+          std::printf("top %zu by %s:\n", result.top.size(), orchestrator::to_string(objective));
         int rank = 1;
         for (const auto& t : result.top) {
           std::vector<std::string> assignments;

@@ -120,6 +120,17 @@ variants: [tiled]
         check(proc.returncode == 2 and len(lines) == 1 and "is a sweep" in lines[0]
               and f"autotune sweep GOAL --resume {sweep_id}" in lines[0], f"run --resume of a sweep: {proc.stderr}")
 
+        # A sweep where nothing passes says so, and counts its failures, rather than printing an empty top.
+        write_goal(tmp, "refuse.py", 'print(\'{"latency_s": 0.001, "valid": false}\')\n')
+        refused = write_goal(tmp, "refused.yaml", "name: refused\ntarget: {kind: command, argv: [python3, refuse.py, "
+                                                  "'{x}']}\nsearch:\n  space: {x: [1, 2, 3]}\n")
+        proc = run(["sweep", refused], db)
+        check(proc.returncode == 0 and "3 failed)" in proc.stdout and "no configuration passed: every one failed "
+              "(autotune trials" in proc.stdout and "top 0" not in proc.stdout, f"nothing passed: {proc.stdout}")
+        nothing = run_json(["sweep", refused], os.path.join(tmp, "refused.db"))
+        check(nothing["failed"] == nothing["configurations"] == 3 and nothing["top"] == [], f"--json: {nothing}")
+        check(result["failed"] == 0, f"a sweep where every configuration passed: {result}")
+
         loop = run_json(["run", goal], db)
         check(loop["best"]["metrics"]["latency_s"] >= lat[0] * (1 - 1e-9), "the loop beat the exhaustive sweep")
         proc = run(["sweep", goal, "--jobs", "0"], db)
