@@ -26,6 +26,19 @@ inline constexpr std::string_view kTryPrefix = "try:";
 inline constexpr const char* kAccept = "accept";
 inline constexpr const char* kRollback = "rollback";
 
+// The noise rule's decisions (a target whose measurements have intervals,
+// docs/goals.md "Noisy measurements"), which `autotune explain` reads back:
+// kWithinNoise names its trials in evidence.within_noise; kMeasureAgain in
+// inputs.trials, its outcome "trial X again as trial Y: <kConfirmed or not
+// confirmed (...)>" per trial, "; " between them; kNotMeasuredAgain in
+// evidence.suspicious, its outcome "trial X: <kMeasuredOnce or not better>".
+// Each names the best it was compared with in evidence.best.trial.
+inline constexpr const char* kWithinNoise = "within_noise";
+inline constexpr const char* kMeasureAgain = "measure_again";
+inline constexpr const char* kNotMeasuredAgain = "not_measured_again";
+inline constexpr std::string_view kConfirmed = "confirmed, the new best";
+inline constexpr std::string_view kMeasuredOnce = "the new best, measured once";
+
 class DecisionLog {
  public:
   DecisionLog(store::Store& store, int64_t run, int64_t already_logged = 0)

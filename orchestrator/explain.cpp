@@ -1,6 +1,7 @@
 #include "orchestrator/explain.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "orchestrator/decision_log.hpp"
 #include "skills/skill.hpp"
@@ -76,6 +77,85 @@ void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
   }
 }
 
+// The part of a noise decision's outcome about one trial: what follows
+// `prefix` up to the next "; " (decision_log.hpp gives the form).
+std::string outcome_part(const std::string& outcome, const std::string& prefix) {
+  for (std::size_t start = 0; start < outcome.size();) {
+    std::size_t end = outcome.find("; ", start);
+    if (end == std::string::npos) end = outcome.size();
+    if (outcome.compare(start, prefix.size(), prefix) == 0)
+      return outcome.substr(start + prefix.size(), end - start - prefix.size());
+    start = end + 2;
+  }
+  return "";
+}
+
+// The trial ids of a list of ids or of {trial: id} objects.
+std::vector<int64_t> trial_ids(const Json& list) {
+  std::vector<int64_t> out;
+  if (!list.is_array()) return out;
+  for (const Json& item : list) {
+    const Json& id = item.is_object() ? item.value("trial", Json()) : item;
+    if (id.is_number_integer()) out.push_back(id.get<int64_t>());
+  }
+  return out;
+}
+
+using NoiseRuling = Explanation::NoiseRuling;
+
+// The noise rule's rulings on the trials it named, by trial id.
+std::map<int64_t, NoiseRuling> noise_rulings(const std::vector<Decision>& decisions) {
+  std::map<int64_t, NoiseRuling> out;
+  for (const Decision& d : decisions) {
+    if (d.skill != kOrchestrator) continue;
+    if (d.action == kWithinNoise) {
+      for (const int64_t id : trial_ids(d.evidence.value("within_noise", Json())))
+        out[id] = {d, "a lower median than the best, but within its noise: not an improvement", false};
+    } else if (d.action == kMeasureAgain) {
+      for (const int64_t id : trial_ids(d.inputs.value("trials", Json()))) {
+        const std::string again = outcome_part(d.outcome, "trial " + std::to_string(id) + " again as ");
+        out[id] = {d,
+                   "beat the best by more than the noise allows, so it was measured again" +
+                       (again.empty() ? std::string() : " as " + again) + "; it does not count by itself",
+                   false};
+      }
+    } else if (d.action == kNotMeasuredAgain) {
+      for (const int64_t id : trial_ids(d.evidence.value("suspicious", Json()))) {
+        const std::string ruling = outcome_part(d.outcome, "trial " + std::to_string(id) + ": ");
+        out[id] = {d,
+                   "beat the best by more than the noise allows; no evaluation was left to measure it again" +
+                       (ruling.empty() ? std::string() : ": " + ruling),
+                   ruling == kMeasuredOnce};
+      }
+    }
+  }
+  return out;
+}
+
+// The ruling on `trial`: named by a noise decision, or the measurement again
+// of an earlier trial (metrics.remeasured.of_trial), judged by the outcome of
+// the decision that asked for it.
+std::optional<NoiseRuling> noise_ruling(const Trial& trial, const std::map<int64_t, NoiseRuling>& rulings,
+                                        const std::vector<Decision>& decisions) {
+  if (auto found = rulings.find(trial.id); found != rulings.end()) return found->second;
+  const Json remeasured = trial.metrics.is_object() ? trial.metrics.value("remeasured", Json()) : Json();
+  if (!remeasured.is_object() || !remeasured.value("of_trial", Json()).is_number_integer() ||
+      !trial.decision_seq)
+    return std::nullopt;
+  const auto first = remeasured["of_trial"].get<int64_t>();
+  const auto asked = std::find_if(decisions.begin(), decisions.end(),
+                                  [&](const Decision& d) { return d.seq == *trial.decision_seq; });
+  if (asked == decisions.end()) return std::nullopt;
+  const std::string result =
+      outcome_part(asked->outcome,
+                   "trial " + std::to_string(first) + " again as trial " + std::to_string(trial.id) + ": ");
+  return NoiseRuling{*asked,
+                     "the candidate of trial " + std::to_string(first) +
+                         " measured again, both measurements combined" +
+                         (result.empty() ? "" : ": " + result),
+                     result.empty() || result.starts_with(kConfirmed)};
+}
+
 std::string verification_text(const Trial& trial) {
   const Json& v = trial.verification;
   const bool has_passed = v.is_object() && v.contains("passed") && v["passed"].is_boolean();
@@ -100,8 +180,8 @@ Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id) {
   Explanation out;
   out.run = require_run(store, run_id);
   out.trial = require_trial(store, run_id, trial_id);
+  const auto decisions = store.decisions(run_id);
   if (out.trial.decision_seq) {
-    const auto decisions = store.decisions(run_id);
     const auto proposal = std::find_if(decisions.begin(), decisions.end(),
                                        [&](const Decision& d) { return d.seq == *out.trial.decision_seq; });
     if (proposal != decisions.end()) out.proposal = *proposal;
@@ -119,8 +199,11 @@ Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id) {
     if (self.decision_seq && other.decision_seq) return *other.decision_seq < *self.decision_seq;
     return other.id < self.id;
   };
+  const auto rulings = noise_rulings(decisions);
+  out.noise = noise_ruling(self, rulings, decisions);
   for (auto& other : store.trials(run_id)) {
     if (!known_before(other)) continue;
+    if (const auto ruling = noise_ruling(other, rulings, decisions); ruling && !ruling->counts) continue;
     auto latency = latency_of(other);
     if (latency && (!out.best_before || *latency < *latency_of(out.best_before)))
       out.best_before = std::move(other);
@@ -129,7 +212,8 @@ Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id) {
   const auto latency = latency_of(out.trial);
   out.speedup_vs_baseline = ratio(latency_of(out.baseline), latency);
   out.speedup_vs_best_before = ratio(latency_of(out.best_before), latency);
-  out.became_best = latency && (!out.best_before || *latency < *latency_of(out.best_before));
+  out.became_best = latency && (!out.noise || out.noise->counts) &&
+                    (!out.best_before || *latency < *latency_of(out.best_before));
   out.is_run_best = out.best_now && out.best_now->id == out.trial.id;
   return out;
 }
@@ -227,8 +311,12 @@ std::string format_explanation(const Explanation& e) {
                        std::to_string(e.best_before->id) + ", the best before (" +
                        latency_text(e.best_before) + " -> " + latency_text(e.trial) + ")");
   }
+  if (e.noise)
+    line("noise rule", e.noise->text + " (decision #" + std::to_string(e.noise->decision.seq) + ")");
   std::string verdict;
-  if (e.became_best) {
+  if (e.noise && !e.noise->counts && latency_of(e.trial)) {
+    verdict = "not counted as better (the noise rule)";
+  } else if (e.became_best) {
     verdict = e.best_before ? "became the best so far" : "first measured trial of the run";
   } else if (latency_of(e.trial)) {
     verdict = "did not beat the best so far";
@@ -262,6 +350,10 @@ Json explanation_json(const Explanation& e) {
               {"speedup_vs_baseline", number_or_null(e.speedup_vs_baseline)},
               {"speedup_vs_best_before", number_or_null(e.speedup_vs_best_before)},
               {"verified", verification_text(e.trial)},
+              {"noise_rule", e.noise ? Json{{"decision", e.noise->decision.seq},
+                                            {"ruling", e.noise->text},
+                                            {"counts", e.noise->counts}}
+                                     : Json(nullptr)},
               {"became_best", e.became_best},
               {"is_run_best", e.is_run_best}};
 }

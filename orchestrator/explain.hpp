@@ -30,14 +30,26 @@ struct Explanation {
   std::optional<Decision> verdict;     // orchestrator accept/rollback
   Json idea;                           // the chosen idea as the generator logged it, else null
   Json findings = Json::array();       // the analyzer's findings the idea answers, with their evidence
+  // What the loop's noise rule (docs/goals.md, "Noisy measurements") made of
+  // the trial, from the orchestrator's decision that judged it: within the
+  // noise of the best, measured again (or not, for want of budget), or the
+  // measurement again of an earlier trial's candidate. `counts` is false when
+  // the loop did not take it as better, whatever its median.
+  struct NoiseRuling {
+    Decision decision;
+    std::string text;
+    bool counts = false;
+  };
+  std::optional<NoiseRuling> noise;
   std::optional<Trial> baseline;
   // The best measured trial known when this one was proposed: trials proposed
-  // by earlier decisions (or, without decision numbers, committed earlier).
+  // by earlier decisions (or, without decision numbers, committed earlier),
+  // without those the noise rule did not count.
   std::optional<Trial> best_before;
   std::optional<Trial> best_now;
   std::optional<double> speedup_vs_baseline;     // baseline latency / latency
   std::optional<double> speedup_vs_best_before;  // best-before latency / latency
-  bool became_best = false;                      // measured and faster than everything known before it
+  bool became_best = false;  // measured, counted by the noise rule and faster than everything known before it
   bool is_run_best = false;                      // it is the run's best trial now
 };
 

@@ -1179,7 +1179,7 @@ class RunLoop {
     }
     if (!within_noise.empty()) {
       skills::SkillDecision decision;
-      decision.action = "within_noise";
+      decision.action = kWithinNoise;
       decision.inputs = {{"trials", within_noise.size()}};
       decision.evidence = {{"best", figures(*state_.best_trial)}, {"within_noise", within_noise}};
       decision.rationale = std::to_string(within_noise.size()) +
@@ -1222,7 +1222,7 @@ class RunLoop {
     const auto left = static_cast<std::size_t>(std::max<std::int64_t>(0, goal_.budget_evaluations - spent));
     if (which.size() > left) {
       skills::SkillDecision decision;
-      decision.action = "not_measured_again";
+      decision.action = kNotMeasuredAgain;
       Json trials = Json::array();
       std::vector<std::string> outcomes;
       for (std::size_t k = left; k < which.size(); ++k) {
@@ -1235,8 +1235,8 @@ class RunLoop {
           state_.best_trial = trial;
           state_.best_value = *value;
         }
-        outcomes.push_back("trial " + std::to_string(trial.id) +
-                           (better ? ": the new best, measured once" : ": not better"));
+        outcomes.push_back("trial " + std::to_string(trial.id) + ": " +
+                           (better ? std::string(kMeasuredOnce) : "not better"));
       }
       decision.inputs = {{"trials", trials.size()}};
       decision.evidence = {{"best", figures(*state_.best_trial)}, {"suspicious", trials}};
@@ -1250,7 +1250,7 @@ class RunLoop {
       if (which.empty()) return;
     }
     skills::SkillDecision decision;
-    decision.action = "measure_again";
+    decision.action = kMeasureAgain;
     Json ids = Json::array(), trials = Json::array();
     for (std::size_t i : which) {
       ids.push_back(measured[i].trial.id);
@@ -1283,7 +1283,7 @@ class RunLoop {
       outcomes.push_back("trial " + std::to_string(measured[which[k]].trial.id) + " again as trial " +
                          std::to_string(again.result[k].trial.id) + ": " +
                          (comparison == Comparison::better
-                              ? std::string("confirmed, the new best")
+                              ? std::string(kConfirmed)
                               : "not confirmed (" + std::string(to_string(comparison)) + ")"));
     }
     log_->set_outcome(seq, join(outcomes, "; "));
