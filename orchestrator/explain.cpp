@@ -45,12 +45,20 @@ void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
   std::string idea_id = string_at(out.choice->inputs, "idea");
   if (idea_id.empty() && out.verdict) idea_id = string_at(out.verdict->inputs, "idea");
 
-  out.generation = last_before(decisions, proposal.iteration, out.choice->seq, [](const Decision& d) {
-    return d.skill == skills::kKernelGenerator || d.action.starts_with(skills::kProposePrefix);
-  });
-  if (out.generation && out.generation->evidence.is_object() && out.generation->evidence.contains("ideas")) {
-    for (const Json& idea : out.generation->evidence["ideas"])
-      if (string_at(idea, "id") == idea_id) out.idea = idea;
+  // The generator's last decision before the choice, or, when a plugin
+  // amended the built-in's ideas, the latest of them that logs the idea whole.
+  for (const Decision& d : decisions) {
+    if (d.iteration != proposal.iteration || d.seq >= out.choice->seq ||
+        !(d.skill == skills::kKernelGenerator || d.action.starts_with(skills::kProposePrefix)))
+      continue;
+    if (!out.generation || out.idea.is_null()) out.generation = d;
+    if (!d.evidence.is_object() || !d.evidence.contains("ideas") || !d.evidence["ideas"].is_array()) continue;
+    for (const Json& idea : d.evidence["ideas"]) {
+      if (idea.is_object() && string_at(idea, "id") == idea_id) {
+        out.generation = d;
+        out.idea = idea;
+      }
+    }
   }
   if (out.idea.is_null() && out.choice->inputs.is_object() && out.choice->inputs.contains("llm_idea"))
     out.idea = out.choice->inputs["llm_idea"];
@@ -62,6 +70,11 @@ void trace_chain(const std::vector<Decision>& decisions, Explanation& out) {
                                       d.action.starts_with(skills::kFindingsPrefix) ||
                                       d.action == skills::kNoFindings;
                              });
+  // An analyzer plugin after the built-in does not name the candidate; the built-in before it did.
+  for (const Decision& d : decisions)
+    if (out.analysis && d.iteration == proposal.iteration && d.seq <= out.analysis->seq &&
+        d.skill == out.analysis->skill && !string_at(d.inputs, "candidate").empty())
+      out.analysed = string_at(d.inputs, "candidate");
   const std::string finding = string_at(out.idea, "finding");
   if (finding.empty()) return;
   // The analyzer logs its findings as alternatives; the policy repeats them in its evidence.
@@ -233,7 +246,7 @@ std::string format_explanation(const Explanation& e) {
   if (e.choice) {
     out += "why\n";
     if (e.analysis) {
-      const std::string analysed = string_at(e.analysis->inputs, "candidate");
+      const std::string& analysed = e.analysed;
       line("analysed", (analysed.empty() ? std::string("the best so far") : analysed) + " (decision #" +
                            std::to_string(e.analysis->seq) + ", " + e.analysis->skill + " / " +
                            e.analysis->action + ", by " + e.analysis->proposer + ")");
@@ -338,6 +351,7 @@ Json explanation_json(const Explanation& e) {
               {"trial", e.trial},
               {"proposed_by", e.proposal ? Json(*e.proposal) : Json(nullptr)},
               {"analysis", e.analysis ? Json(*e.analysis) : Json(nullptr)},
+              {"analysed", e.analysed.empty() ? Json(nullptr) : Json(e.analysed)},
               {"findings", e.findings},
               {"generation", e.generation ? Json(*e.generation) : Json(nullptr)},
               {"idea", e.idea},

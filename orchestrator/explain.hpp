@@ -25,6 +25,7 @@ struct Explanation {
   // Each is absent when the run logged no such decision (the baseline, a
   // replayed target without profiles, a plugin that logs differently).
   std::optional<Decision> analysis;    // profile_analyzer: the findings
+  std::string analysed;                // the candidate analysed, as the analyzer named it; "" if none did
   std::optional<Decision> generation;  // kernel_generator: the ideas
   std::optional<Decision> choice;      // orchestrator try:*: the idea picked
   std::optional<Decision> verdict;     // orchestrator accept/rollback

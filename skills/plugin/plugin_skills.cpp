@@ -145,10 +145,12 @@ std::string settled_text(const std::vector<std::string>& settled) {
   return "; left out " + std::to_string(settled.size()) + " settled earlier: " + join(settled, ", ");
 }
 
-// The ideas a plugin's answer kept, by id, and those it offered again after they settled.
+// The ideas a plugin's answer kept, whole as the built-in logs its own (`autotune
+// explain` reads an idea's finding and rationale there), and the ids of those it
+// offered again after they settled.
 Json generation_evidence(const Generation& generation, const std::vector<std::string>& settled) {
   Json ideas = Json::array();
-  for (const auto& idea : generation.ideas) ideas.push_back(idea.id);
+  for (const auto& idea : generation.ideas) ideas.push_back(idea);
   Json evidence = {{"ideas", ideas}};
   if (!settled.empty()) evidence["settled_left_out"] = settled;
   return evidence;

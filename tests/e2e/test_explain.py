@@ -3,11 +3,16 @@
 A noisy command target (the program and goal of test_noisy_command_target.py): x=1 has a lower median than
 the start but within its noise; x=2's first measurement is a transient, measured again and not confirmed;
 x=3 is measured again and confirmed. explain must not call a trial the loop did not count "the best so far",
-nor compare a measurement again with its own first measurement."""
+nor compare a measurement again with its own first measurement.
+
+Plugins (docs/plugins.md): a generator plugin after the built-in puts its own idea first, answering a
+finding of the built-in analyzer, and an analyzer plugin follows the built-in. explain must name the
+plugin's idea with its finding, the finding's evidence and the plugin's rationale, and the candidate
+analysed."""
 import json
 import os
 
-from loop_support import check, query, run, run_json, tempdir, write_goal
+from loop_support import check, goal_path, query, run, run_json, tempdir, write_goal
 from test_noisy_command_target import GOAL as NOISY_GOAL, PROGRAM as NOISY_PROGRAM
 
 
@@ -69,9 +74,62 @@ def check_noise_rule(tmp):
     check("became the best so far; it is the run's best trial" in result_line(text), text)
 
 
+GENERATOR_PLUGIN = r"""
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)["request"]
+    ideas = list(request["builtin"]["ideas"])
+    mine = {"id": "plugin:blocked_mnk", "kind": "structural", "variant": "blocked_mnk",
+            "probes": [{"variant": "blocked_mnk", "params": {}}], "finding": "repeated_loads",
+            "rationale": "the plugin's own reason: blocked_mnk loads each tile once", "expected_gain": 1.0}
+    if mine["id"] not in request["tried_ideas"]:
+        ideas.insert(0, mine)
+    print(json.dumps({"result": {"ideas": ideas},
+                      "decision": {"action": "put_mine_first", "rationale": "mine first"}}), flush=True)
+"""
+
+ANALYZER_PLUGIN = r"""
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)["request"]
+    print(json.dumps({"result": request["builtin"],
+                      "decision": {"action": "agree", "rationale": "nothing to add"}}), flush=True)
+"""
+
+
+def check_plugin_idea(tmp):
+    for name, text in (("generator.py", GENERATOR_PLUGIN), ("analyzer.py", ANALYZER_PLUGIN)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    with open(goal_path("quickstart.yaml")) as f:
+        goal = f.read() + """
+skills:
+  - {name: agree, command: [python3, analyzer.py], role: profile_analyzer, after: profile_analyzer}
+  - {name: mine-first, command: [python3, generator.py], role: kernel_generator, after: kernel_generator}
+"""
+    db = os.path.join(tmp, "plugins.db")
+    run_id = run_json(["run", write_goal(tmp, "plugins.yaml", goal)], db)["run_id"]
+    rows = query(db, "SELECT id FROM trials WHERE run = ? AND variant = 'blocked_mnk' ORDER BY id", (run_id,))
+    check(rows, "the plugin's idea was not measured")
+    text, data = explain(db, run_id, rows[0][0])
+    check(data["idea"].get("id") == "plugin:blocked_mnk" and data["generation"]["proposer"] == "plugin:mine-first",
+          f"the idea: {data['idea']}, from {data['generation'] and data['generation']['proposer']}")
+    check("the plugin's own reason" in text and "idea's why" in text, text)
+    check([f["kind"] for f in data["findings"]] == ["repeated_loads"] and "traffic_ratio" in text,
+          f"the finding it answers: {data['findings']}\n{text}")
+    check("none acted on" not in text, text)
+    (best_before_analysis,) = query(db, "SELECT json_extract(inputs, '$.candidate') FROM decisions WHERE run = ? "
+                                    "AND seq < ? AND proposer = 'rules' AND skill = 'profile_analyzer' "
+                                    "ORDER BY seq DESC LIMIT 1", (run_id, data["analysis"]["seq"]))[0]
+    check(data["analysed"] == best_before_analysis and f"analysed      {best_before_analysis}" in text,
+          f"analysed: {data['analysed']!r}, the built-in analysed {best_before_analysis!r}\n{text}")
+
+
 def main():
     with tempdir() as tmp:
         check_noise_rule(tmp)
+    with tempdir() as tmp:
+        check_plugin_idea(tmp)
     print("ok")
 
 
