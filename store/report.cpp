@@ -107,6 +107,12 @@ Trial require_trial(Store& store, int64_t run_id, int64_t trial_id) {
   require_run(store, run_id);
   auto trial = store.trial(run_id, trial_id);
   if (!trial) {
+    // Trial ids are unique across runs: a trial of another run is named as such.
+    for (const Run& other : store.runs())
+      if (other.id != run_id && store.trial(other.id, trial_id))
+        throw UserError("trial " + std::to_string(trial_id) + " is a trial of run " +
+                        std::to_string(other.id) + ", not of run " + std::to_string(run_id) + " (" +
+                        store.location() + ")");
     throw UserError("trial " + std::to_string(trial_id) + " not found in run " + std::to_string(run_id) +
                     " of " + store.location());
   }

@@ -12,7 +12,7 @@ analysed."""
 import json
 import os
 
-from loop_support import check, goal_path, query, run, run_json, tempdir, write_goal
+from loop_support import check, goal_path, one_error_line, query, run, run_json, tempdir, write_goal
 from test_noisy_command_target import GOAL as NOISY_GOAL, PROGRAM as NOISY_PROGRAM
 
 
@@ -125,11 +125,22 @@ skills:
           f"analysed: {data['analysed']!r}, the built-in analysed {best_before_analysis!r}\n{text}")
 
 
+def check_trial_of_another_run(tmp):
+    db = os.path.join(tmp, "two.db")
+    first = run_json(["run", goal_path("quickstart.yaml")], db)["run_id"]
+    second = run_json(["run", goal_path("quickstart.yaml")], db)["run_id"]
+    (trial,) = query(db, "SELECT MIN(id) FROM trials WHERE run = ?", (second,))[0]
+    proc = run(["explain", str(first), str(trial)], db)
+    one_error_line(proc, f"trial {trial} is a trial of run {second}, not of run {first}")
+
+
 def main():
     with tempdir() as tmp:
         check_noise_rule(tmp)
     with tempdir() as tmp:
         check_plugin_idea(tmp)
+    with tempdir() as tmp:
+        check_trial_of_another_run(tmp)
     print("ok")
 
 

@@ -161,7 +161,8 @@ TEST_CASE("explain: unknown runs and trials are one clear line") {
   const SeededRun seeded = seed_sample_run(store);
   CHECK_THROWS_WITH_AS(explain(store, seeded.run, 99), "trial 99 not found in run 1 of :memory:", UserError);
   const int64_t other = store.create_run(sample_run("other"));
-  CHECK_THROWS_WITH_AS(explain(store, other, seeded.best),
-                       ("trial " + std::to_string(seeded.best) + " not found in run 2 of :memory:").c_str(),
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      explain(store, other, seeded.best),
+      ("trial " + std::to_string(seeded.best) + " is a trial of run 1, not of run 2 (:memory:)").c_str(),
+      UserError);
 }
