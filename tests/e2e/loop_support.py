@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 
 BIN = os.environ.get("AUTOTUNE_BIN", "autotune")
 SOURCE = os.environ.get("AUTOTUNE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -93,6 +94,29 @@ def fail(message):
 def check(condition, message):
     if not condition:
         fail(message)
+
+
+def wait_until(condition, what, timeout=60):
+    """Polls `condition` every 50 ms; fails the test naming `what` after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    fail(f"timed out waiting for {what}")
+
+
+def psql(state, database, sql, must=True):
+    """`sql` run by psql on `database` of the test cluster described by `state` (postgres_cluster's
+    STATE.json), its output stripped; on an error the test fails, or with must=False None is returned
+    (a database still getting its schema, a server stopped on purpose)."""
+    out = subprocess.run(["psql", state["url"] % database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode == 0:
+        return out.stdout.strip()
+    if must:
+        fail(f"psql {sql}: {out.stderr}")
+    return None
 
 
 def one_error_line(proc, *needles):

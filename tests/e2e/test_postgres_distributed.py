@@ -3,6 +3,7 @@ tests/support/postgres_cluster.py: workers measure a sweep's and a run's candida
 (kill -9 a worker mid-trial, kill -9 the coordinating sweep and resume it, restart the server, drop every
 connection). After each: one trial per configuration, nothing measured into the results twice, and each
 result is the one the measuring program gives for its configuration."""
+import functools
 import json
 import os
 import signal
@@ -10,12 +11,13 @@ import subprocess
 import sys
 import time
 
-from loop_support import BIN, check, fail, goal_path, run, run_json, tempdir, write_goal
+from loop_support import BIN, check, fail, goal_path, psql as cluster_psql, run, run_json, tempdir, wait_until, write_goal
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = postgres_cluster.load(os.environ["AUTOTUNE_TEST_POSTGRES"])
+psql = functools.partial(cluster_psql, STATE)
 
 # A measured program: sleeps a little (so that kills land while a trial is in flight) and reports a
 # latency that is a known function of its configuration.
@@ -40,16 +42,6 @@ CONFIGURATIONS = 40
 
 def expected_latency(params):
     return 1e-3 * (1 + (params["a"] - 5) ** 2 + (params["b"] - 3) ** 2)
-
-
-def psql(database, sql, must=True):
-    url = STATE["url"] % database
-    out = subprocess.run(["psql", url, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True)
-    if out.returncode != 0:
-        if not must:
-            return ""
-        fail(f"psql {sql}: {out.stderr}")
-    return out.stdout.strip()
 
 
 def count(database, sql):
@@ -108,15 +100,6 @@ def finish(proc, what, timeout=300):
     if proc.returncode != 0:
         fail(f"{what} exited {proc.returncode}: {err[-2000:]}")
     return json.loads(out)
-
-
-def wait_until(condition, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
 def main():

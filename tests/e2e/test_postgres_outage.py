@@ -9,18 +9,20 @@ stored during the outage are kept too.
 A claim lost with its connection (its COMMIT went through unheard) is measured by its claimer: by the
 sweep itself when the sweep's own job claimed it, and by the worker when a worker did (the row the store
 reports under the worker's heartbeat, unknown to its jobs)."""
+import functools
 import json
 import os
 import subprocess
 import sys
 import time
 
-from loop_support import BIN, check, fail, tempdir, write_goal
+from loop_support import BIN, check, fail, psql as cluster_psql, tempdir, write_goal
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = {}  # this test's own cluster, started by main()
+psql = functools.partial(cluster_psql, STATE, must=False)
 OUTAGE_S = 66           # beyond the 60 s a store call used to wait
 RECOVERY_S = 90         # the sweep must end within this once the server is back
 
@@ -37,12 +39,6 @@ search:
   space: {a: [1, 2, 3, 4, 5, 6], b: [1, 2, 3]}
 """
 CONFIGURATIONS = 18
-
-
-def psql(database, sql):
-    out = subprocess.run(["psql", STATE["url"] % database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def main():

@@ -3,24 +3,19 @@ tests/support/postgres_cluster.py: a schema version of -1, one stored as text, a
 column, or a table without a column autotune writes is one line and exit 2, with no SQL, and so is a role
 that may not read autotune's tables (saying so); a URL's password never appears in a message, and a
 worker's command line no longer shows it once it runs."""
+import functools
 import os
 import subprocess
 import sys
 import time
 
-from loop_support import BIN, check, one_error_line, run
+from loop_support import BIN, check, one_error_line, psql as cluster_psql, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = postgres_cluster.load(os.environ["AUTOTUNE_TEST_POSTGRES"])
-
-
-def psql(database, sql):
-    out = subprocess.run(["psql", STATE["url"] % database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    check(out.returncode == 0, f"psql {sql}: {out.stderr}")
-    return out.stdout.strip()
+psql = functools.partial(cluster_psql, STATE)
 
 
 def new_database(name):

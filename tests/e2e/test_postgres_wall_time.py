@@ -2,16 +2,18 @@
 cluster of tests/support/postgres_cluster.py): with --jobs 0 and no worker, and with its own job measuring a
 program that outlasts the budget, the run ends soon after the budget instead of waiting for ever, each
 candidate cut short recorded as a timeout saying the budget ran out, and the run is not left running."""
+import functools
 import os
 import subprocess
 import sys
 
-from loop_support import BIN, check, fail, tempdir, write_goal
+from loop_support import BIN, check, fail, psql as cluster_psql, tempdir, write_goal
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = postgres_cluster.load(os.environ["AUTOTUNE_TEST_POSTGRES"])
+psql = functools.partial(cluster_psql, STATE)
 
 GOAL = """
 name: wall-time-{name}
@@ -24,14 +26,6 @@ search:
 budget: {{wall_time_s: 3}}
 """
 BUDGET_CUT = "wall-time budget ran out"
-
-
-def psql(database, sql):
-    out = subprocess.run(["psql", STATE["url"] % database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        fail(f"psql {sql}: {out.stderr}")
-    return out.stdout.strip()
 
 
 def main():

@@ -3,18 +3,20 @@ tests/support/postgres_cluster.py: it exits with 130 and one line, and stores no
 candidates it held (the interruption kills their measuring programs, which is no result of theirs):
 their rows stay claimed, for another claimer to take after the lease, and no trial of the run says
 "killed by signal"."""
+import functools
 import os
 import signal
 import subprocess
 import sys
 import time
 
-from loop_support import BIN, check, fail, tempdir, write_goal
+from loop_support import BIN, check, psql as cluster_psql, tempdir, wait_until, write_goal
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 import postgres_cluster  # noqa: E402
 
 STATE = postgres_cluster.load(os.environ["AUTOTUNE_TEST_POSTGRES"])
+psql = functools.partial(cluster_psql, STATE)
 
 # The first measurement (the sweep's baseline) answers at once; every other takes far longer than the
 # test waits, so none ends on its own.
@@ -39,29 +41,10 @@ search:
 JOBS = 4
 
 
-def psql(database, sql, must=True):
-    out = subprocess.run(["psql", STATE["url"] % database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        if not must:  # the database may still be getting its schema
-            return ""
-        fail(f"psql {sql}: {out.stderr}")
-    return out.stdout.strip()
-
-
 def clean_env():
     env = dict(os.environ)
     env.pop("AUTOTUNE_DB", None)
     return env
-
-
-def wait_until(condition, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
 def main():
