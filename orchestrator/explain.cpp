@@ -4,6 +4,7 @@
 #include <map>
 
 #include "orchestrator/decision_log.hpp"
+#include "skills/candidate.hpp"
 #include "skills/skill.hpp"
 
 namespace autotune::orchestrator {
@@ -212,6 +213,18 @@ Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id) {
     if (self.decision_seq && other.decision_seq) return *other.decision_seq < *self.decision_seq;
     return other.id < self.id;
   };
+  const Json& verification = out.trial.verification;
+  for (const char* key : {"same_program_as", "same_schedule_as"})
+    if (verification.is_object() && verification.value(key, Json()).is_string()) {
+      out.reused_from = verification[key].get<std::string>();
+      out.reused_same_program = std::string_view(key) == "same_program_as";
+    }
+  if (!out.reused_from.empty()) {
+    for (auto& other : store.trials(run_id))
+      if (other.id != self.id && skills::Candidate{other.variant, other.params}.key() == out.reused_from &&
+          (!out.reused_trial || other.id < out.reused_trial->id))
+        out.reused_trial = std::move(other);
+  }
   const auto rulings = noise_rulings(decisions);
   out.noise = noise_ruling(self, rulings, decisions);
   for (auto& other : store.trials(run_id)) {
@@ -307,6 +320,13 @@ std::string format_explanation(const Explanation& e) {
   std::string status(to_string(e.trial.status));
   if (e.trial.cache_hit) status += " (cache hit)";
   line("status", status);
+  if (!e.reused_from.empty())
+    line("measured",
+         std::string("not simulated again: ") +
+             (e.reused_same_program ? "the same program as "
+                                    : "the same schedule and outputs (buffers placed differently) as ") +
+             (e.reused_trial ? describe_trial(*e.reused_trial) : e.reused_from) +
+             ", measured before; its measurement and verification are that candidate's");
   if (auto latency = latency_of(e.trial)) {
     std::string text = format_seconds(*latency);
     if (e.speedup_vs_baseline) text += ", " + format_speedup(*e.speedup_vs_baseline) + " vs baseline";
@@ -347,29 +367,35 @@ std::string format_explanation(const Explanation& e) {
 }
 
 Json explanation_json(const Explanation& e) {
-  return Json{{"run", e.run.id},
-              {"trial", e.trial},
-              {"proposed_by", e.proposal ? Json(*e.proposal) : Json(nullptr)},
-              {"analysis", e.analysis ? Json(*e.analysis) : Json(nullptr)},
-              {"analysed", e.analysed.empty() ? Json(nullptr) : Json(e.analysed)},
-              {"findings", e.findings},
-              {"generation", e.generation ? Json(*e.generation) : Json(nullptr)},
-              {"idea", e.idea},
-              {"chosen_by", e.choice ? Json(*e.choice) : Json(nullptr)},
-              {"verdict", e.verdict ? Json(*e.verdict) : Json(nullptr)},
-              {"baseline", trial_or_null(e.baseline)},
-              {"best_before", trial_or_null(e.best_before)},
-              {"best_now", trial_or_null(e.best_now)},
-              {"latency_s", number_or_null(latency_of(e.trial))},
-              {"speedup_vs_baseline", number_or_null(e.speedup_vs_baseline)},
-              {"speedup_vs_best_before", number_or_null(e.speedup_vs_best_before)},
-              {"verified", verification_text(e.trial)},
-              {"noise_rule", e.noise ? Json{{"decision", e.noise->decision.seq},
-                                            {"ruling", e.noise->text},
-                                            {"counts", e.noise->counts}}
-                                     : Json(nullptr)},
-              {"became_best", e.became_best},
-              {"is_run_best", e.is_run_best}};
+  return Json{
+      {"run", e.run.id},
+      {"trial", e.trial},
+      {"proposed_by", e.proposal ? Json(*e.proposal) : Json(nullptr)},
+      {"analysis", e.analysis ? Json(*e.analysis) : Json(nullptr)},
+      {"analysed", e.analysed.empty() ? Json(nullptr) : Json(e.analysed)},
+      {"findings", e.findings},
+      {"generation", e.generation ? Json(*e.generation) : Json(nullptr)},
+      {"idea", e.idea},
+      {"chosen_by", e.choice ? Json(*e.choice) : Json(nullptr)},
+      {"verdict", e.verdict ? Json(*e.verdict) : Json(nullptr)},
+      {"baseline", trial_or_null(e.baseline)},
+      {"best_before", trial_or_null(e.best_before)},
+      {"best_now", trial_or_null(e.best_now)},
+      {"latency_s", number_or_null(latency_of(e.trial))},
+      {"speedup_vs_baseline", number_or_null(e.speedup_vs_baseline)},
+      {"speedup_vs_best_before", number_or_null(e.speedup_vs_best_before)},
+      {"verified", verification_text(e.trial)},
+      {"reused_from", e.reused_from.empty()
+                          ? Json(nullptr)
+                          : Json{{"candidate", e.reused_from},
+                                 {"same", e.reused_same_program ? "program" : "schedule"},
+                                 {"trial", e.reused_trial ? Json(e.reused_trial->id) : Json(nullptr)}}},
+      {"noise_rule",
+       e.noise
+           ? Json{{"decision", e.noise->decision.seq}, {"ruling", e.noise->text}, {"counts", e.noise->counts}}
+           : Json(nullptr)},
+      {"became_best", e.became_best},
+      {"is_run_best", e.is_run_best}};
 }
 
 }  // namespace autotune::orchestrator

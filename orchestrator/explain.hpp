@@ -42,6 +42,15 @@ struct Explanation {
     bool counts = false;
   };
   std::optional<NoiseRuling> noise;
+  // A simulated candidate whose traced program is the same as one measured
+  // before (verification.same_program_as), or has the same schedule and
+  // outputs with buffers placed differently (same_schedule_as), is not
+  // simulated again: its measurement and verification are that candidate's.
+  // Its key ("tiled{k=2}") and, when a trial of this run measured it, that
+  // trial; empty and absent otherwise.
+  std::string reused_from;
+  bool reused_same_program = false;
+  std::optional<Trial> reused_trial;
   std::optional<Trial> baseline;
   // The best measured trial known when this one was proposed: trials proposed
   // by earlier decisions (or, without decision numbers, committed earlier),

@@ -134,6 +134,31 @@ def check_trial_of_another_run(tmp):
     one_error_line(proc, f"trial {trial} is a trial of run {second}, not of run {first}")
 
 
+def check_reused_measurement(tmp):
+    """A simulated candidate whose program (or schedule) is the same as one measured before is not simulated
+    again (verification.same_program_as, same_schedule_as); explain says so and names the candidate, and the
+    trial that measured it."""
+    db = os.path.join(tmp, "reused.db")
+    run_id = run_json(["run", goal_path("quickstart.yaml")], db)["run_id"]
+    rows = query(db, "SELECT id, variant, params, verification FROM trials WHERE run = ? ORDER BY id", (run_id,))
+    keys = {"same_program_as": "program", "same_schedule_as": "schedule"}
+    reused = [(i, json.loads(v)[key], same) for i, _, _, v in rows for key, same in keys.items() if key in json.loads(v)]
+    check(reused and len(reused) < len(rows), f"the quickstart scenario changed: {len(reused)} of {len(rows)} reused")
+    for trial_id, candidate, same in reused:
+        text, data = explain(db, run_id, trial_id)
+        check(data["reused_from"]["candidate"] == candidate and data["reused_from"]["same"] == same and
+              f"not simulated again: the same {same}" in text, f"trial {trial_id}, reused from {candidate}:\n{text}")
+        earlier = data["reused_from"]["trial"]
+        if earlier is not None:
+            (variant, params), = [(v, json.loads(p)) for i, v, p, _ in rows if i == earlier]
+            written = ",".join(f"{k}={json.dumps(params[k])}" for k in sorted(params))
+            check(earlier < trial_id and candidate == f"{variant}{{{written}}}" and f"trial {earlier}" in text,
+                  f"trial {trial_id}: reused from trial {earlier} ({variant} {params}), not {candidate}:\n{text}")
+    measured = next(i for i, _, _, v in rows if not keys.keys() & json.loads(v).keys())
+    text, data = explain(db, run_id, measured)
+    check(data["reused_from"] is None and "not simulated again" not in text, f"trial {measured} was measured:\n{text}")
+
+
 def main():
     with tempdir() as tmp:
         check_noise_rule(tmp)
@@ -141,6 +166,8 @@ def main():
         check_plugin_idea(tmp)
     with tempdir() as tmp:
         check_trial_of_another_run(tmp)
+    with tempdir() as tmp:
+        check_reused_measurement(tmp)
     print("ok")
 
 
