@@ -113,9 +113,11 @@ SkillResult<ExplorationPlan> ParamExplorer::plan(const ExplorationRequest& reque
     decision.evidence["patience"] = region_patience(*request.region, request.batch_size);
   }
   if (!request.related.empty()) decision.evidence["related_observations"] = related_observations;
+  // The request's strategy and the grid; one entry when they are the same.
   decision.alternatives =
-      Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}},
-                   {{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}}});
+      Json::array({{{"strategy", request.strategy}, {"chosen", plan.strategy == request.strategy}}});
+  if (request.strategy != "grid")
+    decision.alternatives.push_back({{"strategy", "grid"}, {"chosen", plan.strategy == "grid"}});
   std::string what;
   if (!request.probes.empty()) what = std::to_string(probes.size()) + " probe(s) not measured yet";
   if (request.region) {

@@ -389,6 +389,13 @@ TEST_CASE("explorer: enumerates a small region, respects the budget, never repea
   const auto full = explorer.plan(request);
   CHECK(full.result.strategy == "grid");
   CHECK(full.result.budget == int(variant.space->size()));
+  // The alternatives: the request's strategy and the grid, exactly one chosen; one entry when they are one.
+  const Json& both = full.decision.alternatives;
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].at("chosen").get<bool>() != both[1].at("chosen").get<bool>());
+  request.strategy = "grid";
+  const Json one = explorer.plan(request).decision.alternatives;
+  CHECK(one == Json::array({{{"strategy", "grid"}, {"chosen", true}}}));
 }
 
 TEST_CASE("explorer: a plan that runs another strategy than the request's runs it with its own defaults") {
