@@ -639,8 +639,8 @@ std::optional<nlohmann::json> JsonLinesProcess::request(const nlohmann::json& me
   Child& child = *child_;
   child.drain();
   if (!child.stdout_buffer.empty()) {
-    log::warn("'" + argv_[0] +
-              "' printed output nobody asked for, discarded: " + one_line_tail(child.stdout_buffer, 200));
+    log::warn((options_.name.empty() ? "'" + argv_[0] + "'" : options_.name) +
+              " printed output nobody asked for, discarded: " + one_line_tail(child.stdout_buffer, 200));
     child.stdout_buffer.clear();
   }
 

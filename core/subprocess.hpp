@@ -94,6 +94,8 @@ std::string signal_name(int signal_number);
 std::string one_line_tail(const std::string& text, std::size_t max_chars);
 
 struct JsonLinesOptions {
+  // How warnings name the process ("plugin 'tiles'"); empty: its program, quoted.
+  std::string name;
   std::filesystem::path workdir;
   std::map<std::string, std::string> extra_env;
   // How many times a failed process is started again. After a failure (crash,

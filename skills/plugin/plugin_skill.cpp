@@ -179,6 +179,7 @@ PluginReply PluginSkillClient::read_reply(const nlohmann::json& reply) {
 
 PluginSkillClient::PluginSkillClient(PluginSkillConfig config) : config_(std::move(config)) {
   JsonLinesOptions options;
+  options.name = "plugin '" + config_.name + "'";
   options.workdir = config_.workdir;
   options.max_restarts = config_.max_restarts;
   process_ = std::make_unique<JsonLinesProcess>(config_.command, options);

@@ -7,7 +7,7 @@ import re
 import stat
 import subprocess
 
-from loop_support import BIN, SOURCE, check, goal_path, run, run_json, tempdir, write_goal
+from loop_support import BIN, SOURCE, check, goal_path, quickstart_with_analyzer, run, run_json, tempdir, write_goal
 
 CRASH = """#!/usr/bin/env python3
 import sys
@@ -100,6 +100,15 @@ def by(log, plugin):
 def check_completed(summary, what):
     check(summary["status"] == "completed", f"{what}: status {summary['status']} ({summary.get('stop_reason')})")
     check(summary["evaluations"] >= 1, f"{what}: nothing measured")
+
+
+# An analyzer after the built-in that passes its result on, then prints a line nobody asked for.
+CHATTY_PLUGIN = """import json, sys
+for line in sys.stdin:
+    request = json.loads(line).get("request") or {}
+    print(json.dumps({"result": request.get("builtin"), "decision": {"action": "no_finding", "rationale": "ok"}}))
+    print("chatter", flush=True)
+"""
 
 
 def main():
@@ -273,6 +282,12 @@ def main():
         check(proc.returncode == 2 and len(lines) == 1, f"bad plugin: exit {proc.returncode}, stderr {proc.stderr!r}")
         check(re.search(r"bad\.yaml:\d+: skills\[0\]\.role: ", lines[0]) and "target: {kind: command" in lines[0],
               f"bad plugin message: {lines[0]}")
+
+        # --- a plugin that prints more than its replies: the warning names the plugin, not its interpreter ---
+        goal = quickstart_with_analyzer(tmp, "chatty.yaml", "chatty.py", CHATTY_PLUGIN, "chatty")
+        proc = run(["run", goal], os.path.join(tmp, "chatty.db"))
+        check(proc.returncode == 0 and "plugin 'chatty' printed output nobody asked for, discarded: chatter" in
+              proc.stderr and "'python3' printed" not in proc.stderr, f"chatty plugin: {proc.stderr[-2000:]}")
     print("ok")
 
 
