@@ -272,14 +272,29 @@ def main():
         return stage_time(args)
     if not args.kernel or not args.shape:
         die("give --kernel FAMILY and --shape A=1,B=2 (and --dtype): see docs/trainium.md", 2)
-    if min(args.warmup, args.iters - 1, args.batches - 1) < 0:
-        die("--warmup must be 0 or more, --iters and --batches 1 or more", 2)
+    if min(args.warmup, args.iters - 1, args.batches - 1, args.check_rows - 1) < 0:
+        die("--warmup must be 0 or more, --iters, --batches and --check-rows 1 or more", 2)
+    if args.tolerance is not None and not args.tolerance > 0:
+        die(f"--tolerance {args.tolerance:g}: accepted: a relative error above 0", 2)
+    # Both interpreters are checked before the export: a wrong timing one must not cost a device compile first.
+    # A goal's argv reaches the harness without a shell, so a leading ~ is expanded here.
+    for flag in ("nki_python", "nrtpy_python"):
+        given = getattr(args, flag)
+        setattr(args, flag, shutil.which(os.path.expanduser(given)))
+        if getattr(args, flag) is None:
+            die(f"--{flag.replace('_', '-')} '{given}' is no executable program; accepted: the Python of the "
+                f"{flag.split('_')[0]} environment, as a path or a name on PATH (docs/trainium.md)", 2)
     try:
         import numpy as np
     except ImportError:
         die(f"{sys.executable} cannot import numpy (the reference needs it)", SDK_MISSING)
 
-    params = json.loads(os.environ.get("AUTOTUNE_PARAMS", "{}") or "{}")
+    try:
+        params = json.loads(os.environ.get("AUTOTUNE_PARAMS", "{}") or "{}")
+    except ValueError as e:
+        die(f"AUTOTUNE_PARAMS is not JSON ({e}); accepted: an object such as {{\"kv_tile\": 2048}}", 2)
+    if not isinstance(params, dict):
+        die("AUTOTUNE_PARAMS is not a JSON object; accepted: an object such as {\"kv_tile\": 2048}", 2)
     params.update(parse_pairs(args.param))
     variant = str(params.pop("variant", args.variant))
     try:

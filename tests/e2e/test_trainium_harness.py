@@ -77,6 +77,23 @@ def main():
         proc = harness(tmp, os.path.join(tmp, "c3"), {"kv_tyle": 256})
         check(proc.returncode == 2 and "unknown parameter 'kv_tyle'" in proc.stderr, proc.stderr)
 
+        # A wrong interpreter or check option is one line before anything is exported or compiled; a goal's argv
+        # passes no shell, so the harness expands the ~ of an interpreter's path itself.
+        for bad, says in ((["--nrtpy-python", os.path.join(tmp, "no-venv", "python")], "--nrtpy-python '"),
+                          (["--nki-python", "~/no-venv/python"], "--nki-python '~/no-venv/python'"),
+                          (["--check-rows", "0"], "--check-rows 1 or more"),
+                          (["--tolerance", "0"], "--tolerance 0: accepted:")):
+            cache = os.path.join(tmp, "c-bad")
+            proc = harness(tmp, cache, params, extra=fake, args=bad)
+            lines = stderr_lines(proc)
+            check(proc.returncode == 2 and len(lines) == 1 and says in lines[0] and not os.path.exists(cache),
+                  f"{bad}: exit {proc.returncode}, stderr {lines}, cache kept: {os.path.exists(cache)}")
+        os.makedirs(os.path.join(tmp, "home", "venv", "bin"))
+        os.symlink(sys.executable, os.path.join(tmp, "home", "venv", "bin", "python"))
+        proc = harness(tmp, os.path.join(tmp, "c1"), params, extra=dict(fake, HOME=os.path.join(tmp, "home")),
+                       args=["--nki-python", "~/venv/bin/python", "--nrtpy-python", "~/venv/bin/python"])
+        check(proc.returncode == 0, f"interpreters under ~: exit {proc.returncode}, {stderr_lines(proc)}")
+
         # Through the loop: the command target runs the harness; a device that computes wrongly fails the trial.
         goal = write_goal(tmp, "device.yaml", f"""
 name: on-fake-device
