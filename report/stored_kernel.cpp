@@ -13,6 +13,14 @@ StoredKernel resolve_stored_kernel(const store::Run& run, const store::Trial& tr
   const std::string where = "run " + std::to_string(run.id);
   // Bounded like every YAML reader: a recursive alias or a billion laughs is one line.
   const YAML::Node goal = load_yaml_text(run.goal_yaml, where + "'s stored goal");
+  // A command target's trials are its program's parameters, whatever name its goal gives the kernel:
+  // rebuilding one as a family variant would be a kernel nobody measured.
+  if (const auto target = goal["target"];
+      target && target.IsMap() && target["kind"] && target["kind"].Scalar() == "command")
+    throw UserError(where +
+                    " measured a command target's program, not a kernel autotune can rebuild (the device "
+                    "harness names each trial's exported kernel in its metric 'kernel', its folder in the "
+                    "harness's cache: docs/trainium.md)");
   const auto& registry = kernels::family_registry();
   if (!registry.contains(run.kernel))
     throw UserError(where + " tuned '" + run.kernel +

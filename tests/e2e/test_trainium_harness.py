@@ -97,6 +97,7 @@ def main():
         # Through the loop: the command target runs the harness; a device that computes wrongly fails the trial.
         goal = write_goal(tmp, "device.yaml", f"""
 name: on-fake-device
+kernel: {{family: attention}}
 target:
   kind: command
   argv: {json.dumps([sys.executable, HARNESS, *ARGS, "--cache", os.path.join(tmp, "c4")])}
@@ -118,6 +119,12 @@ budget: {{evaluations: 2}}
         first = json.loads(rows[0][1])
         check(abs(first["latency_s"] - 0.3e-3) < 1e-12 and len(json.loads(rows[0][2])) == 3
               and first["intervals"]["latency_s"]["n"] == 3, f"trial metrics {first}")
+        # Its trials are the harness's parameters, not a family variant to rebuild: export says where the kernel is.
+        proc = run(["export", "1", "--nki", "-o", os.path.join(tmp, "best.py")], db)
+        lines = stderr_lines(proc)
+        check(proc.returncode != 0 and len(lines) == 1 and "measured a command target's program" in lines[0]
+              and "metric 'kernel'" in lines[0] and not os.path.exists(os.path.join(tmp, "best.py")),
+              f"export of a device trial: exit {proc.returncode}, stderr {lines}")
 
         wrong_db = os.path.join(tmp, "wrong.db")
         goal = write_goal(tmp, "wrong.yaml", open(goal).read().replace(os.path.join(tmp, "c4"), os.path.join(tmp, "c5")))
@@ -137,6 +144,15 @@ budget: {{evaluations: 2}}
         status, error = query(shipped, "SELECT status, error FROM trials ORDER BY id")[0]
         check(proc.returncode != 0 and status == "failed" and "exited with code 3" in error
               and "nki_device_bench: " in error, f"the shipped goal without the SDK: {status}: {error}")
+        # docs/trainium.md's screen, added to the shipped goal, is a goal autotune accepts.
+        doc = open(os.path.join(SOURCE, "docs", "trainium.md")).read()
+        screen = doc[doc.index("```yaml\nscreen:") + len("```yaml\n"):]
+        screen = screen[:screen.index("```")]
+        screened = write_goal(tmp, "attention-on-device-screened.yaml", open(copy).read() + screen)
+        proc = run(["run", screened], os.path.join(tmp, "screened.db"),
+                   env_extra={"PYTHONPATH": "", "AUTOTUNE_BIN": os.path.abspath(BIN)})
+        status, error = query(os.path.join(tmp, "screened.db"), "SELECT status, error FROM trials ORDER BY id")[0]
+        check(status == "failed" and "exited with code 3" in error, f"the documented screen: {proc.stderr[-800:]}")
     print("ok")
 
 
