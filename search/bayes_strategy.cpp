@@ -857,6 +857,8 @@ class BayesStrategy final : public IndexedStrategy {
         step_off ? step_off_plateau() : std::unordered_set<std::uint64_t>{};
     while (chosen.size() < k && chosen.size() < candidates.size()) {
       Eigen::Index pick = -1;
+      // The candidates passed over above count as taken: none may be left below k.
+      if (best_untaken(kExpectedImprovement) < 0) break;
       if (options_.hedge) {
         const Eigen::Index rows = nominees_.rows();
         nominees_.conservativeResize(rows + kAcquisitions, x.cols());
