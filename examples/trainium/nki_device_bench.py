@@ -139,10 +139,7 @@ def device_array(np, x, dtype):
 
 # ---------------------------------------------------------------- stage 1: compile, run once, check
 
-def stage_compile(args):
-    """Runs under the NKI environment: the kernel under nki.jit on the saved inputs, its output and NEFF kept."""
-    os.environ["NKI_ARTIFACTS_DIR"] = args.artifacts  # read when nki is imported
-    os.environ.setdefault("NEURON_PLATFORM_TARGET_OVERRIDE", args.platform)
+def import_nki():
     try:
         import numpy as np
     except ImportError as e:
@@ -152,6 +149,14 @@ def stage_compile(args):
     except ImportError as e:
         die(f"the Neuron SDK is not installed for {sys.executable}: cannot import nki ({e}); on a trn2 instance "
             "activate the NKI environment or pass --nki-python (docs/trainium.md)", SDK_MISSING)
+    return np
+
+
+def stage_compile(args):
+    """Runs under the NKI environment: the kernel under nki.jit on the saved inputs, its output and NEFF kept."""
+    os.environ["NKI_ARTIFACTS_DIR"] = args.artifacts  # read when nki is imported
+    os.environ.setdefault("NEURON_PLATFORM_TARGET_OVERRIDE", args.platform)
+    np = import_nki()
     import importlib.util
     spec = importlib.util.spec_from_file_location("autotune_exported_kernel", args.kernel_file)
     module = importlib.util.module_from_spec(spec)
@@ -178,14 +183,20 @@ def stage_compile(args):
 
 # ---------------------------------------------------------------- stage 2: time on the device
 
-def stage_time(args):
-    """Runs under the nrtpy environment: device-side timing of the NEFF, in batches."""
+def import_nrtpy():
     try:
         import numpy as np
-        from nrtpy import NrtpyModel, NrtpyTensor
+        import nrtpy
     except ImportError as e:
         die(f"the Neuron runtime's Python layer is not installed for {sys.executable}: cannot import nrtpy ({e}); "
             "create the nrtpy environment or pass --nrtpy-python (docs/trainium.md)", SDK_MISSING)
+    return np, nrtpy
+
+
+def stage_time(args):
+    """Runs under the nrtpy environment: device-side timing of the NEFF, in batches."""
+    np, nrtpy = import_nrtpy()
+    NrtpyModel, NrtpyTensor = nrtpy.NrtpyModel, nrtpy.NrtpyTensor
     manifest = json.load(open(args.manifest))
     model = NrtpyModel.load_from_neff(manifest["neff"])
     inputs = np.load(args.inputs)
@@ -245,7 +256,7 @@ def run_stage(python, stage, argv, what):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--stage", choices=["compile", "time"], help=argparse.SUPPRESS)
+    p.add_argument("--stage", choices=["compile", "time", "check-nki", "check-nrtpy"], help=argparse.SUPPRESS)
     p.add_argument("--kernel", help="kernel family (autotune kernels)")
     p.add_argument("--variant", default="", help="variant (a parameter named `variant` overrides it)")
     p.add_argument("--shape", default="", help="shape, e.g. seq=8192,q_heads=32,kv_heads=8,head_dim=128")
@@ -270,6 +281,9 @@ def main():
         return stage_compile(args)
     if args.stage == "time":
         return stage_time(args)
+    if args.stage in ("check-nki", "check-nrtpy"):
+        import_nki() if args.stage == "check-nki" else import_nrtpy()
+        return None
     if not args.kernel or not args.shape:
         die("give --kernel FAMILY and --shape A=1,B=2 (and --dtype): see docs/trainium.md", 2)
     if min(args.warmup, args.iters - 1, args.batches - 1, args.check_rows - 1) < 0:
@@ -337,6 +351,9 @@ def main():
             elif args.dtype == "fp16":
                 a = a.astype(np.float16).astype(np.float32)
             arrays.append(a)
+        # Both environments are checked before the compile, which takes minutes on a device.
+        run_stage(args.nki_python, "check-nki", [], "checking the NKI environment")
+        run_stage(args.nrtpy_python, "check-nrtpy", [], "checking the nrtpy environment")
         np.savez(inputs_file, **{f"arg{i}": a for i, a in enumerate(arrays)})
         output_file = os.path.join(work, "output.npy")
         artifacts = os.path.join(work, "artifacts")

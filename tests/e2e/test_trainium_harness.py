@@ -48,6 +48,15 @@ def main():
         check(len(lines) == 1 and "the Neuron SDK is not installed" in lines[0] and "cannot import nki" in lines[0],
               f"without the SDK stderr reads {lines}")
 
+        # nki without nrtpy: the same kind of line, before the kernel is compiled.
+        write_goal(tmp, "nrtpy.py", "raise ImportError('no nrtpy in this environment')\n")
+        proc = harness(tmp, os.path.join(tmp, "c0"), params,
+                       extra={"PYTHONPATH": os.pathsep.join([tmp, FAKE_SDK, STANDIN])})
+        lines = stderr_lines(proc)
+        compiled = [f for _, _, files in os.walk(os.path.join(tmp, "c0")) for f in files if f.endswith(".neff")]
+        check(proc.returncode == 3 and len(lines) == 1 and "cannot import nrtpy" in lines[0] and not compiled,
+              f"without nrtpy: exit {proc.returncode}, stderr {lines}, compiled {compiled}")
+
         # A correct candidate: checked against the reference, timed in device mode, one JSON line.
         log = os.path.join(tmp, "benchmark.log")
         fake = {"FAKE_NRTPY_DEVICE_MS": "0.4", "FAKE_NRTPY_LOG": log}
