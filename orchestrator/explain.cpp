@@ -219,20 +219,19 @@ Explanation explain(store::Store& store, int64_t run_id, int64_t trial_id) {
       out.reused_from = verification[key].get<std::string>();
       out.reused_same_program = std::string_view(key) == "same_program_as";
     }
-  if (!out.reused_from.empty()) {
-    for (auto& other : store.trials(run_id))
+  const auto trials = store.trials(run_id);
+  if (!out.reused_from.empty())
+    for (const auto& other : trials)
       if (other.id != self.id && skills::Candidate{other.variant, other.params}.key() == out.reused_from &&
           (!out.reused_trial || other.id < out.reused_trial->id))
-        out.reused_trial = std::move(other);
-  }
+        out.reused_trial = other;
   const auto rulings = noise_rulings(decisions);
   out.noise = noise_ruling(self, rulings, decisions);
-  for (auto& other : store.trials(run_id)) {
+  for (const auto& other : trials) {
     if (!known_before(other)) continue;
     if (const auto ruling = noise_ruling(other, rulings, decisions); ruling && !ruling->counts) continue;
     auto latency = latency_of(other);
-    if (latency && (!out.best_before || *latency < *latency_of(out.best_before)))
-      out.best_before = std::move(other);
+    if (latency && (!out.best_before || *latency < *latency_of(out.best_before))) out.best_before = other;
   }
 
   const auto latency = latency_of(out.trial);

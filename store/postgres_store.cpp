@@ -428,7 +428,7 @@ bool PostgresStore::freeze_interrupted(int64_t id, const std::string& reason) {
   } catch (const std::exception&) {
     // The process is exiting on an interruption; an unreachable server must not stop it.
   }
-  mutex_.lock();  // never released: the process exits holding it
+  freeze();
   return marked;
 }
 

@@ -122,7 +122,7 @@ void SqliteStore::update_run(const Run& run) {
 }
 
 bool SqliteStore::freeze_interrupted(int64_t id, const std::string& reason) {
-  mutex_.lock();  // never released: the process exits holding it
+  freeze();
   Statement update(connection_,
                    "UPDATE runs SET updated = ?, status = 'interrupted', stop_reason = ? "
                    "WHERE id = ? AND status = 'running'");
